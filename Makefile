@@ -1,0 +1,46 @@
+# Two commands for a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PORT   ?= 8000
+HOST   ?= 127.0.0.1
+CONSENTRY_DATABASE_URL ?= sqlite:///data/consentry.db
+export CONSENTRY_DATABASE_URL
+
+.PHONY: run test lint typecheck pytest schema clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(VENV)/.installed $@
+
+## run: install and start the server on http://$(HOST):$(PORT) (SQLite under data/, offline model)
+run: $(VENV)/.installed
+	$(BIN)/consentry serve --host $(HOST) --port $(PORT)
+
+## test: install dev tools, then lint, type-check and run the whole suite
+test: $(VENV)/.installed-dev lint typecheck pytest
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check backend graphs tests
+	$(BIN)/ruff format --check backend graphs tests
+
+typecheck: $(VENV)/.installed-dev
+	$(BIN)/mypy
+
+pytest: $(VENV)/.installed-dev
+	$(BIN)/pytest -q
+
+## schema: regenerate docs/protocol.schema.json from the pydantic models
+schema: $(VENV)/.installed
+	$(BIN)/consentry schema > docs/protocol.schema.json
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

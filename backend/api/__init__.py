@@ -1,0 +1,1 @@
+"""HTTP routers: parse, authorize, call the runtime, render. No SQL and no graph code here."""

@@ -1,0 +1,109 @@
+"""The app factory and its lifespan."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from backend.api import chat, health, notes, threads
+from backend.errors import ConsentryError
+from backend.runtime.clock import Clock, utc_now
+from backend.schemas.errors import ErrorBody, ErrorDetail
+from backend.schemas.events import EVENT_ADAPTER
+from backend.services import open_services
+from backend.settings import Settings
+
+__all__ = ["create_app"]
+
+log = logging.getLogger(__name__)
+_HTTP_CODES = {
+    401: "unauthorized",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "request_too_large",
+}
+
+
+def _error(
+    status: int, code: str, message: str, details: dict[str, Any] | None = None
+) -> JSONResponse:
+    body = ErrorBody(error=ErrorDetail(code=code, message=message, details=details or {}))
+    return JSONResponse(body.model_dump(mode="json"), status_code=status)
+
+
+async def _on_consentry_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ConsentryError)
+    return _error(exc.status_code, exc.code, exc.message, exc.details)
+
+
+async def _on_validation_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = [
+        {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+        for e in exc.errors()
+    ]
+    if any(e["type"] == "json_invalid" for e in errors):
+        return _error(
+            422, "malformed_json", "The request body is not valid JSON.", {"errors": errors}
+        )
+    return _error(
+        422, "request_invalid", "The request does not match the schema.", {"errors": errors}
+    )
+
+
+async def _on_http_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = _HTTP_CODES.get(exc.status_code, "http_error")
+    return _error(exc.status_code, code, str(exc.detail))
+
+
+async def _on_unexpected_error(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return _error(500, "internal_error", "Something went wrong on our side.")
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """OpenAPI, plus the SSE event union under ``components.schemas.Event``."""
+    if app.openapi_schema is None:
+        schema = get_openapi(
+            title=app.title, version=app.version, routes=app.routes, description=app.description
+        )
+        event_schema = EVENT_ADAPTER.json_schema(ref_template="#/components/schemas/{model}")
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        components.update(event_schema.pop("$defs", {}))
+        components["Event"] = event_schema
+        app.openapi_schema = schema
+    return app.openapi_schema
+
+
+def create_app(settings: Settings | None = None, *, clock: Clock = utc_now) -> FastAPI:
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with open_services(settings, clock=clock) as services:
+            app.state.services = services
+            yield
+
+    app = FastAPI(
+        title="Consentry",
+        version="0.1.0",
+        description="LangGraph workflows over a typed SSE chat API, with human consent gates.",
+        lifespan=lifespan,
+    )
+    app.add_exception_handler(ConsentryError, _on_consentry_error)
+    app.add_exception_handler(RequestValidationError, _on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, _on_http_error)
+    app.add_exception_handler(Exception, _on_unexpected_error)
+    for module in (chat, threads, notes, health):
+        app.include_router(module.router)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    return app

@@ -1,0 +1,78 @@
+"""``consentry``: serve the API, or print the protocol's JSON Schema.
+
+consentry serve [--host H] [--port P]     start the server (defaults from settings)
+consentry schema                          print docs/protocol.schema.json to stdout
+consentry db upgrade                      apply database migrations and exit
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from pydantic import ValidationError
+
+__all__ = ["main"]
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from backend.app import create_app
+    from backend.settings import Settings
+
+    overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
+    try:
+        settings = Settings(**overrides)
+    except ValidationError as exc:
+        print(f"consentry: invalid settings:\n{exc}", file=sys.stderr)
+        return 2
+    uvicorn.run(
+        create_app(settings), host=settings.host, port=settings.port, log_level=args.log_level
+    )
+    return 0
+
+
+def _schema(_: argparse.Namespace) -> int:
+    from backend.protocol_schema import protocol_schema_json
+
+    sys.stdout.write(protocol_schema_json())
+    return 0
+
+
+def _db_upgrade(_: argparse.Namespace) -> int:
+    from backend.settings import Settings
+    from backend.storage.database import Database
+
+    async def upgrade() -> None:
+        db = Database(Settings().sqlite_path)
+        try:
+            await db.migrate()
+        finally:
+            await db.close()
+
+    asyncio.run(upgrade())
+    print("database is up to date")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="consentry", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="start the API server")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--log-level", default="info")
+    serve.set_defaults(run=_serve)
+    commands.add_parser("schema", help="print the protocol JSON Schema").set_defaults(run=_schema)
+    db = commands.add_parser("db", help="database maintenance")
+    db_commands = db.add_subparsers(dest="db_command", required=True)
+    db_commands.add_parser("upgrade", help="apply migrations").set_defaults(run=_db_upgrade)
+    args = parser.parse_args(argv)
+    result: int = args.run(args)
+    return result
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,70 @@
+"""Consentry's errors: one small hierarchy, one JSON body.
+
+Every error a client sees has the body ``{"error": {"code", "message", "details"}}``; ``code`` is a
+stable machine-readable string (see docs/protocol.md), ``message`` is for people. Inside an SSE
+stream the same information arrives as an ``error`` event followed by the run's ``final`` event.
+
+    ConsentryError                 500 internal_error
+    ├── UnauthorizedError          401 unauthorized
+    ├── NotFoundError              404 <thing>_not_found (another owner's id answers the same)
+    ├── ConflictError              409 thread_busy, consent_pending, no_pending_consent,
+    │                                  approval_not_pending, approval_already_decided,
+    │                                  approval_expired, version_conflict
+    └── InvalidRequestError        422 request_invalid, decision_not_allowed, invalid_edit,
+                                       graph_mismatch, message_too_long
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "ConflictError",
+    "ConsentryError",
+    "InvalidRequestError",
+    "NotFoundError",
+    "UnauthorizedError",
+]
+
+
+class ConsentryError(Exception):
+    """Base of every error Consentry reports to a client."""
+
+    status_code: ClassVar[int] = 500
+    default_code: ClassVar[str] = "internal_error"
+
+    def __init__(
+        self, message: str, *, code: str | None = None, details: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code or self.default_code
+        self.details = details or {}
+
+
+class UnauthorizedError(ConsentryError):
+    status_code = 401
+    default_code = "unauthorized"
+
+
+class NotFoundError(ConsentryError):
+    status_code = 404
+    default_code = "not_found"
+
+    @classmethod
+    def of(cls, thing: str, ident: str) -> NotFoundError:
+        return cls(
+            f"No {thing.replace('_', ' ')} with id {ident!r}.",
+            code=f"{thing}_not_found",
+            details={f"{thing}_id": ident},
+        )
+
+
+class ConflictError(ConsentryError):
+    status_code = 409
+    default_code = "conflict"
+
+
+class InvalidRequestError(ConsentryError):
+    status_code = 422
+    default_code = "request_invalid"

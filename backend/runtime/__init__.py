@@ -1,0 +1,1 @@
+"""The runtime: runs, their events, consent records, and the services graphs receive."""

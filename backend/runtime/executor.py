@@ -1,0 +1,269 @@
+"""Executing runs: a run is an asyncio task that outlives the HTTP response that started it.
+
+A run streams its graph with ``durability="sync"`` and maps every chunk to an event. When the graph
+stops, one write transaction stores the run's durable events, the approvals for any consent it
+asks for, the run's terminal reason and the thread's new status; only then are the ``consent`` and
+``final`` events sent, so a client that resumes at once always finds its approval stored.
+
+If the client goes away the run still finishes and is stored. On shutdown, runs get a grace period,
+then are cancelled and recorded with reason ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Literal
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
+from pydantic import ValidationError
+
+from backend.principal import Principal
+from backend.runtime.clock import Clock
+from backend.runtime.errors import describe_failure
+from backend.runtime.event_stream import RunEventStream
+from backend.runtime.notes_store import OwnerNotesStore
+from backend.runtime.stream_mapping import STREAM_MODES, ChunkMapper
+from backend.schemas.events import (
+    ConsentEvent,
+    ErrorEvent,
+    FinalEvent,
+    RunStartedEvent,
+    TerminalReason,
+)
+from backend.storage import approvals as approvals_repo
+from backend.storage import threads as threads_repo
+from backend.storage.database import Database
+from graphs.consent import ConsentRequest
+from graphs.registry import CompiledGraph, GraphSpec
+from graphs.services import GraphContext
+
+__all__ = ["ActiveRun", "RunExecutor"]
+
+log = logging.getLogger(__name__)
+SHUTDOWN_GRACE_SECONDS = 10.0
+
+
+@dataclass
+class ActiveRun:
+    thread_id: str
+    run_id: str
+    events: RunEventStream
+    task: asyncio.Task[None] = field(repr=False)
+
+
+@dataclass
+class _Outcome:
+    reason: TerminalReason = "completed"
+    error_code: str | None = None
+    consents: list[ConsentEvent] = field(default_factory=list)
+
+
+class RunExecutor:
+    def __init__(
+        self,
+        *,
+        db: Database,
+        graphs: Mapping[str, CompiledGraph],
+        clock: Clock,
+        consent_ttl_seconds: int,
+    ) -> None:
+        self._db = db
+        self._graphs = graphs
+        self._clock = clock
+        self._consent_ttl = timedelta(seconds=consent_ttl_seconds)
+        self._running: set[asyncio.Task[None]] = set()
+
+    def graph(self, name: str) -> CompiledGraph:
+        return self._graphs[name]
+
+    async def pending_interrupt_ids(self, spec: GraphSpec, thread_id: str) -> set[str]:
+        state = await self.graph(spec.name).aget_state(_config(thread_id))
+        return {interrupt.id for interrupt in state.interrupts}
+
+    def launch(
+        self,
+        owner: Principal,
+        *,
+        spec: GraphSpec,
+        thread_id: str,
+        run_id: str,
+        last_seq: int,
+        trigger: Literal["message", "resume"],
+        graph_input: dict[str, Any] | Command[Any],
+    ) -> ActiveRun:
+        events = RunEventStream(
+            thread_id=thread_id, run_id=run_id, last_seq=last_seq, clock=self._clock
+        )
+        events.emit(RunStartedEvent, graph=spec.name, trigger=trigger)
+        context = GraphContext(
+            notes=OwnerNotesStore(self._db, owner, self._clock), user=owner.display
+        )
+        task = asyncio.create_task(
+            self._execute(owner, spec, events, graph_input, context),
+            name=f"run:{run_id}",
+        )
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+        return ActiveRun(thread_id=thread_id, run_id=run_id, events=events, task=task)
+
+    async def _execute(
+        self,
+        owner: Principal,
+        spec: GraphSpec,
+        events: RunEventStream,
+        graph_input: dict[str, Any] | Command[Any],
+        context: GraphContext,
+    ) -> None:
+        outcome = _Outcome()
+        mapper = ChunkMapper(spec)
+        try:
+            async for mode, chunk in self.graph(spec.name).astream(
+                graph_input,
+                _config(events.thread_id),
+                context=context,
+                stream_mode=STREAM_MODES,
+                durability="sync",
+            ):
+                for event_type, fields in mapper.map(mode, chunk):
+                    events.emit(event_type, **fields)
+            if mapper.interrupts:
+                outcome.reason = "interrupted"
+                outcome.consents = [self._consent(events, i.id, i.value) for i in mapper.interrupts]
+        except asyncio.CancelledError:
+            outcome.reason = "cancelled"
+            await asyncio.shield(self._finish(owner, events, outcome))
+            raise
+        except Exception as exc:
+            failure = describe_failure(exc)
+            log.exception(
+                "run failed",
+                extra={
+                    "thread_id": events.thread_id,
+                    "run_id": events.run_id,
+                    "code": failure.code,
+                },
+            )
+            outcome = _Outcome(reason="failed", error_code=failure.code)
+            events.emit(
+                ErrorEvent, code=failure.code, message=failure.message, retryable=failure.retryable
+            )
+        await self._finish(owner, events, outcome)
+
+    def _consent(self, events: RunEventStream, approval_id: str, value: Any) -> ConsentEvent:
+        try:
+            request = ConsentRequest.model_validate(value)
+        except ValidationError as exc:
+            raise TypeError(
+                "interrupt() values must be ConsentRequest payloads; use graphs.consent.ConsentKind"
+            ) from exc
+        ttl = timedelta(seconds=request.ttl_seconds) if request.ttl_seconds else self._consent_ttl
+        event = events.make(
+            ConsentEvent,
+            approval_id=approval_id,
+            kind=request.kind,
+            title=request.title,
+            proposal=request.proposal,
+            allowed_decisions=request.allowed_decisions,
+            expires_at=self._clock() + ttl,
+        )
+        assert isinstance(event, ConsentEvent)
+        return event
+
+    async def _finish(self, owner: Principal, events: RunEventStream, outcome: _Outcome) -> None:
+        """Store everything the run produced in one transaction, then send consent + final."""
+        final = events.make(FinalEvent, reason=outcome.reason)
+        closing = [events.record(event) for event in (*outcome.consents, final)]
+        now = self._clock()
+        try:
+            async with self._db.write() as conn:
+                await threads_repo.insert_events(conn, events, events.take_durable())
+                for consent in outcome.consents:
+                    await approvals_repo.insert_approval(conn, owner, consent, now=now)
+                await threads_repo.end_run(
+                    conn,
+                    events.run_id,
+                    reason=outcome.reason,
+                    error_code=outcome.error_code,
+                    now=now,
+                )
+                await threads_repo.release_thread(
+                    conn,
+                    events.thread_id,
+                    run_id=events.run_id,
+                    status="awaiting_consent" if outcome.consents else "idle",
+                    reason=outcome.reason,
+                    last_seq=events.last_seq,
+                    now=now,
+                )
+        except Exception:
+            log.exception(
+                "could not store the end of a run",
+                extra={"thread_id": events.thread_id, "run_id": events.run_id},
+            )
+            closing = [
+                events.record(
+                    events.make(
+                        ErrorEvent,
+                        code="storage_error",
+                        retryable=True,
+                        message="The run's result could not be stored.",
+                    )
+                ),
+                events.record(events.make(FinalEvent, reason="failed")),
+            ]
+        for outgoing in closing:
+            events.send(outgoing)
+        events.close()
+
+    async def recover_unfinished(self) -> int:
+        """Close the runs a stopped or crashed process left open: record them ``failed`` with
+        code ``server_restarted`` and free their threads. Returns how many there were."""
+        now = self._clock()
+        async with self._db.write() as conn:
+            stale = await threads_repo.unfinished_runs(conn)
+            for run in stale:
+                events = RunEventStream(
+                    thread_id=run.thread_id, run_id=run.id, last_seq=run.last_seq, clock=self._clock
+                )
+                events.record(
+                    events.make(
+                        ErrorEvent,
+                        code="server_restarted",
+                        retryable=True,
+                        message="The server stopped during this run.",
+                    )
+                )
+                events.record(events.make(FinalEvent, reason="failed"))
+                await threads_repo.insert_events(conn, events, events.take_durable())
+                await threads_repo.end_run(
+                    conn, run.id, reason="failed", error_code="server_restarted", now=now
+                )
+                pending = await approvals_repo.pending_approvals(conn, run.thread_id)
+                await threads_repo.release_thread(
+                    conn,
+                    run.thread_id,
+                    run_id=run.id,
+                    status="awaiting_consent" if pending else "idle",
+                    reason="failed",
+                    last_seq=events.last_seq,
+                    now=now,
+                )
+        return len(stale)
+
+    async def shutdown(self) -> None:
+        """Let running runs finish for a grace period, then cancel (and record) the rest."""
+        if not self._running:
+            return
+        _, pending = await asyncio.wait(set(self._running), timeout=SHUTDOWN_GRACE_SECONDS)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
+
+def _config(thread_id: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread_id}}

@@ -1,0 +1,58 @@
+"""Turn LangGraph's stream chunks into Consentry events.
+
+The run streams with ``stream_mode=["tasks", "messages", "updates", "custom"]``:
+
+- ``tasks`` start → ``step`` (node and its label),
+- ``messages`` AI chunks with text → ``token`` (model calls tagged ``nostream`` never get here),
+- ``updates`` with AI messages → ``message``; ``__interrupt__`` entries are collected for the
+  run's end; ``__metadata__`` (cached replays) is skipped,
+- ``custom`` ``{"event": "note", ...}`` → ``note``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from langchain_core.messages import AIMessage, AIMessageChunk
+from langgraph.types import Interrupt, StreamMode
+
+from backend.schemas.events import Event, MessageEvent, NoteEvent, StepEvent, TokenEvent
+from graphs.registry import GraphSpec
+
+__all__ = ["STREAM_MODES", "ChunkMapper"]
+
+STREAM_MODES: list[StreamMode] = ["tasks", "messages", "updates", "custom"]
+Mapped = tuple[type[Event], dict[str, Any]]
+_NOTE_FIELDS = ("note_id", "project_id", "title", "version", "content")
+
+
+class ChunkMapper:
+    def __init__(self, spec: GraphSpec) -> None:
+        self._spec = spec
+        self.interrupts: list[Interrupt] = []
+
+    def map(self, mode: str, chunk: Any) -> Iterator[Mapped]:
+        if mode == "tasks":
+            if "input" in chunk:
+                yield (
+                    StepEvent,
+                    {"node": chunk["name"], "label": self._spec.label_for(chunk["name"])},
+                )
+        elif mode == "messages":
+            message = chunk[0]
+            if isinstance(message, AIMessageChunk) and message.id and (text := message.text):
+                yield TokenEvent, {"message_id": message.id, "delta": text}
+        elif mode == "updates":
+            yield from self._map_updates(chunk)
+        elif mode == "custom" and isinstance(chunk, dict) and chunk.get("event") == "note":
+            yield NoteEvent, {key: chunk[key] for key in _NOTE_FIELDS}
+
+    def _map_updates(self, chunk: dict[str, Any]) -> Iterator[Mapped]:
+        for node, update in chunk.items():
+            if node == "__interrupt__":
+                self.interrupts.extend(update)
+            elif node != "__metadata__" and isinstance(update, dict):
+                for message in update.get("messages") or ():
+                    if isinstance(message, AIMessage) and message.id and message.text:
+                        yield MessageEvent, {"message_id": message.id, "content": message.text}

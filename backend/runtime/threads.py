@@ -1,0 +1,53 @@
+"""Reading threads: the caller's list, one thread with its pending consents, the transcript."""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage, HumanMessage
+
+from backend.principal import Principal
+from backend.runtime.clock import Clock
+from backend.runtime.executor import RunExecutor
+from backend.schemas.events import ConsentEvent
+from backend.schemas.threads import ThreadDetail, ThreadList, Transcript, TranscriptMessage
+from backend.storage import approvals as approvals_repo
+from backend.storage import threads as threads_repo
+from backend.storage.database import Database
+
+__all__ = ["ThreadReader"]
+
+
+class ThreadReader:
+    def __init__(self, *, db: Database, executor: RunExecutor, clock: Clock) -> None:
+        self._db = db
+        self._executor = executor
+        self._clock = clock
+
+    async def list(self, owner: Principal, *, limit: int) -> ThreadList:
+        async with self._db.read() as conn:
+            return ThreadList(threads=await threads_repo.list_threads(conn, owner, limit=limit))
+
+    async def detail(self, owner: Principal, thread_id: str) -> ThreadDetail:
+        now = self._clock()
+        async with self._db.read() as conn:
+            row = await threads_repo.get_thread(conn, owner, thread_id)
+            pending = await approvals_repo.pending_approvals(conn, thread_id)
+        consents = [ConsentEvent.model_validate(r.event) for r in pending if r.expires_at > now]
+        summary = threads_repo.summarize(row)
+        if summary.status == "awaiting_consent" and not consents:
+            summary.status = "idle"
+        return ThreadDetail(**summary.model_dump(), pending_consents=consents)
+
+    async def transcript(self, owner: Principal, thread_id: str) -> Transcript:
+        async with self._db.read() as conn:
+            row = await threads_repo.get_thread(conn, owner, thread_id)
+        state = await self._executor.graph(row.graph).aget_state(
+            {"configurable": {"thread_id": thread_id}}
+        )
+        messages: list[TranscriptMessage] = []
+        for message in state.values.get("messages", []):
+            if isinstance(message, HumanMessage | AIMessage) and message.text:
+                role = "user" if isinstance(message, HumanMessage) else "assistant"
+                messages.append(
+                    TranscriptMessage(message_id=str(message.id), role=role, content=message.text)
+                )
+        return Transcript(thread_id=thread_id, messages=messages)

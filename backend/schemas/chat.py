@@ -1,0 +1,59 @@
+"""``POST /v1/chat``: a user message, or a person's decision on a pending consent."""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from graphs.consent import Decision
+
+__all__ = ["ChatRequest", "ResumeDecision"]
+
+
+class ResumeDecision(BaseModel):
+    """A person's answer to a ``consent`` event."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    approval_id: str = Field(min_length=1, max_length=64, description="From the consent event.")
+    decision: Decision
+    edited: dict[str, Any] | None = Field(
+        default=None,
+        description="With `edit`: the person's version, in the consent kind's edit schema "
+        "(for `note_edit`: `{content, title?}`).",
+    )
+    comment: str | None = Field(default=None, max_length=2000)
+
+    @model_validator(mode="after")
+    def _edited_goes_with_edit(self) -> Self:
+        if self.decision == "edit" and self.edited is None:
+            raise ValueError("decision `edit` needs `edited`")
+        if self.decision != "edit" and self.edited is not None:
+            raise ValueError("`edited` is only allowed with decision `edit`")
+        return self
+
+
+class ChatRequest(BaseModel):
+    """Start a run: exactly one of ``message`` or ``resume``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    thread_id: str | None = Field(
+        default=None, min_length=1, max_length=36, description="Omit to start a new thread."
+    )
+    graph: str = Field(default="tutor", min_length=1, max_length=64)
+    project_id: str | None = Field(default=None, min_length=1, max_length=36)
+    note_id: str | None = Field(
+        default=None, min_length=1, max_length=36, description="The note the user is looking at."
+    )
+    message: str | None = Field(default=None, min_length=1)
+    resume: ResumeDecision | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one_input(self) -> Self:
+        if (self.message is None) == (self.resume is None):
+            raise ValueError("send exactly one of `message` or `resume`")
+        if self.message is not None and not self.message.strip():
+            raise ValueError("`message` must not be blank")
+        return self

@@ -1,0 +1,113 @@
+"""The SSE events of a run: a ``type``-discriminated union.
+
+On the wire each event is ``event: <type>``, ``id: <seq>``, ``data: <the model as JSON>``. ``seq``
+grows by one per event within a thread, across runs. Every run ends with exactly one ``final``.
+``token`` events are ephemeral (not stored); every other event is stored with the thread.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+from graphs.consent import Decision
+
+__all__ = [
+    "EVENT_ADAPTER",
+    "ConsentEvent",
+    "ErrorEvent",
+    "Event",
+    "FinalEvent",
+    "MessageEvent",
+    "NoteEvent",
+    "RunStartedEvent",
+    "StepEvent",
+    "TerminalReason",
+    "TokenEvent",
+]
+
+TerminalReason = Literal["completed", "interrupted", "failed", "cancelled"]
+"""Why a run ended: ``completed`` (the graph finished), ``interrupted`` (waiting for consent),
+``failed`` (an error event precedes it), ``cancelled`` (the server shut down mid-run)."""
+
+
+class _Envelope(BaseModel):
+    thread_id: str
+    run_id: str
+    seq: int = Field(ge=1, description="Per-thread sequence number; also the SSE `id:`.")
+    ts: datetime
+
+
+class RunStartedEvent(_Envelope):
+    type: Literal["run_started"] = "run_started"
+    graph: str
+    trigger: Literal["message", "resume"]
+
+
+class StepEvent(_Envelope):
+    type: Literal["step"] = "step"
+    node: str = Field(description="The graph node that started.")
+    label: str = Field(description="What it does, for people.")
+
+
+class TokenEvent(_Envelope):
+    type: Literal["token"] = "token"
+    message_id: str
+    delta: str = Field(description="Text to append to the message with this id.")
+
+
+class MessageEvent(_Envelope):
+    type: Literal["message"] = "message"
+    message_id: str
+    role: Literal["assistant"] = "assistant"
+    content: str
+
+
+class ConsentEvent(_Envelope):
+    type: Literal["consent"] = "consent"
+    approval_id: str = Field(description="The LangGraph interrupt id; send it back in `resume`.")
+    kind: str = Field(description="What is asked, e.g. `note_edit`; fixes the proposal schema.")
+    title: str
+    proposal: dict[str, Any] = Field(
+        description="Structured proposal; for `note_edit` see NoteEditProposal."
+    )
+    allowed_decisions: list[Decision]
+    expires_at: datetime
+
+
+class NoteEvent(_Envelope):
+    type: Literal["note"] = "note"
+    note_id: str
+    project_id: str
+    title: str
+    version: int
+    content: str
+
+
+class ErrorEvent(_Envelope):
+    type: Literal["error"] = "error"
+    code: str
+    message: str
+    retryable: bool
+
+
+class FinalEvent(_Envelope):
+    type: Literal["final"] = "final"
+    reason: TerminalReason
+
+
+Event = Annotated[
+    RunStartedEvent
+    | StepEvent
+    | TokenEvent
+    | MessageEvent
+    | ConsentEvent
+    | NoteEvent
+    | ErrorEvent
+    | FinalEvent,
+    Field(discriminator="type"),
+]
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

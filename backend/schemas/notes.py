@@ -1,0 +1,94 @@
+"""Projects, notes, note versions and search results."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Note",
+    "NoteCreateRequest",
+    "NoteList",
+    "NoteUpdateRequest",
+    "NoteVersion",
+    "NoteVersionList",
+    "Project",
+    "ProjectCreateRequest",
+    "ProjectList",
+    "SearchHit",
+    "SearchResults",
+]
+
+Title = Field(min_length=1, max_length=200)
+Content = Field(max_length=200_000)
+
+
+class ProjectCreateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=200)
+
+
+class Project(BaseModel):
+    project_id: str
+    name: str
+    is_default: bool
+    created_at: datetime
+
+
+class ProjectList(BaseModel):
+    projects: list[Project]
+
+
+class NoteCreateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    title: str = Title
+    content: str = Content
+
+
+class NoteUpdateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    version: int = Field(ge=1, description="The version this edit is based on.")
+    title: str | None = Field(default=None, min_length=1, max_length=200)
+    content: str | None = Field(default=None, max_length=200_000)
+
+
+class Note(BaseModel):
+    note_id: str
+    project_id: str
+    title: str
+    content: str
+    version: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class NoteList(BaseModel):
+    notes: list[Note]
+
+
+class NoteVersion(BaseModel):
+    note_id: str
+    version: int
+    title: str
+    content: str
+    author: Literal["user", "assistant"]
+    approval_id: str | None = Field(description="The consent that authorized an assistant edit.")
+    created_at: datetime
+
+
+class NoteVersionList(BaseModel):
+    versions: list[NoteVersion]
+
+
+class SearchHit(BaseModel):
+    note_id: str
+    title: str
+    snippet: str = Field(description="Matching text; matched terms are wrapped in `**`.")
+    score: float = Field(description="Higher is more relevant.")
+
+
+class SearchResults(BaseModel):
+    query: str
+    hits: list[SearchHit]

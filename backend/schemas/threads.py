@@ -1,0 +1,52 @@
+"""Threads as the API shows them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel
+
+from backend.schemas.events import ConsentEvent, TerminalReason
+
+__all__ = [
+    "ThreadDetail",
+    "ThreadList",
+    "ThreadStatus",
+    "ThreadSummary",
+    "Transcript",
+    "TranscriptMessage",
+]
+
+ThreadStatus = Literal["idle", "running", "awaiting_consent"]
+
+
+class ThreadSummary(BaseModel):
+    thread_id: str
+    graph: str
+    project_id: str
+    title: str
+    status: ThreadStatus
+    last_reason: TerminalReason | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class ThreadList(BaseModel):
+    threads: list[ThreadSummary]
+
+
+class ThreadDetail(ThreadSummary):
+    pending_consents: list[ConsentEvent]
+    """Each pending consent exactly as its event was sent, so a reloaded page can show it again."""
+
+
+class TranscriptMessage(BaseModel):
+    message_id: str
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class Transcript(BaseModel):
+    thread_id: str
+    messages: list[TranscriptMessage]

@@ -1,0 +1,74 @@
+"""The long-lived objects of one app: opened by the lifespan, injected into routes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from backend.runtime.clock import Clock, utc_now
+from backend.runtime.executor import RunExecutor
+from backend.runtime.runs import RunStarter
+from backend.runtime.threads import ThreadReader
+from backend.settings import Settings
+from backend.storage.checkpointer import open_checkpointer
+from backend.storage.database import Database
+from graphs.models import build_chat_model
+from graphs.registry import GRAPHS, GraphSpec
+
+__all__ = ["Services", "open_services"]
+
+
+@dataclass(frozen=True)
+class Services:
+    settings: Settings
+    db: Database
+    graphs: Mapping[str, GraphSpec]
+    executor: RunExecutor
+    runs: RunStarter
+    threads: ThreadReader
+    clock: Clock
+
+
+@asynccontextmanager
+async def open_services(settings: Settings, *, clock: Clock = utc_now) -> AsyncIterator[Services]:
+    """Open the database (migrated), the checkpointer and the compiled graphs, once."""
+    db = Database(settings.sqlite_path)
+    try:
+        await db.migrate()
+        async with open_checkpointer(settings.sqlite_path) as checkpointer:
+            model = build_chat_model(
+                base_url=settings.llm_base_url,
+                api_key=settings.llm_api_key,
+                model=settings.llm_model,
+                timeout_seconds=settings.llm_timeout_seconds,
+                max_retries=settings.llm_max_retries,
+            )
+            compiled = {name: spec.build(model, checkpointer) for name, spec in GRAPHS.items()}
+            executor = RunExecutor(
+                db=db,
+                graphs=compiled,
+                clock=clock,
+                consent_ttl_seconds=settings.consent_ttl_seconds,
+            )
+            await executor.recover_unfinished()
+            try:
+                yield Services(
+                    settings=settings,
+                    db=db,
+                    graphs=GRAPHS,
+                    executor=executor,
+                    clock=clock,
+                    runs=RunStarter(
+                        db=db,
+                        executor=executor,
+                        graphs=dict(GRAPHS),
+                        clock=clock,
+                        max_message_chars=settings.max_message_chars,
+                    ),
+                    threads=ThreadReader(db=db, executor=executor, clock=clock),
+                )
+            finally:
+                await executor.shutdown()
+    finally:
+        await db.close()

@@ -1,0 +1,96 @@
+"""Settings, read once from the environment (prefix ``CONSENTRY_``) and validated at start-up."""
+
+from __future__ import annotations
+
+import ipaddress
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from backend.principal import Principal
+
+__all__ = ["Settings"]
+
+DEFAULT_DATABASE_URL = f"sqlite:///{Path('data') / 'consentry.db'}"
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Settings(BaseSettings):
+    """Every setting Consentry reads. See the configuration table in README.md."""
+
+    model_config = SettingsConfigDict(env_prefix="CONSENTRY_", extra="ignore")
+
+    database_url: str = Field(
+        default=DEFAULT_DATABASE_URL,
+        description="Where state lives: `sqlite:///path/to/file.db` (default under data/).",
+    )
+    host: str = Field(default="127.0.0.1", description="Address `consentry serve` binds to.")
+    port: int = Field(default=8000, ge=0, le=65535)
+    api_keys: Annotated[dict[str, Principal], NoDecode] = Field(
+        default_factory=dict,
+        description="Bearer tokens as `token=tenant:user,token2=tenant:user2`. "
+        "Unset: one local user, loopback only.",
+    )
+    llm_base_url: str | None = Field(default=None, description="OpenAI-compatible server URL.")
+    llm_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("CONSENTRY_LLM_API_KEY", "OPENAI_API_KEY")
+    )
+    llm_model: str = Field(default="gpt-4o-mini")
+    llm_timeout_seconds: float = Field(default=60.0, gt=0)
+    llm_max_retries: int = Field(default=2, ge=0, le=10)
+    consent_ttl_seconds: int = Field(
+        default=86_400, gt=0, description="How long a consent request stays open."
+    )
+    max_message_chars: int = Field(default=20_000, gt=0)
+    keepalive_seconds: float = Field(default=15.0, gt=0, le=15.0)
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _parse_api_keys(cls, raw: object) -> object:
+        if not isinstance(raw, str):
+            return raw
+        keys: dict[str, Principal] = {}
+        for item in filter(None, (part.strip() for part in raw.split(","))):
+            token, sep, owner = item.partition("=")
+            tenant, sep2, user = owner.partition(":")
+            if not (sep and sep2 and token.strip() and tenant.strip() and user.strip()):
+                raise ValueError(
+                    "CONSENTRY_API_KEYS entries look like `token=tenant:user`, separated by commas"
+                )
+            keys[token.strip()] = Principal(tenant.strip(), user.strip())
+        return keys
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_database_url(cls, url: str) -> str:
+        if not url.startswith("sqlite:///"):
+            raise ValueError("database_url must be `sqlite:///<path>` (PostgreSQL comes later)")
+        return url
+
+    @model_validator(mode="after")
+    def _refuse_open_bind_without_keys(self) -> Settings:
+        if not self.api_keys and not _is_loopback(self.host):
+            raise ValueError(
+                f"refusing to bind to {self.host} without CONSENTRY_API_KEYS: "
+                "keyless mode serves one local user and is loopback only"
+            )
+        return self
+
+    @cached_property
+    def sqlite_path(self) -> Path:
+        return Path(self.database_url.removeprefix("sqlite:///"))
+
+    @property
+    def uses_offline_model(self) -> bool:
+        return self.llm_base_url is None and self.llm_api_key is None

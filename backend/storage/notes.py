@@ -1,0 +1,405 @@
+"""Projects, notes, note versions, full-text search and the note-edit effects ledger.
+
+Every function takes the caller's :class:`Principal` and only ever sees that owner's rows: another
+owner's id behaves exactly like an unknown id.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+from uuid import uuid4
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from backend.errors import ConflictError, NotFoundError
+from backend.principal import Principal
+from backend.schemas.notes import Note, NoteVersion, Project, SearchHit
+from backend.storage.tables import effects, note_versions, notes, projects
+from graphs.services import AppliedEdit, NoteSnapshot
+
+__all__ = [
+    "apply_note_edit",
+    "create_note",
+    "create_project",
+    "default_project_id",
+    "delete_note",
+    "get_note",
+    "get_project",
+    "list_note_versions",
+    "list_notes",
+    "list_projects",
+    "search_notes",
+    "update_note",
+]
+
+DEFAULT_PROJECT_NAME = "My notes"
+_STOPWORDS = frozenset(
+    {
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "please",
+        "tell",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "with",
+        "you",
+        "your",
+    }
+)
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+def _owned(table: sa.Table, owner: Principal) -> sa.ColumnElement[bool]:
+    return sa.and_(table.c.tenant == owner.tenant, table.c.user_id == owner.user)
+
+
+def _project(row: sa.Row[Any]) -> Project:
+    return Project(
+        project_id=row.id, name=row.name, is_default=row.is_default, created_at=row.created_at
+    )
+
+
+def _note(row: sa.Row[Any]) -> Note:
+    return Note(
+        note_id=row.id,
+        project_id=row.project_id,
+        title=row.title,
+        content=row.content,
+        version=row.version,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+async def create_project(
+    conn: AsyncConnection, owner: Principal, *, name: str, now: datetime, is_default: bool = False
+) -> Project:
+    values = {
+        "id": str(uuid4()),
+        "tenant": owner.tenant,
+        "user_id": owner.user,
+        "name": name,
+        "is_default": is_default,
+        "created_at": now,
+    }
+    await conn.execute(projects.insert().values(values))
+    return Project(project_id=values["id"], name=name, is_default=is_default, created_at=now)
+
+
+async def list_projects(conn: AsyncConnection, owner: Principal) -> list[Project]:
+    rows = await conn.execute(
+        projects.select().where(_owned(projects, owner)).order_by(projects.c.created_at)
+    )
+    return [_project(row) for row in rows]
+
+
+async def get_project(conn: AsyncConnection, owner: Principal, project_id: str) -> Project:
+    row = (
+        await conn.execute(
+            projects.select().where(projects.c.id == project_id, _owned(projects, owner))
+        )
+    ).first()
+    if row is None:
+        raise NotFoundError.of("project", project_id)
+    return _project(row)
+
+
+async def default_project_id(conn: AsyncConnection, owner: Principal, *, now: datetime) -> str:
+    """The owner's default project, created on first use."""
+    found = await conn.scalar(
+        sa.select(projects.c.id).where(_owned(projects, owner), projects.c.is_default)
+    )
+    if found is not None:
+        return str(found)
+    project = await create_project(conn, owner, name=DEFAULT_PROJECT_NAME, now=now, is_default=True)
+    return project.project_id
+
+
+async def _insert_version(
+    conn: AsyncConnection, note: Note, *, author: str, approval_id: str | None
+) -> None:
+    await conn.execute(
+        note_versions.insert().values(
+            note_id=note.note_id,
+            version=note.version,
+            title=note.title,
+            content=note.content,
+            author=author,
+            approval_id=approval_id,
+            created_at=note.updated_at,
+        )
+    )
+
+
+async def create_note(
+    conn: AsyncConnection,
+    owner: Principal,
+    *,
+    project_id: str,
+    title: str,
+    content: str,
+    now: datetime,
+    approval_id: str | None = None,
+) -> Note:
+    await get_project(conn, owner, project_id)
+    note = Note(
+        note_id=str(uuid4()),
+        project_id=project_id,
+        title=title,
+        content=content,
+        version=1,
+        created_at=now,
+        updated_at=now,
+    )
+    await conn.execute(
+        notes.insert().values(
+            id=note.note_id,
+            project_id=project_id,
+            tenant=owner.tenant,
+            user_id=owner.user,
+            title=title,
+            content=content,
+            version=1,
+            created_at=now,
+            updated_at=now,
+        )
+    )
+    await _insert_version(
+        conn, note, author="assistant" if approval_id else "user", approval_id=approval_id
+    )
+    return note
+
+
+async def list_notes(conn: AsyncConnection, owner: Principal, project_id: str) -> list[Note]:
+    await get_project(conn, owner, project_id)
+    rows = await conn.execute(
+        notes.select()
+        .where(notes.c.project_id == project_id, _owned(notes, owner))
+        .order_by(notes.c.updated_at.desc())
+    )
+    return [_note(row) for row in rows]
+
+
+async def find_note(conn: AsyncConnection, owner: Principal, note_id: str) -> Note | None:
+    row = (
+        await conn.execute(notes.select().where(notes.c.id == note_id, _owned(notes, owner)))
+    ).first()
+    return _note(row) if row is not None else None
+
+
+async def get_note(conn: AsyncConnection, owner: Principal, note_id: str) -> Note:
+    note = await find_note(conn, owner, note_id)
+    if note is None:
+        raise NotFoundError.of("note", note_id)
+    return note
+
+
+async def update_note(
+    conn: AsyncConnection,
+    owner: Principal,
+    note_id: str,
+    *,
+    base_version: int,
+    title: str | None,
+    content: str | None,
+    now: datetime,
+    approval_id: str | None = None,
+) -> Note:
+    """Write the next version if the note is still at ``base_version``; else 409 (no write)."""
+    changes: dict[str, Any] = {"version": notes.c.version + 1, "updated_at": now}
+    if title is not None:
+        changes["title"] = title
+    if content is not None:
+        changes["content"] = content
+    result = await conn.execute(
+        notes.update()
+        .where(notes.c.id == note_id, _owned(notes, owner), notes.c.version == base_version)
+        .values(changes)
+    )
+    current = await get_note(conn, owner, note_id)
+    if result.rowcount == 0:
+        raise ConflictError(
+            f"The note is at version {current.version}, not {base_version}; reload and retry.",
+            code="version_conflict",
+            details={
+                "note_id": note_id,
+                "current_version": current.version,
+                "base_version": base_version,
+            },
+        )
+    await _insert_version(
+        conn, current, author="assistant" if approval_id else "user", approval_id=approval_id
+    )
+    return current
+
+
+async def delete_note(conn: AsyncConnection, owner: Principal, note_id: str) -> None:
+    result = await conn.execute(notes.delete().where(notes.c.id == note_id, _owned(notes, owner)))
+    if result.rowcount == 0:
+        raise NotFoundError.of("note", note_id)
+
+
+async def list_note_versions(
+    conn: AsyncConnection, owner: Principal, note_id: str
+) -> list[NoteVersion]:
+    await get_note(conn, owner, note_id)
+    rows = await conn.execute(
+        note_versions.select()
+        .where(note_versions.c.note_id == note_id)
+        .order_by(note_versions.c.version)
+    )
+    return [
+        NoteVersion(
+            note_id=row.note_id,
+            version=row.version,
+            title=row.title,
+            content=row.content,
+            author=row.author,
+            approval_id=row.approval_id,
+            created_at=row.created_at,
+        )
+        for row in rows
+    ]
+
+
+def fts_query(text: str) -> str | None:
+    """Turn free text into an FTS5 query: every meaningful word, as a prefix, OR-ed together."""
+    words = [word.lower() for word in _TOKEN.findall(text)]
+    meaningful = [word for word in words if word not in _STOPWORDS] or words
+    if not meaningful:
+        return None
+    return " OR ".join(f'"{word}"*' for word in dict.fromkeys(meaningful))
+
+
+async def search_notes(
+    conn: AsyncConnection, owner: Principal, project_id: str, query: str, *, limit: int
+) -> list[SearchHit]:
+    match = fts_query(query)
+    if match is None:
+        return []
+    rows = await conn.execute(
+        sa.text(
+            "SELECT n.id, n.title, snippet(notes_fts, -1, '**', '**', '…', 24) AS snippet, "
+            "bm25(notes_fts, 4.0, 1.0) AS rank "
+            "FROM notes_fts JOIN notes AS n ON n.rowid = notes_fts.rowid "
+            "WHERE notes_fts MATCH :match AND n.project_id = :project_id "
+            "AND n.tenant = :tenant AND n.user_id = :user_id "
+            "ORDER BY rank LIMIT :limit"
+        ),
+        {
+            "match": match,
+            "project_id": project_id,
+            "tenant": owner.tenant,
+            "user_id": owner.user,
+            "limit": limit,
+        },
+    )
+    return [
+        SearchHit(
+            note_id=row.id, title=row.title, snippet=row.snippet, score=round(-float(row.rank), 4)
+        )
+        for row in rows
+    ]
+
+
+def _snapshot(note: Note) -> NoteSnapshot:
+    return NoteSnapshot(
+        note_id=note.note_id,
+        project_id=note.project_id,
+        title=note.title,
+        content=note.content,
+        version=note.version,
+    )
+
+
+async def apply_note_edit(
+    conn: AsyncConnection,
+    owner: Principal,
+    *,
+    approval_id: str,
+    project_id: str,
+    note_id: str | None,
+    title: str,
+    content: str,
+    base_version: int | None,
+    now: datetime,
+) -> AppliedEdit:
+    """Apply an approved edit exactly once: the ledger row and the note write share this
+    transaction, and a second call for the same approval returns the recorded outcome."""
+    recorded = await conn.scalar(
+        sa.select(effects.c.result).where(effects.c.approval_id == approval_id)
+    )
+    if recorded is not None:
+        return AppliedEdit.model_validate(recorded)
+    if note_id is None:
+        note = await create_note(
+            conn,
+            owner,
+            project_id=project_id,
+            title=title,
+            content=content,
+            now=now,
+            approval_id=approval_id,
+        )
+        outcome = AppliedEdit(outcome="applied", note=_snapshot(note))
+    else:
+        current = await find_note(conn, owner, note_id)
+        if current is None:
+            outcome = AppliedEdit(outcome="note_missing")
+        elif base_version is not None and current.version != base_version:
+            outcome = AppliedEdit(outcome="note_changed", current_version=current.version)
+        else:
+            note = await update_note(
+                conn,
+                owner,
+                note_id,
+                base_version=current.version,
+                title=title,
+                content=content,
+                now=now,
+                approval_id=approval_id,
+            )
+            outcome = AppliedEdit(outcome="applied", note=_snapshot(note))
+    await conn.execute(
+        effects.insert().values(
+            approval_id=approval_id,
+            kind="note_edit",
+            result=outcome.model_dump(mode="json"),
+            created_at=now,
+        )
+    )
+    return outcome

@@ -1,0 +1,170 @@
+"""The app tables (SQLAlchemy Core); the Alembic migrations in ``migrations/`` create them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
+
+__all__ = [
+    "approvals",
+    "effects",
+    "events",
+    "metadata",
+    "note_versions",
+    "notes",
+    "projects",
+    "runs",
+    "threads",
+]
+
+
+class UTCDateTime(sa.TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every backend (SQLite stores them naive)."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        return value.astimezone(UTC) if value is not None else None
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+metadata = sa.MetaData()
+
+
+def _owner() -> list[sa.Column[Any]]:
+    return [
+        sa.Column("tenant", sa.String(128), nullable=False),
+        sa.Column("user_id", sa.String(128), nullable=False),
+    ]
+
+
+projects = sa.Table(
+    "projects",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    *_owner(),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("is_default", sa.Boolean, nullable=False, default=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Index("ix_projects_owner", "tenant", "user_id"),
+)
+
+notes = sa.Table(
+    "notes",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column(
+        "project_id",
+        sa.String(36),
+        sa.ForeignKey("projects.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    *_owner(),
+    sa.Column("title", sa.String(200), nullable=False),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+    sa.Index("ix_notes_project", "project_id"),
+)
+
+note_versions = sa.Table(
+    "note_versions",
+    metadata,
+    sa.Column(
+        "note_id", sa.String(36), sa.ForeignKey("notes.id", ondelete="CASCADE"), primary_key=True
+    ),
+    sa.Column("version", sa.Integer, primary_key=True),
+    sa.Column("title", sa.String(200), nullable=False),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("author", sa.String(16), nullable=False),
+    sa.Column("approval_id", sa.String(64), nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+)
+
+threads = sa.Table(
+    "threads",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    *_owner(),
+    sa.Column("graph", sa.String(64), nullable=False),
+    sa.Column("project_id", sa.String(36), nullable=False),
+    sa.Column("title", sa.String(200), nullable=False),
+    sa.Column("status", sa.String(24), nullable=False),
+    sa.Column("last_reason", sa.String(24), nullable=True),
+    sa.Column("last_seq", sa.Integer, nullable=False, default=0),
+    sa.Column("active_run_id", sa.String(36), nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+    sa.Index("ix_threads_owner_updated", "tenant", "user_id", "updated_at"),
+)
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column(
+        "thread_id", sa.String(36), sa.ForeignKey("threads.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("trigger", sa.String(16), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("reason", sa.String(24), nullable=True),
+    sa.Column("error_code", sa.String(64), nullable=True),
+    sa.Column("started_at", UTCDateTime, nullable=False),
+    sa.Column("ended_at", UTCDateTime, nullable=True),
+    sa.Index("ix_runs_thread", "thread_id"),
+)
+
+events = sa.Table(
+    "events",
+    metadata,
+    sa.Column(
+        "thread_id",
+        sa.String(36),
+        sa.ForeignKey("threads.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("seq", sa.Integer, primary_key=True),
+    sa.Column("run_id", sa.String(36), nullable=False),
+    sa.Column("type", sa.String(24), nullable=False),
+    sa.Column("data", sa.Text, nullable=False),
+)
+
+approvals = sa.Table(
+    "approvals",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column(
+        "thread_id", sa.String(36), sa.ForeignKey("threads.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("run_id", sa.String(36), nullable=False),
+    *_owner(),
+    sa.Column("kind", sa.String(64), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("event", sa.JSON, nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("expires_at", UTCDateTime, nullable=False),
+    sa.Column("decided_at", UTCDateTime, nullable=True),
+    sa.Column("decided_by", sa.String(260), nullable=True),
+    sa.Column("decision", sa.JSON, nullable=True),
+    sa.Index("ix_approvals_thread_status", "thread_id", "status"),
+)
+
+effects = sa.Table(
+    "effects",
+    metadata,
+    sa.Column("approval_id", sa.String(64), primary_key=True),
+    sa.Column("kind", sa.String(64), nullable=False),
+    sa.Column("result", sa.JSON, nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+)

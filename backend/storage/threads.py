@@ -1,0 +1,205 @@
+"""Threads, their runs and their stored events.
+
+A thread is claimed for a run by a compare-and-set on its ``status``: at most one run per thread,
+across every process that shares the database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from backend.errors import NotFoundError
+from backend.principal import Principal
+from backend.schemas.threads import ThreadSummary
+from backend.storage.tables import events, runs, threads
+
+__all__ = [
+    "ThreadRow",
+    "claim_thread",
+    "create_thread",
+    "end_run",
+    "get_thread",
+    "insert_events",
+    "list_threads",
+    "release_thread",
+    "start_run",
+    "unfinished_runs",
+]
+
+ThreadRow = sa.Row[Any]
+
+
+class RunIds(Protocol):
+    @property
+    def thread_id(self) -> str: ...
+    @property
+    def run_id(self) -> str: ...
+
+
+class StoredEvent(Protocol):
+    @property
+    def seq(self) -> int: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def data(self) -> str: ...
+
+
+def summarize(row: ThreadRow) -> ThreadSummary:
+    return ThreadSummary(
+        thread_id=row.id,
+        graph=row.graph,
+        project_id=row.project_id,
+        title=row.title,
+        status=row.status,
+        last_reason=row.last_reason,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+async def create_thread(
+    conn: AsyncConnection,
+    owner: Principal,
+    *,
+    thread_id: str,
+    graph: str,
+    project_id: str,
+    title: str,
+    now: datetime,
+) -> None:
+    await conn.execute(
+        threads.insert().values(
+            id=thread_id,
+            tenant=owner.tenant,
+            user_id=owner.user,
+            graph=graph,
+            project_id=project_id,
+            title=title,
+            status="idle",
+            last_seq=0,
+            created_at=now,
+            updated_at=now,
+        )
+    )
+
+
+async def get_thread(conn: AsyncConnection, owner: Principal, thread_id: str) -> ThreadRow:
+    row = (
+        await conn.execute(
+            threads.select().where(
+                threads.c.id == thread_id,
+                threads.c.tenant == owner.tenant,
+                threads.c.user_id == owner.user,
+            )
+        )
+    ).first()
+    if row is None:
+        raise NotFoundError.of("thread", thread_id)
+    return row
+
+
+async def list_threads(
+    conn: AsyncConnection, owner: Principal, *, limit: int
+) -> list[ThreadSummary]:
+    rows = await conn.execute(
+        threads.select()
+        .where(threads.c.tenant == owner.tenant, threads.c.user_id == owner.user)
+        .order_by(threads.c.updated_at.desc())
+        .limit(limit)
+    )
+    return [summarize(row) for row in rows]
+
+
+async def claim_thread(
+    conn: AsyncConnection, thread_id: str, *, run_id: str, expected: Sequence[str], now: datetime
+) -> int | None:
+    """Mark the thread running if its status is one of ``expected``; return its last seq, or
+    None when another run got there first."""
+    result = await conn.execute(
+        threads.update()
+        .where(threads.c.id == thread_id, threads.c.status.in_(expected))
+        .values(status="running", active_run_id=run_id, updated_at=now)
+        .returning(threads.c.last_seq)
+    )
+    last_seq = result.scalar()
+    return None if last_seq is None else int(last_seq)
+
+
+async def release_thread(
+    conn: AsyncConnection,
+    thread_id: str,
+    *,
+    run_id: str,
+    status: str,
+    reason: str,
+    last_seq: int,
+    now: datetime,
+) -> None:
+    await conn.execute(
+        threads.update()
+        .where(threads.c.id == thread_id, threads.c.active_run_id == run_id)
+        .values(
+            status=status, last_reason=reason, last_seq=last_seq, active_run_id=None, updated_at=now
+        )
+    )
+
+
+async def start_run(
+    conn: AsyncConnection, *, run_id: str, thread_id: str, trigger: str, now: datetime
+) -> None:
+    await conn.execute(
+        runs.insert().values(
+            id=run_id,
+            thread_id=thread_id,
+            trigger=trigger,
+            status="running",
+            started_at=now,
+        )
+    )
+
+
+async def end_run(
+    conn: AsyncConnection, run_id: str, *, reason: str, error_code: str | None, now: datetime
+) -> None:
+    await conn.execute(
+        runs.update()
+        .where(runs.c.id == run_id)
+        .values(
+            status="ended",
+            reason=reason,
+            error_code=error_code,
+            ended_at=now,
+        )
+    )
+
+
+async def insert_events(conn: AsyncConnection, run: RunIds, rows: Iterable[StoredEvent]) -> None:
+    """Store serialized events of one run."""
+    values = [
+        {
+            "thread_id": run.thread_id,
+            "seq": row.seq,
+            "run_id": run.run_id,
+            "type": row.type,
+            "data": row.data,
+        }
+        for row in rows
+    ]
+    if values:
+        await conn.execute(events.insert(), values)
+
+
+async def unfinished_runs(conn: AsyncConnection) -> list[Any]:
+    """Runs a previous process left ``running`` (it stopped or crashed mid-run)."""
+    rows = await conn.execute(
+        sa.select(runs.c.id, runs.c.thread_id, threads.c.last_seq)
+        .join(threads, threads.c.id == runs.c.thread_id)
+        .where(runs.c.status == "running")
+    )
+    return list(rows)

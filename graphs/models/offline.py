@@ -1,0 +1,149 @@
+"""The offline model: a small deterministic chat model that needs no key and no network.
+
+It is a real LangChain chat model, used by the same graph code as any other: it reads the task from
+the heading of the system prompt (``# task: classify | answer | summarize``) and answers it with
+rules instead of weights. It classifies intent with keyword rules, answers from the note snippets
+the prompt carries, summarizes the conversation into a note section, and streams its answers word
+by word. It always says that it is the offline model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+
+__all__ = ["OFFLINE_MODEL_NAME", "OfflineChatModel"]
+
+OFFLINE_MODEL_NAME = "consentry-offline"
+
+_EDIT_VERBS = r"(add|save|put|write|append|record|store|jot|copy|insert|summari[sz]e)"
+_EDIT_PATTERN = re.compile(rf"\b{_EDIT_VERBS}\b.*\bnotes?\b", re.IGNORECASE | re.DOTALL)
+_SEARCH_PATTERN = re.compile(
+    r"\b(search|find|look\s+up|look\s+for|lookup)\b(?:\s+(?:in|through|my|the|our|all))*"
+    r"\s+notes?\b(?:\s+(?:for|about|on|mentioning))?\s*(?P<query>.*)",
+    re.IGNORECASE | re.DOTALL,
+)
+_NOTES_BLOCK = re.compile(r"<notes>\n?(?P<body>.*?)</notes>", re.DOTALL)
+_NOTE_ENTRY = re.compile(r"^### (?P<title>.+?)\n(?P<snippet>.*?)(?=^### |\Z)", re.DOTALL | re.M)
+_WORD = re.compile(r"\S+\s*")
+
+
+def classify(message: str) -> dict[str, str]:
+    """Return ``{"intent": "edit_note" | "search" | "answer", "query": ...}`` for a message."""
+    search = _SEARCH_PATTERN.search(message)
+    if search:
+        query = search.group("query").strip().strip("\"'?.!").strip()
+        return {"intent": "search", "query": query or message.strip()}
+    if _EDIT_PATTERN.search(message):
+        return {"intent": "edit_note", "query": ""}
+    return {"intent": "answer", "query": message.strip()}
+
+
+def _shorten(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _answer(system: str, question: str) -> str:
+    block = _NOTES_BLOCK.search(system)
+    entries = list(_NOTE_ENTRY.finditer(block.group("body"))) if block else []
+    intro = "I'm the offline model, so I answer from your notes rather than from general knowledge."
+    if not entries:
+        return (
+            f"{intro} I found nothing in this project's notes about "
+            f"\u201c{_shorten(question, 80)}\u201d. Write a note about it, or ask me to add a "
+            "summary of our discussion to your note."
+        )
+    lines = [f"{intro} Here is what your notes say:"]
+    for entry in entries:
+        snippet = _shorten(entry.group("snippet"), 240)
+        lines.append(f"- **{entry.group('title').strip()}**: {snippet}")
+    return "\n".join(lines)
+
+
+def _summarize(conversation: Sequence[BaseMessage]) -> str:
+    """Summarize the turns before the last request (which is the request to summarize)."""
+    turns = list(conversation)
+    if turns and isinstance(turns[-1], HumanMessage):
+        turns = turns[:-1]
+    lines = ["## Summary of our discussion", ""]
+    pairs = 0
+    for message in turns:
+        text = _shorten(str(message.content), 300)
+        if isinstance(message, HumanMessage):
+            lines.append(f"- **Question:** {text}")
+            pairs += 1
+        elif isinstance(message, AIMessage) and text:
+            lines.append(f"  **Answer:** {text}")
+    if pairs == 0:
+        lines.append("- We have not discussed anything yet in this conversation.")
+    lines += ["", "_Summarized by the offline model._"]
+    return "\n".join(lines)
+
+
+class OfflineChatModel(BaseChatModel):
+    """Deterministic rule-based chat model; see the module docstring."""
+
+    @property
+    def _llm_type(self) -> str:
+        return OFFLINE_MODEL_NAME
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_name": OFFLINE_MODEL_NAME}
+
+    def _respond(self, messages: Sequence[BaseMessage]) -> str:
+        system = next((str(m.content) for m in messages if m.type == "system"), "")
+        conversation = [m for m in messages if m.type != "system"]
+        last_human = next(
+            (str(m.content) for m in reversed(conversation) if isinstance(m, HumanMessage)), ""
+        )
+        task = system.split("\n", 1)[0].removeprefix("# task:").strip()
+        if task == "classify":
+            return json.dumps(classify(last_human))
+        if task == "summarize":
+            return _summarize(conversation)
+        return _answer(system, last_human)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        text = self._respond(messages)
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        for word in _WORD.findall(self._respond(messages)):
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=word))
+            if run_manager:
+                run_manager.on_llm_new_token(word, chunk=chunk)
+            yield chunk
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        for word in _WORD.findall(self._respond(messages)):
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=word))
+            if run_manager:
+                await run_manager.on_llm_new_token(word, chunk=chunk)
+            yield chunk

@@ -1,0 +1,67 @@
+"""Fixtures: a real app on a real SQLite file, reached over in-process ASGI HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+from asgi_lifespan import LifespanManager
+from fastapi import FastAPI
+
+from backend.app import create_app
+from backend.settings import Settings
+
+
+class ManualClock:
+    """A clock the test moves forward itself (no sleeping to test expiry)."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(microseconds=1)
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+AppFactory = Callable[..., Any]
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'consentry.db'}"
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def open_client(db_url: str, clock: ManualClock) -> Callable[..., Any]:
+    """``async with open_client(**settings) as client``: a fresh app instance on the same DB."""
+
+    @asynccontextmanager
+    async def _open(**overrides: Any) -> AsyncIterator[httpx.AsyncClient]:
+        settings = Settings(database_url=db_url, **overrides)
+        app: FastAPI = create_app(settings, clock=clock)
+        async with LifespanManager(app) as manager:
+            transport = httpx.ASGITransport(app=manager.app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+                yield client
+
+    return _open
+
+
+@pytest_asyncio.fixture
+async def client(open_client: Callable[..., Any]) -> AsyncIterator[httpx.AsyncClient]:
+    async with open_client() as c:
+        yield c

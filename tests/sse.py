@@ -1,0 +1,62 @@
+"""Reading SSE responses in tests: parse frames into typed events."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from backend.schemas.events import EVENT_ADAPTER, Event
+
+
+@dataclass(frozen=True)
+class Frame:
+    event: str
+    id: str
+    data: Any
+
+
+def parse_frames(body: str) -> list[Frame]:
+    frames: list[Frame] = []
+    for block in body.replace("\r\n", "\n").split("\n\n"):
+        fields: dict[str, list[str]] = {}
+        for line in block.split("\n"):
+            if not line or line.startswith(":"):
+                continue
+            name, _, value = line.partition(":")
+            fields.setdefault(name, []).append(value.removeprefix(" "))
+        if "data" in fields:
+            frames.append(
+                Frame(
+                    event=fields.get("event", ["message"])[0],
+                    id=fields.get("id", [""])[0],
+                    data="\n".join(fields["data"]),
+                )
+            )
+    return frames
+
+
+def parse_events(body: str) -> list[Event]:
+    events = []
+    for frame in parse_frames(body):
+        event = EVENT_ADAPTER.validate_json(frame.data)
+        assert frame.event == event.type, "SSE `event:` must be the event type"
+        assert frame.id == str(event.seq), "SSE `id:` must be the event seq"
+        events.append(event)
+    return events
+
+
+def kinds(events: list[Event], *, tokens: bool = False) -> list[str]:
+    """The event types in order; token events collapsed unless asked for."""
+    return [e.type for e in events if tokens or e.type != "token"]
+
+
+async def chat(
+    client: httpx.AsyncClient, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
+) -> list[Event]:
+    response = await client.post("/v1/chat", json=dict(body), headers=dict(headers or {}))
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/event-stream")
+    return parse_events(response.text)
