@@ -313,7 +313,7 @@ async def search_notes(
         return []
     rows = await conn.execute(
         sa.text(
-            "SELECT n.id, n.title, snippet(notes_fts, -1, '**', '**', '…', 24) AS snippet, "
+            "SELECT n.id, n.title, snippet(notes_fts, 1, '**', '**', '…', 24) AS snippet, "
             "bm25(notes_fts, 4.0, 1.0) AS rank "
             "FROM notes_fts JOIN notes AS n ON n.rowid = notes_fts.rowid "
             "WHERE notes_fts MATCH :match AND n.project_id = :project_id "
@@ -330,7 +330,7 @@ async def search_notes(
     )
     return [
         SearchHit(
-            note_id=row.id, title=row.title, snippet=row.snippet, score=round(-float(row.rank), 4)
+            note_id=row.id, title=row.title, snippet=row.snippet, score=-float(row.rank)
         )
         for row in rows
     ]

@@ -33,6 +33,7 @@ _SEARCH_PATTERN = re.compile(
 _NOTES_BLOCK = re.compile(r"<notes>\n?(?P<body>.*?)</notes>", re.DOTALL)
 _NOTE_ENTRY = re.compile(r"^### (?P<title>.+?)\n(?P<snippet>.*?)(?=^### |\Z)", re.DOTALL | re.M)
 _WORD = re.compile(r"\S+\s*")
+_INTRO = "I'm the offline model, so I answer from your notes rather than from general knowledge."
 
 
 def classify(message: str) -> dict[str, str]:
@@ -54,7 +55,7 @@ def _shorten(text: str, limit: int) -> str:
 def _answer(system: str, question: str) -> str:
     block = _NOTES_BLOCK.search(system)
     entries = list(_NOTE_ENTRY.finditer(block.group("body"))) if block else []
-    intro = "I'm the offline model, so I answer from your notes rather than from general knowledge."
+    intro = _INTRO
     if not entries:
         return (
             f"{intro} I found nothing in this project's notes about "
@@ -76,7 +77,7 @@ def _summarize(conversation: Sequence[BaseMessage]) -> str:
     lines = ["## Summary of our discussion", ""]
     pairs = 0
     for message in turns:
-        text = _shorten(str(message.content), 300)
+        text = _shorten(str(message.content).removeprefix(_INTRO), 300)
         if isinstance(message, HumanMessage):
             lines.append(f"- **Question:** {text}")
             pairs += 1

@@ -64,11 +64,15 @@ def _notes_block(hits: list[NoteHit]) -> str:
     return "".join(f"### {hit.title}\n{hit.snippet}\n" for hit in hits)
 
 
+def _lines(text: str) -> list[str]:
+    return [f"{line}\n" for line in text.splitlines()]
+
+
 def unified_diff(*, title: str, base: str, proposed: str, base_version: int | None) -> str:
     return "".join(
         difflib.unified_diff(
-            base.splitlines(keepends=True),
-            proposed.splitlines(keepends=True),
+            _lines(base),
+            _lines(proposed),
             fromfile=f"{title} (version {base_version})" if base_version else "/dev/null",
             tofile=f"{title} (proposed)",
         )

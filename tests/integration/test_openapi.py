@@ -1,0 +1,42 @@
+"""OpenAPI at /docs describes every route and the SSE event union."""
+
+from __future__ import annotations
+
+import httpx
+
+
+async def test_openapi_describes_every_route_and_the_event_union(
+    client: httpx.AsyncClient,
+) -> None:
+    spec = (await client.get("/openapi.json")).json()
+
+    routes = {(path, method) for path, item in spec["paths"].items() for method in item}
+    assert routes == {
+        ("/v1/chat", "post"),
+        ("/v1/threads", "get"),
+        ("/v1/threads/{thread_id}", "get"),
+        ("/v1/threads/{thread_id}/messages", "get"),
+        ("/v1/projects", "get"),
+        ("/v1/projects", "post"),
+        ("/v1/projects/{project_id}/notes", "get"),
+        ("/v1/projects/{project_id}/notes", "post"),
+        ("/v1/projects/{project_id}/search", "get"),
+        ("/v1/notes/{note_id}", "get"),
+        ("/v1/notes/{note_id}", "put"),
+        ("/v1/notes/{note_id}", "delete"),
+        ("/v1/notes/{note_id}/versions", "get"),
+        ("/healthz", "get"),
+    }
+    schemas = spec["components"]["schemas"]
+    event_refs = {ref["$ref"] for ref in schemas["Event"]["oneOf"]}
+    assert "#/components/schemas/ConsentEvent" in event_refs
+    assert "approval_id" in schemas["ConsentEvent"]["properties"]
+    chat = spec["paths"]["/v1/chat"]["post"]
+    stream = chat["responses"]["200"]["content"]["text/event-stream"]["schema"]
+    assert stream == {"$ref": "#/components/schemas/Event"}
+    assert chat["responses"]["409"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/ErrorBody"
+    }
+    docs = await client.get("/docs")
+    assert docs.status_code == 200
+    assert "swagger" in docs.text.lower()

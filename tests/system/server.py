@@ -1,0 +1,59 @@
+"""Run ``consentry serve`` as a real process for system tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+STARTUP_TIMEOUT_SECONDS = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def serve(database: Path, *, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Start a server process on ``database``; yield its base URL; SIGKILL it on exit."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "backend.cli", "serve", "--port", str(port), "--log-level",
+         "warning"],
+        env={**os.environ, "CONSENTRY_DATABASE_URL": f"sqlite:///{database}", **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_healthy(process, base_url)
+        yield base_url
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+def _wait_until_healthy(process: subprocess.Popen[bytes], base_url: str) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            output = process.stdout.read().decode() if process.stdout else ""
+            raise RuntimeError(f"server exited with {process.returncode}:\n{output}")
+        try:
+            if httpx.get(f"{base_url}/healthz", timeout=1.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise TimeoutError(f"server at {base_url} did not become healthy")

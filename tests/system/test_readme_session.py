@@ -1,0 +1,37 @@
+"""The README's curl session is real: run the script against a live server and compare."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+from tests.system.server import serve
+
+ROOT = Path(__file__).parents[2]
+_IDS = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32}")
+_MESSAGE_IDS = re.compile(r"(lc_run--|msg-)[0-9a-f-]+")
+
+
+def _normalize(text: str) -> str:
+    return _MESSAGE_IDS.sub("<message-id>", _IDS.sub("<id>", text)).strip()
+
+
+def _readme_session() -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- session-output:start -->")[1].split("<!-- session-output:end -->")[0]
+    return block.strip().removeprefix("```text").removesuffix("```")
+
+
+def test_readme_curl_session_matches_a_real_run(tmp_path: Path) -> None:
+    with serve(tmp_path / "consentry.db") as base_url:
+        result = subprocess.run(
+            ["bash", str(ROOT / "docs" / "examples" / "consent_round_trip.sh"), base_url],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert result.returncode == 0, result.stderr
+    assert _normalize(result.stdout) == _normalize(_readme_session())
+    assert "approval_already_decided" in result.stdout

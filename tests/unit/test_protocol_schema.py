@@ -1,0 +1,41 @@
+"""The protocol's JSON Schema in docs/ is generated from the pydantic models and must not drift."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from backend.protocol_schema import protocol_schema, protocol_schema_json
+from backend.schemas.events import EVENT_ADAPTER
+
+SCHEMA_FILE = Path(__file__).parents[2] / "docs" / "protocol.schema.json"
+
+
+def test_docs_protocol_schema_matches_the_models() -> None:
+    assert SCHEMA_FILE.read_text(encoding="utf-8") == protocol_schema_json(), (
+        "docs/protocol.schema.json is out of date: run `make schema`"
+    )
+
+
+def test_schema_lists_every_event_type_of_the_union() -> None:
+    definitions = protocol_schema()["$defs"]
+    union = EVENT_ADAPTER.json_schema()
+    types = sorted(union["discriminator"]["mapping"])
+    assert types == [
+        "consent",
+        "error",
+        "final",
+        "message",
+        "note",
+        "run_started",
+        "step",
+        "token",
+    ]
+    assert definitions["Event"]["discriminator"]["propertyName"] == "type"
+    assert definitions["FinalEvent"]["properties"]["reason"]["enum"] == [
+        "completed",
+        "interrupted",
+        "failed",
+        "cancelled",
+    ]
+    json.dumps(definitions)  # serializable as it is written to disk
