@@ -28,7 +28,6 @@ _HTTP_CODES = {
     401: "unauthorized",
     404: "not_found",
     405: "method_not_allowed",
-    413: "request_too_large",
 }
 
 

@@ -6,6 +6,8 @@
 # tests/system/test_readme_session.py runs this script against a real server.
 set -euo pipefail
 BASE=${1:-http://127.0.0.1:8000}
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
 json() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 show() {
   python3 -c '
@@ -38,17 +40,17 @@ NOTE=$(curl -s "$BASE/v1/projects/$PROJECT/notes" -H 'content-type: application/
 # 2. Ask the tutor a question: tokens stream, the answer is grounded in the note.
 echo '$ POST /v1/chat {"message": "What is RAG?", "note_id": …}'
 curl -sN "$BASE/v1/chat" -H 'content-type: application/json' \
-  -d "{\"message\": \"What is RAG?\", \"note_id\": \"$NOTE\"}" > /tmp/consentry-1.sse
-show < /tmp/consentry-1.sse
-THREAD=$(grep -m1 -o '"thread_id":"[^"]*"' /tmp/consentry-1.sse | cut -d'"' -f4)
+  -d "{\"message\": \"What is RAG?\", \"note_id\": \"$NOTE\"}" > $WORK/1.sse
+show < $WORK/1.sse
+THREAD=$(grep -m1 -o '"thread_id":"[^"]*"' $WORK/1.sse | cut -d'"' -f4)
 
 # 3. Ask for a note edit: the stream ends with a consent event and final(interrupted).
 echo '$ POST /v1/chat {"thread_id": …, "message": "Add a summary of our discussion to my note"}'
 curl -sN "$BASE/v1/chat" -H 'content-type: application/json' \
   -d "{\"thread_id\": \"$THREAD\", \"message\": \"Add a summary of our discussion to my note\", \"note_id\": \"$NOTE\"}" \
-  > /tmp/consentry-2.sse
-show < /tmp/consentry-2.sse
-APPROVAL=$(grep -m1 -o '"approval_id":"[^"]*"' /tmp/consentry-2.sse | cut -d'"' -f4)
+  > $WORK/2.sse
+show < $WORK/2.sse
+APPROVAL=$(grep -m1 -o '"approval_id":"[^"]*"' $WORK/2.sse | cut -d'"' -f4)
 
 # 4. The thread waits for the decision (a reloaded page gets the pending consent from here).
 echo '$ GET /v1/threads/{thread_id}'
