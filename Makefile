@@ -29,8 +29,8 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed-dev lint typecheck pytest
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check backend graphs tests
-	$(BIN)/ruff format --check backend graphs tests
+	$(BIN)/ruff check backend graphs tests docs/examples
+	$(BIN)/ruff format --check backend graphs tests docs/examples
 
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -33,6 +34,14 @@ class ManualClock:
 
 
 AppFactory = Callable[..., Any]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settings come from each test, never from the developer's shell."""
+    for name in list(os.environ):
+        if name.startswith("CONSENTRY_") or name == "OPENAI_API_KEY":
+            monkeypatch.delenv(name)
 
 
 @pytest.fixture

@@ -10,12 +10,14 @@ that claims the thread: a double click or a second tab gets 409, never a second 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from uuid import uuid4
 
 from langchain_core.messages import HumanMessage
 from langgraph.types import Command
 from pydantic import ValidationError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.errors import ConflictError, InvalidRequestError, NotFoundError
 from backend.principal import Principal
@@ -286,7 +288,12 @@ class RunStarter:
 
     @staticmethod
     async def _claim(
-        conn: Any, thread_id: str, run_id: str, now: Any, *, expected: tuple[str, ...]
+        conn: AsyncConnection,
+        thread_id: str,
+        run_id: str,
+        now: datetime,
+        *,
+        expected: tuple[str, ...],
     ) -> int:
         last_seq = await threads_repo.claim_thread(
             conn, thread_id, run_id=run_id, expected=expected, now=now

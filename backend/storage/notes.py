@@ -299,7 +299,7 @@ async def list_note_versions(
 def fts_query(text: str) -> str | None:
     """Turn free text into an FTS5 query: every meaningful word, as a prefix, OR-ed together."""
     words = [word.lower() for word in _TOKEN.findall(text)]
-    meaningful = [word for word in words if word not in _STOPWORDS] or words
+    meaningful = [word for word in words if word not in _STOPWORDS]
     if not meaningful:
         return None
     return " OR ".join(f'"{word}"*' for word in dict.fromkeys(meaningful))
@@ -329,9 +329,7 @@ async def search_notes(
         },
     )
     return [
-        SearchHit(
-            note_id=row.id, title=row.title, snippet=row.snippet, score=-float(row.rank)
-        )
+        SearchHit(note_id=row.id, title=row.title, snippet=row.snippet, score=-float(row.rank))
         for row in rows
     ]
 

@@ -23,8 +23,23 @@ __all__ = ["OFFLINE_MODEL_NAME", "OfflineChatModel"]
 
 OFFLINE_MODEL_NAME = "consentry-offline"
 
-_EDIT_VERBS = r"(add|save|put|write|append|record|store|jot|copy|insert|summari[sz]e)"
-_EDIT_PATTERN = re.compile(rf"\b{_EDIT_VERBS}\b.*\bnotes?\b", re.IGNORECASE | re.DOTALL)
+# An edit is a *request*: the verb opens a clause ("Add …", "Can you … and put it …"), so a
+# question about notes ("What did I write in my note?") is not one.
+_REQUEST = (
+    r"(?:^|[.!?;,:]\s*|\band\s+|\bthen\s+)"
+    r"(?:(?:please|pls|kindly|ok(?:ay)?|now|so|also|go\s+ahead\s+and|can\s+you|could\s+you|"
+    r"would\s+you|will\s+you|i\s+want\s+you\s+to|i'?d\s+like\s+you\s+to)\s+)*"
+)
+_INTO_NOTE = (
+    r"(?:add|save|put|write|append|record|store|jot(?:\s+down)?|copy|insert|summari[sz]e)\b"
+    r"[^.!?]*?\b(?:to|in|into|on|onto)\s+(?:(?:my|the|this|that|a|an|our|your)\s+)?"
+    r"(?:[\w-]+\s+)?notes?\b"
+)
+_NEW_NOTE = (
+    r"(?:write|add|create|make|start|save|take)\s+(?:(?:it|this|that)\s+as\s+)?"
+    r"(?:(?:a|an|the|my)\s+)?(?:new\s+)?notes?\b"
+)
+_EDIT_PATTERN = re.compile(rf"{_REQUEST}(?:{_INTO_NOTE}|{_NEW_NOTE})", re.IGNORECASE)
 _SEARCH_PATTERN = re.compile(
     r"\b(search|find|look\s+up|look\s+for|lookup)\b(?:\s+(?:in|through|my|the|our|all))*"
     r"\s+notes?\b(?:\s+(?:for|about|on|mentioning))?\s*(?P<query>.*)",

@@ -100,7 +100,10 @@ async def test_approve_writes_the_proposed_content_as_a_new_version(
 
     events = await chat(
         client,
-        {"thread_id": thread_id, "resume": {"approval_id": consent.approval_id, "decision": "approve"}},
+        {
+            "thread_id": thread_id,
+            "resume": {"approval_id": consent.approval_id, "decision": "approve"},
+        },
     )
 
     assert kinds(events) == ["run_started", "step", "step", "note", "message", "final"]

@@ -29,8 +29,16 @@ def serve(database: Path, *, env: dict[str, str] | None = None) -> Iterator[str]
     """Start a server process on ``database``; yield its base URL; SIGKILL it on exit."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "backend.cli", "serve", "--port", str(port), "--log-level",
-         "warning"],
+        [
+            sys.executable,
+            "-m",
+            "backend.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
         env={**os.environ, "CONSENTRY_DATABASE_URL": f"sqlite:///{database}", **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -55,7 +55,9 @@ def test_every_error_code_the_backend_uses_is_documented() -> None:
     source = "\n".join(p.read_text(encoding="utf-8") for p in backend.rglob("*.py"))
     codes = set(re.findall(r'code="([a-z_]+)"', source))
     codes |= set(re.findall(r'RunFailure\(\s*"([a-z_]+)"', source))
-    codes |= {f"{thing}_not_found" for thing in re.findall(r'NotFoundError\.of\("([a-z_]+)"', source)}
+    codes |= {
+        f"{thing}_not_found" for thing in re.findall(r'NotFoundError\.of\("([a-z_]+)"', source)
+    }
     codes |= set(re.findall(r'default_code = "([a-z_]+)"', source))
     assert len(codes) > 20
     undocumented = sorted(code for code in codes if f"`{code}`" not in DOC)

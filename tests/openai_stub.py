@@ -1,0 +1,227 @@
+"""A scripted OpenAI-compatible chat server for tests, served by a real uvicorn in the test's loop.
+
+    async with serve_openai_stub() as stub:
+        stub.reply('{"intent": "answer", "query": "retrieval"}')
+        stub.fail(500)
+        ...  # point the app at stub.base_url
+
+Every ``POST /v1/chat/completions`` takes the next scripted step, in order:
+
+- ``reply(text)``: a ``chat.completion`` JSON body, or with ``"stream": true`` an event stream of
+  ``chat.completion.chunk`` objects (a role chunk, one chunk per word of ``text``, a chunk with
+  ``finish_reason``, a usage chunk when ``stream_options.include_usage`` is set), then
+  ``data: [DONE]``;
+- ``fail(status)``: that status with an OpenAI error body whose message is :data:`PROVIDER_DETAIL`,
+  text that must never reach a Consentry client;
+- ``cut(text)``: stream the first words of ``text``, then drop the connection mid-body.
+
+A request with nothing left to take fails with 500 and is counted in ``unscripted``; every request
+body is kept in ``requests``. Tests assert both, so an unexpected extra call (a retry, say) shows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+__all__ = ["PROVIDER_DETAIL", "OpenAIStub", "serve_openai_stub", "words"]
+
+PROVIDER_DETAIL = "stub-provider-internals: shard 7 exploded, key sk-test-leak"
+_WORD = re.compile(r"\S+\s*")
+_STARTUP_TIMEOUT_SECONDS = 10.0
+
+
+def words(text: str) -> list[str]:
+    """How the stub splits a streamed reply into chunks: one word with its trailing spaces."""
+    return _WORD.findall(text)
+
+
+@dataclass(frozen=True)
+class _Reply:
+    text: str
+
+
+@dataclass(frozen=True)
+class _Failure:
+    status: int
+
+
+@dataclass(frozen=True)
+class _Cut:
+    text: str
+    words_sent: int
+
+
+_Step = _Reply | _Failure | _Cut
+
+
+class _StreamCutError(Exception):
+    """Raised inside a streaming body to make uvicorn drop the connection."""
+
+
+class OpenAIStub:
+    """The scripted behaviour of the server, and what it received."""
+
+    def __init__(self) -> None:
+        self.script: deque[_Step] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.unscripted = 0
+        self.base_url = ""
+        self.app = FastAPI()
+        self.app.add_api_route(
+            "/v1/chat/completions", self._chat_completions, methods=["POST"], response_model=None
+        )
+
+    def reply(self, text: str) -> None:
+        self.script.append(_Reply(text))
+
+    def fail(self, status: int) -> None:
+        self.script.append(_Failure(status))
+
+    def cut(self, text: str, *, words_sent: int) -> None:
+        self.script.append(_Cut(text, words_sent))
+
+    async def _chat_completions(self, request: Request) -> JSONResponse | EventSourceResponse:
+        body: dict[str, Any] = await request.json()
+        self.requests.append(body)
+        if not self.script:
+            self.unscripted += 1
+            return _error(500, "openai_stub: nothing scripted for this request")
+        step = self.script.popleft()
+        if isinstance(step, _Failure):
+            return _error(step.status, PROVIDER_DETAIL)
+        model = str(body.get("model", "stub"))
+        completion_id = f"chatcmpl-stub-{len(self.requests)}"
+        if not body.get("stream"):
+            assert isinstance(step, _Reply), "cut() only applies to streaming requests"
+            return JSONResponse(_completion(completion_id, model, step.text))
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        return EventSourceResponse(
+            _chunks(completion_id, model, step, include_usage=include_usage), sep="\n"
+        )
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    kind = {400: "invalid_request_error", 429: "rate_limit_exceeded"}.get(status, "server_error")
+    return JSONResponse(
+        {"error": {"message": message, "type": kind, "param": None, "code": None}},
+        status_code=status,
+    )
+
+
+def _usage(text: str) -> dict[str, int]:
+    completion_tokens = len(words(text))
+    return {
+        "prompt_tokens": 10,
+        "completion_tokens": completion_tokens,
+        "total_tokens": 10 + completion_tokens,
+    }
+
+
+def _completion(completion_id: str, model: str, text: str) -> dict[str, Any]:
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": _usage(text),
+    }
+
+
+def _chunk(
+    completion_id: str,
+    model: str,
+    delta: dict[str, Any] | None,
+    *,
+    finish_reason: str | None = None,
+    usage: dict[str, int] | None = None,
+) -> ServerSentEvent:
+    chunk: dict[str, Any] = {
+        "id": completion_id,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": []
+        if delta is None
+        else [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}],
+    }
+    if usage is not None:
+        chunk["usage"] = usage
+    return ServerSentEvent(data=json.dumps(chunk))
+
+
+async def _chunks(
+    completion_id: str, model: str, step: _Step, *, include_usage: bool
+) -> AsyncIterator[ServerSentEvent]:
+    assert isinstance(step, _Reply | _Cut)
+    yield _chunk(completion_id, model, {"role": "assistant", "content": ""})
+    pieces = words(step.text)
+    if isinstance(step, _Cut):
+        pieces = pieces[: step.words_sent]
+    for piece in pieces:
+        yield _chunk(completion_id, model, {"content": piece})
+    if isinstance(step, _Cut):
+        raise _StreamCutError("openai_stub: connection dropped mid-stream, as scripted")
+    yield _chunk(completion_id, model, {}, finish_reason="stop")
+    if include_usage:
+        yield _chunk(completion_id, model, None, usage=_usage(step.text))
+    yield ServerSentEvent(data="[DONE]")
+
+
+class _Server(uvicorn.Server):
+    """A uvicorn server that sets an event once it listens (no polling of ``started``)."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.listening = asyncio.Event()
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started:
+            self.listening.set()
+
+
+@asynccontextmanager
+async def serve_openai_stub() -> AsyncIterator[OpenAIStub]:
+    """Run an :class:`OpenAIStub` on a free loopback port for the duration of the block."""
+    stub = OpenAIStub()
+    server = _Server(
+        uvicorn.Config(stub.app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+    )
+    serving = asyncio.create_task(server.serve(), name="openai-stub")
+    listening = asyncio.create_task(server.listening.wait())
+    done, _ = await asyncio.wait(
+        {serving, listening}, timeout=_STARTUP_TIMEOUT_SECONDS, return_when="FIRST_COMPLETED"
+    )
+    if listening not in done:
+        listening.cancel()
+        server.should_exit = True
+        await asyncio.gather(serving, return_exceptions=True)
+        raise RuntimeError("the OpenAI stub did not start listening")
+    port = server.servers[0].sockets[0].getsockname()[1]
+    stub.base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        yield stub
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(serving, timeout=_STARTUP_TIMEOUT_SECONDS)

@@ -1,0 +1,218 @@
+"""The offline model: keyword intent rules, grounded answers, summaries and word-by-word streaming,
+all deterministic."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+from graphs.models.offline import OFFLINE_MODEL_NAME, OfflineChatModel, classify
+from graphs.tutor import prompts
+
+NOTES = "### RAG\nRetrieval-augmented generation uses documents.\n### Embeddings\nDense vectors.\n"
+
+
+def _answer_prompt(notes: str, question: str) -> list[BaseMessage]:
+    return [SystemMessage(prompts.ANSWER.format(notes=notes)), HumanMessage(question)]
+
+
+async def _text(messages: list[BaseMessage]) -> str:
+    reply = await OfflineChatModel().ainvoke(messages)
+    return str(reply.content)
+
+
+# classify()
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Add a summary of our discussion to my note",
+        "add a summary of our discussion to my note",
+        "Please save this to my notes.",
+        "Put the key points in my note",
+        "Write that down in my note please",
+        "Append this to the note",
+        "Can you summarize our discussion and put it in my note?",
+        "Summarise this into my notes",
+        "Could you record our conversation\nin my note?",
+        "Write a note about photosynthesis",
+        "ok, add this to the note",
+        "Add the key points to my RAG note",
+    ],
+)
+def test_asking_to_put_something_in_a_note_routes_to_edit_note(message: str) -> None:
+    assert classify(message) == {"intent": "edit_note", "query": ""}
+
+
+@pytest.mark.parametrize(
+    ("message", "query"),
+    [
+        ("search my notes for retrieval", "retrieval"),
+        ("Search my notes for vector databases", "vector databases"),
+        ("find notes about embeddings", "embeddings"),
+        ("Find my notes on chunking?", "chunking"),
+        ('search notes for "RAG"', "RAG"),
+        ("look up my notes about transformers", "transformers"),
+        ("Search through all notes mentioning attention.", "attention"),
+    ],
+)
+def test_asking_to_search_notes_routes_to_search_with_the_query(message: str, query: str) -> None:
+    assert classify(message) == {"intent": "search", "query": query}
+
+
+def test_a_search_request_without_a_topic_searches_for_the_whole_message() -> None:
+    assert classify("search my notes") == {"intent": "search", "query": "search my notes"}
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "What is retrieval?",
+        "Explain vector search in two sentences",
+        "Tell me about my note on RAG",
+        "How does chunking affect recall?",
+        "Summarize transformers for me",
+        "What did I write in my note?",
+        "How do I write good notes?",
+        "Did you save my note?",
+        "Summarize my notes on RAG",
+    ],
+)
+def test_other_messages_route_to_answer_with_the_message_as_query(message: str) -> None:
+    assert classify(message) == {"intent": "answer", "query": message}
+
+
+def test_answer_query_is_the_trimmed_message() -> None:
+    assert classify("  What is retrieval?\n") == {"intent": "answer", "query": "What is retrieval?"}
+
+
+# OfflineChatModel
+
+
+def test_the_model_identifies_as_the_offline_model() -> None:
+    model = OfflineChatModel()
+
+    assert model._llm_type == OFFLINE_MODEL_NAME == "consentry-offline"
+
+
+async def test_classify_task_answers_with_the_json_of_classify() -> None:
+    message = "Can you summarize our discussion and put it in my note?"
+
+    text = await _text([SystemMessage(prompts.CLASSIFY), HumanMessage(message)])
+
+    assert json.loads(text) == classify(message) == {"intent": "edit_note", "query": ""}
+
+
+async def test_classify_task_reads_the_last_user_message() -> None:
+    text = await _text(
+        [
+            SystemMessage(prompts.CLASSIFY),
+            HumanMessage("Add a summary of our discussion to my note"),
+            AIMessage("OK."),
+            HumanMessage("search my notes for retrieval"),
+        ]
+    )
+
+    assert json.loads(text) == {"intent": "search", "query": "retrieval"}
+
+
+async def test_an_answer_says_it_is_the_offline_model_and_cites_every_note() -> None:
+    text = await _text(_answer_prompt(NOTES, "What is RAG?"))
+
+    assert text == (
+        "I'm the offline model, so I answer from your notes rather than from general knowledge. "
+        "Here is what your notes say:\n"
+        "- **RAG**: Retrieval-augmented generation uses documents.\n"
+        "- **Embeddings**: Dense vectors."
+    )
+
+
+async def test_an_answer_without_notes_says_nothing_was_found() -> None:
+    text = await _text(_answer_prompt("", "What is photosynthesis?"))
+
+    assert "offline model" in text
+    assert (
+        "I found nothing in this project's notes about \u201cWhat is photosynthesis?\u201d" in text
+    )
+    assert "**" not in text
+
+
+async def test_an_answer_shortens_long_snippets_to_one_line() -> None:
+    long_snippet = "word " * 100 + "\nsecond line"
+
+    text = await _text(_answer_prompt(f"### Long\n{long_snippet}\n", "What is in Long?"))
+
+    bullet = text.splitlines()[-1]
+    assert bullet.startswith("- **Long**: word word")
+    assert bullet.endswith("\u2026")
+    assert len(bullet) <= len("- **Long**: ") + 240
+
+
+async def test_the_same_input_gives_the_same_output() -> None:
+    messages = _answer_prompt(NOTES, "What is RAG?")
+
+    first = await OfflineChatModel().ainvoke(messages)
+    second = await OfflineChatModel().ainvoke(messages)
+    third = OfflineChatModel().invoke(messages)
+
+    assert first.content == second.content == third.content
+
+
+async def test_a_summary_lists_the_discussion_without_the_request_to_save_it() -> None:
+    text = await _text(
+        [
+            SystemMessage(prompts.SUMMARIZE),
+            HumanMessage("What is RAG?"),
+            AIMessage("RAG retrieves documents, then generates an answer."),
+            HumanMessage("And embeddings?"),
+            AIMessage("Embeddings are dense vectors."),
+            HumanMessage("Add a summary of our discussion to my note"),
+        ]
+    )
+
+    assert text == (
+        "## Summary of our discussion\n"
+        "\n"
+        "- **Question:** What is RAG?\n"
+        "  **Answer:** RAG retrieves documents, then generates an answer.\n"
+        "- **Question:** And embeddings?\n"
+        "  **Answer:** Embeddings are dense vectors.\n"
+        "\n"
+        "_Summarized by the offline model._"
+    )
+
+
+async def test_a_summary_of_an_empty_conversation_says_so() -> None:
+    text = await _text(
+        [SystemMessage(prompts.SUMMARIZE), HumanMessage("Add a summary of our discussion")]
+    )
+
+    assert text.startswith("## Summary of our discussion\n")
+    assert "- We have not discussed anything yet in this conversation." in text
+    assert "Add a summary" not in text
+
+
+async def test_astream_yields_one_word_per_chunk_and_adds_up_to_ainvoke() -> None:
+    model = OfflineChatModel()
+    messages = _answer_prompt(NOTES, "What is RAG?")
+
+    chunks = [str(chunk.content) async for chunk in model.astream(messages)]
+    whole = await model.ainvoke(messages)
+
+    assert "".join(chunks) == whole.content
+    words = [chunk for chunk in chunks if chunk]  # LangChain adds an empty closing chunk
+    assert len(words) == len(str(whole.content).split())
+    assert all(len(word.split()) == 1 for word in words)
+    assert words[:3] == ["I'm ", "the ", "offline "]
+
+
+def test_stream_matches_astream() -> None:
+    messages = _answer_prompt(NOTES, "What is RAG?")
+
+    chunks = [str(chunk.content) for chunk in OfflineChatModel().stream(messages)]
+
+    assert "".join(chunks) == OfflineChatModel().invoke(messages).content
+    assert len(chunks) > 10

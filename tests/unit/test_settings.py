@@ -1,0 +1,56 @@
+"""Settings refuse unsafe or malformed values at start-up."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from backend.cli import main
+from backend.principal import Principal
+from backend.settings import Settings
+
+
+def test_api_keys_map_bearer_tokens_to_tenant_and_user() -> None:
+    settings = Settings(api_keys="ka=acme:alice, kb=acme:bob")
+    assert settings.api_keys == {
+        "ka": Principal("acme", "alice"),
+        "kb": Principal("acme", "bob"),
+    }
+
+
+@pytest.mark.parametrize("raw", ["ka", "ka=acme", "=acme:alice", "ka=:alice", "ka=acme:"])
+def test_malformed_api_keys_are_refused(raw: str) -> None:
+    with pytest.raises(ValidationError, match="token=tenant:user"):
+        Settings(api_keys=raw)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.10", "::", "example.org"])
+def test_keyless_mode_refuses_a_non_loopback_address(host: str) -> None:
+    with pytest.raises(ValidationError, match="without CONSENTRY_API_KEYS"):
+        Settings(host=host)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "localhost"])
+def test_keyless_mode_binds_to_loopback(host: str) -> None:
+    assert Settings(host=host).host == host
+
+
+def test_with_api_keys_any_address_is_allowed() -> None:
+    assert Settings(host="0.0.0.0", api_keys="ka=acme:alice").host == "0.0.0.0"
+
+
+def test_serve_exits_with_a_clear_message_instead_of_binding_openly(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CONSENTRY_API_KEYS", raising=False)
+    assert main(["serve", "--host", "0.0.0.0", "--port", "0"]) == 2
+    assert "refusing to bind to 0.0.0.0 without CONSENTRY_API_KEYS" in capsys.readouterr().err
+
+
+def test_openai_api_key_is_read_as_the_model_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CONSENTRY_LLM_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    settings = Settings()
+    assert settings.llm_api_key is not None
+    assert settings.llm_api_key.get_secret_value() == "sk-from-env"
+    assert not settings.uses_offline_model
