@@ -22,15 +22,7 @@ class OwnerNotesStore:
     async def get_note(self, note_id: str) -> NoteSnapshot | None:
         async with self._db.read() as conn:
             note = await repo.find_note(conn, self._owner, note_id)
-        if note is None:
-            return None
-        return NoteSnapshot(
-            note_id=note.note_id,
-            project_id=note.project_id,
-            title=note.title,
-            content=note.content,
-            version=note.version,
-        )
+        return None if note is None else repo.note_snapshot(note)
 
     async def search_notes(self, project_id: str, query: str, *, limit: int) -> list[NoteHit]:
         async with self._db.read() as conn:

@@ -46,6 +46,15 @@ class _Target:
     status: str
 
 
+@dataclass(frozen=True)
+class _Claimed:
+    """A thread claimed for a run, and what the run starts the graph with."""
+
+    run_id: str
+    last_seq: int
+    graph_input: dict[str, Any] | Command[Any]
+
+
 class RunStarter:
     def __init__(
         self,
@@ -65,9 +74,19 @@ class RunStarter:
     async def start(self, owner: Principal, request: ChatRequest) -> ActiveRun:
         target = await self._resolve(owner, request)
         if request.resume is not None:
-            return await self._start_resume(owner, target, request.resume)
-        assert request.message is not None
-        return await self._start_message(owner, target, request.message)
+            claimed = await self._claim_for_resume(owner, target, request.resume)
+        else:
+            assert request.message is not None
+            claimed = await self._claim_for_message(owner, target, request.message)
+        return self._executor.launch(
+            owner,
+            spec=target.spec,
+            thread_id=target.thread_id,
+            run_id=claimed.run_id,
+            last_seq=claimed.last_seq,
+            trigger="resume" if request.resume is not None else "message",
+            graph_input=claimed.graph_input,
+        )
 
     async def _resolve(self, owner: Principal, request: ChatRequest) -> _Target:
         explicit_graph = "graph" in request.model_fields_set
@@ -122,7 +141,7 @@ class RunStarter:
             )
         return spec
 
-    async def _start_message(self, owner: Principal, target: _Target, message: str) -> ActiveRun:
+    async def _claim_for_message(self, owner: Principal, target: _Target, message: str) -> _Claimed:
         if len(message) > self._max_message_chars:
             raise InvalidRequestError(
                 f"The message is longer than {self._max_message_chars} characters.",
@@ -162,19 +181,11 @@ class RunStarter:
             "project_id": target.project_id,
             "note_id": target.note_id,
         }
-        return self._executor.launch(
-            owner,
-            spec=target.spec,
-            thread_id=target.thread_id,
-            run_id=run_id,
-            last_seq=last_seq,
-            trigger="message",
-            graph_input=graph_input,
-        )
+        return _Claimed(run_id, last_seq, graph_input)
 
-    async def _start_resume(
+    async def _claim_for_resume(
         self, owner: Principal, target: _Target, resume: ResumeDecision
-    ) -> ActiveRun:
+    ) -> _Claimed:
         now = self._clock()
         async with self._db.read() as conn:
             approval = await approvals_repo.find_approval(conn, owner, resume.approval_id)
@@ -252,15 +263,7 @@ class RunStarter:
         command: Command[Any] = Command(
             resume={resume.approval_id: decision.model_dump(mode="json")}
         )
-        return self._executor.launch(
-            owner,
-            spec=target.spec,
-            thread_id=target.thread_id,
-            run_id=run_id,
-            last_seq=last_seq,
-            trigger="resume",
-            graph_input=command,
-        )
+        return _Claimed(run_id, last_seq, command)
 
     @staticmethod
     def _check_decision(spec: GraphSpec, consent: dict[str, Any], resume: ResumeDecision) -> None:

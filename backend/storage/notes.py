@@ -26,11 +26,13 @@ __all__ = [
     "create_project",
     "default_project_id",
     "delete_note",
+    "find_note",
     "get_note",
     "get_project",
     "list_note_versions",
     "list_notes",
     "list_projects",
+    "note_snapshot",
     "search_notes",
     "update_note",
 ]
@@ -334,7 +336,7 @@ async def search_notes(
     ]
 
 
-def _snapshot(note: Note) -> NoteSnapshot:
+def note_snapshot(note: Note) -> NoteSnapshot:
     return NoteSnapshot(
         note_id=note.note_id,
         project_id=note.project_id,
@@ -373,7 +375,7 @@ async def apply_note_edit(
             now=now,
             approval_id=approval_id,
         )
-        outcome = AppliedEdit(outcome="applied", note=_snapshot(note))
+        outcome = AppliedEdit(outcome="applied", note=note_snapshot(note))
     else:
         current = await find_note(conn, owner, note_id)
         if current is None:
@@ -391,7 +393,7 @@ async def apply_note_edit(
                 now=now,
                 approval_id=approval_id,
             )
-            outcome = AppliedEdit(outcome="applied", note=_snapshot(note))
+            outcome = AppliedEdit(outcome="applied", note=note_snapshot(note))
     await conn.execute(
         effects.insert().values(
             approval_id=approval_id,

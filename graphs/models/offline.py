@@ -138,6 +138,11 @@ class OfflineChatModel(BaseChatModel):
         text = self._respond(messages)
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
 
+    def _chunks(self, messages: list[BaseMessage]) -> Iterator[tuple[str, ChatGenerationChunk]]:
+        """The answer word by word (each with its trailing whitespace)."""
+        for word in _WORD.findall(self._respond(messages)):
+            yield word, ChatGenerationChunk(message=AIMessageChunk(content=word))
+
     def _stream(
         self,
         messages: list[BaseMessage],
@@ -145,8 +150,7 @@ class OfflineChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        for word in _WORD.findall(self._respond(messages)):
-            chunk = ChatGenerationChunk(message=AIMessageChunk(content=word))
+        for word, chunk in self._chunks(messages):
             if run_manager:
                 run_manager.on_llm_new_token(word, chunk=chunk)
             yield chunk
@@ -158,8 +162,7 @@ class OfflineChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        for word in _WORD.findall(self._respond(messages)):
-            chunk = ChatGenerationChunk(message=AIMessageChunk(content=word))
+        for word, chunk in self._chunks(messages):
             if run_manager:
                 await run_manager.on_llm_new_token(word, chunk=chunk)
             yield chunk
