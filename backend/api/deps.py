@@ -17,7 +17,7 @@ __all__ = ["PrincipalDep", "ServicesDep"]
 _bearer = HTTPBearer(auto_error=False, description="An API key from CONSENTRY_API_KEYS.")
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:
     services: Services = request.app.state.services
     return services
 
@@ -25,7 +25,7 @@ def get_services(request: Request) -> Services:
 ServicesDep = Annotated[Services, Depends(get_services)]
 
 
-def get_principal(
+async def get_principal(
     services: ServicesDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
