@@ -20,7 +20,9 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from backend.app import create_app
+    from backend.runtime.executor import SHUTDOWN_GRACE_SECONDS
     from backend.settings import Settings
+    from backend.storage.process_lock import DatabaseInUseError, serving_lock
 
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     try:
@@ -28,8 +30,18 @@ def _serve(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         print(f"consentry: invalid settings:\n{exc}", file=sys.stderr)
         return 2
+    try:
+        with serving_lock(settings.sqlite_path):
+            pass  # fail here, with one clear line, rather than in the middle of start-up
+    except DatabaseInUseError as exc:
+        print(f"consentry: {exc}", file=sys.stderr)
+        return 2
     uvicorn.run(
-        create_app(settings), host=settings.host, port=settings.port, log_level=args.log_level
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level=args.log_level,
+        timeout_graceful_shutdown=int(SHUTDOWN_GRACE_SECONDS * 2),
     )
     return 0
 

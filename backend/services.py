@@ -13,6 +13,7 @@ from backend.runtime.threads import ThreadReader
 from backend.settings import Settings
 from backend.storage.checkpointer import open_checkpointer
 from backend.storage.database import Database
+from backend.storage.process_lock import serving_lock
 from graphs.models import build_chat_model
 from graphs.registry import GRAPHS, GraphSpec
 
@@ -33,6 +34,13 @@ class Services:
 @asynccontextmanager
 async def open_services(settings: Settings, *, clock: Clock = utc_now) -> AsyncIterator[Services]:
     """Open the database (migrated), the checkpointer and the compiled graphs, once."""
+    with serving_lock(settings.sqlite_path):
+        async with _open(settings, clock) as services:
+            yield services
+
+
+@asynccontextmanager
+async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
     db = Database(settings.sqlite_path)
     try:
         await db.migrate()

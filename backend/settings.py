@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated
@@ -14,6 +15,7 @@ from backend.principal import Principal
 
 __all__ = ["Settings"]
 
+_NAME = re.compile(r"[A-Za-z0-9._@-]{1,128}")
 DEFAULT_DATABASE_URL = f"sqlite:///{Path('data') / 'consentry.db'}"
 
 
@@ -62,13 +64,18 @@ class Settings(BaseSettings):
             return raw
         keys: dict[str, Principal] = {}
         for item in filter(None, (part.strip() for part in raw.split(","))):
-            token, sep, owner = item.partition("=")
-            tenant, sep2, user = owner.partition(":")
-            if not (sep and sep2 and token.strip() and tenant.strip() and user.strip()):
+            # The owner never contains "=", a token may (base64 padding): split at the last one.
+            token, _, owner = item.rpartition("=")
+            tenant, _, user = owner.partition(":")
+            token, tenant, user = token.strip(), tenant.strip(), user.strip()
+            if not (token and _NAME.fullmatch(tenant) and _NAME.fullmatch(user)):
                 raise ValueError(
-                    "CONSENTRY_API_KEYS entries look like `token=tenant:user`, separated by commas"
+                    "CONSENTRY_API_KEYS entries look like `token=tenant:user`, separated by "
+                    "commas; tenant and user use letters, digits and . _ @ -"
                 )
-            keys[token.strip()] = Principal(tenant.strip(), user.strip())
+            if token in keys:
+                raise ValueError("CONSENTRY_API_KEYS names the same token twice")
+            keys[token] = Principal(tenant, user)
         return keys
 
     @field_validator("database_url")

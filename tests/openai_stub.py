@@ -13,7 +13,9 @@ Every ``POST /v1/chat/completions`` takes the next scripted step, in order:
   ``data: [DONE]``;
 - ``fail(status)``: that status with an OpenAI error body whose message is :data:`PROVIDER_DETAIL`,
   text that must never reach a Consentry client;
-- ``cut(text)``: stream the first words of ``text``, then drop the connection mid-body.
+- ``cut(text)``: stream the first words of ``text``, then drop the connection mid-body;
+- ``hold(text)``: like ``reply(text)``, but only once the test calls :meth:`OpenAIStub.release`;
+  :attr:`OpenAIStub.holding` is set when a request reaches it (a run that is surely mid-way).
 
 A request with nothing left to take fails with 500 and is counted in ``unscripted``; every request
 body is kept in ``requests``. Tests assert both, so an unexpected extra call (a retry, say) shows.
@@ -64,7 +66,12 @@ class _Cut:
     words_sent: int
 
 
-_Step = _Reply | _Failure | _Cut
+@dataclass(frozen=True)
+class _Hold:
+    text: str
+
+
+_Step = _Reply | _Failure | _Cut | _Hold
 
 
 class _StreamCutError(Exception):
@@ -78,6 +85,8 @@ class OpenAIStub:
         self.script: deque[_Step] = deque()
         self.requests: list[dict[str, Any]] = []
         self.unscripted = 0
+        self.holding = asyncio.Event()
+        self._released = asyncio.Event()
         self.base_url = ""
         self.app = FastAPI()
         self.app.add_api_route(
@@ -93,6 +102,12 @@ class OpenAIStub:
     def cut(self, text: str, *, words_sent: int) -> None:
         self.script.append(_Cut(text, words_sent))
 
+    def hold(self, text: str) -> None:
+        self.script.append(_Hold(text))
+
+    def release(self) -> None:
+        self._released.set()
+
     async def _chat_completions(self, request: Request) -> JSONResponse | EventSourceResponse:
         body: dict[str, Any] = await request.json()
         self.requests.append(body)
@@ -100,6 +115,10 @@ class OpenAIStub:
             self.unscripted += 1
             return _error(500, "openai_stub: nothing scripted for this request")
         step = self.script.popleft()
+        if isinstance(step, _Hold):
+            self.holding.set()
+            await self._released.wait()
+            step = _Reply(step.text)
         if isinstance(step, _Failure):
             return _error(step.status, PROVIDER_DETAIL)
         model = str(body.get("model", "stub"))

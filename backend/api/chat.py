@@ -9,7 +9,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from backend.api.deps import PrincipalDep, ServicesDep
 from backend.api.responses import ERROR_RESPONSES
-from backend.runtime.executor import ActiveRun
+from backend.runtime.executor import SHUTDOWN_GRACE_SECONDS, ActiveRun
 from backend.schemas.chat import ChatRequest
 
 __all__ = ["router"]
@@ -44,5 +44,6 @@ async def chat(
     return EventSourceResponse(
         _sse(run),
         ping=services.settings.keepalive_seconds,
+        shutdown_grace_period=SHUTDOWN_GRACE_SECONDS,  # let the run reach its final event
         headers={"X-Thread-Id": run.thread_id, "X-Run-Id": run.run_id},
     )

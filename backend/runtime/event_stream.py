@@ -28,16 +28,27 @@ class OutgoingEvent:
 
 
 class RunEventStream:
-    def __init__(self, *, thread_id: str, run_id: str, last_seq: int, clock: Clock) -> None:
+    def __init__(
+        self, *, thread_id: str, run_id: str, last_seq: int, reserved_until: int, clock: Clock
+    ) -> None:
         self.thread_id = thread_id
         self.run_id = run_id
         self.last_seq = last_seq
+        self.reserved_until = reserved_until
+        """The run may number events up to here (see ``threads.claim_thread``)."""
         self._clock = clock
         self._durable: list[OutgoingEvent] = []
         self._queue: asyncio.Queue[OutgoingEvent | None] = asyncio.Queue()
         self._listening = True
 
+    @property
+    def unreserved(self) -> int:
+        """How many more events fit in the reservation."""
+        return self.reserved_until - self.last_seq
+
     def make(self, event_type: type[Event], **fields: Any) -> Event:
+        if self.last_seq >= self.reserved_until:
+            raise RuntimeError("event sequence reservation exhausted")
         self.last_seq += 1
         event: Event = event_type(
             thread_id=self.thread_id,

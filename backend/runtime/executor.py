@@ -63,6 +63,13 @@ class _Outcome:
     consents: list[ConsentEvent] = field(default_factory=list)
 
 
+GraphInput = dict[str, Any] | Command[Any] | None
+"""What one ``astream`` call starts with; ``None`` continues a run that stopped half-way."""
+
+SEQ_RESERVATION = 4096
+"""Sequence numbers a run reserves at a time; a run that dies leaves a gap, never a reuse."""
+
+
 class RunExecutor:
     def __init__(
         self,
@@ -85,6 +92,12 @@ class RunExecutor:
         state = await self.graph(spec.name).aget_state(_config(thread_id))
         return {interrupt.id for interrupt in state.interrupts}
 
+    async def has_unfinished_work(self, spec: GraphSpec, thread_id: str) -> bool:
+        """True when the checkpoint has nodes left to run and waits for no consent: a run
+        stopped half-way (a failure, a crash) and ``astream(None)`` would continue it."""
+        state = await self.graph(spec.name).aget_state(_config(thread_id))
+        return bool(state.next) and not state.interrupts
+
     def launch(
         self,
         owner: Principal,
@@ -94,17 +107,21 @@ class RunExecutor:
         run_id: str,
         last_seq: int,
         trigger: Literal["message", "resume"],
-        graph_input: dict[str, Any] | Command[Any],
+        graph_inputs: list[GraphInput],
     ) -> ActiveRun:
         events = RunEventStream(
-            thread_id=thread_id, run_id=run_id, last_seq=last_seq, clock=self._clock
+            thread_id=thread_id,
+            run_id=run_id,
+            last_seq=last_seq,
+            reserved_until=last_seq + SEQ_RESERVATION,
+            clock=self._clock,
         )
         events.emit(RunStartedEvent, graph=spec.name, trigger=trigger)
         context = GraphContext(
             notes=OwnerNotesStore(self._db, owner, self._clock), user=owner.display
         )
         task = asyncio.create_task(
-            self._execute(owner, spec, events, graph_input, context),
+            self._execute(owner, spec, events, graph_inputs, context),
             name=f"run:{run_id}",
         )
         self._running.add(task)
@@ -116,21 +133,14 @@ class RunExecutor:
         owner: Principal,
         spec: GraphSpec,
         events: RunEventStream,
-        graph_input: dict[str, Any] | Command[Any],
+        graph_inputs: list[GraphInput],
         context: GraphContext,
     ) -> None:
         outcome = _Outcome()
         mapper = ChunkMapper(spec)
         try:
-            async for mode, chunk in self.graph(spec.name).astream(
-                graph_input,
-                _config(events.thread_id),
-                context=context,
-                stream_mode=STREAM_MODES,
-                durability="sync",
-            ):
-                for event_type, fields in mapper.map(mode, chunk):
-                    events.emit(event_type, **fields)
+            for graph_input in graph_inputs:
+                await self._stream(spec, events, mapper, graph_input, context)
             if mapper.interrupts:
                 outcome.reason = "interrupted"
                 outcome.consents = [self._consent(events, i.id, i.value) for i in mapper.interrupts]
@@ -152,7 +162,30 @@ class RunExecutor:
             events.emit(
                 ErrorEvent, code=failure.code, message=failure.message, retryable=failure.retryable
             )
-        await self._finish(owner, events, outcome)
+        await asyncio.shield(self._finish(owner, events, outcome))
+
+    async def _stream(
+        self,
+        spec: GraphSpec,
+        events: RunEventStream,
+        mapper: ChunkMapper,
+        graph_input: GraphInput,
+        context: GraphContext,
+    ) -> None:
+        async for mode, chunk in self.graph(spec.name).astream(
+            graph_input,
+            _config(events.thread_id),
+            context=context,
+            stream_mode=STREAM_MODES,
+            durability="sync",
+        ):
+            for event_type, fields in mapper.map(mode, chunk):
+                events.emit(event_type, **fields)
+            if events.unreserved < SEQ_RESERVATION // 4:
+                async with self._db.write() as conn:
+                    events.reserved_until = await threads_repo.extend_reservation(
+                        conn, events.thread_id, run_id=events.run_id, reserve=SEQ_RESERVATION
+                    )
 
     def _consent(self, events: RunEventStream, approval_id: str, value: Any) -> ConsentEvent:
         try:
@@ -175,36 +208,23 @@ class RunExecutor:
         return event
 
     async def _finish(self, owner: Principal, events: RunEventStream, outcome: _Outcome) -> None:
-        """Store everything the run produced in one transaction, then send consent + final."""
+        """Store everything the run produced in one transaction, then send consent + final.
+
+        If that transaction fails, a second, smaller one still ends the run as ``failed`` and
+        frees the thread (the events made so far are logged as lost); only if that fails too does
+        the thread wait for the start-up recovery of the next process."""
+        seq_before_closing = events.last_seq
         final = events.make(FinalEvent, reason=outcome.reason)
         closing = [events.record(event) for event in (*outcome.consents, final)]
-        now = self._clock()
         try:
-            async with self._db.write() as conn:
-                await threads_repo.insert_events(conn, events, events.take_durable())
-                for consent in outcome.consents:
-                    await approvals_repo.insert_approval(conn, owner, consent, now=now)
-                await threads_repo.end_run(
-                    conn,
-                    events.run_id,
-                    reason=outcome.reason,
-                    error_code=outcome.error_code,
-                    now=now,
-                )
-                await threads_repo.release_thread(
-                    conn,
-                    events.thread_id,
-                    run_id=events.run_id,
-                    status="awaiting_consent" if outcome.consents else "idle",
-                    reason=outcome.reason,
-                    last_seq=events.last_seq,
-                    now=now,
-                )
+            await self._store_end(owner, events, outcome)
         except Exception:
             log.exception(
                 "could not store the end of a run",
                 extra={"thread_id": events.thread_id, "run_id": events.run_id},
             )
+            events.take_durable()
+            events.last_seq = seq_before_closing
             closing = [
                 events.record(
                     events.make(
@@ -216,19 +236,53 @@ class RunExecutor:
                 ),
                 events.record(events.make(FinalEvent, reason="failed")),
             ]
+            try:
+                await self._store_end(owner, events, _Outcome("failed", "storage_error"))
+            except Exception:
+                log.exception(
+                    "could not record the failure of a run either; the next start recovers it",
+                    extra={"thread_id": events.thread_id, "run_id": events.run_id},
+                )
         for outgoing in closing:
             events.send(outgoing)
         events.close()
 
+    async def _store_end(self, owner: Principal, events: RunEventStream, outcome: _Outcome) -> None:
+        now = self._clock()
+        async with self._db.write() as conn:
+            await threads_repo.insert_events(conn, events, events.take_durable())
+            for consent in outcome.consents:
+                await approvals_repo.insert_approval(conn, owner, consent, now=now)
+            await threads_repo.end_run(
+                conn, events.run_id, reason=outcome.reason, error_code=outcome.error_code, now=now
+            )
+            await threads_repo.release_thread(
+                conn,
+                events.thread_id,
+                run_id=events.run_id,
+                status="awaiting_consent" if outcome.consents else "idle",
+                reason=outcome.reason,
+                last_seq=events.last_seq,
+                now=now,
+            )
+
     async def recover_unfinished(self) -> int:
         """Close the runs a stopped or crashed process left open: record them ``failed`` with
-        code ``server_restarted`` and free their threads. Returns how many there were."""
+        code ``server_restarted`` and free their threads. Returns how many there were.
+
+        Safe because one process serves a SQLite file at a time (``storage.process_lock``). The
+        numbering goes on after the dead run's reservation, so no seq it sent is reused; a decided
+        consent whose effect did not run is continued by the thread's next request."""
         now = self._clock()
         async with self._db.write() as conn:
             stale = await threads_repo.unfinished_runs(conn)
             for run in stale:
                 events = RunEventStream(
-                    thread_id=run.thread_id, run_id=run.id, last_seq=run.last_seq, clock=self._clock
+                    thread_id=run.thread_id,
+                    run_id=run.id,
+                    last_seq=run.last_seq,
+                    reserved_until=run.last_seq + 2,
+                    clock=self._clock,
                 )
                 events.record(
                     events.make(
@@ -254,6 +308,11 @@ class RunExecutor:
                     now=now,
                 )
         return len(stale)
+
+    async def wait_for_runs(self) -> None:
+        """Wait until every run this process started has ended (and been stored)."""
+        while self._running:
+            await asyncio.gather(*self._running, return_exceptions=True)
 
     async def shutdown(self) -> None:
         """Let running runs finish for a grace period, then cancel (and record) the rest."""

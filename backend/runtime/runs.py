@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from backend.errors import ConflictError, InvalidRequestError, NotFoundError
 from backend.principal import Principal
 from backend.runtime.clock import Clock
-from backend.runtime.executor import ActiveRun, RunExecutor
+from backend.runtime.executor import SEQ_RESERVATION, ActiveRun, GraphInput, RunExecutor
 from backend.schemas.chat import ChatRequest, ResumeDecision
 from backend.storage import approvals as approvals_repo
 from backend.storage import notes as notes_repo
@@ -44,6 +44,12 @@ class _Target:
     note_id: str | None
     is_new: bool
     status: str
+    last_reason: str | None
+
+    @property
+    def stopped_half_way(self) -> bool:
+        """The last run failed or was cancelled: the graph may have work left to continue."""
+        return self.last_reason in ("failed", "cancelled")
 
 
 @dataclass(frozen=True)
@@ -52,7 +58,7 @@ class _Claimed:
 
     run_id: str
     last_seq: int
-    graph_input: dict[str, Any] | Command[Any]
+    graph_inputs: list[GraphInput]
 
 
 class RunStarter:
@@ -85,7 +91,7 @@ class RunStarter:
             run_id=claimed.run_id,
             last_seq=claimed.last_seq,
             trigger="resume" if request.resume is not None else "message",
-            graph_input=claimed.graph_input,
+            graph_inputs=claimed.graph_inputs,
         )
 
     async def _resolve(self, owner: Principal, request: ChatRequest) -> _Target:
@@ -101,7 +107,7 @@ class RunStarter:
                 project_id = request.project_id
                 if project_id is not None:
                     await notes_repo.get_project(conn, owner, project_id)
-                thread_id, status, is_new = str(uuid4()), "idle", True
+                thread_id, status, is_new, last_reason = str(uuid4()), "idle", True, None
             else:
                 row = await threads_repo.get_thread(conn, owner, request.thread_id)
                 if explicit_graph and request.graph != row.graph:
@@ -119,6 +125,7 @@ class RunStarter:
                     )
                 spec = self._spec(row.graph)
                 thread_id, project_id, status, is_new = row.id, row.project_id, row.status, False
+                last_reason = row.last_reason
             note_id = request.note_id
             if note_id is not None:
                 note = await notes_repo.get_note(conn, owner, note_id)
@@ -129,7 +136,7 @@ class RunStarter:
         if project_id is None:
             async with self._db.write() as conn:
                 project_id = await notes_repo.default_project_id(conn, owner, now=self._clock())
-        return _Target(thread_id, spec, project_id, note_id, is_new, status)
+        return _Target(thread_id, spec, project_id, note_id, is_new, status, last_reason)
 
     def _spec(self, name: str) -> GraphSpec:
         spec = self._graphs.get(name)
@@ -170,6 +177,10 @@ class RunStarter:
                         code="consent_pending",
                         details={"approval_id": pending[0].id},
                     )
+            continue_decision = (
+                target.stopped_half_way
+                and await threads_repo.last_run_trigger(conn, target.thread_id) == "resume"
+            )
             last_seq = await self._claim(
                 conn, target.thread_id, run_id, now, expected=("idle", "awaiting_consent")
             )
@@ -181,7 +192,12 @@ class RunStarter:
             "project_id": target.project_id,
             "note_id": target.note_id,
         }
-        return _Claimed(run_id, last_seq, graph_input)
+        # A decided consent whose run stopped half-way is honoured before the new message.
+        if continue_decision and await self._executor.has_unfinished_work(
+            target.spec, target.thread_id
+        ):
+            return _Claimed(run_id, last_seq, [None, graph_input])
+        return _Claimed(run_id, last_seq, [graph_input])
 
     async def _claim_for_resume(
         self, owner: Principal, target: _Target, resume: ResumeDecision
@@ -205,6 +221,8 @@ class RunStarter:
                 details={"approval_id": approval.id, "pending": [row.id for row in pending]},
             )
         if approval.status != "pending":
+            if await self._is_retry_of_unfinished_decision(target, approval, resume):
+                return await self._claim_continuation(target, now)
             code = (
                 "approval_expired" if approval.status == "expired" else "approval_already_decided"
             )
@@ -263,7 +281,29 @@ class RunStarter:
         command: Command[Any] = Command(
             resume={resume.approval_id: decision.model_dump(mode="json")}
         )
-        return _Claimed(run_id, last_seq, command)
+        return _Claimed(run_id, last_seq, [command])
+
+    async def _is_retry_of_unfinished_decision(
+        self, target: _Target, approval: Any, resume: ResumeDecision
+    ) -> bool:
+        """The same decision, sent again after the run that carried it stopped half-way."""
+        recorded = approval.decision or {}
+        return (
+            target.status == "idle"
+            and target.stopped_half_way
+            and (recorded.get("decision"), recorded.get("edited"))
+            == (resume.decision, resume.edited)
+            and await self._executor.has_unfinished_work(target.spec, target.thread_id)
+        )
+
+    async def _claim_continuation(self, target: _Target, now: datetime) -> _Claimed:
+        run_id = str(uuid4())
+        async with self._db.write() as conn:
+            last_seq = await self._claim(conn, target.thread_id, run_id, now, expected=("idle",))
+            await threads_repo.start_run(
+                conn, run_id=run_id, thread_id=target.thread_id, trigger="resume", now=now
+            )
+        return _Claimed(run_id, last_seq, [None])
 
     @staticmethod
     def _check_decision(spec: GraphSpec, consent: dict[str, Any], resume: ResumeDecision) -> None:
@@ -299,7 +339,7 @@ class RunStarter:
         expected: tuple[str, ...],
     ) -> int:
         last_seq = await threads_repo.claim_thread(
-            conn, thread_id, run_id=run_id, expected=expected, now=now
+            conn, thread_id, run_id=run_id, expected=expected, reserve=SEQ_RESERVATION, now=now
         )
         if last_seq is None:
             raise ConflictError(

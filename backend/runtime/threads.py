@@ -24,7 +24,8 @@ class ThreadReader:
 
     async def list(self, owner: Principal, *, limit: int) -> ThreadList:
         async with self._db.read() as conn:
-            return ThreadList(threads=await threads_repo.list_threads(conn, owner, limit=limit))
+            summaries = await threads_repo.list_threads(conn, owner, limit=limit, now=self._clock())
+        return ThreadList(threads=summaries)
 
     async def detail(self, owner: Principal, thread_id: str) -> ThreadDetail:
         now = self._clock()

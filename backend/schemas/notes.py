@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "Note",
@@ -21,6 +21,7 @@ __all__ = [
     "SearchResults",
 ]
 
+MAX_INT64 = 2**63 - 1
 Title = Field(min_length=1, max_length=200)
 Content = Field(max_length=200_000)
 
@@ -49,9 +50,15 @@ class NoteCreateRequest(BaseModel):
 
 class NoteUpdateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    version: int = Field(ge=1, description="The version this edit is based on.")
+    version: int = Field(ge=1, le=MAX_INT64, description="The version this edit is based on.")
     title: str | None = Field(default=None, min_length=1, max_length=200)
     content: str | None = Field(default=None, max_length=200_000)
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> Self:
+        if self.title is None and self.content is None:
+            raise ValueError("send `title`, `content` or both")
+        return self
 
 
 class Note(BaseModel):

@@ -16,22 +16,24 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from backend.errors import NotFoundError
 from backend.principal import Principal
 from backend.schemas.threads import ThreadSummary
-from backend.storage.tables import events, runs, threads
+from backend.storage.tables import approvals, events, runs, threads
 
 __all__ = [
     "ThreadRow",
     "claim_thread",
     "create_thread",
     "end_run",
+    "extend_reservation",
     "get_thread",
     "insert_events",
+    "last_run_trigger",
     "list_threads",
     "release_thread",
     "start_run",
     "unfinished_runs",
 ]
 
-ThreadRow = sa.Row[Any]
+ThreadRow = Any
 
 
 class RunIds(Protocol):
@@ -105,10 +107,26 @@ async def get_thread(conn: AsyncConnection, owner: Principal, thread_id: str) ->
 
 
 async def list_threads(
-    conn: AsyncConnection, owner: Principal, *, limit: int
+    conn: AsyncConnection, owner: Principal, *, limit: int, now: datetime
 ) -> list[ThreadSummary]:
+    """The owner's threads, newest activity first. A thread whose consents all expired reads
+    ``idle``, as in the thread's own detail."""
+    live_consent = (
+        sa.exists()
+        .where(
+            approvals.c.thread_id == threads.c.id,
+            approvals.c.status == "pending",
+            approvals.c.expires_at > now,
+        )
+        .correlate(threads)
+    )
+    status = sa.case(
+        (sa.and_(threads.c.status == "awaiting_consent", ~live_consent), "idle"),
+        else_=threads.c.status,
+    ).label("status")
+    columns = [column for column in threads.c if column.name != "status"]
     rows = await conn.execute(
-        threads.select()
+        sa.select(*columns, status)
         .where(threads.c.tenant == owner.tenant, threads.c.user_id == owner.user)
         .order_by(threads.c.updated_at.desc())
         .limit(limit)
@@ -117,18 +135,46 @@ async def list_threads(
 
 
 async def claim_thread(
-    conn: AsyncConnection, thread_id: str, *, run_id: str, expected: Sequence[str], now: datetime
+    conn: AsyncConnection,
+    thread_id: str,
+    *,
+    run_id: str,
+    expected: Sequence[str],
+    reserve: int,
+    now: datetime,
 ) -> int | None:
-    """Mark the thread running if its status is one of ``expected``; return its last seq, or
-    None when another run got there first."""
+    """Mark the thread running if its status is one of ``expected``, and reserve the next
+    ``reserve`` sequence numbers for the run. Return the last seq before the reservation, or None
+    when another run got there first.
+
+    The stored ``last_seq`` stays at the end of the reservation until the run ends, so a run that
+    dies mid-way never has its numbers handed out again."""
     result = await conn.execute(
         threads.update()
         .where(threads.c.id == thread_id, threads.c.status.in_(expected))
-        .values(status="running", active_run_id=run_id, updated_at=now)
+        .values(
+            status="running",
+            active_run_id=run_id,
+            last_seq=threads.c.last_seq + reserve,
+            updated_at=now,
+        )
         .returning(threads.c.last_seq)
     )
-    last_seq = result.scalar()
-    return None if last_seq is None else int(last_seq)
+    reserved_until = result.scalar()
+    return None if reserved_until is None else int(reserved_until) - reserve
+
+
+async def extend_reservation(
+    conn: AsyncConnection, thread_id: str, *, run_id: str, reserve: int
+) -> int:
+    """Reserve ``reserve`` more sequence numbers for the thread's active run; return the new end."""
+    result = await conn.execute(
+        threads.update()
+        .where(threads.c.id == thread_id, threads.c.active_run_id == run_id)
+        .values(last_seq=threads.c.last_seq + reserve)
+        .returning(threads.c.last_seq)
+    )
+    return int(result.scalar_one())
 
 
 async def release_thread(
@@ -195,10 +241,21 @@ async def insert_events(conn: AsyncConnection, run: RunIds, rows: Iterable[Store
         await conn.execute(events.insert(), values)
 
 
+async def last_run_trigger(conn: AsyncConnection, thread_id: str) -> str | None:
+    """How the thread's most recent run was started (``message`` or ``resume``)."""
+    found = await conn.scalar(
+        sa.select(runs.c.trigger)
+        .where(runs.c.thread_id == thread_id)
+        .order_by(runs.c.started_at.desc())
+        .limit(1)
+    )
+    return None if found is None else str(found)
+
+
 async def unfinished_runs(conn: AsyncConnection) -> list[Any]:
     """Runs a previous process left ``running`` (it stopped or crashed mid-run)."""
     rows = await conn.execute(
-        sa.select(runs.c.id, runs.c.thread_id, threads.c.last_seq)
+        sa.select(runs.c.id, runs.c.thread_id, threads.c.last_seq, runs.c.trigger)
         .join(threads, threads.c.id == runs.c.thread_id)
         .where(runs.c.status == "running")
     )

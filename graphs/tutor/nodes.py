@@ -178,7 +178,8 @@ class TutorNodes:
         content, title = proposal.proposed_content, proposal.title
         if decision.decision == "edit" and decision.edited is not None:
             revision = NOTE_EDIT.parse_edit(decision.edited)
-            content, title = revision.content, revision.title or proposal.title
+            content = revision.content or proposal.proposed_content
+            title = revision.title or proposal.title
         result = await runtime.context.notes.apply_note_edit(
             approval_id=decision.approval_id,
             project_id=proposal.project_id,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, Self, TypedDict
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = ["Intent", "NoteEditProposal", "NoteEditRevision", "TutorInput", "TutorState"]
 
@@ -30,15 +30,23 @@ class NoteEditRevision(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    content: str = Field(min_length=1, max_length=200_000)
+    content: str | None = Field(
+        default=None, min_length=1, max_length=200_000, description="None keeps the proposed."
+    )
     title: str | None = Field(default=None, min_length=1, max_length=200)
 
     @field_validator("content")
     @classmethod
-    def _content_is_not_blank(cls, content: str) -> str:
-        if not content.strip():
+    def _content_is_not_blank(cls, content: str | None) -> str | None:
+        if content is not None and not content.strip():
             raise ValueError("content must not be blank")
         return content
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> Self:
+        if self.content is None and self.title is None:
+            raise ValueError("an edit sets `content`, `title` or both")
+        return self
 
 
 class TutorInput(TypedDict):
