@@ -11,6 +11,8 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel
 
+from graphs.consent import EffectLedger
+
 __all__ = ["AppliedEdit", "GraphContext", "NoteHit", "NoteSnapshot", "NotesStore"]
 
 
@@ -64,4 +66,5 @@ class GraphContext:
     """LangGraph runtime context for every graph Consentry serves."""
 
     notes: NotesStore
+    effects: EffectLedger
     user: str

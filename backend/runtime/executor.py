@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from backend.principal import Principal
 from backend.runtime.clock import Clock
+from backend.runtime.effect_ledger import OwnerEffectLedger
 from backend.runtime.errors import describe_failure
 from backend.runtime.event_stream import RunEventStream
 from backend.runtime.notes_store import OwnerNotesStore
@@ -118,7 +119,9 @@ class RunExecutor:
         )
         events.emit(RunStartedEvent, graph=spec.name, trigger=trigger)
         context = GraphContext(
-            notes=OwnerNotesStore(self._db, owner, self._clock), user=owner.display
+            notes=OwnerNotesStore(self._db, owner, self._clock),
+            effects=OwnerEffectLedger(self._db, owner, self._clock),
+            user=owner.display,
         )
         task = asyncio.create_task(
             self._execute(owner, spec, events, graph_inputs, context),

@@ -17,7 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from backend.errors import ConflictError, NotFoundError
 from backend.principal import Principal
 from backend.schemas.notes import Note, NoteVersion, Project, SearchHit
-from backend.storage.tables import effects, note_versions, notes, projects
+from backend.storage.effects import recall_effect, remember_effect
+from backend.storage.tables import note_versions, notes, projects
 from graphs.services import AppliedEdit, NoteSnapshot
 
 __all__ = [
@@ -360,9 +361,7 @@ async def apply_note_edit(
 ) -> AppliedEdit:
     """Apply an approved edit exactly once: the ledger row and the note write share this
     transaction, and a second call for the same approval returns the recorded outcome."""
-    recorded = await conn.scalar(
-        sa.select(effects.c.result).where(effects.c.approval_id == approval_id)
-    )
+    recorded = await recall_effect(conn, owner, approval_id)
     if recorded is not None:
         return AppliedEdit.model_validate(recorded)
     if note_id is None:
@@ -394,12 +393,11 @@ async def apply_note_edit(
                 approval_id=approval_id,
             )
             outcome = AppliedEdit(outcome="applied", note=note_snapshot(note))
-    await conn.execute(
-        effects.insert().values(
-            approval_id=approval_id,
-            kind="note_edit",
-            result=outcome.model_dump(mode="json"),
-            created_at=now,
-        )
+    await remember_effect(
+        conn,
+        approval_id=approval_id,
+        kind="note_edit",
+        result=outcome.model_dump(mode="json"),
+        now=now,
     )
     return outcome

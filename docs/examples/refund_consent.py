@@ -12,7 +12,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
-from graphs.consent import ConsentDecision, ConsentKind
+from graphs.consent import ConsentKind
 
 
 class RefundProposal(BaseModel):
@@ -40,16 +40,14 @@ class RefundState(TypedDict, total=False):
 async def request_refund_consent(state: RefundState) -> dict[str, Any]:
     proposal = RefundProposal(order_id=state["order_id"], amount_cents=state["amount_cents"])
     decision = REFUND.ask(title=f"Refund order {proposal.order_id}?", proposal=proposal)
-    return {"decision": decision.model_dump()}
+    return {"decision": decision.to_state()}
 
 
 async def issue_refund(state: RefundState) -> dict[str, Any]:
-    decision = ConsentDecision.model_validate(state["decision"])
-    if decision.decision == "reject":
+    decision = REFUND.restore(state["decision"])
+    if not decision.approved:
         return {"outcome": "not refunded"}
-    amount = state["amount_cents"]
-    if decision.decision == "edit" and decision.edited is not None:
-        amount = REFUND.parse_edit(decision.edited).amount_cents
+    amount = decision.edit.amount_cents if decision.edit else state["amount_cents"]
     ISSUED.setdefault(decision.approval_id, amount)
     return {"outcome": f"refunded {ISSUED[decision.approval_id]} cents"}
 

@@ -19,7 +19,7 @@ from langgraph.config import get_stream_writer
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
 
-from graphs.consent import ConsentDecision, ConsentKind
+from graphs.consent import ConsentKind
 from graphs.models.offline import classify
 from graphs.services import GraphContext, NoteHit
 from graphs.tutor import prompts
@@ -168,18 +168,17 @@ class TutorNodes:
         proposal = NoteEditProposal.model_validate(state["proposal"])
         target = f"your note \u201c{proposal.title}\u201d" if proposal.note_id else "a new note"
         decision = NOTE_EDIT.ask(title=f"Add a summary to {target}?", proposal=proposal)
-        return {"decision": decision.model_dump()}
+        return {"decision": decision.to_state()}
 
     async def apply_note_edit(
         self, state: TutorState, runtime: Runtime[GraphContext]
     ) -> dict[str, Any]:
         proposal = NoteEditProposal.model_validate(state["proposal"])
-        decision = ConsentDecision.model_validate(state["decision"])
+        decision = NOTE_EDIT.restore(state["decision"])
         content, title = proposal.proposed_content, proposal.title
-        if decision.decision == "edit" and decision.edited is not None:
-            revision = NOTE_EDIT.parse_edit(decision.edited)
-            content = revision.content or proposal.proposed_content
-            title = revision.title or proposal.title
+        if decision.edit is not None:
+            content = decision.edit.content or proposal.proposed_content
+            title = decision.edit.title or proposal.title
         result = await runtime.context.notes.apply_note_edit(
             approval_id=decision.approval_id,
             project_id=proposal.project_id,
@@ -205,7 +204,10 @@ class TutorNodes:
         return {"messages": [_say(text)], "proposal": None}
 
     async def skip_note_edit(self, state: TutorState) -> dict[str, Any]:
-        decision = ConsentDecision.model_validate(state["decision"])
+        decision = NOTE_EDIT.restore(state["decision"])
+        if decision.decision == "expire":
+            text = "Nobody decided on my proposed edit in time, so I left your notes unchanged."
+            return {"messages": [_say(text)], "proposal": None}
         text = "OK, I left your notes unchanged."
         if decision.comment:
             text += f" You said: \u201c{decision.comment}\u201d."

@@ -96,6 +96,19 @@ class InMemoryNotesStore:
         return outcome
 
 
+class InMemoryEffectLedger:
+    """graphs.consent.EffectLedger over a dict (the tutor's note effects use the notes store)."""
+
+    def __init__(self) -> None:
+        self.results: dict[str, dict[str, Any]] = {}
+
+    async def recall(self, approval_id: str) -> dict[str, Any] | None:
+        return self.results.get(approval_id)
+
+    async def remember(self, approval_id: str, kind: str, result: dict[str, Any]) -> None:
+        self.results[approval_id] = result
+
+
 @dataclass
 class Tutor:
     """One thread of the tutor graph with its store."""
@@ -106,7 +119,7 @@ class Tutor:
 
     @property
     def context(self) -> GraphContext:
-        return GraphContext(notes=self.store, user="test/alice")
+        return GraphContext(notes=self.store, effects=InMemoryEffectLedger(), user="test/alice")
 
     async def say(self, text: str, *, note_id: str | None = NOTE.note_id) -> dict[str, Any]:
         graph_input = {
