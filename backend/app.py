@@ -13,7 +13,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from backend.api import chat, health, notes, threads
+from backend.api import approvals, chat, consent_kinds, health, notes, threads
 from backend.errors import ConsentryError
 from backend.runtime.clock import Clock, utc_now
 from backend.schemas.errors import ErrorBody, ErrorDetail
@@ -102,7 +102,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock = utc_now) -> F
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_error)
     app.add_exception_handler(Exception, _on_unexpected_error)
-    for module in (chat, threads, notes, health):
+    for module in (chat, threads, approvals, consent_kinds, notes, health):
         app.include_router(module.router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

@@ -23,12 +23,18 @@ def _serve(args: argparse.Namespace) -> int:
     from backend.runtime.executor import SHUTDOWN_GRACE_SECONDS
     from backend.settings import Settings
     from backend.storage.process_lock import DatabaseInUseError, serving_lock
+    from graphs.registry import GraphLoadError, load_graphs
 
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     try:
         settings = Settings(**overrides)
     except ValidationError as exc:
         print(f"consentry: invalid settings:\n{exc}", file=sys.stderr)
+        return 2
+    try:
+        load_graphs(settings.graphs)  # a bad CONSENTRY_GRAPHS entry: one clear line, no server
+    except GraphLoadError as exc:
+        print(f"consentry: {exc}", file=sys.stderr)
         return 2
     try:
         with serving_lock(settings.sqlite_path):

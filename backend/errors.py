@@ -8,10 +8,12 @@ stream the same information arrives as an ``error`` event followed by the run's 
     ├── UnauthorizedError          401 unauthorized
     ├── NotFoundError              404 <thing>_not_found (another owner's id answers the same)
     ├── ConflictError              409 thread_busy, consent_pending, no_pending_consent,
-    │                                  approval_not_pending, approval_already_decided,
-    │                                  approval_expired, version_conflict
+    │                                  approval_not_pending, already_decided,
+    │                                  request_in_progress, version_conflict
+    ├── GoneError                  410 consent_expired
     └── InvalidRequestError        422 request_invalid, decision_not_allowed, invalid_edit,
-                                       graph_mismatch, message_too_long
+                                       unknown_graph, graph_mismatch, policy_mismatch,
+                                       message_too_long, idempotency_key_reused
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any, ClassVar
 __all__ = [
     "ConflictError",
     "ConsentryError",
+    "GoneError",
     "InvalidRequestError",
     "NotFoundError",
     "UnauthorizedError",
@@ -63,6 +66,11 @@ class NotFoundError(ConsentryError):
 class ConflictError(ConsentryError):
     status_code = 409
     default_code = "conflict"
+
+
+class GoneError(ConsentryError):
+    status_code = 410
+    default_code = "gone"
 
 
 class InvalidRequestError(ConsentryError):

@@ -1,4 +1,8 @@
-"""The protocol's JSON Schema, generated from the wire models (``docs/protocol.schema.json``)."""
+"""The protocol's JSON Schema, generated from the wire models (``docs/protocol.schema.json``).
+
+Besides requests, events and errors it holds the proposal and edit models of every consent kind
+of the built-in graphs (graphs added with ``CONSENTRY_GRAPHS`` publish theirs at
+``GET /v1/consent-kinds``)."""
 
 from __future__ import annotations
 
@@ -8,10 +12,11 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from backend.schemas.chat import ChatRequest
+from backend.schemas.consent_kinds import ConsentKindList
 from backend.schemas.errors import ErrorBody
 from backend.schemas.events import Event
 from backend.schemas.threads import ThreadDetail
-from graphs.tutor.state import NoteEditProposal, NoteEditRevision
+from graphs.registry import BUILTIN_GRAPHS
 
 __all__ = ["protocol_schema", "protocol_schema_json"]
 
@@ -20,14 +25,24 @@ _MODELS: dict[str, Any] = {
     "Event": Event,
     "ErrorBody": ErrorBody,
     "ThreadDetail": ThreadDetail,
-    "NoteEditProposal": NoteEditProposal,
-    "NoteEditRevision": NoteEditRevision,
+    "ConsentKindList": ConsentKindList,
 }
+
+
+def _consent_kind_models() -> dict[str, Any]:
+    """The proposal and edit models of each built-in consent kind, by class name."""
+    models: dict[str, Any] = {}
+    for spec in BUILTIN_GRAPHS.values():
+        for kind in spec.consent_kinds.values():
+            for model in (kind.proposal_model, kind.edit_model):
+                if model is not None:
+                    models[model.__name__] = model
+    return models
 
 
 def protocol_schema() -> dict[str, Any]:
     definitions: dict[str, Any] = {}
-    for name, model in _MODELS.items():
+    for name, model in {**_MODELS, **_consent_kind_models()}.items():
         schema = TypeAdapter(model).json_schema(ref_template="#/$defs/{model}")
         definitions.update(schema.pop("$defs", {}))
         definitions[name] = schema

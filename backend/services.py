@@ -6,8 +6,11 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from backend.runtime.approvals import ApprovalInbox
 from backend.runtime.clock import Clock, utc_now
 from backend.runtime.executor import RunExecutor
+from backend.runtime.expiry import ExpirySweeper
+from backend.runtime.idempotency import KEY_RETENTION, IdempotencyGuard
 from backend.runtime.runs import RunStarter
 from backend.runtime.threads import ThreadReader
 from backend.settings import Settings
@@ -15,7 +18,7 @@ from backend.storage.checkpointer import open_checkpointer
 from backend.storage.database import Database
 from backend.storage.process_lock import serving_lock
 from graphs.models import build_chat_model
-from graphs.registry import GRAPHS, GraphSpec
+from graphs.registry import GraphSpec, load_graphs
 
 __all__ = ["Services", "open_services"]
 
@@ -28,6 +31,9 @@ class Services:
     executor: RunExecutor
     runs: RunStarter
     threads: ThreadReader
+    approvals: ApprovalInbox
+    idempotency: IdempotencyGuard
+    expiry: ExpirySweeper
     clock: Clock
 
 
@@ -41,6 +47,7 @@ async def open_services(settings: Settings, *, clock: Clock = utc_now) -> AsyncI
 
 @asynccontextmanager
 async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
+    graphs: Mapping[str, GraphSpec] = load_graphs(settings.graphs)
     db = Database(settings.sqlite_path)
     try:
         await db.migrate()
@@ -52,31 +59,39 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                 timeout_seconds=settings.llm_timeout_seconds,
                 max_retries=settings.llm_max_retries,
             )
-            compiled = {name: spec.build(model, checkpointer) for name, spec in GRAPHS.items()}
             executor = RunExecutor(
                 db=db,
-                graphs=compiled,
+                graphs={name: spec.build(model, checkpointer) for name, spec in graphs.items()},
                 clock=clock,
                 consent_ttl_seconds=settings.consent_ttl_seconds,
             )
             await executor.recover_unfinished()
+            runs = RunStarter(
+                db=db,
+                executor=executor,
+                graphs=dict(graphs),
+                clock=clock,
+                max_message_chars=settings.max_message_chars,
+            )
+            expiry = ExpirySweeper(db=db, runs=runs, clock=clock, key_retention=KEY_RETENTION)
+            executor.on_consent_requested = expiry.wake
+            runs.on_overdue = expiry.wake
+            expiry.start()
             try:
                 yield Services(
                     settings=settings,
                     db=db,
-                    graphs=GRAPHS,
+                    graphs=graphs,
                     executor=executor,
-                    clock=clock,
-                    runs=RunStarter(
-                        db=db,
-                        executor=executor,
-                        graphs=dict(GRAPHS),
-                        clock=clock,
-                        max_message_chars=settings.max_message_chars,
-                    ),
+                    runs=runs,
                     threads=ThreadReader(db=db, executor=executor, clock=clock),
+                    approvals=ApprovalInbox(db=db, runs=runs),
+                    idempotency=IdempotencyGuard(db, clock),
+                    expiry=expiry,
+                    clock=clock,
                 )
             finally:
+                await expiry.stop()
                 await executor.shutdown()
     finally:
         await db.close()

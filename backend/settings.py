@@ -16,6 +16,8 @@ from backend.principal import Principal
 __all__ = ["Settings"]
 
 _NAME = re.compile(r"[A-Za-z0-9._@-]{1,128}")
+_GRAPH_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_IMPORT_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 DEFAULT_DATABASE_URL = f"sqlite:///{Path('data') / 'consentry.db'}"
 
 
@@ -43,6 +45,11 @@ class Settings(BaseSettings):
         default_factory=dict,
         description="Bearer tokens as `token=tenant:user,token2=tenant:user2`. "
         "Unset: one local user, loopback only.",
+    )
+    graphs: Annotated[dict[str, str], NoDecode] = Field(
+        default_factory=dict,
+        description="Graphs served besides the built-in `tutor`, as "
+        "`name=package.module:factory,name2=...`; each factory returns a GraphSpec.",
     )
     llm_base_url: str | None = Field(default=None, description="OpenAI-compatible server URL.")
     llm_api_key: SecretStr | None = Field(
@@ -77,6 +84,29 @@ class Settings(BaseSettings):
                 raise ValueError("CONSENTRY_API_KEYS names the same token twice")
             keys[token] = Principal(tenant, user)
         return keys
+
+    @field_validator("graphs", mode="before")
+    @classmethod
+    def _parse_graphs(cls, raw: object) -> object:
+        if isinstance(raw, str):
+            items = [part.strip() for part in raw.split(",") if part.strip()]
+            pairs = [tuple(part.strip() for part in item.partition("=")[::2]) for item in items]
+        elif isinstance(raw, dict):
+            pairs = [(str(name), str(path)) for name, path in raw.items()]
+        else:
+            return raw
+        graphs: dict[str, str] = {}
+        for name, path in pairs:
+            if not (_GRAPH_NAME.fullmatch(name) and _IMPORT_PATH.fullmatch(path)):
+                raise ValueError(
+                    f"CONSENTRY_GRAPHS entry {name or '?'}={path or '?'} is not "
+                    "`name=package.module:factory`: names use letters, digits, _ and - (at "
+                    "most 64), and the factory is a function of an importable module"
+                )
+            if name in graphs:
+                raise ValueError(f"CONSENTRY_GRAPHS names the graph {name!r} twice")
+            graphs[name] = path
+        return graphs
 
     @field_validator("database_url")
     @classmethod

@@ -36,6 +36,7 @@ __all__ = [
     "ConsentRequest",
     "Decision",
     "EffectLedger",
+    "InMemoryEffectLedger",
     "Outcome",
     "TypedDecision",
     "proposal_hash",
@@ -182,6 +183,21 @@ class EffectLedger(Protocol):
     async def recall(self, approval_id: str) -> dict[str, Any] | None: ...
 
     async def remember(self, approval_id: str, kind: str, result: dict[str, Any]) -> None: ...
+
+
+class InMemoryEffectLedger:
+    """An :class:`EffectLedger` in a dict, for tests and examples (the server keeps its own)."""
+
+    def __init__(self) -> None:
+        self.results: dict[str, dict[str, Any]] = {}
+        self.kinds: dict[str, str] = {}
+
+    async def recall(self, approval_id: str) -> dict[str, Any] | None:
+        return self.results.get(approval_id)
+
+    async def remember(self, approval_id: str, kind: str, result: dict[str, Any]) -> None:
+        self.results[approval_id] = result
+        self.kinds[approval_id] = kind
 
 
 ResultT = TypeVar("ResultT", bound=BaseModel)

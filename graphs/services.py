@@ -9,11 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from graphs.consent import EffectLedger
 
-__all__ = ["AppliedEdit", "GraphContext", "NoteHit", "NoteSnapshot", "NotesStore"]
+__all__ = [
+    "AppliedDeletion",
+    "AppliedEdit",
+    "GraphContext",
+    "NoteHit",
+    "NoteSnapshot",
+    "NotesStore",
+]
 
 
 class NoteSnapshot(BaseModel):
@@ -32,11 +39,21 @@ class NoteHit(BaseModel):
 
 
 class AppliedEdit(BaseModel):
-    """The outcome of applying an approved note edit; the same one every time for an approval."""
+    """The outcome of an approved note edit or creation; the same one every time for an approval."""
 
     outcome: Literal["applied", "note_changed", "note_missing"]
     note: NoteSnapshot | None = None
     current_version: int | None = None
+
+
+class AppliedDeletion(BaseModel):
+    """The outcome of an approved note deletion; the same one every time for an approval."""
+
+    outcome: Literal["deleted", "note_changed", "note_missing"]
+    note_id: str
+    current_version: int | None = Field(
+        default=None, description="With `note_changed`: the version the note is at now."
+    )
 
 
 class NotesStore(Protocol):
@@ -47,17 +64,25 @@ class NotesStore(Protocol):
     async def search_notes(self, project_id: str, query: str, *, limit: int) -> list[NoteHit]: ...
 
     async def apply_note_edit(
-        self,
-        *,
-        approval_id: str,
-        project_id: str,
-        note_id: str | None,
-        title: str,
-        content: str,
-        base_version: int | None,
+        self, *, approval_id: str, note_id: str, title: str, content: str, base_version: int
     ) -> AppliedEdit:
-        """Write ``content`` as the next version of the note (or create it), exactly once per
-        ``approval_id``: a second call returns the first call's outcome and writes nothing."""
+        """Write ``content`` as the next version of the note if it is still at ``base_version``,
+        exactly once per ``approval_id``: a second call returns the first call's outcome and
+        writes nothing."""
+        ...
+
+    async def apply_note_creation(
+        self, *, approval_id: str, project_id: str, title: str, content: str
+    ) -> AppliedEdit:
+        """Create a note, exactly once per ``approval_id`` (a second call returns the first
+        call's outcome and creates nothing)."""
+        ...
+
+    async def apply_note_deletion(
+        self, *, approval_id: str, note_id: str, version: int
+    ) -> AppliedDeletion:
+        """Delete the note if it is still at ``version``, exactly once per ``approval_id`` (a
+        second call returns the first call's outcome and deletes nothing)."""
         ...
 
 

@@ -17,6 +17,7 @@ from fastapi import FastAPI
 
 from backend.app import create_app
 from backend.settings import Settings
+from tests.live_server import serve_app
 
 
 class ManualClock:
@@ -65,6 +66,7 @@ def open_client(db_url: str, clock: ManualClock) -> Callable[..., Any]:
         async with LifespanManager(app) as manager:
             transport = httpx.ASGITransport(app=manager.app)
             async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+                client.services = app.state.services  # type: ignore[attr-defined]
                 yield client
 
     return _open
@@ -74,3 +76,20 @@ def open_client(db_url: str, clock: ManualClock) -> Callable[..., Any]:
 async def client(open_client: Callable[..., Any]) -> AsyncIterator[httpx.AsyncClient]:
     async with open_client() as c:
         yield c
+
+
+@pytest.fixture
+def open_live(db_url: str, clock: ManualClock) -> Callable[..., Any]:
+    """``async with open_live(**settings) as (client, services)``: a real uvicorn server (real
+    HTTP and real concurrency) for a fresh app on the test's database."""
+
+    @asynccontextmanager
+    async def _open(**overrides: Any) -> AsyncIterator[tuple[httpx.AsyncClient, Any]]:
+        settings = Settings(database_url=db_url, **overrides)
+        app: FastAPI = create_app(settings, clock=clock)
+        async with serve_app(app) as base_url:
+            limits = httpx.Limits(max_connections=100)
+            async with httpx.AsyncClient(base_url=base_url, timeout=60, limits=limits) as client:
+                yield client, app.state.services
+
+    return _open

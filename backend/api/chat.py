@@ -7,10 +7,13 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from backend.api.deps import PrincipalDep, ServicesDep
+from backend.api.deps import IdempotencyKey, PrincipalDep, ServicesDep
 from backend.api.responses import ERROR_RESPONSES
+from backend.runtime.event_stream import OutgoingEvent
 from backend.runtime.executor import SHUTDOWN_GRACE_SECONDS, ActiveRun
+from backend.runtime.idempotency import StoredResponse, request_fingerprint
 from backend.schemas.chat import ChatRequest
+from backend.services import Services
 
 __all__ = ["router"]
 
@@ -37,13 +40,54 @@ async def _sse(run: ActiveRun) -> AsyncIterator[ServerSentEvent]:
     },
 )
 async def chat(
-    request: ChatRequest, owner: PrincipalDep, services: ServicesDep
+    request: ChatRequest,
+    owner: PrincipalDep,
+    services: ServicesDep,
+    idempotency_key: IdempotencyKey = None,
 ) -> EventSourceResponse:
-    """Send a message (or a decision on a pending consent) and stream the run's events."""
-    run = await services.runs.start(owner, request)
+    """Send a message (or a decision on a pending consent) and stream the run's events.
+
+    With an `Idempotency-Key` that was used before, the first run's stored events are sent again
+    (token events are not stored, so a replay has none)."""
+
+    async def start() -> ActiveRun:
+        return await services.runs.start(owner, request)
+
+    if idempotency_key is None:
+        return _stream(services, await start())
+    fingerprint = request_fingerprint("/v1/chat", request.model_dump(mode="json"))
+    result = await services.idempotency.run(
+        owner,
+        idempotency_key,
+        fingerprint,
+        start,
+        lambda run: StoredResponse(200, None, run.thread_id, run.run_id),
+    )
+    if isinstance(result, ActiveRun):
+        return _stream(services, result)
+    assert result.thread_id is not None
+    assert result.run_id is not None
+    stored = await services.threads.stored_run(owner, result.thread_id, result.run_id)
+    return EventSourceResponse(
+        _replay(stored),
+        ping=services.settings.keepalive_seconds,
+        headers={
+            "X-Thread-Id": result.thread_id,
+            "X-Run-Id": result.run_id,
+            "Idempotent-Replayed": "true",
+        },
+    )
+
+
+def _stream(services: Services, run: ActiveRun) -> EventSourceResponse:
     return EventSourceResponse(
         _sse(run),
         ping=services.settings.keepalive_seconds,
         shutdown_grace_period=SHUTDOWN_GRACE_SECONDS,  # let the run reach its final event
         headers={"X-Thread-Id": run.thread_id, "X-Run-Id": run.run_id},
     )
+
+
+async def _replay(events: list[OutgoingEvent]) -> AsyncIterator[ServerSentEvent]:
+    for event in events:
+        yield ServerSentEvent(data=event.data, event=event.type, id=str(event.seq))

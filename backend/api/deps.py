@@ -5,14 +5,14 @@ from __future__ import annotations
 import hmac
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Header, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from backend.errors import UnauthorizedError
 from backend.principal import LOCAL_PRINCIPAL, Principal
 from backend.services import Services
 
-__all__ = ["PrincipalDep", "ServicesDep"]
+__all__ = ["IdempotencyKey", "PrincipalDep", "ServicesDep"]
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from CONSENTRY_API_KEYS.")
 
@@ -41,3 +41,15 @@ async def get_principal(
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
+
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        description="Retry safely: the same key and body return the first response again "
+        "(keys are kept at least 24 hours).",
+    ),
+]

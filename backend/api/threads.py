@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query
 
 from backend.api.deps import PrincipalDep, ServicesDep
 from backend.api.responses import ERROR_RESPONSES
+from backend.schemas.audit import AuditTrail
 from backend.schemas.threads import ThreadDetail, ThreadList, Transcript
 
 __all__ = ["router"]
@@ -22,7 +23,7 @@ async def list_threads(
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> ThreadList:
     """The caller's threads, most recently active first."""
-    return await services.threads.list(owner, limit=limit)
+    return await services.threads.list_threads(owner, limit=limit)
 
 
 @router.get("/{thread_id}")
@@ -35,3 +36,9 @@ async def get_thread(thread_id: str, owner: PrincipalDep, services: ServicesDep)
 async def get_messages(thread_id: str, owner: PrincipalDep, services: ServicesDep) -> Transcript:
     """The conversation so far, from the thread's checkpoint."""
     return await services.threads.transcript(owner, thread_id)
+
+
+@router.get("/{thread_id}/audit")
+async def get_audit(thread_id: str, owner: PrincipalDep, services: ServicesDep) -> AuditTrail:
+    """Every run and consent transition of the thread, oldest first (append-only)."""
+    return await services.threads.audit(owner, thread_id)

@@ -13,17 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 from pydantic import ValidationError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.principal import Principal
 from backend.runtime.clock import Clock
+from backend.runtime.consent_gate import record_decision
 from backend.runtime.effect_ledger import OwnerEffectLedger
 from backend.runtime.errors import describe_failure
 from backend.runtime.event_stream import RunEventStream
@@ -38,8 +40,9 @@ from backend.schemas.events import (
 )
 from backend.storage import approvals as approvals_repo
 from backend.storage import threads as threads_repo
+from backend.storage.audit import record_audit
 from backend.storage.database import Database
-from graphs.consent import ConsentRequest
+from graphs.consent import ConsentDecision, ConsentRequest, Decision, proposal_hash
 from graphs.registry import CompiledGraph, GraphSpec
 from graphs.services import GraphContext
 
@@ -55,6 +58,16 @@ class ActiveRun:
     run_id: str
     events: RunEventStream
     task: asyncio.Task[None] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class _RunContext:
+    owner: Principal
+    spec: GraphSpec
+    events: RunEventStream
+    context: GraphContext
+    trigger: Literal["message", "resume", "expiry"]
+    consent_policy: str
 
 
 @dataclass
@@ -85,6 +98,8 @@ class RunExecutor:
         self._clock = clock
         self._consent_ttl = timedelta(seconds=consent_ttl_seconds)
         self._running: set[asyncio.Task[None]] = set()
+        self.on_consent_requested: Callable[[], None] = lambda: None
+        """Called after a run stored new consents (the expiry sweeper re-plans its timer)."""
 
     def graph(self, name: str) -> CompiledGraph:
         return self._graphs[name]
@@ -107,7 +122,8 @@ class RunExecutor:
         thread_id: str,
         run_id: str,
         last_seq: int,
-        trigger: Literal["message", "resume"],
+        trigger: Literal["message", "resume", "expiry"],
+        consent_policy: str,
         graph_inputs: list[GraphInput],
     ) -> ActiveRun:
         events = RunEventStream(
@@ -123,33 +139,37 @@ class RunExecutor:
             effects=OwnerEffectLedger(self._db, owner, self._clock),
             user=owner.display,
         )
+        run = _RunContext(owner, spec, events, context, trigger, consent_policy)
         task = asyncio.create_task(
-            self._execute(owner, spec, events, graph_inputs, context),
+            self._execute(run, graph_inputs),
             name=f"run:{run_id}",
         )
         self._running.add(task)
         task.add_done_callback(self._running.discard)
         return ActiveRun(thread_id=thread_id, run_id=run_id, events=events, task=task)
 
-    async def _execute(
-        self,
-        owner: Principal,
-        spec: GraphSpec,
-        events: RunEventStream,
-        graph_inputs: list[GraphInput],
-        context: GraphContext,
-    ) -> None:
+    async def _execute(self, run: _RunContext, graph_inputs: list[GraphInput]) -> None:
+        events = run.events
         outcome = _Outcome()
-        mapper = ChunkMapper(spec)
+        mapper = ChunkMapper(run.spec)
+        inputs = list(graph_inputs)
         try:
-            for graph_input in graph_inputs:
-                await self._stream(spec, events, mapper, graph_input, context)
+            while inputs:
+                mapper.interrupts.clear()
+                await self._stream(run, mapper, inputs.pop(0))
+                if mapper.interrupts and (command := await self._decide_by_policy(run, mapper)):
+                    inputs.append(command)
+            known = await self._known_approvals([i.id for i in mapper.interrupts])
+            outcome.consents = [
+                self._consent(events, i.id, i.value) for i in mapper.interrupts if i.id not in known
+            ]
             if mapper.interrupts:
                 outcome.reason = "interrupted"
-                outcome.consents = [self._consent(events, i.id, i.value) for i in mapper.interrupts]
+            elif run.trigger == "expiry":
+                outcome.reason = "expired"
         except asyncio.CancelledError:
-            outcome.reason = "cancelled"
-            await asyncio.shield(self._finish(owner, events, outcome))
+            outcome = _Outcome(reason="cancelled")
+            await asyncio.shield(self._finish(run, outcome))
             raise
         except Exception as exc:
             failure = describe_failure(exc)
@@ -165,20 +185,14 @@ class RunExecutor:
             events.emit(
                 ErrorEvent, code=failure.code, message=failure.message, retryable=failure.retryable
             )
-        await asyncio.shield(self._finish(owner, events, outcome))
+        await asyncio.shield(self._finish(run, outcome))
 
-    async def _stream(
-        self,
-        spec: GraphSpec,
-        events: RunEventStream,
-        mapper: ChunkMapper,
-        graph_input: GraphInput,
-        context: GraphContext,
-    ) -> None:
-        async for mode, chunk in self.graph(spec.name).astream(
+    async def _stream(self, run: _RunContext, mapper: ChunkMapper, graph_input: GraphInput) -> None:
+        events = run.events
+        async for mode, chunk in self.graph(run.spec.name).astream(
             graph_input,
             _config(events.thread_id),
-            context=context,
+            context=run.context,
             stream_mode=STREAM_MODES,
             durability="sync",
         ):
@@ -189,6 +203,73 @@ class RunExecutor:
                     events.reserved_until = await threads_repo.extend_reservation(
                         conn, events.thread_id, run_id=events.run_id, reserve=SEQ_RESERVATION
                     )
+
+    async def _known_approvals(self, ids: list[str]) -> set[str]:
+        """Interrupts that already have an approval: a consent still pending from before (a
+        parallel branch re-raises it with the same id) is not asked again."""
+        if not ids:
+            return set()
+        async with self._db.read() as conn:
+            return await approvals_repo.existing_approval_ids(conn, ids)
+
+    async def _decide_by_policy(self, run: _RunContext, mapper: ChunkMapper) -> Command[Any] | None:
+        """With an ``auto_approve`` or ``auto_reject`` thread, record the policy's decision on
+        every consent that allows it (never on ``always_ask`` kinds) and return the resume."""
+        if run.consent_policy == "ask":
+            return None
+        decision: Decision = "approve" if run.consent_policy == "auto_approve" else "reject"
+        decided = []
+        for interrupt in mapper.interrupts:
+            request = ConsentRequest.model_validate(interrupt.value)
+            if not request.always_ask and decision in request.allowed_decisions:
+                decided.append(self._consent(run.events, interrupt.id, interrupt.value))
+        if not decided:
+            return None
+        now = self._clock()
+        answers = {
+            consent.approval_id: ConsentDecision(
+                approval_id=consent.approval_id, decision=decision, decided_by="policy"
+            )
+            for consent in decided
+        }
+        async with self._db.write() as conn:
+            for consent in decided:
+                row = await self._insert_consent(conn, run, consent, now)
+                await record_decision(
+                    conn,
+                    run.owner,
+                    row=row,
+                    decision=answers[consent.approval_id],
+                    run_id=run.events.run_id,
+                    now=now,
+                )
+        for consent in decided:
+            run.events.send(run.events.record(consent))
+        return Command(resume={i: a.model_dump(mode="json") for i, a in answers.items()})
+
+    async def _insert_consent(
+        self, conn: AsyncConnection, run: _RunContext, consent: ConsentEvent, now: datetime
+    ) -> Any:
+        digest = proposal_hash(consent.proposal)
+        await approvals_repo.insert_approval(
+            conn, run.owner, consent, proposal_hash=digest, now=now
+        )
+        await record_audit(
+            conn,
+            run.owner,
+            action="consent_requested",
+            thread_id=consent.thread_id,
+            run_id=consent.run_id,
+            approval_id=consent.approval_id,
+            actor="system",
+            now=now,
+            data={
+                "kind": consent.kind,
+                "proposal_hash": digest,
+                "expires_at": consent.expires_at.isoformat(),
+            },
+        )
+        return await approvals_repo.find_approval(conn, run.owner, consent.approval_id)
 
     def _consent(self, events: RunEventStream, approval_id: str, value: Any) -> ConsentEvent:
         try:
@@ -210,17 +291,18 @@ class RunExecutor:
         assert isinstance(event, ConsentEvent)
         return event
 
-    async def _finish(self, owner: Principal, events: RunEventStream, outcome: _Outcome) -> None:
+    async def _finish(self, run: _RunContext, outcome: _Outcome) -> None:
         """Store everything the run produced in one transaction, then send consent + final.
 
         If that transaction fails, a second, smaller one still ends the run as ``failed`` and
         frees the thread (the events made so far are logged as lost); only if that fails too does
         the thread wait for the start-up recovery of the next process."""
+        events = run.events
         seq_before_closing = events.last_seq
         final = events.make(FinalEvent, reason=outcome.reason)
         closing = [events.record(event) for event in (*outcome.consents, final)]
         try:
-            await self._store_end(owner, events, outcome)
+            await self._store_end(run, outcome)
         except Exception:
             log.exception(
                 "could not store the end of a run",
@@ -240,30 +322,55 @@ class RunExecutor:
                 events.record(events.make(FinalEvent, reason="failed")),
             ]
             try:
-                await self._store_end(owner, events, _Outcome("failed", "storage_error"))
+                await self._store_end(run, _Outcome("failed", "storage_error"))
             except Exception:
                 log.exception(
                     "could not record the failure of a run either; the next start recovers it",
                     extra={"thread_id": events.thread_id, "run_id": events.run_id},
                 )
+        if outcome.consents:
+            self.on_consent_requested()
         for outgoing in closing:
             events.send(outgoing)
         events.close()
 
-    async def _store_end(self, owner: Principal, events: RunEventStream, outcome: _Outcome) -> None:
+    async def _store_end(self, run: _RunContext, outcome: _Outcome) -> None:
+        events, owner = run.events, run.owner
         now = self._clock()
         async with self._db.write() as conn:
             await threads_repo.insert_events(conn, events, events.take_durable())
             for consent in outcome.consents:
-                await approvals_repo.insert_approval(conn, owner, consent, now=now)
+                await self._insert_consent(conn, run, consent, now)
+            if outcome.error_code is not None:
+                await record_audit(
+                    conn,
+                    owner,
+                    action="error",
+                    thread_id=events.thread_id,
+                    run_id=events.run_id,
+                    actor="system",
+                    now=now,
+                    data={"code": outcome.error_code},
+                )
+            await record_audit(
+                conn,
+                owner,
+                action="run_ended",
+                thread_id=events.thread_id,
+                run_id=events.run_id,
+                actor="system",
+                now=now,
+                data={"reason": outcome.reason},
+            )
             await threads_repo.end_run(
                 conn, events.run_id, reason=outcome.reason, error_code=outcome.error_code, now=now
             )
+            waiting = outcome.reason == "interrupted"
             await threads_repo.release_thread(
                 conn,
                 events.thread_id,
                 run_id=events.run_id,
-                status="awaiting_consent" if outcome.consents else "idle",
+                status="awaiting_consent" if waiting else "idle",
                 reason=outcome.reason,
                 last_seq=events.last_seq,
                 now=now,
@@ -300,6 +407,21 @@ class RunExecutor:
                 await threads_repo.end_run(
                     conn, run.id, reason="failed", error_code="server_restarted", now=now
                 )
+                owner = Principal(run.tenant, run.user_id)
+                for action, data in (
+                    ("error", {"code": "server_restarted"}),
+                    ("run_ended", {"reason": "failed"}),
+                ):
+                    await record_audit(
+                        conn,
+                        owner,
+                        action=action,  # type: ignore[arg-type]
+                        thread_id=run.thread_id,
+                        run_id=run.id,
+                        actor="system",
+                        now=now,
+                        data=data,
+                    )
                 pending = await approvals_repo.pending_approvals(conn, run.thread_id)
                 await threads_repo.release_thread(
                     conn,

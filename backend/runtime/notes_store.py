@@ -6,7 +6,7 @@ from backend.principal import Principal
 from backend.runtime.clock import Clock
 from backend.storage import notes as repo
 from backend.storage.database import Database
-from graphs.services import AppliedEdit, NoteHit, NoteSnapshot
+from graphs.services import AppliedDeletion, AppliedEdit, NoteHit, NoteSnapshot
 
 __all__ = ["OwnerNotesStore"]
 
@@ -33,24 +33,43 @@ class OwnerNotesStore:
         ]
 
     async def apply_note_edit(
-        self,
-        *,
-        approval_id: str,
-        project_id: str,
-        note_id: str | None,
-        title: str,
-        content: str,
-        base_version: int | None,
+        self, *, approval_id: str, note_id: str, title: str, content: str, base_version: int
     ) -> AppliedEdit:
         async with self._db.write() as conn:
             return await repo.apply_note_edit(
                 conn,
                 self._owner,
                 approval_id=approval_id,
-                project_id=project_id,
                 note_id=note_id,
                 title=title,
                 content=content,
                 base_version=base_version,
+                now=self._clock(),
+            )
+
+    async def apply_note_creation(
+        self, *, approval_id: str, project_id: str, title: str, content: str
+    ) -> AppliedEdit:
+        async with self._db.write() as conn:
+            return await repo.apply_note_creation(
+                conn,
+                self._owner,
+                approval_id=approval_id,
+                project_id=project_id,
+                title=title,
+                content=content,
+                now=self._clock(),
+            )
+
+    async def apply_note_deletion(
+        self, *, approval_id: str, note_id: str, version: int
+    ) -> AppliedDeletion:
+        async with self._db.write() as conn:
+            return await repo.apply_note_deletion(
+                conn,
+                self._owner,
+                approval_id=approval_id,
+                note_id=note_id,
+                version=version,
                 now=self._clock(),
             )

@@ -1,32 +1,34 @@
 """Starting runs: validate the request, claim the thread, and hand the run to the executor.
 
-Everything that can be refused is refused here, before the SSE response starts, as an HTTP error:
-unknown or foreign ids (404), a busy thread or a decision that is not for the pending consent
-(409), a decision or an edit the consent does not allow (422). A resume reaches LangGraph only
-after the approval was moved ``pending → decided`` by compare-and-set, in the same transaction
-that claims the thread: a double click or a second tab gets 409, never a second resume.
+Everything that can be refused is refused here, before the SSE response starts, as an HTTP error.
+A decision reaches LangGraph only after the consent gate recorded it (a compare-and-set in the
+same transaction that claims the thread): a double click or a second tab gets 409, never a second
+resume. See ``consent_gate`` for the checks.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 from uuid import uuid4
 
 from langchain_core.messages import HumanMessage
 from langgraph.types import Command
-from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from backend.errors import ConflictError, InvalidRequestError, NotFoundError
+from backend.errors import ConflictError, GoneError, InvalidRequestError, NotFoundError
 from backend.principal import Principal
 from backend.runtime.clock import Clock
+from backend.runtime.consent_gate import check_decision, record_decision
 from backend.runtime.executor import SEQ_RESERVATION, ActiveRun, GraphInput, RunExecutor
+from backend.schemas.approvals import DecisionRequest
 from backend.schemas.chat import ChatRequest, ResumeDecision
 from backend.storage import approvals as approvals_repo
 from backend.storage import notes as notes_repo
 from backend.storage import threads as threads_repo
+from backend.storage.audit import record_audit
 from backend.storage.database import Database
 from graphs.consent import ConsentDecision
 from graphs.registry import GraphSpec
@@ -34,6 +36,7 @@ from graphs.registry import GraphSpec
 __all__ = ["RunStarter"]
 
 _TITLE_CHARS = 80
+Trigger = Literal["message", "resume", "expiry"]
 
 
 @dataclass(frozen=True)
@@ -45,20 +48,12 @@ class _Target:
     is_new: bool
     status: str
     last_reason: str | None
+    consent_policy: str
 
     @property
     def stopped_half_way(self) -> bool:
         """The last run failed or was cancelled: the graph may have work left to continue."""
         return self.last_reason in ("failed", "cancelled")
-
-
-@dataclass(frozen=True)
-class _Claimed:
-    """A thread claimed for a run, and what the run starts the graph with."""
-
-    run_id: str
-    last_seq: int
-    graph_inputs: list[GraphInput]
 
 
 class RunStarter:
@@ -76,29 +71,97 @@ class RunStarter:
         self._graphs = graphs
         self._clock = clock
         self._max_message_chars = max_message_chars
+        self.on_overdue: Callable[[], None] = lambda: None
+        """Called when a decision found its consent overdue (the expiry sweeper wakes)."""
 
     async def start(self, owner: Principal, request: ChatRequest) -> ActiveRun:
         target = await self._resolve(owner, request)
-        if request.resume is not None:
-            claimed = await self._claim_for_resume(owner, target, request.resume)
-        else:
-            assert request.message is not None
-            claimed = await self._claim_for_message(owner, target, request.message)
-        return self._executor.launch(
-            owner,
-            spec=target.spec,
-            thread_id=target.thread_id,
-            run_id=claimed.run_id,
-            last_seq=claimed.last_seq,
-            trigger="resume" if request.resume is not None else "message",
-            graph_inputs=claimed.graph_inputs,
-        )
+        if request.decisions:
+            return await self._start_decisions(owner, target, request.decisions)
+        assert request.message is not None
+        return await self._start_message(owner, target, request)
+
+    async def decide(
+        self, owner: Principal, approval_id: str, decision: DecisionRequest
+    ) -> ActiveRun:
+        """A decision from the approvals inbox: same checks and records as a chat resume."""
+        async with self._db.read() as conn:
+            row = await approvals_repo.find_approval(conn, owner, approval_id)
+            if row is None:
+                raise NotFoundError.of("approval", approval_id)
+            thread = await threads_repo.get_thread(conn, owner, row.thread_id)
+        resume = ResumeDecision(approval_id=approval_id, **decision.model_dump())
+        return await self._start_decisions(owner, self._target_of(thread), [resume])
+
+    async def expire(self, owner: Principal, row: Any) -> ActiveRun | None:
+        """Expire one overdue consent and resume its graph down the expired path. Returns None
+        when a decision won the race, or the thread is busy (the sweeper tries again)."""
+        now = self._clock()
+        async with self._db.read() as conn:
+            thread = await threads_repo.get_thread(conn, owner, row.thread_id)
+        target = self._target_of(thread)
+        waiting = await self._executor.pending_interrupt_ids(target.spec, target.thread_id)
+        run_id = str(uuid4())
+        try:
+            return await self._expire_in(owner, target, row, run_id, waiting, now)
+        except _ThreadBusyError:
+            return None
+
+    async def _expire_in(
+        self,
+        owner: Principal,
+        target: _Target,
+        row: Any,
+        run_id: str,
+        waiting: set[str],
+        now: datetime,
+    ) -> ActiveRun | None:
+        async with self._db.write() as conn:
+            if row.id not in waiting:
+                if await approvals_repo.cancel_approval(conn, row.id, now=now):
+                    await record_audit(
+                        conn,
+                        owner,
+                        action="consent_cancelled",
+                        thread_id=row.thread_id,
+                        approval_id=row.id,
+                        actor="system",
+                        now=now,
+                        data={"reason": "the graph no longer waits for it"},
+                    )
+                return None
+            if not await approvals_repo.expire_approval(conn, row.id, now=now):
+                return None
+            await record_audit(
+                conn,
+                owner,
+                action="consent_expired",
+                thread_id=row.thread_id,
+                run_id=run_id,
+                approval_id=row.id,
+                actor="system",
+                now=now,
+                data={"expires_at": row.expires_at.isoformat()},
+            )
+            last_seq = await threads_repo.claim_thread(
+                conn,
+                target.thread_id,
+                run_id=run_id,
+                expected=("awaiting_consent",),
+                reserve=SEQ_RESERVATION,
+                now=now,
+            )
+            if last_seq is None:
+                raise _ThreadBusyError  # roll the expiry back: it happens when the thread is free
+            await self._start_run(conn, owner, target, run_id, "expiry", now)
+        decision = ConsentDecision(approval_id=row.id, decision="expire", decided_by="system")
+        command: Command[Any] = Command(resume={row.id: decision.model_dump(mode="json")})
+        return self._launch(owner, target, run_id, last_seq, "expiry", [command])
 
     async def _resolve(self, owner: Principal, request: ChatRequest) -> _Target:
-        explicit_graph = "graph" in request.model_fields_set
         async with self._db.read() as conn:
             if request.thread_id is None:
-                if request.resume is not None:
+                if request.decisions:
                     raise InvalidRequestError(
                         "A `resume` needs the `thread_id` of its consent.",
                         details={"field": "thread_id"},
@@ -107,48 +170,76 @@ class RunStarter:
                 project_id = request.project_id
                 if project_id is not None:
                     await notes_repo.get_project(conn, owner, project_id)
-                thread_id, status, is_new, last_reason = str(uuid4()), "idle", True, None
+                target = _Target(
+                    thread_id=str(uuid4()),
+                    spec=spec,
+                    project_id=project_id or "",
+                    note_id=request.note_id,
+                    is_new=True,
+                    status="idle",
+                    last_reason=None,
+                    consent_policy=request.consent_policy or "ask",
+                )
             else:
                 row = await threads_repo.get_thread(conn, owner, request.thread_id)
-                if explicit_graph and request.graph != row.graph:
-                    raise InvalidRequestError(
-                        f"Thread {row.id!r} runs graph {row.graph!r}, not {request.graph!r}.",
-                        code="graph_mismatch",
-                        details={"graph": row.graph},
-                    )
-                if request.project_id is not None and request.project_id != row.project_id:
-                    await notes_repo.get_project(conn, owner, request.project_id)
-                    raise InvalidRequestError(
-                        f"Thread {row.id!r} belongs to project {row.project_id!r}.",
-                        code="project_mismatch",
-                        details={"project_id": row.project_id},
-                    )
-                spec = self._spec(row.graph)
-                thread_id, project_id, status, is_new = row.id, row.project_id, row.status, False
-                last_reason = row.last_reason
-            note_id = request.note_id
-            if note_id is not None:
+                if request.project_id not in (None, row.project_id):
+                    await notes_repo.get_project(conn, owner, request.project_id)  # 404 first
+                self._check_thread_matches(row, request)
+                target = self._target_of(row, note_id=request.note_id)
+            if (note_id := target.note_id) is not None:
                 note = await notes_repo.get_note(conn, owner, note_id)
-                if project_id is None:
-                    project_id = note.project_id
-                elif note.project_id != project_id:
+                if not target.project_id:
+                    target = replace(target, project_id=note.project_id)
+                elif note.project_id != target.project_id:
                     raise NotFoundError.of("note", note_id)
-        if project_id is None:
+        if not target.project_id:
             async with self._db.write() as conn:
                 project_id = await notes_repo.default_project_id(conn, owner, now=self._clock())
-        return _Target(thread_id, spec, project_id, note_id, is_new, status, last_reason)
+            target = replace(target, project_id=project_id)
+        return target
+
+    def _check_thread_matches(self, row: Any, request: ChatRequest) -> None:
+        fields = request.model_fields_set
+        mismatches = [
+            ("graph", "graph_mismatch", request.graph, row.graph),
+            ("project_id", "project_mismatch", request.project_id, row.project_id),
+            ("consent_policy", "policy_mismatch", request.consent_policy, row.consent_policy),
+        ]
+        for field, code, asked, actual in mismatches:
+            if field in fields and asked is not None and asked != actual:
+                raise InvalidRequestError(
+                    f"Thread {row.id!r} keeps its {field.replace('_', ' ')}: {actual!r}.",
+                    code=code,
+                    details={field: actual},
+                )
+
+    def _target_of(self, row: Any, *, note_id: str | None = None) -> _Target:
+        return _Target(
+            thread_id=row.id,
+            spec=self._spec(row.graph),
+            project_id=row.project_id,
+            note_id=note_id,
+            is_new=False,
+            status=row.status,
+            last_reason=row.last_reason,
+            consent_policy=row.consent_policy,
+        )
 
     def _spec(self, name: str) -> GraphSpec:
         spec = self._graphs.get(name)
         if spec is None:
-            raise NotFoundError(
-                f"No graph named {name!r}.",
-                code="graph_not_found",
-                details={"graph": name, "available": sorted(self._graphs)},
+            available = sorted(self._graphs)
+            raise InvalidRequestError(
+                f"No graph named {name!r}; available: {', '.join(available)}.",
+                code="unknown_graph",
+                details={"graph": name, "available": available},
             )
         return spec
 
-    async def _claim_for_message(self, owner: Principal, target: _Target, message: str) -> _Claimed:
+    async def _start_message(
+        self, owner: Principal, target: _Target, request: ChatRequest
+    ) -> ActiveRun:
+        message = request.message or ""
         if len(message) > self._max_message_chars:
             raise InvalidRequestError(
                 f"The message is longer than {self._max_message_chars} characters.",
@@ -156,6 +247,9 @@ class RunStarter:
                 details={"max_chars": self._max_message_chars},
             )
         run_id, now = str(uuid4()), self._clock()
+        waiting: set[str] = set()
+        if target.status == "awaiting_consent":
+            waiting = await self._executor.pending_interrupt_ids(target.spec, target.thread_id)
         async with self._db.write() as conn:
             if target.is_new:
                 await threads_repo.create_thread(
@@ -165,169 +259,227 @@ class RunStarter:
                     graph=target.spec.name,
                     project_id=target.project_id,
                     title=" ".join(message.split())[:_TITLE_CHARS],
+                    consent_policy=target.consent_policy,
                     now=now,
                 )
-            else:
-                await approvals_repo.expire_approvals(conn, target.thread_id, now=now)
-                pending = await approvals_repo.pending_approvals(conn, target.thread_id)
-                if pending:
-                    raise ConflictError(
-                        "This thread is waiting for your decision on a consent request; "
-                        "approve, edit or reject it first.",
-                        code="consent_pending",
-                        details={"approval_id": pending[0].id},
-                    )
+            settle = await self._settle_pending(conn, owner, target, request, run_id, waiting, now)
             continue_decision = (
                 target.stopped_half_way
                 and await threads_repo.last_run_trigger(conn, target.thread_id) == "resume"
             )
-            last_seq = await self._claim(
-                conn, target.thread_id, run_id, now, expected=("idle", "awaiting_consent")
-            )
-            await threads_repo.start_run(
-                conn, run_id=run_id, thread_id=target.thread_id, trigger="message", now=now
-            )
-        graph_input: dict[str, Any] = {
-            "messages": [HumanMessage(message, id=f"msg-{uuid4().hex}")],
-            "project_id": target.project_id,
-            "note_id": target.note_id,
-        }
+            last_seq = await self._claim(conn, target.thread_id, run_id, now)
+            await self._start_run(conn, owner, target, run_id, "message", now)
+        inputs: list[GraphInput] = []
+        if settle is not None:
+            inputs.append(settle)
         # A decided consent whose run stopped half-way is honoured before the new message.
-        if continue_decision and await self._executor.has_unfinished_work(
+        elif continue_decision and await self._executor.has_unfinished_work(
             target.spec, target.thread_id
         ):
-            return _Claimed(run_id, last_seq, [None, graph_input])
-        return _Claimed(run_id, last_seq, [graph_input])
+            inputs.append(None)
+        inputs.append(
+            {
+                "messages": [HumanMessage(message, id=f"msg-{uuid4().hex}")],
+                "project_id": target.project_id,
+                "note_id": target.note_id,
+            }
+        )
+        return self._launch(owner, target, run_id, last_seq, "message", inputs)
 
-    async def _claim_for_resume(
-        self, owner: Principal, target: _Target, resume: ResumeDecision
-    ) -> _Claimed:
+    async def _settle_pending(
+        self,
+        conn: AsyncConnection,
+        owner: Principal,
+        target: _Target,
+        request: ChatRequest,
+        run_id: str,
+        waiting: set[str],
+        now: datetime,
+    ) -> Command[Any] | None:
+        """Before a message, every consent of the thread is closed: overdue ones expire, live ones
+        are rejected when the request says so (else 409 ``consent_pending``), ones the graph no
+        longer waits for are cancelled. Returns the resume that takes the graph down those
+        paths, or None."""
+        if target.is_new:
+            return None
+        pending = await approvals_repo.pending_approvals(conn, target.thread_id)
+        live = [row for row in pending if row.expires_at > now and row.id in waiting]
+        if live and request.on_pending_consent != "reject":
+            raise ConflictError(
+                "This thread is waiting for a decision on a consent request; decide it first, "
+                'or send `"on_pending_consent": "reject"`.',
+                code="consent_pending",
+                details={"approval_id": live[0].id, "pending": [row.id for row in live]},
+            )
+        resumes: dict[str, Any] = {}
+        for row in pending:
+            if row.id not in waiting:
+                await approvals_repo.cancel_approval(conn, row.id, now=now)
+                await record_audit(
+                    conn,
+                    owner,
+                    action="consent_cancelled",
+                    thread_id=row.thread_id,
+                    approval_id=row.id,
+                    actor="system",
+                    now=now,
+                    data={"reason": "the graph no longer waits for it"},
+                )
+            elif row.expires_at <= now:
+                await approvals_repo.expire_approval(conn, row.id, now=now)
+                await record_audit(
+                    conn,
+                    owner,
+                    action="consent_expired",
+                    thread_id=row.thread_id,
+                    run_id=run_id,
+                    approval_id=row.id,
+                    actor="system",
+                    now=now,
+                    data={"expires_at": row.expires_at.isoformat()},
+                )
+                expiry = ConsentDecision(approval_id=row.id, decision="expire", decided_by="system")
+                resumes[row.id] = expiry.model_dump(mode="json")
+            else:
+                rejection = ConsentDecision(
+                    approval_id=row.id,
+                    decision="reject",
+                    comment="Rejected by a new message.",
+                    decided_by=owner.display,
+                )
+                await record_decision(
+                    conn, owner, row=row, decision=rejection, run_id=run_id, now=now
+                )
+                resumes[row.id] = rejection.model_dump(mode="json")
+        return Command(resume=resumes) if resumes else None
+
+    async def _start_decisions(
+        self, owner: Principal, target: _Target, resumes: list[ResumeDecision]
+    ) -> ActiveRun:
         now = self._clock()
+        # What the graph waits for is read first: a row read after it that is still pending was
+        # pending in that checkpoint too, so a concurrent winner shows as `already_decided`.
+        waiting = await self._executor.pending_interrupt_ids(target.spec, target.thread_id)
         async with self._db.read() as conn:
-            approval = await approvals_repo.find_approval(conn, owner, resume.approval_id)
+            rows = [await approvals_repo.find_approval(conn, owner, r.approval_id) for r in resumes]
             pending = await approvals_repo.pending_approvals(conn, target.thread_id)
-        if approval is None:
-            if pending:
-                raise NotFoundError.of("approval", resume.approval_id)
+        first = rows[0]
+        if (
+            len(resumes) == 1
+            and first is not None
+            and first.status != "pending"
+            and await self._is_retry_of_unfinished_decision(target, first, resumes[0])
+        ):
+            return await self._start_continuation(owner, target, now)
+        if not pending and all(row is None for row in rows):
             raise ConflictError(
                 "This thread has no pending consent to decide.",
                 code="no_pending_consent",
                 details={"thread_id": target.thread_id},
             )
-        if approval.thread_id != target.thread_id:
-            raise ConflictError(
-                "This consent does not belong to this thread.",
-                code="approval_not_pending",
-                details={"approval_id": approval.id, "pending": [row.id for row in pending]},
-            )
-        if approval.status != "pending":
-            if await self._is_retry_of_unfinished_decision(target, approval, resume):
-                return await self._claim_continuation(target, now)
-            code = (
-                "approval_expired" if approval.status == "expired" else "approval_already_decided"
-            )
-            raise ConflictError(
-                f"This consent was already {approval.status}.",
-                code=code,
-                details={"approval_id": approval.id, "status": approval.status},
-            )
-        if approval.expires_at <= now:
-            async with self._db.write() as conn:
-                await approvals_repo.expire_approvals(conn, target.thread_id, now=now)
-            raise ConflictError(
-                "This consent request has expired; nothing was changed.",
-                code="approval_expired",
-                details={"approval_id": approval.id, "status": "expired"},
-            )
-        self._check_decision(target.spec, approval.event, resume)
-        if resume.approval_id not in await self._executor.pending_interrupt_ids(
-            target.spec, target.thread_id
-        ):
-            raise ConflictError(
-                "The graph is not waiting for this consent.",
-                code="approval_not_pending",
-                details={"approval_id": resume.approval_id},
-            )
-        decision = ConsentDecision(
-            approval_id=resume.approval_id,
-            decision=resume.decision,
-            edited=resume.edited,
-            comment=resume.comment,
-            decided_by=owner.display,
-        )
-        run_id = str(uuid4())
-        status = {"approve": "approved", "edit": "edited", "reject": "rejected"}[resume.decision]
-        async with self._db.write() as conn:
-            decided = await approvals_repo.decide_approval(
-                conn,
-                resume.approval_id,
-                status=status,
+        try:
+            for row, resume in zip(rows, resumes, strict=True):
+                check_decision(
+                    spec=target.spec,
+                    thread_id=target.thread_id,
+                    row=row,
+                    resume=resume,
+                    pending_ids=waiting,
+                    now=now,
+                )
+        except GoneError:
+            self.on_overdue()  # the sweeper expires it and resumes the graph's expired path
+            raise
+        decisions = [
+            ConsentDecision(
+                approval_id=resume.approval_id,
+                decision=resume.decision,
+                edited=resume.edited,
+                comment=resume.comment,
                 decided_by=owner.display,
-                decision=decision.model_dump(mode="json"),
-                now=now,
             )
-            if not decided:
-                raise ConflictError(
-                    "This consent was decided a moment ago, by another request.",
-                    code="approval_already_decided",
-                    details={"approval_id": resume.approval_id},
+            for resume in resumes
+        ]
+        run_id = str(uuid4())
+        async with self._db.write() as conn:
+            for row, decision in zip(rows, decisions, strict=True):
+                await record_decision(
+                    conn, owner, row=row, decision=decision, run_id=run_id, now=now
                 )
             last_seq = await self._claim(
                 conn, target.thread_id, run_id, now, expected=("awaiting_consent",)
             )
-            await threads_repo.start_run(
-                conn, run_id=run_id, thread_id=target.thread_id, trigger="resume", now=now
-            )
+            await self._start_run(conn, owner, target, run_id, "resume", now)
         command: Command[Any] = Command(
-            resume={resume.approval_id: decision.model_dump(mode="json")}
+            resume={d.approval_id: d.model_dump(mode="json") for d in decisions}
         )
-        return _Claimed(run_id, last_seq, [command])
+        return self._launch(owner, target, run_id, last_seq, "resume", [command])
 
     async def _is_retry_of_unfinished_decision(
-        self, target: _Target, approval: Any, resume: ResumeDecision
+        self, target: _Target, row: Any, resume: ResumeDecision
     ) -> bool:
         """The same decision, sent again after the run that carried it stopped half-way."""
-        recorded = approval.decision or {}
+        recorded = row.decision or {}
         return (
-            target.status == "idle"
+            row.thread_id == target.thread_id
+            and target.status == "idle"
             and target.stopped_half_way
             and (recorded.get("decision"), recorded.get("edited"))
             == (resume.decision, resume.edited)
             and await self._executor.has_unfinished_work(target.spec, target.thread_id)
         )
 
-    async def _claim_continuation(self, target: _Target, now: datetime) -> _Claimed:
+    async def _start_continuation(
+        self, owner: Principal, target: _Target, now: datetime
+    ) -> ActiveRun:
         run_id = str(uuid4())
         async with self._db.write() as conn:
             last_seq = await self._claim(conn, target.thread_id, run_id, now, expected=("idle",))
-            await threads_repo.start_run(
-                conn, run_id=run_id, thread_id=target.thread_id, trigger="resume", now=now
-            )
-        return _Claimed(run_id, last_seq, [None])
+            await self._start_run(conn, owner, target, run_id, "resume", now)
+        return self._launch(owner, target, run_id, last_seq, "resume", [None])
 
-    @staticmethod
-    def _check_decision(spec: GraphSpec, consent: dict[str, Any], resume: ResumeDecision) -> None:
-        allowed = consent.get("allowed_decisions", [])
-        if resume.decision not in allowed:
-            raise InvalidRequestError(
-                f"Decision {resume.decision!r} is not allowed here; allowed: {allowed}.",
-                code="decision_not_allowed",
-                details={"allowed_decisions": allowed},
-            )
-        kind = spec.consent_kinds.get(consent.get("kind", ""))
-        if resume.decision == "edit" and kind is not None and resume.edited is not None:
-            try:
-                kind.parse_edit(resume.edited)
-            except ValidationError as exc:
-                raise InvalidRequestError(
-                    "The edit is not valid; the consent is still pending.",
-                    code="invalid_edit",
-                    details={
-                        "errors": exc.errors(
-                            include_url=False, include_context=False, include_input=False
-                        )
-                    },
-                ) from None
+    async def _start_run(
+        self,
+        conn: AsyncConnection,
+        owner: Principal,
+        target: _Target,
+        run_id: str,
+        trigger: Trigger,
+        now: datetime,
+    ) -> None:
+        await threads_repo.start_run(
+            conn, run_id=run_id, thread_id=target.thread_id, trigger=trigger, now=now
+        )
+        await record_audit(
+            conn,
+            owner,
+            action="run_started",
+            thread_id=target.thread_id,
+            run_id=run_id,
+            actor="system" if trigger == "expiry" else owner.display,
+            now=now,
+            data={"trigger": trigger, "graph": target.spec.name},
+        )
+
+    def _launch(
+        self,
+        owner: Principal,
+        target: _Target,
+        run_id: str,
+        last_seq: int,
+        trigger: Trigger,
+        inputs: list[GraphInput],
+    ) -> ActiveRun:
+        return self._executor.launch(
+            owner,
+            spec=target.spec,
+            thread_id=target.thread_id,
+            run_id=run_id,
+            last_seq=last_seq,
+            trigger=trigger,
+            consent_policy=target.consent_policy,
+            graph_inputs=inputs,
+        )
 
     @staticmethod
     async def _claim(
@@ -336,7 +488,7 @@ class RunStarter:
         run_id: str,
         now: datetime,
         *,
-        expected: tuple[str, ...],
+        expected: tuple[str, ...] = ("idle", "awaiting_consent"),
     ) -> int:
         last_seq = await threads_repo.claim_thread(
             conn, thread_id, run_id=run_id, expected=expected, reserve=SEQ_RESERVATION, now=now
@@ -348,3 +500,7 @@ class RunStarter:
                 details={"thread_id": thread_id},
             )
         return last_seq
+
+
+class _ThreadBusyError(Exception):
+    """The thread of an overdue consent is running; its expiry waits for the next sweep."""

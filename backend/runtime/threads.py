@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage
 
+from backend.errors import ConflictError
 from backend.principal import Principal
 from backend.runtime.clock import Clock
+from backend.runtime.event_stream import OutgoingEvent
 from backend.runtime.executor import RunExecutor
+from backend.schemas.audit import AuditTrail
 from backend.schemas.events import ConsentEvent
 from backend.schemas.threads import ThreadDetail, ThreadList, Transcript, TranscriptMessage
 from backend.storage import approvals as approvals_repo
 from backend.storage import threads as threads_repo
+from backend.storage.audit import list_audit
 from backend.storage.database import Database
 
 __all__ = ["ThreadReader"]
@@ -22,7 +26,7 @@ class ThreadReader:
         self._executor = executor
         self._clock = clock
 
-    async def list(self, owner: Principal, *, limit: int) -> ThreadList:
+    async def list_threads(self, owner: Principal, *, limit: int) -> ThreadList:
         async with self._db.read() as conn:
             summaries = await threads_repo.list_threads(conn, owner, limit=limit, now=self._clock())
         return ThreadList(threads=summaries)
@@ -37,6 +41,27 @@ class ThreadReader:
         if summary.status == "awaiting_consent" and not consents:
             summary.status = "idle"
         return ThreadDetail(**summary.model_dump(), pending_consents=consents)
+
+    async def stored_run(
+        self, owner: Principal, thread_id: str, run_id: str
+    ) -> list[OutgoingEvent]:
+        """The stored events of a finished run (409 ``request_in_progress`` while it runs)."""
+        async with self._db.read() as conn:
+            await threads_repo.get_thread(conn, owner, thread_id)
+            if await threads_repo.run_status(conn, run_id) != "ended":
+                raise ConflictError(
+                    "The run started by this request is still going.",
+                    code="request_in_progress",
+                    details={"run_id": run_id},
+                )
+            rows = await threads_repo.run_events(conn, thread_id, run_id)
+        return [OutgoingEvent(row.seq, row.type, row.data) for row in rows]
+
+    async def audit(self, owner: Principal, thread_id: str) -> AuditTrail:
+        async with self._db.read() as conn:
+            await threads_repo.get_thread(conn, owner, thread_id)
+            records = await list_audit(conn, owner, thread_id)
+        return AuditTrail(thread_id=thread_id, records=records)
 
     async def transcript(self, owner: Principal, thread_id: str) -> Transcript:
         async with self._db.read() as conn:

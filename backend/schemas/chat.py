@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from graphs.consent import Decision
 
-__all__ = ["ChatRequest", "ResumeDecision"]
+__all__ = ["ChatRequest", "ConsentPolicy", "ResumeDecision"]
+
+ConsentPolicy = Literal["ask", "auto_approve", "auto_reject"]
 
 
 class ResumeDecision(BaseModel):
@@ -48,7 +50,22 @@ class ChatRequest(BaseModel):
         default=None, min_length=1, max_length=36, description="The note the user is looking at."
     )
     message: str | None = Field(default=None, min_length=1)
-    resume: ResumeDecision | None = None
+    resume: ResumeDecision | list[ResumeDecision] | None = Field(
+        default=None,
+        description="A decision on a pending consent, or a list of decisions on several pending "
+        "consents of the thread (parallel branches), applied together.",
+    )
+    consent_policy: ConsentPolicy | None = Field(
+        default=None,
+        description="For a new thread: `ask` (default: a person decides every consent), "
+        "`auto_approve` (decided by `policy`), `auto_reject` (dry run: nothing applied). "
+        "Consents of destructive kinds always ask.",
+    )
+    on_pending_consent: Literal["fail", "reject"] = Field(
+        default="fail",
+        description="A message while a consent is pending: `fail` (409 `consent_pending`) or "
+        "`reject` (reject the pending consents first, in the same transaction).",
+    )
 
     @model_validator(mode="after")
     def _exactly_one_input(self) -> Self:
@@ -56,4 +73,14 @@ class ChatRequest(BaseModel):
             raise ValueError("send exactly one of `message` or `resume`")
         if self.message is not None and not self.message.strip():
             raise ValueError("`message` must not be blank")
+        if isinstance(self.resume, list):
+            ids = [decision.approval_id for decision in self.resume]
+            if not ids or len(set(ids)) != len(ids):
+                raise ValueError("`resume` lists each pending consent once")
         return self
+
+    @property
+    def decisions(self) -> list[ResumeDecision]:
+        if self.resume is None:
+            return []
+        return self.resume if isinstance(self.resume, list) else [self.resume]

@@ -28,9 +28,10 @@ __all__ = [
     "TokenEvent",
 ]
 
-TerminalReason = Literal["completed", "interrupted", "failed", "cancelled"]
+TerminalReason = Literal["completed", "interrupted", "expired", "failed", "cancelled"]
 """Why a run ended: ``completed`` (the graph finished), ``interrupted`` (waiting for consent),
-``failed`` (an error event precedes it), ``cancelled`` (the server shut down mid-run)."""
+``expired`` (a consent expired and the graph took its expired path), ``failed`` (an error event
+precedes it), ``cancelled`` (the server shut down mid-run)."""
 
 
 class _Envelope(BaseModel):
@@ -43,7 +44,7 @@ class _Envelope(BaseModel):
 class RunStartedEvent(_Envelope):
     type: Literal["run_started"] = "run_started"
     graph: str
-    trigger: Literal["message", "resume"]
+    trigger: Literal["message", "resume", "expiry"]
 
 
 class StepEvent(_Envelope):

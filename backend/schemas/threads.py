@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from backend.schemas.chat import ConsentPolicy
 from backend.schemas.events import ConsentEvent, TerminalReason
 
 __all__ = [
@@ -23,6 +24,7 @@ ThreadStatus = Literal["idle", "running", "awaiting_consent"]
 
 class ThreadSummary(BaseModel):
     thread_id: str
+    consent_policy: ConsentPolicy
     graph: str
     project_id: str
     title: str

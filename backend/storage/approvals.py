@@ -1,7 +1,10 @@
-"""Approval records: one per consent request, decided at most once (compare-and-set)."""
+"""Approval records: one per consent request. Every transition is a compare-and-set on
+``status`` (``pending → approved | edited | rejected | expired | cancelled``), so exactly one
+decision, expiry or cancellation wins however many race for it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -9,20 +12,66 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.principal import Principal
+from backend.schemas.approvals import Approval, RecordedDecision
 from backend.schemas.events import ConsentEvent
 from backend.storage.tables import approvals
 
 __all__ = [
+    "cancel_approval",
     "decide_approval",
-    "expire_approvals",
+    "due_approvals",
+    "existing_approval_ids",
+    "expire_approval",
     "find_approval",
     "insert_approval",
+    "list_approvals",
+    "next_expiry",
     "pending_approvals",
+    "to_approval",
 ]
+
+ApprovalRow = Any
+
+
+def _owned(owner: Principal) -> sa.ColumnElement[bool]:
+    return sa.and_(approvals.c.tenant == owner.tenant, approvals.c.user_id == owner.user)
+
+
+def to_approval(row: ApprovalRow) -> Approval:
+    event = row.event
+    decided = None
+    if row.status != "pending":
+        decided = RecordedDecision(
+            status=row.status,
+            decision=(row.decision or {}).get("decision"),
+            decided_by=row.decided_by,
+            decided_at=row.decided_at,
+            edited=row.edited,
+            comment=row.comment,
+        )
+    return Approval(
+        approval_id=row.id,
+        thread_id=row.thread_id,
+        run_id=row.run_id,
+        kind=row.kind,
+        title=event["title"],
+        proposal=event["proposal"],
+        proposal_hash=row.proposal_hash,
+        allowed_decisions=event["allowed_decisions"],
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+        status=row.status,
+        decided=decided,
+    )
 
 
 async def insert_approval(
-    conn: AsyncConnection, owner: Principal, event: ConsentEvent, *, now: datetime
+    conn: AsyncConnection,
+    owner: Principal,
+    event: ConsentEvent,
+    *,
+    proposal_hash: str,
+    now: datetime,
 ) -> None:
     await conn.execute(
         approvals.insert().values(
@@ -34,34 +83,58 @@ async def insert_approval(
             kind=event.kind,
             status="pending",
             event=event.model_dump(mode="json"),
+            proposal_hash=proposal_hash,
             created_at=now,
             expires_at=event.expires_at,
         )
     )
 
 
+async def existing_approval_ids(conn: AsyncConnection, ids: Sequence[str]) -> set[str]:
+    rows = await conn.execute(sa.select(approvals.c.id).where(approvals.c.id.in_(ids)))
+    return {row.id for row in rows}
+
+
 async def find_approval(
     conn: AsyncConnection, owner: Principal, approval_id: str
-) -> sa.Row[Any] | None:
+) -> ApprovalRow | None:
     return (
-        await conn.execute(
-            approvals.select().where(
-                approvals.c.id == approval_id,
-                approvals.c.tenant == owner.tenant,
-                approvals.c.user_id == owner.user,
-            )
-        )
+        await conn.execute(approvals.select().where(approvals.c.id == approval_id, _owned(owner)))
     ).first()
 
 
-async def pending_approvals(conn: AsyncConnection, thread_id: str) -> list[sa.Row[Any]]:
+async def pending_approvals(conn: AsyncConnection, thread_id: str) -> list[ApprovalRow]:
     rows = await conn.execute(
         approvals.select()
-        .where(
-            approvals.c.thread_id == thread_id,
-            approvals.c.status == "pending",
-        )
+        .where(approvals.c.thread_id == thread_id, approvals.c.status == "pending")
         .order_by(approvals.c.created_at)
+    )
+    return list(rows)
+
+
+async def list_approvals(
+    conn: AsyncConnection,
+    owner: Principal,
+    *,
+    status: str | None,
+    limit: int,
+    before: tuple[datetime, str] | None,
+) -> list[ApprovalRow]:
+    """The owner's approvals, newest first; ``before`` is the (created_at, id) of the last row
+    of the previous page."""
+    query = approvals.select().where(_owned(owner))
+    if status is not None:
+        query = query.where(approvals.c.status == status)
+    if before is not None:
+        created_at, approval_id = before
+        query = query.where(
+            sa.or_(
+                approvals.c.created_at < created_at,
+                sa.and_(approvals.c.created_at == created_at, approvals.c.id < approval_id),
+            )
+        )
+    rows = await conn.execute(
+        query.order_by(approvals.c.created_at.desc(), approvals.c.id.desc()).limit(limit)
     )
     return list(rows)
 
@@ -75,7 +148,7 @@ async def decide_approval(
     decision: dict[str, Any],
     now: datetime,
 ) -> bool:
-    """``pending`` → ``status``; False when it was no longer pending (someone decided first)."""
+    """``pending → status`` unless expired; False when somebody else decided first."""
     result = await conn.execute(
         approvals.update()
         .where(
@@ -83,20 +156,61 @@ async def decide_approval(
             approvals.c.status == "pending",
             approvals.c.expires_at > now,
         )
-        .values(status=status, decided_by=decided_by, decision=decision, decided_at=now)
+        .values(
+            status=status,
+            decided_by=decided_by,
+            decision=decision,
+            edited=decision.get("edited"),
+            comment=decision.get("comment"),
+            decided_at=now,
+        )
     )
     return result.rowcount == 1
 
 
-async def expire_approvals(conn: AsyncConnection, thread_id: str, *, now: datetime) -> int:
-    """Mark the thread's overdue pending approvals ``expired``; return how many."""
+async def expire_approval(conn: AsyncConnection, approval_id: str, *, now: datetime) -> bool:
+    """``pending → expired`` once its deadline passed; False when it was decided first."""
     result = await conn.execute(
         approvals.update()
         .where(
-            approvals.c.thread_id == thread_id,
+            approvals.c.id == approval_id,
             approvals.c.status == "pending",
             approvals.c.expires_at <= now,
         )
-        .values(status="expired", decided_at=now)
+        .values(
+            status="expired",
+            decided_by="system",
+            decision={"decision": "expire"},
+            decided_at=now,
+        )
     )
-    return result.rowcount
+    return result.rowcount == 1
+
+
+async def cancel_approval(conn: AsyncConnection, approval_id: str, *, now: datetime) -> bool:
+    """``pending → cancelled``: the graph no longer waits for it."""
+    result = await conn.execute(
+        approvals.update()
+        .where(approvals.c.id == approval_id, approvals.c.status == "pending")
+        .values(status="cancelled", decided_by="system", decided_at=now)
+    )
+    return result.rowcount == 1
+
+
+async def due_approvals(conn: AsyncConnection, *, now: datetime, limit: int) -> list[ApprovalRow]:
+    """Pending approvals past their deadline, of every owner (for the expiry sweeper)."""
+    rows = await conn.execute(
+        approvals.select()
+        .where(approvals.c.status == "pending", approvals.c.expires_at <= now)
+        .order_by(approvals.c.expires_at)
+        .limit(limit)
+    )
+    return list(rows)
+
+
+async def next_expiry(conn: AsyncConnection) -> datetime | None:
+    """The earliest deadline among pending approvals."""
+    found: datetime | None = await conn.scalar(
+        sa.select(sa.func.min(approvals.c.expires_at)).where(approvals.c.status == "pending")
+    )
+    return found

@@ -9,7 +9,8 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.principal import Principal
-from backend.storage.tables import approvals, effects
+from backend.storage.audit import record_audit
+from backend.storage.tables import approvals, effects, threads
 
 __all__ = ["recall_effect", "remember_effect"]
 
@@ -33,6 +34,45 @@ async def recall_effect(
 async def remember_effect(
     conn: AsyncConnection, *, approval_id: str, kind: str, result: dict[str, Any], now: datetime
 ) -> None:
+    """Record an effect's result, with its ``effect_applied`` audit record, in the caller's
+    transaction (the one that made the effect, for effects on Consentry's own tables)."""
     await conn.execute(
         effects.insert().values(approval_id=approval_id, kind=kind, result=result, created_at=now)
     )
+    approval = (
+        await conn.execute(
+            sa.select(
+                approvals.c.thread_id,
+                approvals.c.tenant,
+                approvals.c.user_id,
+                threads.c.active_run_id,  # the run doing the effect
+            )
+            .join(threads, threads.c.id == approvals.c.thread_id)
+            .where(approvals.c.id == approval_id)
+        )
+    ).first()
+    if approval is not None:
+        await record_audit(
+            conn,
+            Principal(approval.tenant, approval.user_id),
+            action="effect_applied",
+            thread_id=approval.thread_id,
+            run_id=approval.active_run_id,
+            approval_id=approval_id,
+            actor="system",
+            now=now,
+            data={"kind": kind, **_summary(result)},
+        )
+
+
+def _summary(result: dict[str, Any]) -> dict[str, Any]:
+    """The identifying facts of a result, not its content (an audit is not a copy of the data)."""
+    facts: dict[str, Any] = {
+        key: value
+        for key, value in result.items()
+        if isinstance(value, int | bool) or (isinstance(value, str) and len(value) <= 200)
+    }
+    note = result.get("note")
+    if isinstance(note, dict):
+        facts.update(note_id=note.get("note_id"), version=note.get("version"))
+    return facts

@@ -1,4 +1,4 @@
-"""Projects, notes, note versions, full-text search and the note-edit effects ledger.
+"""Projects, notes, note versions, full-text search, and the tutor's note effects.
 
 Every function takes the caller's :class:`Principal` and only ever sees that owner's rows: another
 owner's id behaves exactly like an unknown id.
@@ -19,9 +19,11 @@ from backend.principal import Principal
 from backend.schemas.notes import Note, NoteVersion, Project, SearchHit
 from backend.storage.effects import recall_effect, remember_effect
 from backend.storage.tables import note_versions, notes, projects
-from graphs.services import AppliedEdit, NoteSnapshot
+from graphs.services import AppliedDeletion, AppliedEdit, NoteSnapshot
 
 __all__ = [
+    "apply_note_creation",
+    "apply_note_deletion",
     "apply_note_edit",
     "create_note",
     "create_project",
@@ -352,11 +354,10 @@ async def apply_note_edit(
     owner: Principal,
     *,
     approval_id: str,
-    project_id: str,
-    note_id: str | None,
+    note_id: str,
     title: str,
     content: str,
-    base_version: int | None,
+    base_version: int,
     now: datetime,
 ) -> AppliedEdit:
     """Apply an approved edit exactly once: the ledger row and the note write share this
@@ -364,39 +365,100 @@ async def apply_note_edit(
     recorded = await recall_effect(conn, owner, approval_id)
     if recorded is not None:
         return AppliedEdit.model_validate(recorded)
-    if note_id is None:
-        note = await create_note(
+    current = await find_note(conn, owner, note_id)
+    if current is None:
+        outcome = AppliedEdit(outcome="note_missing")
+    elif current.version != base_version:
+        outcome = AppliedEdit(outcome="note_changed", current_version=current.version)
+    else:
+        note = await update_note(
             conn,
             owner,
-            project_id=project_id,
+            note_id,
+            base_version=base_version,
             title=title,
             content=content,
             now=now,
             approval_id=approval_id,
         )
         outcome = AppliedEdit(outcome="applied", note=note_snapshot(note))
-    else:
-        current = await find_note(conn, owner, note_id)
-        if current is None:
-            outcome = AppliedEdit(outcome="note_missing")
-        elif base_version is not None and current.version != base_version:
-            outcome = AppliedEdit(outcome="note_changed", current_version=current.version)
-        else:
-            note = await update_note(
-                conn,
-                owner,
-                note_id,
-                base_version=current.version,
-                title=title,
-                content=content,
-                now=now,
-                approval_id=approval_id,
-            )
-            outcome = AppliedEdit(outcome="applied", note=note_snapshot(note))
     await remember_effect(
         conn,
         approval_id=approval_id,
         kind="note_edit",
+        result=outcome.model_dump(mode="json"),
+        now=now,
+    )
+    return outcome
+
+
+async def apply_note_creation(
+    conn: AsyncConnection,
+    owner: Principal,
+    *,
+    approval_id: str,
+    project_id: str,
+    title: str,
+    content: str,
+    now: datetime,
+) -> AppliedEdit:
+    """Create an approved note exactly once (the ledger row shares this transaction)."""
+    recorded = await recall_effect(conn, owner, approval_id)
+    if recorded is not None:
+        return AppliedEdit.model_validate(recorded)
+    note = await create_note(
+        conn,
+        owner,
+        project_id=project_id,
+        title=title,
+        content=content,
+        now=now,
+        approval_id=approval_id,
+    )
+    outcome = AppliedEdit(outcome="applied", note=note_snapshot(note))
+    await remember_effect(
+        conn,
+        approval_id=approval_id,
+        kind="note_create",
+        result=outcome.model_dump(mode="json"),
+        now=now,
+    )
+    return outcome
+
+
+async def apply_note_deletion(
+    conn: AsyncConnection,
+    owner: Principal,
+    *,
+    approval_id: str,
+    note_id: str,
+    version: int,
+    now: datetime,
+) -> AppliedDeletion:
+    """Delete an approved note exactly once, and only if it is still at ``version``."""
+    recorded = await recall_effect(conn, owner, approval_id)
+    if recorded is not None:
+        return AppliedDeletion.model_validate(recorded)
+    deleted = await conn.execute(
+        notes.delete().where(
+            notes.c.id == note_id, _owned(notes, owner), notes.c.version == version
+        )
+    )
+    if deleted.rowcount == 1:
+        outcome = AppliedDeletion(outcome="deleted", note_id=note_id)
+    else:
+        current = await find_note(conn, owner, note_id)
+        outcome = (
+            AppliedDeletion(outcome="note_missing", note_id=note_id)
+            if current is None
+            else AppliedDeletion(
+                outcome="note_changed", note_id=note_id, current_version=current.version
+            )
+        )
+    await remember_effect(
+        conn,
+        approval_id=approval_id,
+        kind="note_delete",
         result=outcome.model_dump(mode="json"),
         now=now,
     )

@@ -10,8 +10,10 @@ from sqlalchemy.engine import Dialect
 
 __all__ = [
     "approvals",
+    "audit",
     "effects",
     "events",
+    "idempotency_keys",
     "metadata",
     "note_versions",
     "notes",
@@ -103,6 +105,7 @@ threads = sa.Table(
     sa.Column("status", sa.String(24), nullable=False),
     sa.Column("last_reason", sa.String(24), nullable=True),
     sa.Column("last_seq", sa.Integer, nullable=False, default=0),
+    sa.Column("consent_policy", sa.String(16), nullable=False, server_default="ask"),
     sa.Column("active_run_id", sa.String(36), nullable=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
@@ -157,6 +160,9 @@ approvals = sa.Table(
     sa.Column("decided_at", UTCDateTime, nullable=True),
     sa.Column("decided_by", sa.String(260), nullable=True),
     sa.Column("decision", sa.JSON, nullable=True),
+    sa.Column("proposal_hash", sa.String(80), nullable=False, server_default=""),
+    sa.Column("edited", sa.JSON, nullable=True),
+    sa.Column("comment", sa.Text, nullable=True),
     sa.Index("ix_approvals_thread_status", "thread_id", "status"),
 )
 
@@ -167,4 +173,35 @@ effects = sa.Table(
     sa.Column("kind", sa.String(64), nullable=False),
     sa.Column("result", sa.JSON, nullable=False),
     sa.Column("created_at", UTCDateTime, nullable=False),
+)
+
+audit = sa.Table(
+    "audit",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("thread_id", sa.String(36), nullable=False),
+    sa.Column("run_id", sa.String(36), nullable=True),
+    sa.Column("approval_id", sa.String(64), nullable=True),
+    *_owner(),
+    sa.Column("action", sa.String(40), nullable=False),
+    sa.Column("actor", sa.String(260), nullable=False),
+    sa.Column("data", sa.JSON, nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Index("ix_audit_thread", "thread_id", "id"),
+)
+
+idempotency_keys = sa.Table(
+    "idempotency_keys",
+    metadata,
+    *_owner(),
+    sa.Column("key", sa.String(255), nullable=False),
+    sa.Column("request_hash", sa.String(80), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("response_status", sa.Integer, nullable=True),
+    sa.Column("response_body", sa.JSON, nullable=True),
+    sa.Column("thread_id", sa.String(36), nullable=True),
+    sa.Column("run_id", sa.String(36), nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.PrimaryKeyConstraint("tenant", "user_id", "key"),
+    sa.Index("ix_idempotency_created", "created_at"),
 )

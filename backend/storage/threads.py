@@ -29,6 +29,8 @@ __all__ = [
     "last_run_trigger",
     "list_threads",
     "release_thread",
+    "run_events",
+    "run_status",
     "start_run",
     "unfinished_runs",
 ]
@@ -55,6 +57,7 @@ class StoredEvent(Protocol):
 def summarize(row: ThreadRow) -> ThreadSummary:
     return ThreadSummary(
         thread_id=row.id,
+        consent_policy=row.consent_policy,
         graph=row.graph,
         project_id=row.project_id,
         title=row.title,
@@ -73,10 +76,12 @@ async def create_thread(
     graph: str,
     project_id: str,
     title: str,
+    consent_policy: str,
     now: datetime,
 ) -> None:
     await conn.execute(
         threads.insert().values(
+            consent_policy=consent_policy,
             id=thread_id,
             tenant=owner.tenant,
             user_id=owner.user,
@@ -255,8 +260,25 @@ async def last_run_trigger(conn: AsyncConnection, thread_id: str) -> str | None:
 async def unfinished_runs(conn: AsyncConnection) -> list[Any]:
     """Runs a previous process left ``running`` (it stopped or crashed mid-run)."""
     rows = await conn.execute(
-        sa.select(runs.c.id, runs.c.thread_id, threads.c.last_seq, runs.c.trigger)
+        sa.select(
+            runs.c.id, runs.c.thread_id, threads.c.last_seq, threads.c.tenant, threads.c.user_id
+        )
         .join(threads, threads.c.id == runs.c.thread_id)
         .where(runs.c.status == "running")
+    )
+    return list(rows)
+
+
+async def run_status(conn: AsyncConnection, run_id: str) -> str | None:
+    found = await conn.scalar(sa.select(runs.c.status).where(runs.c.id == run_id))
+    return None if found is None else str(found)
+
+
+async def run_events(conn: AsyncConnection, thread_id: str, run_id: str) -> list[Any]:
+    """The stored (durable) events of one run, in order."""
+    rows = await conn.execute(
+        sa.select(events.c.seq, events.c.type, events.c.data)
+        .where(events.c.thread_id == thread_id, events.c.run_id == run_id)
+        .order_by(events.c.seq)
     )
     return list(rows)

@@ -2,9 +2,9 @@
 
 It is a real LangChain chat model, used by the same graph code as any other: it reads the task from
 the heading of the system prompt (``# task: classify | answer | summarize``) and answers it with
-rules instead of weights. It classifies intent with keyword rules, answers from the note snippets
-the prompt carries, summarizes the conversation into a note section, and streams its answers word
-by word. It always says that it is the offline model.
+rules instead of weights. It classifies intent with keyword rules (answer, search, edit or delete
+a note), answers from the note snippets the prompt carries, summarizes the conversation into a
+note section, and streams its answers word by word. It always says that it is the offline model.
 """
 
 from __future__ import annotations
@@ -40,6 +40,13 @@ _NEW_NOTE = (
     r"(?:(?:a|an|the|my)\s+)?(?:new\s+)?notes?\b"
 )
 _EDIT_PATTERN = re.compile(rf"{_REQUEST}(?:{_INTO_NOTE}|{_NEW_NOTE})", re.IGNORECASE)
+# Deleting is a request too, about one note ("delete this note", "remove my RAG note"): "What
+# happens if I delete a note?" is a question, and "delete my notes" names no single note.
+_DELETE_PATTERN = re.compile(
+    rf"{_REQUEST}(?:delete|remove|erase|trash|discard)\s+"
+    r"(?:(?:this|that|the|my|our|current|open)\s+)*(?:[\w-]+\s+)?note\b",
+    re.IGNORECASE,
+)
 _SEARCH_PATTERN = re.compile(
     r"\b(search|find|look\s+up|look\s+for|lookup)\b(?:\s+(?:in|through|my|the|our|all))*"
     r"\s+notes?\b(?:\s+(?:for|about|on|mentioning))?\s*(?P<query>.*)",
@@ -52,11 +59,13 @@ _INTRO = "I'm the offline model, so I answer from your notes rather than from ge
 
 
 def classify(message: str) -> dict[str, str]:
-    """Return ``{"intent": "edit_note" | "search" | "answer", "query": ...}`` for a message."""
+    """Return ``{"intent": "search" | "delete_note" | "edit_note" | "answer", "query": ...}``."""
     search = _SEARCH_PATTERN.search(message)
     if search:
         query = search.group("query").strip().strip("\"'?.!").strip()
         return {"intent": "search", "query": query or message.strip()}
+    if _DELETE_PATTERN.search(message):
+        return {"intent": "delete_note", "query": ""}
     if _EDIT_PATTERN.search(message):
         return {"intent": "edit_note", "query": ""}
     return {"intent": "answer", "query": message.strip()}

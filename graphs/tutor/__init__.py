@@ -1,1 +1,2 @@
-"""The note-taking tutor: answers from the project's notes and edits notes only with consent."""
+"""The note-taking tutor: answers from the project's notes, and edits, creates or deletes notes
+only with consent."""

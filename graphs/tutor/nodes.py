@@ -1,7 +1,5 @@
-"""The tutor's nodes, one concern each.
-
-``request_note_edit_consent`` only asks; ``apply_note_edit`` writes, keyed by the approval id, so a
-re-run after a crash or a double resume never writes twice.
+"""The tutor's nodes that read and draft: understand the message, answer, search, and draft the
+proposal of a consent. None of them changes a note; asking and acting live in ``consent_nodes``.
 """
 
 from __future__ import annotations
@@ -15,21 +13,17 @@ from uuid import uuid4
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.config import get_stream_writer
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
 
-from graphs.consent import ConsentKind
 from graphs.models.offline import classify
-from graphs.services import GraphContext, NoteHit
+from graphs.services import GraphContext, NoteHit, NoteSnapshot
 from graphs.tutor import prompts
-from graphs.tutor.state import NoteEditProposal, NoteEditRevision, TutorState
+from graphs.tutor.consents import NoteCreateProposal, NoteDeleteProposal, NoteEditProposal
+from graphs.tutor.state import INTENTS, TutorState
 
-__all__ = ["NOTE_EDIT", "TutorNodes"]
+__all__ = ["TutorNodes", "report_no_open_note", "say"]
 
-NOTE_EDIT: ConsentKind[NoteEditProposal, NoteEditRevision] = ConsentKind(
-    name="note_edit", proposal_model=NoteEditProposal, edit_model=NoteEditRevision
-)
 NEW_NOTE_TITLE = "Summary of our discussion"
 SEARCH_LIMIT = 5
 GROUNDING_LIMIT = 3
@@ -37,7 +31,7 @@ _JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 _INTERNAL: RunnableConfig = {"tags": [TAG_NOSTREAM]}
 
 
-def _say(text: str) -> AIMessage:
+def say(text: str) -> AIMessage:
     """An assistant message written by a node (not a model), with its id fixed up front."""
     return AIMessage(text, id=f"msg-{uuid4().hex}")
 
@@ -55,7 +49,7 @@ def _parse_intent(raw: str, fallback_message: str) -> dict[str, str]:
         parsed = json.loads(match.group(0)) if match else {}
     except json.JSONDecodeError:
         parsed = {}
-    if isinstance(parsed, dict) and parsed.get("intent") in ("answer", "search", "edit_note"):
+    if isinstance(parsed, dict) and parsed.get("intent") in INTENTS:
         return {"intent": parsed["intent"], "query": str(parsed.get("query") or fallback_message)}
     return classify(fallback_message)
 
@@ -68,15 +62,30 @@ def _lines(text: str) -> list[str]:
     return [f"{line}\n" for line in text.splitlines()]
 
 
-def unified_diff(*, title: str, base: str, proposed: str, base_version: int | None) -> str:
+def unified_diff(*, title: str, base: str, proposed: str, base_version: int) -> str:
     return "".join(
         difflib.unified_diff(
             _lines(base),
             _lines(proposed),
-            fromfile=f"{title} (version {base_version})" if base_version else "/dev/null",
+            fromfile=f"{title} (version {base_version})",
             tofile=f"{title} (proposed)",
         )
     )
+
+
+async def _open_note(state: TutorState, runtime: Runtime[GraphContext]) -> NoteSnapshot | None:
+    """The note the user has open, if there is one and it still exists."""
+    note_id = state.get("note_id")
+    return await runtime.context.notes.get_note(note_id) if note_id else None
+
+
+def report_no_open_note(state: TutorState) -> dict[str, Any]:
+    """The user asked to change the open note, but none is open (or it was deleted meanwhile)."""
+    if state.get("note_id"):
+        text = "The note you had open no longer exists, so I changed nothing."
+    else:
+        text = "There is no note open to delete. Open the note you want to delete, then ask again."
+    return {"messages": [say(text)]}
 
 
 class TutorNodes:
@@ -137,78 +146,54 @@ class TutorNodes:
             lines = [f"I found {len(hits)} note{plural} matching \u201c{query}\u201d:"]
             lines += [f"- **{hit.title}**: {hit.snippet}" for hit in hits]
             text = "\n".join(lines)
-        return {"messages": [_say(text)]}
+        return {"messages": [say(text)]}
 
-    async def draft_note_edit(
-        self, state: TutorState, runtime: Runtime[GraphContext]
-    ) -> dict[str, Any]:
-        note_id = state.get("note_id")
-        note = await runtime.context.notes.get_note(note_id) if note_id else None
+    async def _summary_section(self, state: TutorState) -> str:
         conversation: list[AnyMessage] = list(state["messages"])
         reply = await self.model.ainvoke(
             [SystemMessage(prompts.SUMMARIZE), *conversation], config=_INTERNAL
         )
-        section = str(reply.content).strip()
-        base = note.content if note else ""
+        return str(reply.content).strip()
+
+    async def draft_note_edit(
+        self, state: TutorState, runtime: Runtime[GraphContext]
+    ) -> dict[str, Any]:
+        """Propose appending a summary of the discussion to the open note."""
+        note = await _open_note(state, runtime)
+        if note is None:
+            return {"proposal": None}
+        section = await self._summary_section(state)
+        base = note.content
         proposed = f"{base.rstrip()}\n\n{section}\n" if base.strip() else f"{section}\n"
-        title = note.title if note else NEW_NOTE_TITLE
-        base_version = note.version if note else None
         proposal = NoteEditProposal(
             project_id=state["project_id"],
-            note_id=note.note_id if note else None,
-            title=title,
-            base_version=base_version,
+            note_id=note.note_id,
+            title=note.title,
+            base_version=note.version,
             base_content=base,
             proposed_content=proposed,
-            diff=unified_diff(title=title, base=base, proposed=proposed, base_version=base_version),
+            diff=unified_diff(
+                title=note.title, base=base, proposed=proposed, base_version=note.version
+            ),
         )
         return {"proposal": proposal.model_dump()}
 
-    async def request_note_edit_consent(self, state: TutorState) -> dict[str, Any]:
-        proposal = NoteEditProposal.model_validate(state["proposal"])
-        target = f"your note \u201c{proposal.title}\u201d" if proposal.note_id else "a new note"
-        decision = NOTE_EDIT.ask(title=f"Add a summary to {target}?", proposal=proposal)
-        return {"decision": decision.to_state()}
+    async def draft_note_creation(self, state: TutorState) -> dict[str, Any]:
+        """Propose saving a summary of the discussion as a new note (no note is open)."""
+        section = await self._summary_section(state)
+        proposal = NoteCreateProposal(
+            project_id=state["project_id"], title=NEW_NOTE_TITLE, content=f"{section}\n"
+        )
+        return {"proposal": proposal.model_dump()}
 
-    async def apply_note_edit(
+    async def draft_note_deletion(
         self, state: TutorState, runtime: Runtime[GraphContext]
     ) -> dict[str, Any]:
-        proposal = NoteEditProposal.model_validate(state["proposal"])
-        decision = NOTE_EDIT.restore(state["decision"])
-        content, title = proposal.proposed_content, proposal.title
-        if decision.edit is not None:
-            content = decision.edit.content or proposal.proposed_content
-            title = decision.edit.title or proposal.title
-        result = await runtime.context.notes.apply_note_edit(
-            approval_id=decision.approval_id,
-            project_id=proposal.project_id,
-            note_id=proposal.note_id,
-            title=title,
-            content=content,
-            base_version=proposal.base_version,
+        """Propose deleting the open note, as it is now."""
+        note = await _open_note(state, runtime)
+        if note is None:
+            return {"proposal": None}
+        proposal = NoteDeleteProposal(
+            note_id=note.note_id, title=note.title, version=note.version, content=note.content
         )
-        if result.outcome == "applied" and result.note is not None:
-            get_stream_writer()({"event": "note", **result.note.model_dump()})
-            verb = "saved your edit to" if decision.decision == "edit" else "updated"
-            text = (
-                f"Done: I {verb} \u201c{result.note.title}\u201d (version {result.note.version})."
-            )
-        elif result.outcome == "note_changed":
-            text = (
-                f"Nothing was written: \u201c{proposal.title}\u201d changed since I drafted this "
-                f"edit (version {proposal.base_version} \u2192 {result.current_version}). "
-                "Ask me again to draft it on the current version."
-            )
-        else:
-            text = f"Nothing was written: \u201c{proposal.title}\u201d no longer exists."
-        return {"messages": [_say(text)], "proposal": None}
-
-    async def skip_note_edit(self, state: TutorState) -> dict[str, Any]:
-        decision = NOTE_EDIT.restore(state["decision"])
-        if decision.decision == "expire":
-            text = "Nobody decided on my proposed edit in time, so I left your notes unchanged."
-            return {"messages": [_say(text)], "proposal": None}
-        text = "OK, I left your notes unchanged."
-        if decision.comment:
-            text += f" You said: \u201c{decision.comment}\u201d."
-        return {"messages": [_say(text)], "proposal": None}
+        return {"proposal": proposal.model_dump()}

@@ -180,9 +180,9 @@ REFUSED_REQUESTS: list[Any] = [
     ),
     pytest.param(
         lambda p: {"message": "Hello", "graph": "no-such-graph"},
-        404,
-        "graph_not_found",
-        id="new-thread-on-unknown-graph-is-graph_not_found",
+        422,
+        "unknown_graph",
+        id="new-thread-on-unknown-graph-is-unknown_graph",
     ),
     pytest.param(
         lambda p: {"thread_id": p.thread_id, "graph": "no-such-graph", "message": "Hello"},
@@ -350,7 +350,7 @@ async def test_error_details_name_what_was_not_found(client: httpx.AsyncClient) 
     )
 
     assert _error_of(thread, 404, "thread_not_found")["details"] == {"thread_id": UNKNOWN_ID}
-    assert _error_of(graph, 404, "graph_not_found")["details"] == {
+    assert _error_of(graph, 422, "unknown_graph")["details"] == {
         "graph": "no-such-graph",
         "available": ["tutor"],
     }
@@ -369,7 +369,10 @@ async def test_a_message_while_a_consent_is_pending_names_the_consent(
     )
 
     error = _error_of(response, 409, "consent_pending")
-    assert error["details"] == {"approval_id": pending.approval_id}
+    assert error["details"] == {
+        "approval_id": pending.approval_id,
+        "pending": [pending.approval_id],
+    }
 
 
 async def test_a_resume_on_a_thread_without_pending_consent_is_no_pending_consent(
@@ -439,7 +442,7 @@ async def test_a_second_resume_of_the_same_approval_is_already_decided_and_write
 
     again = await client.post("/v1/chat", json=pending.resume(decision="approve"))
 
-    error = _error_of(again, 409, "approval_already_decided")
+    error = _error_of(again, 409, "already_decided")
     assert error["details"]["approval_id"] == pending.approval_id
     assert await _stored(client, pending.thread_id, pending.note_id) == after_first
     versions = after_first["versions"]["versions"]
@@ -461,7 +464,7 @@ async def test_a_double_click_resumes_once_and_the_other_click_is_already_decide
 
     refused = [r for r in (first, second) if r.status_code != 200]
     assert len(refused) == 1, [first.status_code, second.status_code]
-    _error_of(refused[0], 409, "approval_already_decided")
+    _error_of(refused[0], 409, "already_decided")
     versions = (await client.get(f"/v1/notes/{pending.note_id}/versions")).json()["versions"]
     assert [(v["version"], v["approval_id"]) for v in versions] == [
         (1, None),
@@ -540,18 +543,25 @@ async def test_an_expired_consent_is_refused_and_the_thread_takes_new_messages(
 
     response = await client.post("/v1/chat", json=pending.resume(decision="approve"))
 
-    error = _error_of(response, 409, "approval_expired")
-    assert error["details"] == {"approval_id": pending.approval_id, "status": "expired"}
+    error = _error_of(response, 410, "consent_expired")
+    assert error["details"] == {
+        "approval_id": pending.approval_id,
+        "expired_at": pending.consent.expires_at.isoformat(),
+    }
     thread = (await client.get(f"/v1/threads/{pending.thread_id}")).json()
     assert (thread["status"], thread["pending_consents"]) == ("idle", [])
     again = await client.post("/v1/chat", json=pending.resume(decision="approve"))
-    _error_of(again, 409, "approval_expired")
+    _error_of(again, 410, "consent_expired")
     versions = (await client.get(f"/v1/notes/{pending.note_id}/versions")).json()["versions"]
     assert [v["version"] for v in versions] == [1]
 
+    services = client.services  # type: ignore[attr-defined]
+    await services.expiry.sweep()  # the 410 also woke the background sweeper: one of them
+    await services.executor.wait_for_runs()  # takes the expired path; wait for it
     events = await chat(client, {"thread_id": pending.thread_id, "message": "What is RAG?"})
 
-    assert kinds(events) == ANSWER_STEPS
+    # The expired consent's path runs first if the sweeper has not run it yet.
+    assert kinds(events)[-2:] == ["message", "final"]
     assert events[-1].reason == "completed"
     transcript = (await client.get(f"/v1/threads/{pending.thread_id}/messages")).json()
     assert [(m["role"], m["content"]) for m in transcript["messages"][-2:]] == [
@@ -575,7 +585,7 @@ async def test_a_consent_expires_after_the_configured_ttl_and_not_before(
 
         assert still_open["status"] == "awaiting_consent"
         assert still_open["pending_consents"] == [pending.consent.model_dump(mode="json")]
-        _error_of(response, 409, "approval_expired")
+        _error_of(response, 410, "consent_expired")
         thread = (await client.get(f"/v1/threads/{pending.thread_id}")).json()
         assert (thread["status"], thread["pending_consents"]) == ("idle", [])
 

@@ -188,9 +188,15 @@ async def test_reject_writes_nothing(client: httpx.AsyncClient) -> None:
 
 async def test_approving_without_a_note_creates_one(client: httpx.AsyncClient) -> None:
     first = await chat(client, {"message": "Please save our discussion to a note"})
+    assert kinds(first) == ASK_STEPS
+    assert [e.node for e in first if e.type == "step"] == [
+        "analyze_message",
+        "draft_note_creation",
+        "request_note_create_consent",
+    ]
     consent = next(e for e in first if isinstance(e, ConsentEvent))
-    assert consent.proposal["note_id"] is None
-    assert consent.proposal["base_version"] is None
+    assert consent.kind == "note_create"
+    assert set(consent.proposal) == {"project_id", "title", "content"}
 
     events = await chat(
         client,
@@ -200,12 +206,18 @@ async def test_approving_without_a_note_creates_one(client: httpx.AsyncClient) -
         },
     )
 
+    assert kinds(events) == ["run_started", "step", "step", "note", "message", "final"]
+    assert [e.node for e in events if e.type == "step"] == [
+        "request_note_create_consent",
+        "create_note",
+    ]
     note_event = next(e for e in events if isinstance(e, NoteEvent))
     assert note_event.version == 1
     assert note_event.title == "Summary of our discussion"
+    assert note_event.content == consent.proposal["content"]
     projects = (await client.get("/v1/projects")).json()["projects"]
     assert [(p["name"], p["is_default"]) for p in projects] == [("My notes", True)]
-    assert note_event.project_id == projects[0]["project_id"]
+    assert note_event.project_id == projects[0]["project_id"] == consent.proposal["project_id"]
 
 
 async def test_a_search_request_answers_with_titles_and_snippets(

@@ -25,6 +25,11 @@ async def test_openapi_describes_every_route_and_the_event_union(
         ("/v1/notes/{note_id}", "put"),
         ("/v1/notes/{note_id}", "delete"),
         ("/v1/notes/{note_id}/versions", "get"),
+        ("/v1/consent-kinds", "get"),
+        ("/v1/approvals", "get"),
+        ("/v1/approvals/{approval_id}", "get"),
+        ("/v1/approvals/{approval_id}/decision", "post"),
+        ("/v1/threads/{thread_id}/audit", "get"),
         ("/healthz", "get"),
     }
     schemas = spec["components"]["schemas"]

@@ -11,10 +11,12 @@ from tests.system.server import serve
 ROOT = Path(__file__).parents[2]
 _IDS = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32}")
 _MESSAGE_IDS = re.compile(r"(lc_run--|msg-)[0-9a-f-]+")
+_TIMES = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
 
 
 def _normalize(text: str) -> str:
-    return _MESSAGE_IDS.sub("<message-id>", _IDS.sub("<id>", text)).strip()
+    text = _TIMES.sub("<time>", _IDS.sub("<id>", text))
+    return _MESSAGE_IDS.sub("<message-id>", text).strip()
 
 
 def _readme_session() -> str:
@@ -34,4 +36,4 @@ def test_readme_curl_session_matches_a_real_run(tmp_path: Path) -> None:
         )
     assert result.returncode == 0, result.stderr
     assert _normalize(result.stdout) == _normalize(_readme_session())
-    assert "approval_already_decided" in result.stdout
+    assert "already_decided" in result.stdout

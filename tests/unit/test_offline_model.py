@@ -48,6 +48,38 @@ def test_asking_to_put_something_in_a_note_routes_to_edit_note(message: str) -> 
 
 
 @pytest.mark.parametrize(
+    "message",
+    [
+        "delete this note",
+        "remove my note",
+        "please delete the note",
+        "Please delete this note.",
+        "Can you delete my RAG note?",
+        "ok, remove the current note",
+        "Thanks. Now trash this note",
+    ],
+)
+def test_asking_to_delete_the_note_routes_to_delete_note(message: str) -> None:
+    assert classify(message) == {"intent": "delete_note", "query": ""}
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "What happens if I delete a note?",
+        "How do I delete a note?",
+        "Can I get a note back after I remove it?",
+        "delete my notes",
+        "remove the summary from my note",
+    ],
+)
+def test_questions_about_deleting_and_unclear_deletions_are_not_delete_requests(
+    message: str,
+) -> None:
+    assert classify(message)["intent"] != "delete_note"
+
+
+@pytest.mark.parametrize(
     ("message", "query"),
     [
         ("search my notes for retrieval", "retrieval"),

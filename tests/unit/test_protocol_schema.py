@@ -35,6 +35,7 @@ def test_schema_lists_every_event_type_of_the_union() -> None:
     assert definitions["FinalEvent"]["properties"]["reason"]["enum"] == [
         "completed",
         "interrupted",
+        "expired",
         "failed",
         "cancelled",
     ]

@@ -1,0 +1,77 @@
+"""The approvals inbox: list, read and decide consents without a chat stream."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response, status
+
+from backend.api.deps import IdempotencyKey, PrincipalDep, ServicesDep
+from backend.api.responses import ERROR_RESPONSES
+from backend.runtime.idempotency import StoredResponse, request_fingerprint
+from backend.schemas.approvals import (
+    Approval,
+    ApprovalList,
+    ApprovalStatus,
+    DecisionAccepted,
+    DecisionRequest,
+)
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1/approvals", tags=["approvals"], responses=ERROR_RESPONSES)
+
+
+@router.get("")
+async def list_approvals(
+    owner: PrincipalDep,
+    services: ServicesDep,
+    status: ApprovalStatus | None = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> ApprovalList:
+    """The caller's consents, newest first; `status=pending` is the inbox."""
+    return await services.approvals.list_approvals(owner, status=status, limit=limit, cursor=cursor)
+
+
+@router.get("/{approval_id}")
+async def get_approval(approval_id: str, owner: PrincipalDep, services: ServicesDep) -> Approval:
+    return await services.approvals.get(owner, approval_id)
+
+
+@router.post(
+    "/{approval_id}/decision",
+    status_code=status.HTTP_202_ACCEPTED,
+    responses={410: ERROR_RESPONSES[409] | {"description": "The consent expired."}},
+)
+async def decide(
+    approval_id: str,
+    body: DecisionRequest,
+    owner: PrincipalDep,
+    services: ServicesDep,
+    response: Response,
+    idempotency_key: IdempotencyKey = None,
+) -> DecisionAccepted:
+    """Record a decision; the graph resumes in the background (202 with its run id)."""
+
+    async def action() -> DecisionAccepted:
+        return await services.approvals.decide(owner, approval_id, body)
+
+    if idempotency_key is None:
+        return await action()
+    fingerprint = request_fingerprint(
+        f"/v1/approvals/{approval_id}/decision", body.model_dump(mode="json")
+    )
+    result = await services.idempotency.run(
+        owner,
+        idempotency_key,
+        fingerprint,
+        action,
+        lambda accepted: StoredResponse(
+            202, accepted.model_dump(mode="json"), accepted.thread_id, accepted.run_id
+        ),
+    )
+    if isinstance(result, StoredResponse):
+        response.headers["Idempotent-Replayed"] = "true"
+        return DecisionAccepted.model_validate(result.body)
+    return result

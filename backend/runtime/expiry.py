@@ -1,0 +1,100 @@
+"""The expiry sweeper: a durable timer for consent deadlines.
+
+It sleeps until the earliest deadline among pending consents (or until a new consent is asked,
+which may expire sooner), then expires every overdue consent exactly once (a compare-and-set that
+a racing decision may win instead) and resumes its graph down the expired path; that run ends with
+``final`` reason ``expired``. Consents that expired while no server ran are swept at start-up. No
+polling: between deadlines it sleeps, at most an hour, which is also when it prunes idempotency
+keys past their retention.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import timedelta
+
+from backend.principal import Principal
+from backend.runtime.clock import Clock
+from backend.runtime.runs import RunStarter
+from backend.storage import approvals as approvals_repo
+from backend.storage.database import Database
+from backend.storage.idempotency import prune_idempotency_keys
+
+__all__ = ["ExpirySweeper"]
+
+log = logging.getLogger(__name__)
+MAX_SLEEP_SECONDS = 3600.0
+BUSY_RETRY_SECONDS = 1.0
+BATCH = 100
+
+
+class ExpirySweeper:
+    def __init__(
+        self, *, db: Database, runs: RunStarter, clock: Clock, key_retention: timedelta
+    ) -> None:
+        self._db = db
+        self._runs = runs
+        self._clock = clock
+        self._key_retention = key_retention
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def wake(self) -> None:
+        """A consent was asked: its deadline may be sooner than the one being slept on."""
+        self._wake.set()
+
+    async def sweep(self) -> int:
+        """Expire every overdue consent now; return how many expired (their runs go on)."""
+        expired = 0
+        while True:
+            async with self._db.read() as conn:
+                due = await approvals_repo.due_approvals(conn, now=self._clock(), limit=BATCH)
+            started = 0
+            for row in due:
+                try:
+                    run = await self._runs.expire(Principal(row.tenant, row.user_id), row)
+                except Exception:
+                    log.exception("could not expire a consent", extra={"approval_id": row.id})
+                    continue
+                if run is not None:
+                    run.events.detach()  # nobody listens; the run's events are stored
+                    started += 1
+            expired += started
+            if len(due) < BATCH or started == 0:
+                return expired
+
+    async def _seconds_to_next_deadline(self) -> float:
+        async with self._db.read() as conn:
+            deadline = await approvals_repo.next_expiry(conn)
+        if deadline is None:
+            return MAX_SLEEP_SECONDS
+        seconds = (deadline - self._clock()).total_seconds()
+        # An overdue consent still pending has a busy thread: look again shortly.
+        return BUSY_RETRY_SECONDS if seconds <= 0 else min(seconds, MAX_SLEEP_SECONDS)
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.sweep()
+                async with self._db.write() as conn:
+                    await prune_idempotency_keys(
+                        conn, older_than=self._clock() - self._key_retention
+                    )
+                delay = await self._seconds_to_next_deadline()
+            except Exception:
+                log.exception("expiry sweep failed; retrying")
+                delay = BUSY_RETRY_SECONDS
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=delay)
+            self._wake.clear()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="consent-expiry-sweeper")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task

@@ -1,0 +1,81 @@
+"""The approvals inbox: consent records as reviewers and other frontends see them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from graphs.consent import Decision
+
+__all__ = [
+    "Approval",
+    "ApprovalList",
+    "ApprovalStatus",
+    "DecisionAccepted",
+    "DecisionRequest",
+    "RecordedDecision",
+]
+
+ApprovalStatus = Literal["pending", "approved", "edited", "rejected", "expired", "cancelled"]
+
+
+class DecisionRequest(BaseModel):
+    """A decision on one consent (the body of ``POST /v1/approvals/{id}/decision``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Decision
+    edited: dict[str, Any] | None = Field(
+        default=None, description="With `edit`: the person's version, in the kind's edit schema."
+    )
+    comment: str | None = Field(default=None, max_length=2000)
+
+    @model_validator(mode="after")
+    def _edited_goes_with_edit(self) -> Self:
+        if self.decision == "edit" and self.edited is None:
+            raise ValueError("decision `edit` needs `edited`")
+        if self.decision != "edit" and self.edited is not None:
+            raise ValueError("`edited` is only allowed with decision `edit`")
+        return self
+
+
+class RecordedDecision(BaseModel):
+    """What was decided, by whom and when."""
+
+    status: ApprovalStatus
+    decision: str | None = Field(description="`approve`, `edit`, `reject`, or `expire`.")
+    decided_by: str | None = Field(description="`tenant/user`, `policy` or `system`.")
+    decided_at: datetime | None
+    edited: dict[str, Any] | None
+    comment: str | None
+
+
+class Approval(BaseModel):
+    approval_id: str
+    thread_id: str
+    run_id: str = Field(description="The run that asked.")
+    kind: str
+    title: str
+    proposal: dict[str, Any]
+    proposal_hash: str
+    allowed_decisions: list[Decision]
+    created_at: datetime
+    expires_at: datetime
+    status: ApprovalStatus
+    decided: RecordedDecision | None = Field(description="None while pending.")
+
+
+class ApprovalList(BaseModel):
+    approvals: list[Approval]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next (older) page.")
+
+
+class DecisionAccepted(BaseModel):
+    """``202``: the decision is recorded; the graph resumes in the background."""
+
+    approval_id: str
+    thread_id: str
+    run_id: str
+    status: ApprovalStatus

@@ -1,0 +1,106 @@
+"""Exactly once, whatever the clients do: many decisions on one consent, at once, over real HTTP
+(a uvicorn server in the test's loop), through the chat stream and the approvals inbox."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import pytest
+
+from backend.schemas.events import ConsentEvent
+from tests.sse import parse_events
+
+DECISIONS: list[dict[str, Any]] = [
+    {"decision": "approve"},
+    {"decision": "reject", "comment": "no"},
+    {"decision": "edit", "edited": {"content": "Mine.\n"}},
+]
+
+
+async def _ask(client: httpx.AsyncClient) -> tuple[str, ConsentEvent]:
+    projects = (await client.get("/v1/projects")).json()["projects"]
+    note = (
+        await client.post(
+            f"/v1/projects/{projects[0]['project_id']}/notes",
+            json={"title": "RAG", "content": "Retrieval first."},
+        )
+    ).json()
+    response = await client.post(
+        "/v1/chat",
+        json={"message": "Add a summary of our discussion to my note", "note_id": note["note_id"]},
+    )
+    consent = parse_events(response.text)[-2]
+    assert isinstance(consent, ConsentEvent)
+    return note["note_id"], consent
+
+
+async def _decide(
+    client: httpx.AsyncClient, consent: ConsentEvent, i: int
+) -> tuple[dict[str, Any], httpx.Response]:
+    decision = DECISIONS[i % len(DECISIONS)]
+    if i % 2 == 0:
+        body = {"thread_id": consent.thread_id, "resume": {"approval_id": consent.approval_id}}
+        body["resume"].update(decision)  # type: ignore[attr-defined]
+        return decision, await client.post("/v1/chat", json=body)
+    url = f"/v1/approvals/{consent.approval_id}/decision"
+    return decision, await client.post(url, json=decision)
+
+
+@pytest.mark.parametrize("racers", [2, 10, 50])
+async def test_racing_decisions_have_one_winner_and_one_effect(open_live: Any, racers: int) -> None:
+    async with open_live() as (client, services):
+        note_id, consent = await _ask(client)
+
+        results = await asyncio.gather(*(_decide(client, consent, i) for i in range(racers)))
+        await services.executor.wait_for_runs()
+
+        winners = [(d, r) for d, r in results if r.status_code in (200, 202)]
+        losers = [r for _, r in results if r.status_code not in (200, 202)]
+        assert len(winners) == 1, [r.text for _, r in results]
+        won, _ = winners[0]
+        assert len(losers) == racers - 1
+        for loser in losers:
+            assert loser.status_code == 409, loser.text
+            error = loser.json()["error"]
+            assert error["code"] == "already_decided"
+            assert error["details"]["decided"]["decision"] == won["decision"]
+
+        approval = (await client.get(f"/v1/approvals/{consent.approval_id}")).json()
+        assert approval["decided"]["decision"] == won["decision"]
+        versions = (await client.get(f"/v1/notes/{note_id}/versions")).json()["versions"]
+        assert len(versions) == (1 if won["decision"] == "reject" else 2)
+        audit = (await client.get(f"/v1/threads/{consent.thread_id}/audit")).json()["records"]
+        decided = [r for r in audit if r["action"] == "consent_decided"]
+        assert [r["data"]["decision"] for r in decided] == [won["decision"]]
+        applied = [r for r in audit if r["action"] == "effect_applied"]
+        assert len(applied) == (0 if won["decision"] == "reject" else 1)
+
+
+async def test_a_decision_sent_again_after_it_was_applied_never_resumes_again(
+    open_live: Any,
+) -> None:
+    async with open_live() as (client, services):
+        note_id, consent = await _ask(client)
+        first = await client.post(
+            f"/v1/approvals/{consent.approval_id}/decision", json={"decision": "approve"}
+        )
+        assert first.status_code == 202
+        await services.executor.wait_for_runs()
+        runs_before = [
+            r
+            for r in (await client.get(f"/v1/threads/{consent.thread_id}/audit")).json()["records"]
+            if r["action"] == "run_started"
+        ]
+
+        again = await client.post(
+            f"/v1/approvals/{consent.approval_id}/decision", json={"decision": "approve"}
+        )
+
+        assert again.status_code == 409
+        assert again.json()["error"]["code"] == "already_decided"
+        audit = (await client.get(f"/v1/threads/{consent.thread_id}/audit")).json()["records"]
+        assert [r for r in audit if r["action"] == "run_started"] == runs_before
+        versions = (await client.get(f"/v1/notes/{note_id}/versions")).json()["versions"]
+        assert len(versions) == 2

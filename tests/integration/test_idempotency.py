@@ -1,0 +1,139 @@
+"""``Idempotency-Key`` on decisions and on ``POST /v1/chat`` (Stripe and IETF-draft semantics)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest_asyncio
+
+from backend.schemas.events import ConsentEvent
+from tests.openai_stub import OpenAIStub, serve_openai_stub
+from tests.sse import parse_events
+
+KEYS = "ka=acme:alice,kb=acme:bob"
+
+
+@pytest_asyncio.fixture
+async def stub() -> AsyncIterator[OpenAIStub]:
+    async with serve_openai_stub() as server:
+        yield server
+
+
+async def _ask(client: httpx.AsyncClient) -> ConsentEvent:
+    response = await client.post(
+        "/v1/chat", json={"message": "Add a summary of our discussion to my note"}
+    )
+    consent = parse_events(response.text)[-2]
+    assert isinstance(consent, ConsentEvent)
+    return consent
+
+
+async def _runs_started(client: httpx.AsyncClient, thread_id: str) -> int:
+    records = (await client.get(f"/v1/threads/{thread_id}/audit")).json()["records"]
+    return sum(1 for r in records if r["action"] == "run_started")
+
+
+async def test_the_same_decision_with_the_same_key_returns_the_first_response(
+    open_live: Any,
+) -> None:
+    async with open_live() as (client, services):
+        consent = await _ask(client)
+        url = f"/v1/approvals/{consent.approval_id}/decision"
+        headers = {"Idempotency-Key": "decide-1"}
+
+        first = await client.post(url, json={"decision": "approve"}, headers=headers)
+        await services.executor.wait_for_runs()
+        again = await client.post(url, json={"decision": "approve"}, headers=headers)
+
+        assert (first.status_code, again.status_code) == (202, 202)
+        assert again.json() == first.json()
+        assert again.headers["Idempotent-Replayed"] == "true"
+        assert "Idempotent-Replayed" not in first.headers
+        assert await _runs_started(client, consent.thread_id) == 2  # ask + one resume
+
+
+async def test_the_same_key_with_another_body_is_refused(open_live: Any) -> None:
+    async with open_live() as (client, services):
+        consent = await _ask(client)
+        url = f"/v1/approvals/{consent.approval_id}/decision"
+        headers = {"Idempotency-Key": "decide-2"}
+        await client.post(url, json={"decision": "reject"}, headers=headers)
+        await services.executor.wait_for_runs()
+
+        other = await client.post(url, json={"decision": "approve"}, headers=headers)
+
+        assert other.status_code == 422
+        assert other.json()["error"]["code"] == "idempotency_key_reused"
+        approval = (await client.get(f"/v1/approvals/{consent.approval_id}")).json()
+        assert approval["status"] == "rejected"
+
+
+async def test_a_refused_request_is_not_stored_so_a_retry_runs_again(open_live: Any) -> None:
+    async with open_live() as (client, _):
+        consent = await _ask(client)
+        url = f"/v1/approvals/{consent.approval_id}/decision"
+        headers = {"Idempotency-Key": "decide-3"}
+        invalid = {"decision": "edit", "edited": {"content": " "}}
+        assert (await client.post(url, json=invalid, headers=headers)).status_code == 422
+
+        retried = await client.post(url, json=invalid, headers=headers)
+
+        assert retried.json()["error"]["code"] == "invalid_edit"  # run again, not replayed
+
+
+async def test_a_chat_request_sent_again_replays_its_stored_events(open_live: Any) -> None:
+    async with open_live() as (client, _):
+        body = {"message": "Add a summary of our discussion to my note"}
+        headers = {"Idempotency-Key": "chat-1"}
+
+        first = await client.post("/v1/chat", json=body, headers=headers)
+        again = await client.post("/v1/chat", json=body, headers=headers)
+
+        original = [e for e in parse_events(first.text) if e.type != "token"]
+        replayed = parse_events(again.text)
+        assert [e.model_dump() for e in replayed] == [e.model_dump() for e in original]
+        assert again.headers["Idempotent-Replayed"] == "true"
+        assert again.headers["X-Run-Id"] == first.headers["X-Run-Id"]
+        threads = (await client.get("/v1/threads")).json()["threads"]
+        assert len(threads) == 1
+        assert await _runs_started(client, threads[0]["thread_id"]) == 1
+
+
+async def test_the_same_key_while_the_first_request_runs_is_409(
+    open_client: Any, stub: OpenAIStub
+) -> None:
+    stub.reply('{"intent": "answer", "query": "x"}')
+    stub.hold("An answer.")
+    settings = {"llm_base_url": stub.base_url, "llm_api_key": "sk-test", "llm_max_retries": 0}
+    async with open_client(**settings) as client:
+        body = {"message": "What is x?"}
+        headers = {"Idempotency-Key": "chat-2"}
+        first = asyncio.create_task(client.post("/v1/chat", json=body, headers=headers))
+        await asyncio.wait_for(stub.holding.wait(), 10)
+
+        during = await client.post("/v1/chat", json=body, headers=headers)
+        stub.release()
+        done = await first
+
+        assert (during.status_code, during.json()["error"]["code"]) == (
+            409,
+            "request_in_progress",
+        )
+        assert parse_events(done.text)[-1].type == "final"
+
+
+async def test_keys_belong_to_one_owner(open_live: Any) -> None:
+    async with open_live(api_keys=KEYS) as (client, _):
+        body = {"message": "What is RAG?"}
+        alice = await client.post(
+            "/v1/chat", json=body, headers={"Authorization": "Bearer ka", "Idempotency-Key": "k"}
+        )
+        bob = await client.post(
+            "/v1/chat", json=body, headers={"Authorization": "Bearer kb", "Idempotency-Key": "k"}
+        )
+
+        assert "Idempotent-Replayed" not in bob.headers
+        assert bob.headers["X-Thread-Id"] != alice.headers["X-Thread-Id"]

@@ -1,0 +1,93 @@
+"""The notes store's create and delete effects, on the real database: once per approval id. A
+second call for the same approval (a re-run of the effect node after a crash) returns the first
+call's outcome and changes nothing."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import httpx
+import pytest_asyncio
+from asgi_lifespan import LifespanManager
+
+from backend.app import create_app
+from backend.principal import LOCAL_PRINCIPAL
+from backend.runtime.notes_store import OwnerNotesStore
+from backend.services import Services
+from backend.settings import Settings
+from graphs.services import AppliedDeletion
+from tests.conftest import ManualClock
+from tests.sse import chat
+
+
+@dataclass
+class App:
+    client: httpx.AsyncClient
+    services: Services
+
+    @property
+    def notes(self) -> OwnerNotesStore:
+        """The store the tutor's effect nodes get for the local user."""
+        return OwnerNotesStore(self.services.db, LOCAL_PRINCIPAL, self.services.clock)
+
+
+@pytest_asyncio.fixture
+async def app(db_url: str, clock: ManualClock) -> AsyncIterator[App]:
+    fastapi_app = create_app(Settings(database_url=db_url), clock=clock)
+    async with LifespanManager(fastapi_app) as manager:
+        transport = httpx.ASGITransport(app=manager.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            yield App(client, fastapi_app.state.services)
+
+
+async def _approve(client: httpx.AsyncClient, body: dict[str, str]) -> str:
+    """Ask the tutor, approve its consent; return the approval id."""
+    asked = await chat(client, body)
+    consent = asked[-2]
+    assert consent.type == "consent"
+    await chat(
+        client,
+        {
+            "thread_id": consent.thread_id,
+            "resume": {"approval_id": consent.approval_id, "decision": "approve"},
+        },
+    )
+    return consent.approval_id
+
+
+async def test_a_deletion_applied_again_returns_its_outcome_and_deletes_nothing(app: App) -> None:
+    project = (await app.client.get("/v1/projects")).json()["projects"][0]
+    note = (
+        await app.client.post(
+            f"/v1/projects/{project['project_id']}/notes", json={"title": "RAG", "content": "x"}
+        )
+    ).json()
+    approval_id = await _approve(
+        app.client, {"message": "delete this note", "note_id": note["note_id"]}
+    )
+    assert (await app.client.get(f"/v1/notes/{note['note_id']}")).status_code == 404
+
+    again = await app.notes.apply_note_deletion(
+        approval_id=approval_id, note_id=note["note_id"], version=1
+    )
+
+    assert again == AppliedDeletion(outcome="deleted", note_id=note["note_id"])
+
+
+async def test_a_creation_applied_again_returns_the_same_note_and_creates_nothing(
+    app: App,
+) -> None:
+    approval_id = await _approve(app.client, {"message": "Please save our discussion to a note"})
+    project_id = (await app.client.get("/v1/projects")).json()["projects"][0]["project_id"]
+    (created,) = (await app.client.get(f"/v1/projects/{project_id}/notes")).json()["notes"]
+
+    again = await app.notes.apply_note_creation(
+        approval_id=approval_id, project_id=project_id, title="Other", content="Other."
+    )
+
+    assert again.outcome == "applied"
+    assert again.note is not None
+    assert (again.note.note_id, again.note.title) == (created["note_id"], created["title"])
+    notes = (await app.client.get(f"/v1/projects/{project_id}/notes")).json()["notes"]
+    assert [n["note_id"] for n in notes] == [created["note_id"]]

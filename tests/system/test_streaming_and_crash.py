@@ -1,0 +1,288 @@
+"""Real connections and real processes: a client that walks away mid-run, keep-alive comments on a
+quiet stream, a server SIGKILLed mid-run, and a second server refused on the same SQLite file.
+
+In-process tests run a real uvicorn server in the test's loop (``httpx.ASGITransport`` buffers
+whole responses and never disconnects); process tests start ``consentry serve``. Runs that must
+stay mid-way use the scripted OpenAI-compatible stub (``hold`` + ``holding``), served by the test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+import uvicorn
+from fastapi import FastAPI
+
+from backend.app import create_app
+from backend.runtime.event_stream import RunEventStream
+from backend.schemas.events import Event, FinalEvent, MessageEvent, StepEvent
+from backend.services import Services
+from backend.settings import Settings
+from tests.openai_stub import OpenAIStub, serve_openai_stub
+from tests.sse import kinds, parse_events
+from tests.system.server import free_port, serve
+
+WAIT_SECONDS = 10.0
+CLASSIFIED_AS_ANSWER = '{"intent": "answer", "query": "retrieval"}'
+ANSWER = "Retrieval finds the relevant documents first."
+ANSWERED = ["run_started", "step", "step", "message", "final"]
+HELD_MID_ANSWER = ["run_started", "step", "step"]
+
+
+@pytest_asyncio.fixture
+async def stub() -> AsyncIterator[OpenAIStub]:
+    async with serve_openai_stub() as running:
+        try:
+            yield running
+        finally:
+            running.release()  # a held request must not keep the stub from stopping
+
+
+def _stub_settings(stub: OpenAIStub) -> dict[str, Any]:
+    return {
+        "llm_base_url": stub.base_url,
+        "llm_api_key": "sk-test",
+        "llm_max_retries": 0,
+        "llm_model": "stub",
+    }
+
+
+async def _within(awaitable: Awaitable[Any]) -> Any:
+    async with asyncio.timeout(WAIT_SECONDS):
+        return await awaitable
+
+
+class _Server(uvicorn.Server):
+    """A uvicorn server that sets an event once it listens (no polling of ``started``)."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.listening = asyncio.Event()
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started:
+            self.listening.set()
+
+
+@asynccontextmanager
+async def _serve_in_loop(app: FastAPI) -> AsyncIterator[str]:
+    """Run ``app`` (lifespan on) on a free loopback port in this loop; yield its base URL."""
+    server = _Server(
+        uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="on", log_level="warning")
+    )
+    serving = asyncio.create_task(server.serve(), name="consentry-in-loop")
+    listening = asyncio.create_task(server.listening.wait())
+    done, _ = await asyncio.wait(
+        {serving, listening}, timeout=WAIT_SECONDS, return_when="FIRST_COMPLETED"
+    )
+    if listening not in done:
+        listening.cancel()
+        server.should_exit = True
+        await asyncio.gather(serving, return_exceptions=True)
+        raise RuntimeError("the app did not start listening")
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await _within(serving)
+
+
+@asynccontextmanager
+async def _serve_process(database: Path, env: dict[str, str]) -> AsyncIterator[str]:
+    """``tests.system.server.serve`` without blocking this loop (the stub must keep serving)."""
+    manager = serve(database, env=env)
+    base_url: str = await asyncio.to_thread(manager.__enter__)
+    try:
+        yield base_url
+    finally:
+        await asyncio.to_thread(manager.__exit__, None, None, None)  # SIGKILL
+
+
+async def _next_event(lines: AsyncIterator[str]) -> Event:
+    """Read SSE lines up to the end of the next event frame (comments are skipped)."""
+    block: list[str] = []
+    async for line in lines:
+        if line:
+            block.append(line)
+            continue
+        events = parse_events("\n".join(block) + "\n\n")
+        block = []
+        if events:
+            (event,) = events
+            return event
+    raise AssertionError("the stream ended before the next event")
+
+
+async def _read_events(lines: AsyncIterator[str], count: int) -> list[Event]:
+    return [await _within(_next_event(lines)) for _ in range(count)]
+
+
+async def _read_until_ping(lines: AsyncIterator[str]) -> list[str]:
+    """Raw lines up to and including the first keep-alive comment."""
+    raw: list[str] = []
+    async for line in lines:
+        raw.append(line)
+        if line.startswith(": ping"):
+            return raw
+    raise AssertionError("the stream ended without a keep-alive comment")
+
+
+def _nodes(events: list[Event]) -> list[str]:
+    return [e.node for e in events if isinstance(e, StepEvent)]
+
+
+def _final(events: list[Event]) -> FinalEvent:
+    final = events[-1]
+    assert isinstance(final, FinalEvent)
+    return final
+
+
+async def test_a_client_that_disconnects_mid_run_does_not_stop_the_run(
+    db_url: str, stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    detached = asyncio.Event()
+    detach = RunEventStream.detach
+
+    def detach_and_tell(self: RunEventStream) -> None:
+        detach(self)
+        detached.set()
+
+    monkeypatch.setattr(RunEventStream, "detach", detach_and_tell)
+    app = create_app(Settings(database_url=db_url, **_stub_settings(stub)))
+    stub.reply(CLASSIFIED_AS_ANSWER)
+    stub.hold(ANSWER)
+    async with _serve_in_loop(app) as base_url, httpx.AsyncClient(base_url=base_url) as http:
+        services: Services = app.state.services
+        async with http.stream(
+            "POST", "/v1/chat", json={"message": "What is retrieval?"}
+        ) as response:
+            assert response.status_code == 200
+            seen = await _read_events(response.aiter_lines(), len(HELD_MID_ANSWER))
+            await _within(stub.holding.wait())
+        # The response is closed: the server notices, and the run goes on without a listener.
+        await _within(detached.wait())
+        stub.release()
+        await _within(services.executor.wait_for_runs())
+
+        assert kinds(seen) == HELD_MID_ANSWER
+        assert _nodes(seen) == ["analyze_message", "answer_question"]
+        thread_id = seen[0].thread_id
+        thread = (await http.get(f"/v1/threads/{thread_id}")).json()
+        assert (thread["status"], thread["last_reason"], thread["pending_consents"]) == (
+            "idle",
+            "completed",
+            [],
+        )
+        transcript = (await http.get(f"/v1/threads/{thread_id}/messages")).json()["messages"]
+        assert [(m["role"], m["content"]) for m in transcript] == [
+            ("user", "What is retrieval?"),
+            ("assistant", ANSWER),
+        ]
+
+
+async def test_a_quiet_stream_carries_keep_alive_comments(db_url: str, stub: OpenAIStub) -> None:
+    app = create_app(Settings(database_url=db_url, keepalive_seconds=0.2, **_stub_settings(stub)))
+    stub.reply(CLASSIFIED_AS_ANSWER)
+    stub.hold(ANSWER)
+    async with (
+        _serve_in_loop(app) as base_url,
+        httpx.AsyncClient(base_url=base_url) as http,
+        http.stream("POST", "/v1/chat", json={"message": "What is retrieval?"}) as response,
+    ):
+        assert response.status_code == 200
+        lines = response.aiter_lines()
+        await _within(stub.holding.wait())
+        raw = await _within(_read_until_ping(lines))
+        before_release = parse_events("\n".join(raw) + "\n\n")
+        stub.release()
+        raw.extend([line async for line in lines])
+
+    assert "final" not in kinds(before_release)
+    events = parse_events("\n".join(raw))
+    assert kinds(events) == ANSWERED
+    assert _final(events).reason == "completed"
+
+
+async def test_after_a_crash_mid_run_a_new_server_frees_the_thread_and_numbers_on(
+    tmp_path: Path, stub: OpenAIStub
+) -> None:
+    database = tmp_path / "consentry.db"
+    env = {
+        "CONSENTRY_LLM_BASE_URL": stub.base_url,
+        "CONSENTRY_LLM_API_KEY": "sk-test",
+        "CONSENTRY_LLM_MAX_RETRIES": "0",
+        "CONSENTRY_LLM_MODEL": "stub",
+    }
+    stub.reply(CLASSIFIED_AS_ANSWER)
+    stub.hold(ANSWER)
+    async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
+        async with _serve_process(database, env) as first:
+            request = http.build_request(
+                "POST", f"{first}/v1/chat", json={"message": "What is retrieval?"}
+            )
+            response = await http.send(request, stream=True)
+            assert response.status_code == 200
+            lines = response.aiter_lines()
+            seen = await _read_events(lines, len(HELD_MID_ANSWER))
+            await _within(stub.holding.wait())
+        # SIGKILLed mid-run: the stream breaks off without a final event.
+        with pytest.raises(httpx.TransportError):
+            await _within(_next_event(lines))
+        await response.aclose()
+        assert kinds(seen) == HELD_MID_ANSWER
+        thread_id = seen[0].thread_id
+
+        async with _serve_process(database, env) as second:
+            thread = (await http.get(f"{second}/v1/threads/{thread_id}")).json()
+            assert (thread["status"], thread["last_reason"], thread["pending_consents"]) == (
+                "idle",
+                "failed",
+                [],
+            )
+
+            stub.reply(CLASSIFIED_AS_ANSWER)
+            stub.reply("Asked again, answered again.")
+            later = await http.post(
+                f"{second}/v1/chat",
+                json={"thread_id": thread_id, "message": "What is retrieval, again?"},
+            )
+
+            assert later.status_code == 200, later.text
+            events = parse_events(later.text)
+            assert kinds(events) == ANSWERED
+            assert _final(events).reason == "completed"
+            assert min(e.seq for e in events) > max(e.seq for e in seen)
+            assert [e.seq for e in events] == list(range(events[0].seq, events[-1].seq + 1))
+            message = events[-2]
+            assert isinstance(message, MessageEvent)
+            assert message.content == "Asked again, answered again."
+            thread = (await http.get(f"{second}/v1/threads/{thread_id}")).json()
+            assert (thread["status"], thread["last_reason"]) == ("idle", "completed")
+
+
+def test_a_second_server_on_the_same_database_is_refused(tmp_path: Path) -> None:
+    database = tmp_path / "consentry.db"
+    with serve(database) as running:
+        second = subprocess.run(
+            [sys.executable, "-m", "backend.cli", "serve", "--port", str(free_port())],
+            env={**os.environ, "CONSENTRY_DATABASE_URL": f"sqlite:///{database}"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+        assert second.returncode == 2
+        assert "another Consentry process is serving" in second.stderr
+        assert httpx.get(f"{running}/healthz", timeout=5).status_code == 200
