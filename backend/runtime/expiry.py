@@ -65,6 +65,13 @@ class ExpirySweeper:
             if len(due) < BATCH or started == 0:
                 return expired
 
+    async def prune_idempotency_keys(self) -> int:
+        """Forget idempotency keys older than their retention (at least 24 hours)."""
+        async with self._db.write() as conn:
+            return await prune_idempotency_keys(
+                conn, older_than=self._clock() - self._key_retention
+            )
+
     async def _seconds_to_next_deadline(self) -> float:
         async with self._db.read() as conn:
             deadline = await approvals_repo.next_expiry(conn)
@@ -78,10 +85,7 @@ class ExpirySweeper:
         while True:
             try:
                 await self.sweep()
-                async with self._db.write() as conn:
-                    await prune_idempotency_keys(
-                        conn, older_than=self._clock() - self._key_retention
-                    )
+                await self.prune_idempotency_keys()
                 delay = await self._seconds_to_next_deadline()
             except Exception:
                 log.exception("expiry sweep failed; retrying")

@@ -137,3 +137,20 @@ async def test_keys_belong_to_one_owner(open_live: Any) -> None:
 
         assert "Idempotent-Replayed" not in bob.headers
         assert bob.headers["X-Thread-Id"] != alice.headers["X-Thread-Id"]
+
+
+async def test_keys_are_kept_a_day_then_forgotten(open_live: Any, clock: Any) -> None:
+    async with open_live() as (client, services):
+        headers = {"Idempotency-Key": "daily"}
+        await client.post("/v1/chat", json={"message": "What is RAG?"}, headers=headers)
+
+        clock.advance(hours=23)
+        assert await services.expiry.prune_idempotency_keys() == 0
+        reused = await client.post("/v1/chat", json={"message": "Other"}, headers=headers)
+        assert reused.json()["error"]["code"] == "idempotency_key_reused"
+
+        clock.advance(hours=2)
+        assert await services.expiry.prune_idempotency_keys() == 1
+        fresh = await client.post("/v1/chat", json={"message": "Other"}, headers=headers)
+        assert fresh.status_code == 200
+        assert "Idempotent-Replayed" not in fresh.headers
