@@ -74,7 +74,7 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                 max_message_chars=settings.max_message_chars,
             )
             expiry = ExpirySweeper(db=db, runs=runs, clock=clock, key_retention=KEY_RETENTION)
-            executor.on_consent_requested = expiry.wake
+            executor.on_consent_requested = expiry.consent_requested
             runs.on_overdue = expiry.wake
             expiry.start()
             try:

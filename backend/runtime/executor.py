@@ -98,8 +98,8 @@ class RunExecutor:
         self._clock = clock
         self._consent_ttl = timedelta(seconds=consent_ttl_seconds)
         self._running: set[asyncio.Task[None]] = set()
-        self.on_consent_requested: Callable[[], None] = lambda: None
-        """Called after a run stored new consents (the expiry sweeper re-plans its timer)."""
+        self.on_consent_requested: Callable[[datetime], None] = lambda expires_at: None
+        """Called with the deadline of each consent a run stored (the expiry sweeper's timer)."""
 
     def graph(self, name: str) -> CompiledGraph:
         return self._graphs[name]
@@ -159,7 +159,10 @@ class RunExecutor:
                 await self._stream(run, mapper, inputs.pop(0))
                 if mapper.interrupts and (command := await self._decide_by_policy(run, mapper)):
                     inputs.append(command)
-            known = await self._known_approvals([i.id for i in mapper.interrupts])
+            # Only a resume can meet a consent asked before (a parallel branch re-raising it).
+            resumed = run.trigger != "message" or len(graph_inputs) > 1
+            ids = [i.id for i in mapper.interrupts]
+            known = await self._known_approvals(ids) if resumed else set()
             outcome.consents = [
                 self._consent(events, i.id, i.value) for i in mapper.interrupts if i.id not in known
             ]
@@ -328,8 +331,8 @@ class RunExecutor:
                     "could not record the failure of a run either; the next start recovers it",
                     extra={"thread_id": events.thread_id, "run_id": events.run_id},
                 )
-        if outcome.consents:
-            self.on_consent_requested()
+        for consent in outcome.consents:
+            self.on_consent_requested(consent.expires_at)
         for outgoing in closing:
             events.send(outgoing)
         events.close()

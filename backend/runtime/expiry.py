@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from backend.principal import Principal
 from backend.runtime.clock import Clock
@@ -39,11 +39,17 @@ class ExpirySweeper:
         self._clock = clock
         self._key_retention = key_retention
         self._wake = asyncio.Event()
+        self._planned: datetime | None = None
         self._task: asyncio.Task[None] | None = None
 
     def wake(self) -> None:
-        """A consent was asked: its deadline may be sooner than the one being slept on."""
+        """Sweep now (a decision found its consent overdue)."""
         self._wake.set()
+
+    def consent_requested(self, expires_at: datetime) -> None:
+        """A consent was asked: re-plan only if it expires before the planned wake-up."""
+        if self._planned is None or expires_at < self._planned:
+            self._wake.set()
 
     async def sweep(self) -> int:
         """Expire every overdue consent now; return how many expired (their runs go on)."""
@@ -90,6 +96,7 @@ class ExpirySweeper:
             except Exception:
                 log.exception("expiry sweep failed; retrying")
                 delay = BUSY_RETRY_SECONDS
+            self._planned = self._clock() + timedelta(seconds=delay)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=delay)
             self._wake.clear()

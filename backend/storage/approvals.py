@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from backend.principal import Principal
 from backend.schemas.approvals import Approval, RecordedDecision
 from backend.schemas.events import ConsentEvent
-from backend.storage.tables import approvals
+from backend.storage.tables import UTCDateTime, approvals
 
 __all__ = [
     "cancel_approval",
@@ -31,6 +31,34 @@ __all__ = [
 ]
 
 ApprovalRow = Any
+
+
+_FIND = approvals.select().where(
+    approvals.c.id == sa.bindparam("p_id"),
+    approvals.c.tenant == sa.bindparam("p_tenant"),
+    approvals.c.user_id == sa.bindparam("p_user"),
+)
+_PENDING = (
+    approvals.select()
+    .where(approvals.c.thread_id == sa.bindparam("p_thread"), approvals.c.status == "pending")
+    .order_by(approvals.c.created_at)
+)
+_DECIDE = (
+    approvals.update()
+    .where(
+        approvals.c.id == sa.bindparam("p_id"),
+        approvals.c.status == "pending",
+        approvals.c.expires_at > sa.bindparam("p_now", type_=UTCDateTime),
+    )
+    .values(
+        status=sa.bindparam("p_status"),
+        decided_by=sa.bindparam("p_by"),
+        decision=sa.bindparam("p_decision", type_=sa.JSON),
+        edited=sa.bindparam("p_edited", type_=sa.JSON),
+        comment=sa.bindparam("p_comment"),
+        decided_at=sa.bindparam("p_now", type_=UTCDateTime),
+    )
+)
 
 
 def _owned(owner: Principal) -> sa.ColumnElement[bool]:
@@ -98,18 +126,12 @@ async def existing_approval_ids(conn: AsyncConnection, ids: Sequence[str]) -> se
 async def find_approval(
     conn: AsyncConnection, owner: Principal, approval_id: str
 ) -> ApprovalRow | None:
-    return (
-        await conn.execute(approvals.select().where(approvals.c.id == approval_id, _owned(owner)))
-    ).first()
+    params = {"p_id": approval_id, "p_tenant": owner.tenant, "p_user": owner.user}
+    return (await conn.execute(_FIND, params)).first()
 
 
 async def pending_approvals(conn: AsyncConnection, thread_id: str) -> list[ApprovalRow]:
-    rows = await conn.execute(
-        approvals.select()
-        .where(approvals.c.thread_id == thread_id, approvals.c.status == "pending")
-        .order_by(approvals.c.created_at)
-    )
-    return list(rows)
+    return list(await conn.execute(_PENDING, {"p_thread": thread_id}))
 
 
 async def list_approvals(
@@ -150,20 +172,16 @@ async def decide_approval(
 ) -> bool:
     """``pending → status`` unless expired; False when somebody else decided first."""
     result = await conn.execute(
-        approvals.update()
-        .where(
-            approvals.c.id == approval_id,
-            approvals.c.status == "pending",
-            approvals.c.expires_at > now,
-        )
-        .values(
-            status=status,
-            decided_by=decided_by,
-            decision=decision,
-            edited=decision.get("edited"),
-            comment=decision.get("comment"),
-            decided_at=now,
-        )
+        _DECIDE,
+        {
+            "p_id": approval_id,
+            "p_now": now,
+            "p_status": status,
+            "p_by": decided_by,
+            "p_decision": decision,
+            "p_edited": decision.get("edited"),
+            "p_comment": decision.get("comment"),
+        },
     )
     return result.rowcount == 1
 

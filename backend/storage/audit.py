@@ -29,6 +29,9 @@ AuditAction = Literal[
 ]
 
 
+_INSERT = audit.insert()
+
+
 async def record_audit(
     conn: AsyncConnection,
     owner: Principal,
@@ -42,17 +45,18 @@ async def record_audit(
     data: dict[str, Any] | None = None,
 ) -> None:
     await conn.execute(
-        audit.insert().values(
-            thread_id=thread_id,
-            run_id=run_id,
-            approval_id=approval_id,
-            tenant=owner.tenant,
-            user_id=owner.user,
-            action=action,
-            actor=actor,
-            data=data or {},
-            created_at=now,
-        )
+        _INSERT,
+        {
+            "thread_id": thread_id,
+            "run_id": run_id,
+            "approval_id": approval_id,
+            "tenant": owner.tenant,
+            "user_id": owner.user,
+            "action": action,
+            "actor": actor,
+            "data": data or {},
+            "created_at": now,
+        },
     )
 
 

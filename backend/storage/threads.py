@@ -96,16 +96,55 @@ async def create_thread(
     )
 
 
+# Statements on the path of every run are built once (SQLAlchemy then reuses their compiled
+# form and cache key); they take their values as bound parameters.
+_GET_THREAD = threads.select().where(
+    threads.c.id == sa.bindparam("p_id"),
+    threads.c.tenant == sa.bindparam("p_tenant"),
+    threads.c.user_id == sa.bindparam("p_user"),
+)
+_RELEASE_THREAD = (
+    threads.update()
+    .where(threads.c.id == sa.bindparam("p_id"), threads.c.active_run_id == sa.bindparam("p_run"))
+    .values(
+        status=sa.bindparam("p_status"),
+        last_reason=sa.bindparam("p_reason"),
+        last_seq=sa.bindparam("p_seq"),
+        active_run_id=None,
+        updated_at=sa.bindparam("p_now"),
+    )
+)
+_START_RUN = runs.insert()
+_END_RUN = (
+    runs.update()
+    .where(runs.c.id == sa.bindparam("p_id"))
+    .values(
+        status="ended",
+        reason=sa.bindparam("p_reason"),
+        error_code=sa.bindparam("p_error"),
+        ended_at=sa.bindparam("p_now"),
+    )
+)
+_INSERT_EVENTS = events.insert()
+_CLAIM_THREAD = (
+    threads.update()
+    .where(
+        threads.c.id == sa.bindparam("p_id"),
+        threads.c.status.in_(sa.bindparam("p_expected", expanding=True)),
+    )
+    .values(
+        status="running",
+        active_run_id=sa.bindparam("p_run"),
+        last_seq=threads.c.last_seq + sa.bindparam("p_reserve"),
+        updated_at=sa.bindparam("p_now"),
+    )
+    .returning(threads.c.last_seq)
+)
+
+
 async def get_thread(conn: AsyncConnection, owner: Principal, thread_id: str) -> ThreadRow:
-    row = (
-        await conn.execute(
-            threads.select().where(
-                threads.c.id == thread_id,
-                threads.c.tenant == owner.tenant,
-                threads.c.user_id == owner.user,
-            )
-        )
-    ).first()
+    params = {"p_id": thread_id, "p_tenant": owner.tenant, "p_user": owner.user}
+    row = (await conn.execute(_GET_THREAD, params)).first()
     if row is None:
         raise NotFoundError.of("thread", thread_id)
     return row
@@ -155,15 +194,14 @@ async def claim_thread(
     The stored ``last_seq`` stays at the end of the reservation until the run ends, so a run that
     dies mid-way never has its numbers handed out again."""
     result = await conn.execute(
-        threads.update()
-        .where(threads.c.id == thread_id, threads.c.status.in_(expected))
-        .values(
-            status="running",
-            active_run_id=run_id,
-            last_seq=threads.c.last_seq + reserve,
-            updated_at=now,
-        )
-        .returning(threads.c.last_seq)
+        _CLAIM_THREAD,
+        {
+            "p_id": thread_id,
+            "p_expected": list(expected),
+            "p_run": run_id,
+            "p_reserve": reserve,
+            "p_now": now,
+        },
     )
     reserved_until = result.scalar()
     return None if reserved_until is None else int(reserved_until) - reserve
@@ -193,11 +231,15 @@ async def release_thread(
     now: datetime,
 ) -> None:
     await conn.execute(
-        threads.update()
-        .where(threads.c.id == thread_id, threads.c.active_run_id == run_id)
-        .values(
-            status=status, last_reason=reason, last_seq=last_seq, active_run_id=None, updated_at=now
-        )
+        _RELEASE_THREAD,
+        {
+            "p_id": thread_id,
+            "p_run": run_id,
+            "p_status": status,
+            "p_reason": reason,
+            "p_seq": last_seq,
+            "p_now": now,
+        },
     )
 
 
@@ -205,13 +247,14 @@ async def start_run(
     conn: AsyncConnection, *, run_id: str, thread_id: str, trigger: str, now: datetime
 ) -> None:
     await conn.execute(
-        runs.insert().values(
-            id=run_id,
-            thread_id=thread_id,
-            trigger=trigger,
-            status="running",
-            started_at=now,
-        )
+        _START_RUN,
+        {
+            "id": run_id,
+            "thread_id": thread_id,
+            "trigger": trigger,
+            "status": "running",
+            "started_at": now,
+        },
     )
 
 
@@ -219,14 +262,7 @@ async def end_run(
     conn: AsyncConnection, run_id: str, *, reason: str, error_code: str | None, now: datetime
 ) -> None:
     await conn.execute(
-        runs.update()
-        .where(runs.c.id == run_id)
-        .values(
-            status="ended",
-            reason=reason,
-            error_code=error_code,
-            ended_at=now,
-        )
+        _END_RUN, {"p_id": run_id, "p_reason": reason, "p_error": error_code, "p_now": now}
     )
 
 
@@ -243,7 +279,7 @@ async def insert_events(conn: AsyncConnection, run: RunIds, rows: Iterable[Store
         for row in rows
     ]
     if values:
-        await conn.execute(events.insert(), values)
+        await conn.execute(_INSERT_EVENTS, values)
 
 
 async def last_run_trigger(conn: AsyncConnection, thread_id: str) -> str | None:
