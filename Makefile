@@ -7,7 +7,7 @@ HOST   ?= 127.0.0.1
 CONSENTRY_DATABASE_URL ?= sqlite:///data/consentry.db
 export CONSENTRY_DATABASE_URL
 
-.PHONY: run test lint typecheck pytest schema clean
+.PHONY: run test lint typecheck pytest schema bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,8 +29,8 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed-dev lint typecheck pytest
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check backend graphs tests docs/examples
-	$(BIN)/ruff format --check backend graphs tests docs/examples
+	$(BIN)/ruff check backend graphs tests bench
+	$(BIN)/ruff format --check backend graphs tests bench
 
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
@@ -41,6 +41,10 @@ pytest: $(VENV)/.installed-dev
 ## schema: regenerate docs/protocol.schema.json from the pydantic models
 schema: $(VENV)/.installed
 	$(BIN)/consentry schema > docs/protocol.schema.json
+
+## bench: server CPU per consent conversation (message, consent, approve, final)
+bench: $(VENV)/.installed-dev
+	$(BIN)/python bench/conversation_cpu.py 100
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
