@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from backend.schemas.approvals import Approval, ApprovalList, DecisionAccepted, DecisionRequest
+from backend.schemas.audit import AuditTrail
 from backend.schemas.chat import ChatRequest
 from backend.schemas.consent_kinds import ConsentKindList
 from backend.schemas.errors import ErrorBody
@@ -26,6 +28,11 @@ _MODELS: dict[str, Any] = {
     "ErrorBody": ErrorBody,
     "ThreadDetail": ThreadDetail,
     "ConsentKindList": ConsentKindList,
+    "Approval": Approval,
+    "ApprovalList": ApprovalList,
+    "DecisionRequest": DecisionRequest,
+    "DecisionAccepted": DecisionAccepted,
+    "AuditTrail": AuditTrail,
 }
 
 

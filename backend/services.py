@@ -66,6 +66,8 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                 consent_ttl_seconds=settings.consent_ttl_seconds,
             )
             await executor.recover_unfinished()
+            idempotency = IdempotencyGuard(db, clock)
+            await idempotency.release_abandoned()
             runs = RunStarter(
                 db=db,
                 executor=executor,
@@ -73,7 +75,13 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                 clock=clock,
                 max_message_chars=settings.max_message_chars,
             )
-            expiry = ExpirySweeper(db=db, runs=runs, clock=clock, key_retention=KEY_RETENTION)
+            expiry = ExpirySweeper(
+                db=db,
+                runs=runs,
+                clock=clock,
+                key_retention=KEY_RETENTION,
+                graphs=executor.graph_names,
+            )
             executor.on_consent_requested = expiry.consent_requested
             runs.on_overdue = expiry.wake
             expiry.start()
@@ -86,7 +94,7 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                     runs=runs,
                     threads=ThreadReader(db=db, executor=executor, clock=clock),
                     approvals=ApprovalInbox(db=db, runs=runs),
-                    idempotency=IdempotencyGuard(db, clock),
+                    idempotency=idempotency,
                     expiry=expiry,
                     clock=clock,
                 )

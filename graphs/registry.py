@@ -81,14 +81,14 @@ def _load_spec(name: str, path: str) -> GraphSpec:
         raise GraphLoadError(f"{where}: the import path must look like `package.module:factory`")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise GraphLoadError(f"{where}: cannot import module {module_name!r}: {exc}") from exc
+    except Exception as exc:  # ImportError, or whatever the module raises while importing
+        raise GraphLoadError(f"{where}: cannot import module {module_name!r}: {exc!r}") from exc
     factory = getattr(module, factory_name, None)
     if not callable(factory):
         raise GraphLoadError(f"{where}: module {module_name!r} has no function {factory_name!r}")
     try:
         spec = factory()
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         raise GraphLoadError(f"{where}: {factory_name}() failed: {exc!r}") from exc
     if not isinstance(spec, GraphSpec):
         raise GraphLoadError(

@@ -28,11 +28,14 @@ def _cursor(created_at: datetime, approval_id: str) -> str:
 def _parse_cursor(cursor: str) -> tuple[datetime, str]:
     try:
         created_at, _, approval_id = base64.urlsafe_b64decode(cursor).decode().partition("|")
-        return datetime.fromisoformat(created_at), approval_id
+        when = datetime.fromisoformat(created_at)
     except ValueError:
+        when = None
+    if when is None or when.tzinfo is None or not approval_id:
         raise InvalidRequestError(
             "This cursor is not one this API returned.", code="invalid_cursor"
-        ) from None
+        )
+    return when, approval_id
 
 
 class ApprovalInbox:

@@ -23,6 +23,7 @@ from langgraph.types import Command
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from backend.errors import InvalidRequestError
 from backend.principal import Principal
 from backend.runtime.clock import Clock
 from backend.runtime.consent_gate import record_decision
@@ -102,7 +103,18 @@ class RunExecutor:
         """Called with the deadline of each consent a run stored (the expiry sweeper's timer)."""
 
     def graph(self, name: str) -> CompiledGraph:
-        return self._graphs[name]
+        graph = self._graphs.get(name)
+        if graph is None:  # a thread of a graph this deployment no longer serves
+            raise InvalidRequestError(
+                f"Graph {name!r} is not served here (CONSENTRY_GRAPHS).",
+                code="unknown_graph",
+                details={"graph": name, "available": sorted(self._graphs)},
+            )
+        return graph
+
+    @property
+    def graph_names(self) -> list[str]:
+        return sorted(self._graphs)
 
     async def pending_interrupt_ids(self, spec: GraphSpec, thread_id: str) -> set[str]:
         state = await self.graph(spec.name).aget_state(_config(thread_id))
@@ -164,7 +176,7 @@ class RunExecutor:
             ids = [i.id for i in mapper.interrupts]
             known = await self._known_approvals(ids) if resumed else set()
             outcome.consents = [
-                self._consent(events, i.id, i.value) for i in mapper.interrupts if i.id not in known
+                self._consent(run, i.id, i.value) for i in mapper.interrupts if i.id not in known
             ]
             if mapper.interrupts:
                 outcome.reason = "interrupted"
@@ -225,7 +237,7 @@ class RunExecutor:
         for interrupt in mapper.interrupts:
             request = ConsentRequest.model_validate(interrupt.value)
             if not request.always_ask and decision in request.allowed_decisions:
-                decided.append(self._consent(run.events, interrupt.id, interrupt.value))
+                decided.append(self._consent(run, interrupt.id, interrupt.value))
         if not decided:
             return None
         now = self._clock()
@@ -274,13 +286,17 @@ class RunExecutor:
         )
         return await approvals_repo.find_approval(conn, run.owner, consent.approval_id)
 
-    def _consent(self, events: RunEventStream, approval_id: str, value: Any) -> ConsentEvent:
+    def _consent(self, run: _RunContext, approval_id: str, value: Any) -> ConsentEvent:
+        events = run.events
         try:
             request = ConsentRequest.model_validate(value)
         except ValidationError as exc:
             raise TypeError(
                 "interrupt() values must be ConsentRequest payloads; use graphs.consent.ConsentKind"
             ) from exc
+        if request.kind not in run.spec.consent_kinds:
+            # Unregistered kinds cannot have their decisions checked before the graph resumes.
+            raise TypeError(f"consent kind {request.kind!r} is not in the graph's consent_kinds")
         ttl = timedelta(seconds=request.ttl_seconds) if request.ttl_seconds else self._consent_ttl
         event = events.make(
             ConsentEvent,
@@ -368,7 +384,12 @@ class RunExecutor:
             await threads_repo.end_run(
                 conn, events.run_id, reason=outcome.reason, error_code=outcome.error_code, now=now
             )
-            waiting = outcome.reason == "interrupted"
+            # A run that stopped half-way may leave consents pending (a parallel branch's): the
+            # thread still waits for them.
+            waiting = outcome.reason == "interrupted" or (
+                outcome.reason in ("failed", "cancelled")
+                and bool(await approvals_repo.pending_approvals(conn, events.thread_id))
+            )
             await threads_repo.release_thread(
                 conn,
                 events.thread_id,

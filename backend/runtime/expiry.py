@@ -32,9 +32,17 @@ BATCH = 100
 
 class ExpirySweeper:
     def __init__(
-        self, *, db: Database, runs: RunStarter, clock: Clock, key_retention: timedelta
+        self,
+        *,
+        db: Database,
+        runs: RunStarter,
+        clock: Clock,
+        key_retention: timedelta,
+        graphs: list[str],
     ) -> None:
         self._db = db
+        self._graphs = graphs
+        """Threads of graphs no longer served are left alone (their consents wait)."""
         self._runs = runs
         self._clock = clock
         self._key_retention = key_retention
@@ -56,7 +64,9 @@ class ExpirySweeper:
         expired = 0
         while True:
             async with self._db.read() as conn:
-                due = await approvals_repo.due_approvals(conn, now=self._clock(), limit=BATCH)
+                due = await approvals_repo.due_approvals(
+                    conn, now=self._clock(), limit=BATCH, graphs=self._graphs
+                )
             started = 0
             for row in due:
                 try:
@@ -80,7 +90,7 @@ class ExpirySweeper:
 
     async def _seconds_to_next_deadline(self) -> float:
         async with self._db.read() as conn:
-            deadline = await approvals_repo.next_expiry(conn)
+            deadline = await approvals_repo.next_expiry(conn, graphs=self._graphs)
         if deadline is None:
             return MAX_SLEEP_SECONDS
         seconds = (deadline - self._clock()).total_seconds()
@@ -89,6 +99,7 @@ class ExpirySweeper:
 
     async def _run(self) -> None:
         while True:
+            self._planned = None  # a consent asked during this pass wakes the next one
             try:
                 await self.sweep()
                 await self.prune_idempotency_keys()

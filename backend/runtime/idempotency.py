@@ -2,11 +2,13 @@
 semantics: the same key and body give the stored response again; the same key with another body
 gets 422 ``idempotency_key_reused``; the same key while the first request is still running gets
 409 ``request_in_progress``. Keys belong to one owner and are kept at least 24 hours. A request
-that is refused (4xx) is not stored, so a retry runs it again.
+that is refused (4xx), fails or is cancelled is not stored, so a retry runs it again; keys left
+in flight by a process that died are released when the next one starts.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import Awaitable, Callable
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from backend.errors import ConflictError, ConsentryError, InvalidRequestError
+from backend.errors import ConflictError, InvalidRequestError
 from backend.principal import Principal
 from backend.runtime.clock import Clock
 from backend.storage import idempotency as repo
@@ -60,9 +62,9 @@ class IdempotencyGuard:
             return stored
         try:
             result = await action()
-        except ConsentryError:
-            async with self._db.write() as conn:
-                await repo.release_idempotency_key(conn, owner, key)
+        except BaseException:
+            # Refused, failed or cancelled: nothing is stored, so a retry runs the request again.
+            await asyncio.shield(self._release(owner, key))
             raise
         response = describe(result)
         async with self._db.write() as conn:
@@ -76,6 +78,16 @@ class IdempotencyGuard:
                 run_id=response.run_id,
             )
         return result
+
+    async def _release(self, owner: Principal, key: str) -> None:
+        async with self._db.write() as conn:
+            await repo.release_idempotency_key(conn, owner, key)
+
+    async def release_abandoned(self) -> int:
+        """At start-up: keys whose request was in flight when the last process stopped are
+        forgotten (one process serves the database, so none is really in flight)."""
+        async with self._db.write() as conn:
+            return await repo.release_in_flight_keys(conn)
 
     async def _claim(self, owner: Principal, key: str, fingerprint: str) -> StoredResponse | None:
         async with self._db.write() as conn:

@@ -154,8 +154,11 @@ class RunStarter:
             if last_seq is None:
                 raise _ThreadBusyError  # roll the expiry back: it happens when the thread is free
             await self._start_run(conn, owner, target, run_id, "expiry", now)
+            recorded = await self._recorded_decisions(conn, target, waiting - {row.id})
         decision = ConsentDecision(approval_id=row.id, decision="expire", decided_by="system")
-        command: Command[Any] = Command(resume={row.id: decision.model_dump(mode="json")})
+        command: Command[Any] = Command(
+            resume={**recorded, row.id: decision.model_dump(mode="json")}
+        )
         return self._launch(owner, target, run_id, last_seq, "expiry", [command])
 
     async def _resolve(self, owner: Principal, request: ChatRequest) -> _Target:
@@ -247,8 +250,9 @@ class RunStarter:
                 details={"max_chars": self._max_message_chars},
             )
         run_id, now = str(uuid4()), self._clock()
+        self._refuse_if_running(target)
         waiting: set[str] = set()
-        if target.status == "awaiting_consent":
+        if target.status == "awaiting_consent" or target.stopped_half_way:
             waiting = await self._executor.pending_interrupt_ids(target.spec, target.thread_id)
         async with self._db.write() as conn:
             if target.is_new:
@@ -262,16 +266,22 @@ class RunStarter:
                     consent_policy=target.consent_policy,
                     now=now,
                 )
-            settle = await self._settle_pending(conn, owner, target, request, run_id, waiting, now)
+            recorded = await self._recorded_decisions(conn, target, waiting)
+            settled = await self._settle_pending(
+                conn, owner, target, request, run_id, waiting - recorded.keys(), now
+            )
             continue_decision = (
                 target.stopped_half_way
                 and await threads_repo.last_run_trigger(conn, target.thread_id) == "resume"
             )
-            last_seq = await self._claim(conn, target.thread_id, run_id, now)
+            # The claim expects the status this request was checked against: if another run
+            # started or ended in between, this one gets `thread_busy` instead of acting on stale
+            # facts (e.g. cancelling a consent that was asked a moment ago).
+            last_seq = await self._claim(conn, target.thread_id, run_id, now, (target.status,))
             await self._start_run(conn, owner, target, run_id, "message", now)
         inputs: list[GraphInput] = []
-        if settle is not None:
-            inputs.append(settle)
+        if recorded or settled:
+            inputs.append(Command(resume={**recorded, **settled}))
         # A decided consent whose run stopped half-way is honoured before the new message.
         elif continue_decision and await self._executor.has_unfinished_work(
             target.spec, target.thread_id
@@ -286,6 +296,25 @@ class RunStarter:
         )
         return self._launch(owner, target, run_id, last_seq, "message", inputs)
 
+    @staticmethod
+    def _refuse_if_running(target: _Target) -> None:
+        if target.status == "running":
+            raise ConflictError(
+                "Another run is active on this thread; wait for its final event.",
+                code="thread_busy",
+                details={"thread_id": target.thread_id},
+            )
+
+    async def _recorded_decisions(
+        self, conn: AsyncConnection, target: _Target, waiting: set[str]
+    ) -> dict[str, Any]:
+        """Decisions (or expiries) already recorded for consents the graph still waits for: the
+        run that carried them stopped half-way, so the next run resumes with them."""
+        if not target.stopped_half_way or not waiting:
+            return {}
+        rows = await approvals_repo.closed_approvals(conn, target.thread_id, sorted(waiting))
+        return {row.id: row.decision for row in rows if row.decision}
+
     async def _settle_pending(
         self,
         conn: AsyncConnection,
@@ -295,16 +324,19 @@ class RunStarter:
         run_id: str,
         waiting: set[str],
         now: datetime,
-    ) -> Command[Any] | None:
+    ) -> dict[str, Any]:
         """Before a message, every consent of the thread is closed: overdue ones expire, live ones
         are rejected when the request says so (else 409 ``consent_pending``), ones the graph no
-        longer waits for are cancelled. Returns the resume that takes the graph down those
-        paths, or None."""
+        longer waits for are cancelled. Returns the resume values that take the graph down those
+        paths."""
         if target.is_new:
-            return None
+            return {}
         pending = await approvals_repo.pending_approvals(conn, target.thread_id)
         live = [row for row in pending if row.expires_at > now and row.id in waiting]
-        if live and request.on_pending_consent != "reject":
+        if live and (
+            request.on_pending_consent != "reject"
+            or any("reject" not in row.event.get("allowed_decisions", []) for row in live)
+        ):
             raise ConflictError(
                 "This thread is waiting for a decision on a consent request; decide it first, "
                 'or send `"on_pending_consent": "reject"`.',
@@ -351,26 +383,31 @@ class RunStarter:
                     conn, owner, row=row, decision=rejection, run_id=run_id, now=now
                 )
                 resumes[row.id] = rejection.model_dump(mode="json")
-        return Command(resume=resumes) if resumes else None
+        return resumes
 
     async def _start_decisions(
         self, owner: Principal, target: _Target, resumes: list[ResumeDecision]
     ) -> ActiveRun:
         now = self._clock()
+        self._refuse_if_running(target)
         # What the graph waits for is read first: a row read after it that is still pending was
         # pending in that checkpoint too, so a concurrent winner shows as `already_decided`.
         waiting = await self._executor.pending_interrupt_ids(target.spec, target.thread_id)
         async with self._db.read() as conn:
             rows = [await approvals_repo.find_approval(conn, owner, r.approval_id) for r in resumes]
             pending = await approvals_repo.pending_approvals(conn, target.thread_id)
+            recorded = await self._recorded_decisions(conn, target, waiting)
         first = rows[0]
         if (
             len(resumes) == 1
             and first is not None
             and first.status != "pending"
-            and await self._is_retry_of_unfinished_decision(target, first, resumes[0])
+            and _same_decision(first, resumes[0])
+            and target.stopped_half_way
         ):
-            return await self._start_continuation(owner, target, now)
+            continuation = await self._continuation(target, waiting, recorded)
+            if continuation:
+                return await self._start_continuation(owner, target, now, continuation)
         if not pending and all(row is None for row in rows):
             raise ConflictError(
                 "This thread has no pending consent to decide.",
@@ -406,37 +443,31 @@ class RunStarter:
                 await record_decision(
                     conn, owner, row=row, decision=decision, run_id=run_id, now=now
                 )
-            last_seq = await self._claim(
-                conn, target.thread_id, run_id, now, expected=("awaiting_consent",)
-            )
+            last_seq = await self._claim(conn, target.thread_id, run_id, now, (target.status,))
             await self._start_run(conn, owner, target, run_id, "resume", now)
-        command: Command[Any] = Command(
-            resume={d.approval_id: d.model_dump(mode="json") for d in decisions}
-        )
+        values = {d.approval_id: d.model_dump(mode="json") for d in decisions}
+        command: Command[Any] = Command(resume={**recorded, **values})
         return self._launch(owner, target, run_id, last_seq, "resume", [command])
 
-    async def _is_retry_of_unfinished_decision(
-        self, target: _Target, row: Any, resume: ResumeDecision
-    ) -> bool:
-        """The same decision, sent again after the run that carried it stopped half-way."""
-        recorded = row.decision or {}
-        return (
-            row.thread_id == target.thread_id
-            and target.status == "idle"
-            and target.stopped_half_way
-            and (recorded.get("decision"), recorded.get("edited"))
-            == (resume.decision, resume.edited)
-            and await self._executor.has_unfinished_work(target.spec, target.thread_id)
-        )
+    async def _continuation(
+        self, target: _Target, waiting: set[str], recorded: dict[str, Any]
+    ) -> list[GraphInput]:
+        """How to continue a graph whose run stopped half-way: resume the consents it still waits
+        for with their recorded decisions, or run its remaining nodes; [] if nothing is left."""
+        if recorded:
+            return [Command(resume=recorded)]
+        if not waiting and await self._executor.has_unfinished_work(target.spec, target.thread_id):
+            return [None]
+        return []
 
     async def _start_continuation(
-        self, owner: Principal, target: _Target, now: datetime
+        self, owner: Principal, target: _Target, now: datetime, inputs: list[GraphInput]
     ) -> ActiveRun:
         run_id = str(uuid4())
         async with self._db.write() as conn:
-            last_seq = await self._claim(conn, target.thread_id, run_id, now, expected=("idle",))
+            last_seq = await self._claim(conn, target.thread_id, run_id, now, (target.status,))
             await self._start_run(conn, owner, target, run_id, "resume", now)
-        return self._launch(owner, target, run_id, last_seq, "resume", [None])
+        return self._launch(owner, target, run_id, last_seq, "resume", inputs)
 
     async def _start_run(
         self,
@@ -487,8 +518,7 @@ class RunStarter:
         thread_id: str,
         run_id: str,
         now: datetime,
-        *,
-        expected: tuple[str, ...] = ("idle", "awaiting_consent"),
+        expected: tuple[str, ...],
     ) -> int:
         last_seq = await threads_repo.claim_thread(
             conn, thread_id, run_id=run_id, expected=expected, reserve=SEQ_RESERVATION, now=now
@@ -500,6 +530,11 @@ class RunStarter:
                 details={"thread_id": thread_id},
             )
         return last_seq
+
+
+def _same_decision(row: Any, resume: ResumeDecision) -> bool:
+    recorded = row.decision or {}
+    return (recorded.get("decision"), recorded.get("edited")) == (resume.decision, resume.edited)
 
 
 class _ThreadBusyError(Exception):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -50,7 +50,7 @@ class ChatRequest(BaseModel):
         default=None, min_length=1, max_length=36, description="The note the user is looking at."
     )
     message: str | None = Field(default=None, min_length=1)
-    resume: ResumeDecision | list[ResumeDecision] | None = Field(
+    resume: ResumeDecision | Annotated[list[ResumeDecision], Field(max_length=50)] | None = Field(
         default=None,
         description="A decision on a pending consent, or a list of decisions on several pending "
         "consents of the thread (parallel branches), applied together.",

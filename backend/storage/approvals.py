@@ -14,10 +14,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from backend.principal import Principal
 from backend.schemas.approvals import Approval, RecordedDecision
 from backend.schemas.events import ConsentEvent
-from backend.storage.tables import UTCDateTime, approvals
+from backend.storage.tables import UTCDateTime, approvals, threads
 
 __all__ = [
     "cancel_approval",
+    "closed_approvals",
     "decide_approval",
     "due_approvals",
     "existing_approval_ids",
@@ -134,6 +135,20 @@ async def pending_approvals(conn: AsyncConnection, thread_id: str) -> list[Appro
     return list(await conn.execute(_PENDING, {"p_thread": thread_id}))
 
 
+async def closed_approvals(
+    conn: AsyncConnection, thread_id: str, ids: Sequence[str]
+) -> list[ApprovalRow]:
+    """Of ``ids``, the thread's approvals that were decided or expired."""
+    rows = await conn.execute(
+        approvals.select().where(
+            approvals.c.thread_id == thread_id,
+            approvals.c.id.in_(ids),
+            approvals.c.status.in_(("approved", "edited", "rejected", "expired")),
+        )
+    )
+    return list(rows)
+
+
 async def list_approvals(
     conn: AsyncConnection,
     owner: Principal,
@@ -198,7 +213,13 @@ async def expire_approval(conn: AsyncConnection, approval_id: str, *, now: datet
         .values(
             status="expired",
             decided_by="system",
-            decision={"decision": "expire"},
+            decision={
+                "approval_id": approval_id,
+                "decision": "expire",
+                "edited": None,
+                "comment": None,
+                "decided_by": "system",
+            },
             decided_at=now,
         )
     )
@@ -215,20 +236,30 @@ async def cancel_approval(conn: AsyncConnection, approval_id: str, *, now: datet
     return result.rowcount == 1
 
 
-async def due_approvals(conn: AsyncConnection, *, now: datetime, limit: int) -> list[ApprovalRow]:
-    """Pending approvals past their deadline, of every owner (for the expiry sweeper)."""
+async def due_approvals(
+    conn: AsyncConnection, *, now: datetime, limit: int, graphs: Sequence[str]
+) -> list[ApprovalRow]:
+    """Pending approvals past their deadline, of every owner, on threads of the served
+    ``graphs`` (for the expiry sweeper)."""
     rows = await conn.execute(
         approvals.select()
-        .where(approvals.c.status == "pending", approvals.c.expires_at <= now)
+        .join(threads, threads.c.id == approvals.c.thread_id)
+        .where(
+            approvals.c.status == "pending",
+            approvals.c.expires_at <= now,
+            threads.c.graph.in_(graphs),
+        )
         .order_by(approvals.c.expires_at)
         .limit(limit)
     )
     return list(rows)
 
 
-async def next_expiry(conn: AsyncConnection) -> datetime | None:
-    """The earliest deadline among pending approvals."""
+async def next_expiry(conn: AsyncConnection, *, graphs: Sequence[str]) -> datetime | None:
+    """The earliest deadline among pending approvals on threads of the served ``graphs``."""
     found: datetime | None = await conn.scalar(
-        sa.select(sa.func.min(approvals.c.expires_at)).where(approvals.c.status == "pending")
+        sa.select(sa.func.min(approvals.c.expires_at))
+        .join(threads, threads.c.id == approvals.c.thread_id)
+        .where(approvals.c.status == "pending", threads.c.graph.in_(graphs))
     )
     return found

@@ -17,6 +17,7 @@ __all__ = [
     "find_idempotency_key",
     "prune_idempotency_keys",
     "release_idempotency_key",
+    "release_in_flight_keys",
 ]
 
 
@@ -77,6 +78,13 @@ async def complete_idempotency_key(
 async def release_idempotency_key(conn: AsyncConnection, owner: Principal, key: str) -> None:
     """Forget a key whose request was refused: a retry runs it again."""
     await conn.execute(idempotency_keys.delete().where(_key(owner, key)))
+
+
+async def release_in_flight_keys(conn: AsyncConnection) -> int:
+    result = await conn.execute(
+        idempotency_keys.delete().where(idempotency_keys.c.status == "in_flight")
+    )
+    return result.rowcount
 
 
 async def prune_idempotency_keys(conn: AsyncConnection, *, older_than: datetime) -> int:

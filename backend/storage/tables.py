@@ -164,6 +164,8 @@ approvals = sa.Table(
     sa.Column("edited", sa.JSON, nullable=True),
     sa.Column("comment", sa.Text, nullable=True),
     sa.Index("ix_approvals_thread_status", "thread_id", "status"),
+    sa.Index("ix_approvals_owner_created", "tenant", "user_id", "created_at"),
+    sa.Index("ix_approvals_status_expires", "status", "expires_at"),
 )
 
 effects = sa.Table(
