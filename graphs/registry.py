@@ -82,7 +82,7 @@ def _load_spec(name: str, path: str) -> GraphSpec:
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # ImportError, or whatever the module raises while importing
-        raise GraphLoadError(f"{where}: cannot import module {module_name!r}: {exc!r}") from exc
+        raise GraphLoadError(f"{where}: cannot import module {module_name!r}: {exc}") from exc
     factory = getattr(module, factory_name, None)
     if not callable(factory):
         raise GraphLoadError(f"{where}: module {module_name!r} has no function {factory_name!r}")

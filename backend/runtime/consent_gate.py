@@ -28,7 +28,14 @@ from backend.storage.audit import record_audit
 from graphs.consent import ConsentDecision
 from graphs.registry import GraphSpec
 
-__all__ = ["STATUS_OF", "already_decided", "check_decision", "record_decision"]
+__all__ = [
+    "STATUS_OF",
+    "already_decided",
+    "cancel_consent",
+    "check_decision",
+    "expire_consent",
+    "record_decision",
+]
 
 STATUS_OF = {"approve": "approved", "edit": "edited", "reject": "rejected"}
 
@@ -146,3 +153,41 @@ async def record_decision(
             "proposal_hash": row.proposal_hash,
         },
     )
+
+
+async def expire_consent(
+    conn: AsyncConnection, owner: Principal, *, row: Any, run_id: str, now: datetime
+) -> bool:
+    """Compare-and-set an overdue approval to ``expired`` (by ``system``), with its audit
+    record; False when a decision won."""
+    if not await approvals_repo.expire_approval(conn, row.id, now=now):
+        return False
+    await record_audit(
+        conn,
+        owner,
+        action="consent_expired",
+        thread_id=row.thread_id,
+        run_id=run_id,
+        approval_id=row.id,
+        actor="system",
+        now=now,
+        data={"expires_at": row.expires_at.isoformat()},
+    )
+    return True
+
+
+async def cancel_consent(
+    conn: AsyncConnection, owner: Principal, *, row: Any, now: datetime
+) -> None:
+    """A pending approval the graph no longer waits for becomes ``cancelled``, audited."""
+    if await approvals_repo.cancel_approval(conn, row.id, now=now):
+        await record_audit(
+            conn,
+            owner,
+            action="consent_cancelled",
+            thread_id=row.thread_id,
+            approval_id=row.id,
+            actor="system",
+            now=now,
+            data={"reason": "the graph no longer waits for it"},
+        )

@@ -21,7 +21,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from backend.errors import ConflictError, GoneError, InvalidRequestError, NotFoundError
 from backend.principal import Principal
 from backend.runtime.clock import Clock
-from backend.runtime.consent_gate import check_decision, record_decision
+from backend.runtime.consent_gate import (
+    cancel_consent,
+    check_decision,
+    expire_consent,
+    record_decision,
+)
 from backend.runtime.executor import SEQ_RESERVATION, ActiveRun, GraphInput, RunExecutor
 from backend.schemas.approvals import DecisionRequest
 from backend.schemas.chat import ChatRequest, ResumeDecision
@@ -118,31 +123,10 @@ class RunStarter:
     ) -> ActiveRun | None:
         async with self._db.write() as conn:
             if row.id not in waiting:
-                if await approvals_repo.cancel_approval(conn, row.id, now=now):
-                    await record_audit(
-                        conn,
-                        owner,
-                        action="consent_cancelled",
-                        thread_id=row.thread_id,
-                        approval_id=row.id,
-                        actor="system",
-                        now=now,
-                        data={"reason": "the graph no longer waits for it"},
-                    )
+                await cancel_consent(conn, owner, row=row, now=now)
                 return None
-            if not await approvals_repo.expire_approval(conn, row.id, now=now):
+            if not await expire_consent(conn, owner, row=row, run_id=run_id, now=now):
                 return None
-            await record_audit(
-                conn,
-                owner,
-                action="consent_expired",
-                thread_id=row.thread_id,
-                run_id=run_id,
-                approval_id=row.id,
-                actor="system",
-                now=now,
-                data={"expires_at": row.expires_at.isoformat()},
-            )
             last_seq = await threads_repo.claim_thread(
                 conn,
                 target.thread_id,
@@ -346,30 +330,9 @@ class RunStarter:
         resumes: dict[str, Any] = {}
         for row in pending:
             if row.id not in waiting:
-                await approvals_repo.cancel_approval(conn, row.id, now=now)
-                await record_audit(
-                    conn,
-                    owner,
-                    action="consent_cancelled",
-                    thread_id=row.thread_id,
-                    approval_id=row.id,
-                    actor="system",
-                    now=now,
-                    data={"reason": "the graph no longer waits for it"},
-                )
+                await cancel_consent(conn, owner, row=row, now=now)
             elif row.expires_at <= now:
-                await approvals_repo.expire_approval(conn, row.id, now=now)
-                await record_audit(
-                    conn,
-                    owner,
-                    action="consent_expired",
-                    thread_id=row.thread_id,
-                    run_id=run_id,
-                    approval_id=row.id,
-                    actor="system",
-                    now=now,
-                    data={"expires_at": row.expires_at.isoformat()},
-                )
+                await expire_consent(conn, owner, row=row, run_id=run_id, now=now)
                 expiry = ConsentDecision(approval_id=row.id, decision="expire", decided_by="system")
                 resumes[row.id] = expiry.model_dump(mode="json")
             else:

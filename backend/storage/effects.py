@@ -2,17 +2,43 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
+from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.principal import Principal
 from backend.storage.audit import record_audit
 from backend.storage.tables import approvals, effects, threads
 
-__all__ = ["recall_effect", "remember_effect"]
+__all__ = ["apply_once", "recall_effect", "remember_effect"]
+
+ResultT = TypeVar("ResultT", bound=BaseModel)
+
+
+async def apply_once(
+    conn: AsyncConnection,
+    owner: Principal,
+    *,
+    approval_id: str,
+    kind: str,
+    result_model: type[ResultT],
+    act: Callable[[], Awaitable[ResultT]],
+    now: datetime,
+) -> ResultT:
+    """Run an effect on Consentry's own tables once per approval: the ledger row is written in
+    the caller's transaction, with the effect; a second call returns the recorded result."""
+    recorded = await recall_effect(conn, owner, approval_id)
+    if recorded is not None:
+        return result_model.model_validate(recorded)
+    result = await act()
+    await remember_effect(
+        conn, approval_id=approval_id, kind=kind, result=result.model_dump(mode="json"), now=now
+    )
+    return result
 
 
 async def recall_effect(

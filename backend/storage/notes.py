@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from backend.errors import ConflictError, NotFoundError
 from backend.principal import Principal
 from backend.schemas.notes import Note, NoteVersion, Project, SearchHit
-from backend.storage.effects import recall_effect, remember_effect
+from backend.storage.effects import apply_once
 from backend.storage.tables import note_versions, notes, projects
 from graphs.services import AppliedDeletion, AppliedEdit, NoteSnapshot
 
@@ -362,34 +362,36 @@ async def apply_note_edit(
 ) -> AppliedEdit:
     """Apply an approved edit exactly once: the ledger row and the note write share this
     transaction, and a second call for the same approval returns the recorded outcome."""
-    recorded = await recall_effect(conn, owner, approval_id)
-    if recorded is not None:
-        return AppliedEdit.model_validate(recorded)
-    current = await find_note(conn, owner, note_id)
-    if current is None:
-        outcome = AppliedEdit(outcome="note_missing")
-    elif current.version != base_version:
-        outcome = AppliedEdit(outcome="note_changed", current_version=current.version)
-    else:
-        note = await update_note(
-            conn,
-            owner,
-            note_id,
-            base_version=base_version,
-            title=title,
-            content=content,
-            now=now,
-            approval_id=approval_id,
-        )
-        outcome = AppliedEdit(outcome="applied", note=note_snapshot(note))
-    await remember_effect(
+
+    async def act() -> AppliedEdit:
+        current = await find_note(conn, owner, note_id)
+        if current is None:
+            outcome = AppliedEdit(outcome="note_missing")
+        elif current.version != base_version:
+            outcome = AppliedEdit(outcome="note_changed", current_version=current.version)
+        else:
+            note = await update_note(
+                conn,
+                owner,
+                note_id,
+                base_version=base_version,
+                title=title,
+                content=content,
+                now=now,
+                approval_id=approval_id,
+            )
+            outcome = AppliedEdit(outcome="applied", note=note_snapshot(note))
+        return outcome
+
+    return await apply_once(
         conn,
+        owner,
         approval_id=approval_id,
         kind="note_edit",
-        result=outcome.model_dump(mode="json"),
+        result_model=AppliedEdit,
+        act=act,
         now=now,
     )
-    return outcome
 
 
 async def apply_note_creation(
@@ -403,27 +405,29 @@ async def apply_note_creation(
     now: datetime,
 ) -> AppliedEdit:
     """Create an approved note exactly once (the ledger row shares this transaction)."""
-    recorded = await recall_effect(conn, owner, approval_id)
-    if recorded is not None:
-        return AppliedEdit.model_validate(recorded)
-    note = await create_note(
+
+    async def act() -> AppliedEdit:
+        note = await create_note(
+            conn,
+            owner,
+            project_id=project_id,
+            title=title,
+            content=content,
+            now=now,
+            approval_id=approval_id,
+        )
+        outcome = AppliedEdit(outcome="applied", note=note_snapshot(note))
+        return outcome
+
+    return await apply_once(
         conn,
         owner,
-        project_id=project_id,
-        title=title,
-        content=content,
-        now=now,
-        approval_id=approval_id,
-    )
-    outcome = AppliedEdit(outcome="applied", note=note_snapshot(note))
-    await remember_effect(
-        conn,
         approval_id=approval_id,
         kind="note_create",
-        result=outcome.model_dump(mode="json"),
+        result_model=AppliedEdit,
+        act=act,
         now=now,
     )
-    return outcome
 
 
 async def apply_note_deletion(
@@ -436,30 +440,32 @@ async def apply_note_deletion(
     now: datetime,
 ) -> AppliedDeletion:
     """Delete an approved note exactly once, and only if it is still at ``version``."""
-    recorded = await recall_effect(conn, owner, approval_id)
-    if recorded is not None:
-        return AppliedDeletion.model_validate(recorded)
-    deleted = await conn.execute(
-        notes.delete().where(
-            notes.c.id == note_id, _owned(notes, owner), notes.c.version == version
-        )
-    )
-    if deleted.rowcount == 1:
-        outcome = AppliedDeletion(outcome="deleted", note_id=note_id)
-    else:
-        current = await find_note(conn, owner, note_id)
-        outcome = (
-            AppliedDeletion(outcome="note_missing", note_id=note_id)
-            if current is None
-            else AppliedDeletion(
-                outcome="note_changed", note_id=note_id, current_version=current.version
+
+    async def act() -> AppliedDeletion:
+        deleted = await conn.execute(
+            notes.delete().where(
+                notes.c.id == note_id, _owned(notes, owner), notes.c.version == version
             )
         )
-    await remember_effect(
+        if deleted.rowcount == 1:
+            outcome = AppliedDeletion(outcome="deleted", note_id=note_id)
+        else:
+            current = await find_note(conn, owner, note_id)
+            outcome = (
+                AppliedDeletion(outcome="note_missing", note_id=note_id)
+                if current is None
+                else AppliedDeletion(
+                    outcome="note_changed", note_id=note_id, current_version=current.version
+                )
+            )
+        return outcome
+
+    return await apply_once(
         conn,
+        owner,
         approval_id=approval_id,
         kind="note_delete",
-        result=outcome.model_dump(mode="json"),
+        result_model=AppliedDeletion,
+        act=act,
         now=now,
     )
-    return outcome
