@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from backend.runtime.approvals import ApprovalInbox
 from backend.runtime.clock import Clock, utc_now
-from backend.runtime.executor import RunExecutor
+from backend.runtime.executor import RunExecutor, RunLimits
 from backend.runtime.expiry import ExpirySweeper
 from backend.runtime.idempotency import KEY_RETENTION, IdempotencyGuard
 from backend.runtime.runs import RunStarter
@@ -64,6 +64,12 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                 graphs={name: spec.build(model, checkpointer) for name, spec in graphs.items()},
                 clock=clock,
                 consent_ttl_seconds=settings.consent_ttl_seconds,
+                limits=RunLimits(
+                    max_steps=settings.max_steps_per_run,
+                    timeout_seconds=settings.run_timeout_seconds,
+                    thread_token_budget=settings.thread_token_budget,
+                    tenant_token_budget=settings.tenant_token_budget,
+                ),
             )
             await executor.recover_unfinished()
             idempotency = IdempotencyGuard(db, clock)

@@ -62,6 +62,18 @@ class Settings(BaseSettings):
         default=86_400, gt=0, description="How long a consent request stays open."
     )
     max_message_chars: int = Field(default=20_000, gt=0)
+    max_steps_per_run: int = Field(
+        default=50, gt=0, le=10_000, description="Graph steps (supersteps) one run may take."
+    )
+    run_timeout_seconds: float = Field(
+        default=300.0, gt=0, description="Wall-clock time one run may take."
+    )
+    thread_token_budget: int | None = Field(
+        default=None, gt=0, description="Model tokens one thread may use (unset: no limit)."
+    )
+    tenant_token_budget: int | None = Field(
+        default=None, gt=0, description="Model tokens one tenant may use (unset: no limit)."
+    )
     keepalive_seconds: float = Field(default=15.0, gt=0, le=15.0)
 
     @field_validator("api_keys", mode="before")

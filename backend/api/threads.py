@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from backend.api.deps import PrincipalDep, ServicesDep
 from backend.api.responses import ERROR_RESPONSES
 from backend.schemas.audit import AuditTrail
-from backend.schemas.threads import ThreadDetail, ThreadList, Transcript
+from backend.schemas.threads import CancelAccepted, ThreadDetail, ThreadList, Transcript
 
 __all__ = ["router"]
 
@@ -36,6 +36,12 @@ async def get_thread(thread_id: str, owner: PrincipalDep, services: ServicesDep)
 async def get_messages(thread_id: str, owner: PrincipalDep, services: ServicesDep) -> Transcript:
     """The conversation so far, from the thread's checkpoint."""
     return await services.threads.transcript(owner, thread_id)
+
+
+@router.post("/{thread_id}/cancel", status_code=202)
+async def cancel_run(thread_id: str, owner: PrincipalDep, services: ServicesDep) -> CancelAccepted:
+    """Stop the thread's active run at its next step boundary; the thread stays usable."""
+    return await services.runs.cancel(owner, thread_id)
 
 
 @router.get("/{thread_id}/audit")

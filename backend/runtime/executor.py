@@ -19,12 +19,14 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphRecursionError
 from langgraph.types import Command
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.errors import InvalidRequestError
 from backend.principal import Principal
+from backend.runtime.budgets import BudgetExhaustedError, TokenBudget
 from backend.runtime.clock import Clock
 from backend.runtime.consent_gate import record_decision
 from backend.runtime.effect_ledger import OwnerEffectLedger
@@ -62,6 +64,20 @@ class ActiveRun:
 
 
 @dataclass(frozen=True)
+class RunLimits:
+    """Bounds every run gets, each ending it with its own terminal reason."""
+
+    max_steps: int = 50
+    timeout_seconds: float = 300.0
+    thread_token_budget: int | None = None
+    tenant_token_budget: int | None = None
+
+
+class _CancelRequestedError(Exception):
+    """A client asked to cancel the run; it stops at the next step boundary."""
+
+
+@dataclass(frozen=True)
 class _RunContext:
     owner: Principal
     spec: GraphSpec
@@ -69,6 +85,8 @@ class _RunContext:
     context: GraphContext
     trigger: Literal["message", "resume", "expiry"]
     consent_policy: str
+    budget: TokenBudget
+    cancel_requested: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 @dataclass
@@ -93,8 +111,11 @@ class RunExecutor:
         graphs: Mapping[str, CompiledGraph],
         clock: Clock,
         consent_ttl_seconds: int,
+        limits: RunLimits | None = None,
     ) -> None:
         self._db = db
+        self._limits = limits or RunLimits()
+        self._active: dict[str, _RunContext] = {}
         self._graphs = graphs
         self._clock = clock
         self._consent_ttl = timedelta(seconds=consent_ttl_seconds)
@@ -151,13 +172,21 @@ class RunExecutor:
             effects=OwnerEffectLedger(self._db, owner, self._clock),
             user=owner.display,
         )
-        run = _RunContext(owner, spec, events, context, trigger, consent_policy)
+        budget = TokenBudget(
+            thread_used=0,
+            tenant_used=0,
+            thread_budget=self._limits.thread_token_budget,
+            tenant_budget=self._limits.tenant_token_budget,
+        )
+        run = _RunContext(owner, spec, events, context, trigger, consent_policy, budget)
+        self._active[thread_id] = run
         task = asyncio.create_task(
             self._execute(run, graph_inputs),
             name=f"run:{run_id}",
         )
         self._running.add(task)
         task.add_done_callback(self._running.discard)
+        task.add_done_callback(lambda _: self._active.pop(thread_id, None))
         return ActiveRun(thread_id=thread_id, run_id=run_id, events=events, task=task)
 
     async def _execute(self, run: _RunContext, graph_inputs: list[GraphInput]) -> None:
@@ -166,11 +195,13 @@ class RunExecutor:
         mapper = ChunkMapper(run.spec)
         inputs = list(graph_inputs)
         try:
-            while inputs:
-                mapper.interrupts.clear()
-                await self._stream(run, mapper, inputs.pop(0))
-                if mapper.interrupts and (command := await self._decide_by_policy(run, mapper)):
-                    inputs.append(command)
+            async with asyncio.timeout(self._limits.timeout_seconds):
+                await self._load_usage(run)
+                while inputs:
+                    mapper.interrupts.clear()
+                    await self._stream(run, mapper, inputs.pop(0))
+                    if mapper.interrupts and (command := await self._decide_by_policy(run, mapper)):
+                        inputs.append(command)
             # Only a resume can meet a consent asked before (a parallel branch re-raising it).
             resumed = run.trigger != "message" or len(graph_inputs) > 1
             ids = [i.id for i in mapper.interrupts]
@@ -186,6 +217,14 @@ class RunExecutor:
             outcome = _Outcome(reason="cancelled")
             await asyncio.shield(self._finish(run, outcome))
             raise
+        except _CancelRequestedError:
+            outcome = _Outcome(reason="cancelled")
+        except GraphRecursionError:
+            outcome = _Outcome(reason="step_limit")
+        except BudgetExhaustedError:
+            outcome = _Outcome(reason="budget_exhausted")
+        except TimeoutError:
+            outcome = _Outcome(reason="timeout")
         except Exception as exc:
             failure = describe_failure(exc)
             log.exception(
@@ -204,20 +243,35 @@ class RunExecutor:
 
     async def _stream(self, run: _RunContext, mapper: ChunkMapper, graph_input: GraphInput) -> None:
         events = run.events
+        config = _config(events.thread_id)
+        config["recursion_limit"] = self._limits.max_steps
+        config["callbacks"] = [run.budget]
         async for mode, chunk in self.graph(run.spec.name).astream(
             graph_input,
-            _config(events.thread_id),
+            config,
             context=run.context,
             stream_mode=STREAM_MODES,
             durability="sync",
         ):
             for event_type, fields in mapper.map(mode, chunk):
                 events.emit(event_type, **fields)
+            if mode == "updates" and run.cancel_requested.is_set():
+                raise _CancelRequestedError  # a step just ended: its checkpoint is saved
             if events.unreserved < SEQ_RESERVATION // 4:
                 async with self._db.write() as conn:
                     events.reserved_until = await threads_repo.extend_reservation(
                         conn, events.thread_id, run_id=events.run_id, reserve=SEQ_RESERVATION
                     )
+
+    async def _load_usage(self, run: _RunContext) -> None:
+        """With a token budget set, what the thread and tenant used before this run."""
+        if run.budget.thread_budget is None and run.budget.tenant_budget is None:
+            return
+        async with self._db.read() as conn:
+            thread_used, tenant_used = await threads_repo.token_usage(
+                conn, run.events.thread_id, run.owner.tenant
+            )
+        run.budget.thread_used, run.budget.tenant_used = thread_used, tenant_used
 
     async def _known_approvals(self, ids: list[str]) -> set[str]:
         """Interrupts that already have an approval: a consent still pending from before (a
@@ -386,6 +440,12 @@ class RunExecutor:
             )
             # A run that stopped half-way may leave consents pending (a parallel branch's): the
             # thread still waits for them.
+            if outcome.reason == "cancelled":
+                await approvals_repo.cancel_run_approvals(conn, events.run_id, now=now)
+            if run.budget.run_tokens:
+                await threads_repo.add_token_usage(
+                    conn, events.thread_id, owner.tenant, run.budget.run_tokens
+                )
             waiting = outcome.reason == "interrupted" or (
                 outcome.reason in ("failed", "cancelled")
                 and bool(await approvals_repo.pending_approvals(conn, events.thread_id))
@@ -457,6 +517,15 @@ class RunExecutor:
                     now=now,
                 )
         return len(stale)
+
+    def cancel(self, thread_id: str) -> str | None:
+        """Ask the thread's active run to stop at its next step boundary; its run id, or None
+        when the thread has no active run here."""
+        run = self._active.get(thread_id)
+        if run is None:
+            return None
+        run.cancel_requested.set()
+        return run.events.run_id
 
     async def wait_for_runs(self) -> None:
         """Wait until every run this process started has ended (and been stored)."""

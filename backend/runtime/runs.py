@@ -30,6 +30,7 @@ from backend.runtime.consent_gate import (
 from backend.runtime.executor import SEQ_RESERVATION, ActiveRun, GraphInput, RunExecutor
 from backend.schemas.approvals import DecisionRequest
 from backend.schemas.chat import ChatRequest, ResumeDecision
+from backend.schemas.threads import CancelAccepted
 from backend.storage import approvals as approvals_repo
 from backend.storage import notes as notes_repo
 from backend.storage import threads as threads_repo
@@ -97,6 +98,19 @@ class RunStarter:
             thread = await threads_repo.get_thread(conn, owner, row.thread_id)
         resume = ResumeDecision(approval_id=approval_id, **decision.model_dump())
         return await self._start_decisions(owner, self._target_of(thread), [resume])
+
+    async def cancel(self, owner: Principal, thread_id: str) -> CancelAccepted:
+        """Stop the thread's active run at its next step boundary (final reason ``cancelled``)."""
+        async with self._db.read() as conn:
+            await threads_repo.get_thread(conn, owner, thread_id)
+        run_id = self._executor.cancel(thread_id)
+        if run_id is None:
+            raise ConflictError(
+                "This thread has no active run to cancel.",
+                code="no_active_run",
+                details={"thread_id": thread_id},
+            )
+        return CancelAccepted(thread_id=thread_id, run_id=run_id)
 
     async def expire(self, owner: Principal, row: Any) -> ActiveRun | None:
         """Expire one overdue consent and resume its graph down the expired path. Returns None

@@ -11,6 +11,7 @@ from backend.schemas.chat import ConsentPolicy
 from backend.schemas.events import ConsentEvent, TerminalReason
 
 __all__ = [
+    "CancelAccepted",
     "ThreadDetail",
     "ThreadList",
     "ThreadStatus",
@@ -41,6 +42,15 @@ class ThreadList(BaseModel):
 class ThreadDetail(ThreadSummary):
     pending_consents: list[ConsentEvent]
     """Each pending consent exactly as its event was sent, so a reloaded page can show it again."""
+
+
+class CancelAccepted(BaseModel):
+    """``202``: the run stops at its next step boundary; its stream ends with ``final``
+    ``cancelled``."""
+
+    thread_id: str
+    run_id: str
+    status: Literal["cancelling"] = "cancelling"
 
 
 class TranscriptMessage(BaseModel):

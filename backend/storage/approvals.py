@@ -18,6 +18,7 @@ from backend.storage.tables import UTCDateTime, approvals, threads
 
 __all__ = [
     "cancel_approval",
+    "cancel_run_approvals",
     "closed_approvals",
     "decide_approval",
     "due_approvals",
@@ -234,6 +235,16 @@ async def cancel_approval(conn: AsyncConnection, approval_id: str, *, now: datet
         .values(status="cancelled", decided_by="system", decided_at=now)
     )
     return result.rowcount == 1
+
+
+async def cancel_run_approvals(conn: AsyncConnection, run_id: str, *, now: datetime) -> int:
+    """The pending approvals a cancelled run asked for become ``cancelled``."""
+    result = await conn.execute(
+        approvals.update()
+        .where(approvals.c.run_id == run_id, approvals.c.status == "pending")
+        .values(status="cancelled", decided_by="system", decided_at=now)
+    )
+    return result.rowcount
 
 
 async def due_approvals(

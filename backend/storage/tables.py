@@ -19,6 +19,7 @@ __all__ = [
     "notes",
     "projects",
     "runs",
+    "tenant_usage",
     "threads",
 ]
 
@@ -106,6 +107,7 @@ threads = sa.Table(
     sa.Column("last_reason", sa.String(24), nullable=True),
     sa.Column("last_seq", sa.Integer, nullable=False, default=0),
     sa.Column("consent_policy", sa.String(16), nullable=False, server_default="ask"),
+    sa.Column("tokens_used", sa.Integer, nullable=False, server_default="0"),
     sa.Column("active_run_id", sa.String(36), nullable=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
@@ -206,4 +208,11 @@ idempotency_keys = sa.Table(
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.PrimaryKeyConstraint("tenant", "user_id", "key"),
     sa.Index("ix_idempotency_created", "created_at"),
+)
+
+tenant_usage = sa.Table(
+    "tenant_usage",
+    metadata,
+    sa.Column("tenant", sa.String(128), primary_key=True),
+    sa.Column("tokens_used", sa.Integer, nullable=False),
 )

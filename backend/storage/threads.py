@@ -16,10 +16,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from backend.errors import NotFoundError
 from backend.principal import Principal
 from backend.schemas.threads import ThreadSummary
-from backend.storage.tables import approvals, events, runs, threads
+from backend.storage.tables import approvals, events, runs, tenant_usage, threads
 
 __all__ = [
     "ThreadRow",
+    "add_token_usage",
     "claim_thread",
     "create_thread",
     "end_run",
@@ -32,6 +33,7 @@ __all__ = [
     "run_events",
     "run_status",
     "start_run",
+    "token_usage",
     "unfinished_runs",
 ]
 
@@ -318,3 +320,27 @@ async def run_events(conn: AsyncConnection, thread_id: str, run_id: str) -> list
         .order_by(events.c.seq)
     )
     return list(rows)
+
+
+async def token_usage(conn: AsyncConnection, thread_id: str, tenant: str) -> tuple[int, int]:
+    """Tokens used so far by the thread and by its tenant."""
+    thread = await conn.scalar(sa.select(threads.c.tokens_used).where(threads.c.id == thread_id))
+    owner = await conn.scalar(
+        sa.select(tenant_usage.c.tokens_used).where(tenant_usage.c.tenant == tenant)
+    )
+    return int(thread or 0), int(owner or 0)
+
+
+async def add_token_usage(conn: AsyncConnection, thread_id: str, tenant: str, tokens: int) -> None:
+    await conn.execute(
+        threads.update()
+        .where(threads.c.id == thread_id)
+        .values(tokens_used=threads.c.tokens_used + tokens)
+    )
+    updated = await conn.execute(
+        tenant_usage.update()
+        .where(tenant_usage.c.tenant == tenant)
+        .values(tokens_used=tenant_usage.c.tokens_used + tokens)
+    )
+    if updated.rowcount == 0:
+        await conn.execute(tenant_usage.insert().values(tenant=tenant, tokens_used=tokens))

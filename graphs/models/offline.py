@@ -17,6 +17,7 @@ from typing import Any
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 
 __all__ = ["OFFLINE_MODEL_NAME", "OfflineChatModel"]
@@ -69,6 +70,13 @@ def classify(message: str) -> dict[str, str]:
     if _EDIT_PATTERN.search(message):
         return {"intent": "edit_note", "query": ""}
     return {"intent": "answer", "query": message.strip()}
+
+
+def _usage(messages: Sequence[BaseMessage], answer: str) -> UsageMetadata:
+    """Tokens, counted as words: the offline model has no tokenizer, but budgets still apply."""
+    prompt = sum(len(str(m.content).split()) for m in messages)
+    output = len(answer.split())
+    return {"input_tokens": prompt, "output_tokens": output, "total_tokens": prompt + output}
 
 
 def _shorten(text: str, limit: int) -> str:
@@ -145,12 +153,22 @@ class OfflineChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         text = self._respond(messages)
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+        usage = _usage(messages, text)
+        return ChatResult(
+            generations=[ChatGeneration(message=AIMessage(content=text, usage_metadata=usage))]
+        )
 
     def _chunks(self, messages: list[BaseMessage]) -> Iterator[tuple[str, ChatGenerationChunk]]:
         """The answer word by word (each with its trailing whitespace)."""
-        for word in _WORD.findall(self._respond(messages)):
-            yield word, ChatGenerationChunk(message=AIMessageChunk(content=word))
+        text = self._respond(messages)
+        words = _WORD.findall(text)
+        for i, word in enumerate(words):
+            # The last chunk reports the call's usage, as streaming providers do.
+            usage = _usage(messages, text) if i == len(words) - 1 else None
+            yield (
+                word,
+                ChatGenerationChunk(message=AIMessageChunk(content=word, usage_metadata=usage)),
+            )
 
     def _stream(
         self,

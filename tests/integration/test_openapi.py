@@ -30,6 +30,7 @@ async def test_openapi_describes_every_route_and_the_event_union(
         ("/v1/approvals/{approval_id}", "get"),
         ("/v1/approvals/{approval_id}/decision", "post"),
         ("/v1/threads/{thread_id}/audit", "get"),
+        ("/v1/threads/{thread_id}/cancel", "post"),
         ("/healthz", "get"),
     }
     schemas = spec["components"]["schemas"]

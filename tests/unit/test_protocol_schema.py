@@ -38,5 +38,8 @@ def test_schema_lists_every_event_type_of_the_union() -> None:
         "expired",
         "failed",
         "cancelled",
+        "step_limit",
+        "timeout",
+        "budget_exhausted",
     ]
     json.dumps(definitions)  # serializable as it is written to disk
