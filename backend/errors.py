@@ -7,7 +7,7 @@ stream the same information arrives as an ``error`` event followed by the run's 
     ConsentryError                 500 internal_error
     ├── UnauthorizedError          401 unauthorized
     ├── NotFoundError              404 <thing>_not_found (another owner's id answers the same)
-    ├── ConflictError              409 thread_busy, consent_pending, no_pending_consent,
+    ├── ConflictError              409 run_in_progress, consent_pending, no_pending_consent,
     │                                  approval_not_pending, already_decided,
     │                                  request_in_progress, version_conflict
     ├── GoneError                  410 consent_expired

@@ -273,8 +273,8 @@ class RunStarter:
                 and await threads_repo.last_run_trigger(conn, target.thread_id) == "resume"
             )
             # The claim expects the status this request was checked against: if another run
-            # started or ended in between, this one gets `thread_busy` instead of acting on stale
-            # facts (e.g. cancelling a consent that was asked a moment ago).
+            # started or ended in between, this one gets `run_in_progress` instead of acting on
+            # stale facts (e.g. cancelling a consent that was asked a moment ago).
             last_seq = await self._claim(conn, target.thread_id, run_id, now, (target.status,))
             await self._start_run(conn, owner, target, run_id, "message", now)
         inputs: list[GraphInput] = []
@@ -299,7 +299,7 @@ class RunStarter:
         if target.status == "running":
             raise ConflictError(
                 "Another run is active on this thread; wait for its final event.",
-                code="thread_busy",
+                code="run_in_progress",
                 details={"thread_id": target.thread_id},
             )
 
@@ -503,7 +503,7 @@ class RunStarter:
         if last_seq is None:
             raise ConflictError(
                 "Another run is active on this thread; wait for its final event.",
-                code="thread_busy",
+                code="run_in_progress",
                 details={"thread_id": thread_id},
             )
         return last_seq

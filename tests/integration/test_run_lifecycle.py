@@ -223,7 +223,7 @@ async def _failed_approval(
 # One run per thread
 
 
-async def test_a_message_while_a_run_is_active_is_thread_busy_and_both_threads_of_work_go_on(
+async def test_a_message_while_a_run_is_active_is_run_in_progress_and_both_threads_of_work_go_on(
     stub_app: RunningApp, stub: OpenAIStub
 ) -> None:
     client = stub_app.client
@@ -238,7 +238,7 @@ async def test_a_message_while_a_run_is_active_is_thread_busy_and_both_threads_o
     busy = await client.post("/v1/chat", json={"thread_id": thread_id, "message": "Hello?"})
 
     assert busy.status_code == 409
-    assert busy.json()["error"]["code"] == "thread_busy"
+    assert busy.json()["error"]["code"] == "run_in_progress"
     assert busy.json()["error"]["details"] == {"thread_id": thread_id}
     assert len(stub.requests) == 2  # the refused message never reached the model
     stub.release()
