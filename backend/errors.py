@@ -5,6 +5,7 @@ stable machine-readable string (see docs/protocol.md), ``message`` is for people
 stream the same information arrives as an ``error`` event followed by the run's ``final`` event.
 
     ConsentryError                 500 internal_error
+    ├── BadRequestError            400 invalid_last_event_id
     ├── UnauthorizedError          401 unauthorized
     ├── NotFoundError              404 <thing>_not_found (another owner's id answers the same)
     ├── ConflictError              409 run_in_progress, consent_pending, no_pending_consent,
@@ -21,6 +22,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 __all__ = [
+    "BadRequestError",
     "ConflictError",
     "ConsentryError",
     "GoneError",
@@ -43,6 +45,11 @@ class ConsentryError(Exception):
         self.message = message
         self.code = code or self.default_code
         self.details = details or {}
+
+
+class BadRequestError(ConsentryError):
+    status_code = 400
+    default_code = "bad_request"
 
 
 class UnauthorizedError(ConsentryError):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Header, Query
+from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from backend.api.deps import PrincipalDep, ServicesDep
 from backend.api.responses import ERROR_RESPONSES
+from backend.errors import BadRequestError
 from backend.schemas.audit import AuditTrail
 from backend.schemas.threads import CancelAccepted, ThreadDetail, ThreadList, Transcript
 
@@ -36,6 +38,49 @@ async def get_thread(thread_id: str, owner: PrincipalDep, services: ServicesDep)
 async def get_messages(thread_id: str, owner: PrincipalDep, services: ServicesDep) -> Transcript:
     """The conversation so far, from the thread's checkpoint."""
     return await services.threads.transcript(owner, thread_id)
+
+
+@router.get(
+    "/{thread_id}/stream",
+    response_class=EventSourceResponse,
+    responses={
+        200: {
+            "description": "The stored events after `Last-Event-ID`, then the active run live, "
+            "until its `final`.",
+            "content": {"text/event-stream": {"schema": {"$ref": "#/components/schemas/Event"}}},
+        },
+        400: ERROR_RESPONSES[422] | {"description": "`Last-Event-ID` is not a seq of this thread."},
+    },
+)
+async def join_stream(
+    thread_id: str,
+    owner: PrincipalDep,
+    services: ServicesDep,
+    last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+    last_event_id: Annotated[str | None, Query(description="Same as `Last-Event-ID`.")] = None,
+) -> EventSourceResponse:
+    """Join a thread's stream: what the client missed (by `Last-Event-ID`), then what the active
+    run does, until its `final`. Without an id the whole stored history comes first."""
+    raw = last_event_id_header if last_event_id_header is not None else last_event_id
+    after = _parse_event_id(raw)
+    events = await services.threads.join(owner, thread_id, after_seq=after)
+    return EventSourceResponse(
+        (ServerSentEvent(data=e.data, event=e.type, id=str(e.seq)) async for e in events),
+        ping=services.settings.keepalive_seconds,
+        headers={"X-Thread-Id": thread_id},
+    )
+
+
+def _parse_event_id(raw: str | None) -> int:
+    if raw is None or raw == "":
+        return 0
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
+        raise BadRequestError(
+            "Last-Event-ID must be the `id:` of an event of this thread (a number).",
+            code="invalid_last_event_id",
+            details={"last_event_id": raw[:40]},
+        )
+    return int(raw)
 
 
 @router.post("/{thread_id}/cancel", status_code=202)

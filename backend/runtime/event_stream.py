@@ -38,8 +38,16 @@ class RunEventStream:
         """The run may number events up to here (see ``threads.claim_thread``)."""
         self._clock = clock
         self._durable: list[OutgoingEvent] = []
-        self._queue: asyncio.Queue[OutgoingEvent | None] = asyncio.Queue()
-        self._listening = True
+        self._history: list[OutgoingEvent] = []
+        """Durable events already sent: what a client joining mid-run catches up with."""
+        self._listeners: set[asyncio.Queue[OutgoingEvent | None]] = set()
+        self._closed = False
+        self._main = self._subscribe(after_seq=last_seq)
+
+    @property
+    def listeners(self) -> int:
+        """Open streams following this run (the request that started it, and joiners)."""
+        return len(self._listeners)
 
     @property
     def unreserved(self) -> int:
@@ -67,8 +75,10 @@ class RunEventStream:
         return outgoing
 
     def send(self, outgoing: OutgoingEvent) -> None:
-        if self._listening:
-            self._queue.put_nowait(outgoing)
+        if outgoing.type != "token":
+            self._history.append(outgoing)
+        for queue in self._listeners:
+            queue.put_nowait(outgoing)
 
     def emit(self, event_type: type[Event], **fields: Any) -> Event:
         event = self.make(event_type, **fields)
@@ -80,13 +90,35 @@ class RunEventStream:
         return taken
 
     def close(self) -> None:
-        self._queue.put_nowait(None)
+        self._closed = True
+        for queue in self._listeners:
+            queue.put_nowait(None)
+
+    def _subscribe(self, *, after_seq: int) -> asyncio.Queue[OutgoingEvent | None]:
+        queue: asyncio.Queue[OutgoingEvent | None] = asyncio.Queue()
+        for outgoing in self._history:
+            if outgoing.seq > after_seq:
+                queue.put_nowait(outgoing)
+        if self._closed:
+            queue.put_nowait(None)
+        self._listeners.add(queue)
+        return queue
 
     def detach(self) -> None:
-        """The listener went away: stop queueing (the run goes on)."""
-        self._listening = False
+        """The client that started the run went away: stop queueing for it (the run goes on)."""
+        self._listeners.discard(self._main)
 
     async def listen(self) -> AsyncIterator[OutgoingEvent]:
-        """Yield events as the run makes them, until the run has ended."""
-        while (item := await self._queue.get()) is not None:
+        """The stream of the request that started the run: every event, until ``final``."""
+        while (item := await self._main.get()) is not None:
             yield item
+
+    async def join(self, *, after_seq: int) -> AsyncIterator[OutgoingEvent]:
+        """Another client joins: the durable events after ``after_seq`` sent so far, then every
+        event as it comes, until ``final``."""
+        queue = self._subscribe(after_seq=after_seq)
+        try:
+            while (item := await queue.get()) is not None:
+                yield item
+        finally:
+            self._listeners.discard(queue)

@@ -518,6 +518,11 @@ class RunExecutor:
                 )
         return len(stale)
 
+    def active_stream(self, thread_id: str) -> RunEventStream | None:
+        """The events of the thread's run active in this process, if any."""
+        run = self._active.get(thread_id)
+        return run.events if run is not None else None
+
     def cancel(self, thread_id: str) -> str | None:
         """Ask the thread's active run to stop at its next step boundary; its run id, or None
         when the thread has no active run here."""

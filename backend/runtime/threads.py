@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from typing import Any
+
 from langchain_core.messages import AIMessage, HumanMessage
 
-from backend.errors import ConflictError
+from backend.errors import BadRequestError, ConflictError
 from backend.principal import Principal
 from backend.runtime.clock import Clock
-from backend.runtime.event_stream import OutgoingEvent
+from backend.runtime.event_stream import OutgoingEvent, RunEventStream
 from backend.runtime.executor import RunExecutor
 from backend.schemas.audit import AuditTrail
 from backend.schemas.events import ConsentEvent
@@ -41,6 +44,42 @@ class ThreadReader:
         if summary.status == "awaiting_consent" and not consents:
             summary.status = "idle"
         return ThreadDetail(**summary.model_dump(), pending_consents=consents)
+
+    async def join(
+        self, owner: Principal, thread_id: str, *, after_seq: int
+    ) -> AsyncIterator[OutgoingEvent]:
+        """What a client that has seen up to ``after_seq`` missed, then the active run live.
+
+        The active run is looked up before the stored events are read: a run that ends in
+        between still hands over its events, and the seq filter drops any seen twice."""
+        active = self._executor.active_stream(thread_id)
+        async with self._db.read() as conn:
+            await threads_repo.get_thread(conn, owner, thread_id)
+            newest = await threads_repo.last_stored_seq(conn, thread_id)
+            if active is not None:
+                newest = max(newest, active.last_seq)
+            if after_seq > newest:
+                raise BadRequestError(
+                    f"Last-Event-ID {after_seq} is past this thread's last event ({newest}).",
+                    code="invalid_last_event_id",
+                    details={"last_event_id": after_seq, "last_seq": newest},
+                )
+            stored = await threads_repo.events_after(conn, thread_id, after_seq)
+        return self._replay_then_live(stored, active, after_seq)
+
+    @staticmethod
+    async def _replay_then_live(
+        stored: list[Any], active: RunEventStream | None, after_seq: int
+    ) -> AsyncIterator[OutgoingEvent]:
+        seen = after_seq
+        for row in stored:
+            seen = row.seq
+            yield OutgoingEvent(row.seq, row.type, row.data)
+        if active is not None:
+            async for event in active.join(after_seq=seen):
+                if event.seq > seen:
+                    seen = event.seq
+                    yield event
 
     async def stored_run(
         self, owner: Principal, thread_id: str, run_id: str

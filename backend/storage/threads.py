@@ -24,10 +24,12 @@ __all__ = [
     "claim_thread",
     "create_thread",
     "end_run",
+    "events_after",
     "extend_reservation",
     "get_thread",
     "insert_events",
     "last_run_trigger",
+    "last_stored_seq",
     "list_threads",
     "release_thread",
     "run_events",
@@ -344,3 +346,20 @@ async def add_token_usage(conn: AsyncConnection, thread_id: str, tenant: str, to
     )
     if updated.rowcount == 0:
         await conn.execute(tenant_usage.insert().values(tenant=tenant, tokens_used=tokens))
+
+
+async def events_after(conn: AsyncConnection, thread_id: str, after_seq: int) -> list[Any]:
+    """The thread's stored events after ``after_seq``, in order (all runs)."""
+    rows = await conn.execute(
+        sa.select(events.c.seq, events.c.type, events.c.data)
+        .where(events.c.thread_id == thread_id, events.c.seq > after_seq)
+        .order_by(events.c.seq)
+    )
+    return list(rows)
+
+
+async def last_stored_seq(conn: AsyncConnection, thread_id: str) -> int:
+    found = await conn.scalar(
+        sa.select(sa.func.max(events.c.seq)).where(events.c.thread_id == thread_id)
+    )
+    return int(found or 0)

@@ -31,6 +31,7 @@ async def test_openapi_describes_every_route_and_the_event_union(
         ("/v1/approvals/{approval_id}/decision", "post"),
         ("/v1/threads/{thread_id}/audit", "get"),
         ("/v1/threads/{thread_id}/cancel", "post"),
+        ("/v1/threads/{thread_id}/stream", "get"),
         ("/healthz", "get"),
     }
     schemas = spec["components"]["schemas"]

@@ -1,0 +1,105 @@
+"""`GET /v1/threads/{id}/stream`: a client catches up with exactly what it missed, then follows
+the active run live, with no gap and no duplicate."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest_asyncio
+
+from tests.openai_stub import OpenAIStub, serve_openai_stub
+from tests.sse import chat, parse_events
+
+
+@pytest_asyncio.fixture
+async def stub() -> AsyncIterator[OpenAIStub]:
+    async with serve_openai_stub() as server:
+        yield server
+
+
+def _durable(events: list[Any]) -> list[tuple[int, str]]:
+    return [(e.seq, e.type) for e in events if e.type != "token"]
+
+
+async def test_a_client_gets_exactly_the_stored_events_after_its_last_id(
+    client: httpx.AsyncClient,
+) -> None:
+    first = await chat(client, {"message": "What is RAG?"})
+    thread_id = first[0].thread_id
+    second = await chat(client, {"thread_id": thread_id, "message": "And search my notes for x"})
+    seen = first[-1].seq  # the client saw the first run, then lost the connection
+
+    response = await client.get(
+        f"/v1/threads/{thread_id}/stream", headers={"Last-Event-ID": str(seen)}
+    )
+
+    replayed = parse_events(response.text)
+    assert _durable(replayed) == _durable(second)
+    assert [e.model_dump() for e in replayed] == [
+        e.model_dump() for e in second if e.type != "token"
+    ]
+    everything = parse_events((await client.get(f"/v1/threads/{thread_id}/stream")).text)
+    assert _durable(everything) == _durable(first) + _durable(second)
+    by_query = await client.get(
+        f"/v1/threads/{thread_id}/stream", params={"last_event_id": str(seen)}
+    )
+    assert _durable(parse_events(by_query.text)) == _durable(second)
+
+
+async def test_a_client_joining_mid_run_catches_up_then_follows_it_live(
+    open_client: Any, stub: OpenAIStub
+) -> None:
+    stub.reply('{"intent": "answer", "query": "x"}')
+    stub.hold("A held answer.")
+    settings = {"llm_base_url": stub.base_url, "llm_api_key": "sk-test", "llm_max_retries": 0}
+    async with open_client(**settings) as client:
+        started = asyncio.create_task(client.post("/v1/chat", json={"message": "What is x?"}))
+        await asyncio.wait_for(stub.holding.wait(), 10)
+        thread_id = (await client.get("/v1/threads")).json()["threads"][0]["thread_id"]
+
+        joined = asyncio.create_task(
+            client.get(f"/v1/threads/{thread_id}/stream", headers={"Last-Event-ID": "1"})
+        )
+        stream = client.services.executor.active_stream(thread_id)  # type: ignore[attr-defined]
+        async with asyncio.timeout(10):  # the joiner follows the run before it goes on
+            while stream.listeners < 2:  # noqa: ASYNC110 - no event exists for this
+                await asyncio.sleep(0.01)
+        stub.release()
+        original = parse_events((await started).text)
+        caught_up = parse_events((await joined).text)
+
+        assert _durable(caught_up) == [(s, t) for s, t in _durable(original) if s > 1]
+        seqs = [e.seq for e in caught_up]
+        assert seqs == sorted(set(seqs))
+        assert caught_up[-1].type == "final"
+
+
+async def test_bad_last_event_ids_are_refused_clearly(open_client: Any) -> None:
+    async with open_client(api_keys="ka=acme:alice,kb=acme:bob") as client:
+        alice = {"Authorization": "Bearer ka"}
+        events = await chat(client, {"message": "What is RAG?"}, headers=alice)
+        url = f"/v1/threads/{events[0].thread_id}/stream"
+
+        for value in ("abc", "-1", "1.5", str(events[-1].seq + 1)):
+            response = await client.get(url, headers={**alice, "Last-Event-ID": value})
+            assert (response.status_code, response.json()["error"]["code"]) == (
+                400,
+                "invalid_last_event_id",
+            ), value
+        foreign = await client.get(url, headers={"Authorization": "Bearer kb"})
+        assert (foreign.status_code, foreign.json()["error"]["code"]) == (404, "thread_not_found")
+        last = await client.get(url, headers={**alice, "Last-Event-ID": str(events[-1].seq)})
+        assert parse_events(last.text) == []
+
+
+async def test_replay_works_after_a_restart(open_client: Any) -> None:
+    async with open_client() as client:
+        events = await chat(client, {"message": "What is RAG?"})
+    async with open_client() as client:
+        response = await client.get(
+            f"/v1/threads/{events[0].thread_id}/stream", headers={"Last-Event-ID": "2"}
+        )
+    assert _durable(parse_events(response.text)) == [(s, t) for s, t in _durable(events) if s > 2]
