@@ -71,7 +71,7 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                     tenant_token_budget=settings.tenant_token_budget,
                 ),
             )
-            await executor.recover_unfinished()
+            interrupted = await executor.recover_unfinished()
             idempotency = IdempotencyGuard(db, clock)
             await idempotency.release_abandoned()
             runs = RunStarter(
@@ -81,6 +81,8 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                 clock=clock,
                 max_message_chars=settings.max_message_chars,
             )
+            for owner, thread_id in interrupted:
+                await runs.continue_after_restart(owner, thread_id)
             expiry = ExpirySweeper(
                 db=db,
                 runs=runs,

@@ -83,7 +83,7 @@ class _RunContext:
     spec: GraphSpec
     events: RunEventStream
     context: GraphContext
-    trigger: Literal["message", "resume", "expiry"]
+    trigger: Literal["message", "resume", "expiry", "recovery"]
     consent_policy: str
     budget: TokenBudget
     cancel_requested: asyncio.Event = field(default_factory=asyncio.Event)
@@ -155,7 +155,7 @@ class RunExecutor:
         thread_id: str,
         run_id: str,
         last_seq: int,
-        trigger: Literal["message", "resume", "expiry"],
+        trigger: Literal["message", "resume", "expiry", "recovery"],
         consent_policy: str,
         graph_inputs: list[GraphInput],
     ) -> ActiveRun:
@@ -460,13 +460,13 @@ class RunExecutor:
                 now=now,
             )
 
-    async def recover_unfinished(self) -> int:
+    async def recover_unfinished(self) -> list[tuple[Principal, str]]:
         """Close the runs a stopped or crashed process left open: record them ``failed`` with
-        code ``server_restarted`` and free their threads. Returns how many there were.
+        code ``server_restarted`` and free their threads. Returns (owner, thread id) of each, for
+        ``RunStarter.continue_after_restart``.
 
         Safe because one process serves a SQLite file at a time (``storage.process_lock``). The
-        numbering goes on after the dead run's reservation, so no seq it sent is reused; a decided
-        consent whose effect did not run is continued by the thread's next request."""
+        numbering goes on after the dead run's reservation, so no seq it sent is reused."""
         now = self._clock()
         async with self._db.write() as conn:
             stale = await threads_repo.unfinished_runs(conn)
@@ -516,7 +516,7 @@ class RunExecutor:
                     last_seq=events.last_seq,
                     now=now,
                 )
-        return len(stale)
+        return [(Principal(run.tenant, run.user_id), run.thread_id) for run in stale]
 
     def active_stream(self, thread_id: str) -> RunEventStream | None:
         """The events of the thread's run active in this process, if any."""

@@ -42,7 +42,7 @@ from graphs.registry import GraphSpec
 __all__ = ["RunStarter"]
 
 _TITLE_CHARS = 80
-Trigger = Literal["message", "resume", "expiry"]
+Trigger = Literal["message", "resume", "expiry", "recovery"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,30 @@ class RunStarter:
             thread = await threads_repo.get_thread(conn, owner, row.thread_id)
         resume = ResumeDecision(approval_id=approval_id, **decision.model_dump())
         return await self._start_decisions(owner, self._target_of(thread), [resume])
+
+    async def continue_after_restart(self, owner: Principal, thread_id: str) -> ActiveRun | None:
+        """Resume a thread whose run a dead process left half-way, from its last checkpoint: the
+        consents it had decided are resumed with the recorded decisions, other unfinished nodes
+        run again. None when nothing is left to run (the run stays ``failed``)."""
+        async with self._db.read() as conn:
+            thread = await threads_repo.get_thread(conn, owner, thread_id)
+        try:
+            target = self._target_of(thread)
+        except InvalidRequestError:
+            return None  # a graph this deployment no longer serves
+        waiting = await self._executor.pending_interrupt_ids(target.spec, target.thread_id)
+        async with self._db.read() as conn:
+            recorded = await self._recorded_decisions(conn, target, waiting)
+        inputs = await self._continuation(target, waiting, recorded)
+        if not inputs:
+            return None
+        now, run_id = self._clock(), str(uuid4())
+        async with self._db.write() as conn:
+            last_seq = await self._claim(conn, target.thread_id, run_id, now, (target.status,))
+            await self._start_run(conn, owner, target, run_id, "recovery", now)
+        run = self._launch(owner, target, run_id, last_seq, "recovery", inputs)
+        run.events.detach()  # nobody listens yet; clients join with GET .../stream
+        return run
 
     async def cancel(self, owner: Principal, thread_id: str) -> CancelAccepted:
         """Stop the thread's active run at its next step boundary (final reason ``cancelled``)."""
@@ -464,7 +488,7 @@ class RunStarter:
             action="run_started",
             thread_id=target.thread_id,
             run_id=run_id,
-            actor="system" if trigger == "expiry" else owner.display,
+            actor="system" if trigger in ("expiry", "recovery") else owner.display,
             now=now,
             data={"trigger": trigger, "graph": target.spec.name},
         )

@@ -56,7 +56,7 @@ class _Envelope(BaseModel):
 class RunStartedEvent(_Envelope):
     type: Literal["run_started"] = "run_started"
     graph: str
-    trigger: Literal["message", "resume", "expiry"]
+    trigger: Literal["message", "resume", "expiry", "recovery"]
 
 
 class StepEvent(_Envelope):

@@ -25,7 +25,7 @@ from fastapi import FastAPI
 
 from backend.app import create_app
 from backend.runtime.event_stream import RunEventStream
-from backend.schemas.events import Event, FinalEvent, MessageEvent, StepEvent
+from backend.schemas.events import Event, FinalEvent, StepEvent
 from backend.services import Services
 from backend.settings import Settings
 from tests.openai_stub import OpenAIStub, serve_openai_stub
@@ -215,7 +215,7 @@ async def test_a_quiet_stream_carries_keep_alive_comments(db_url: str, stub: Ope
     assert _final(events).reason == "completed"
 
 
-async def test_after_a_crash_mid_run_a_new_server_frees_the_thread_and_numbers_on(
+async def test_after_a_crash_mid_run_a_new_server_resumes_the_run_from_its_checkpoint(
     tmp_path: Path, stub: OpenAIStub
 ) -> None:
     database = tmp_path / "consentry.db"
@@ -243,33 +243,33 @@ async def test_after_a_crash_mid_run_a_new_server_frees_the_thread_and_numbers_o
         await response.aclose()
         assert kinds(seen) == HELD_MID_ANSWER
         thread_id = seen[0].thread_id
+        calls_before = len(stub.requests)
 
+        # The classifier's step was checkpointed; only the answer's node runs again.
+        stub.reply("Answered after the restart.")
         async with _serve_process(database, env) as second:
-            thread = (await http.get(f"{second}/v1/threads/{thread_id}")).json()
-            assert (thread["status"], thread["last_reason"], thread["pending_consents"]) == (
-                "idle",
-                "failed",
-                [],
+            joined = await http.get(
+                f"{second}/v1/threads/{thread_id}/stream",
+                headers={"Last-Event-ID": str(max(e.seq for e in seen))},
             )
+            events = [e for e in parse_events(joined.text) if e.type != "token"]
 
-            stub.reply(CLASSIFIED_AS_ANSWER)
-            stub.reply("Asked again, answered again.")
-            later = await http.post(
-                f"{second}/v1/chat",
-                json={"thread_id": thread_id, "message": "What is retrieval, again?"},
-            )
-
-            assert later.status_code == 200, later.text
-            events = parse_events(later.text)
-            assert kinds(events) == ANSWERED
-            assert _final(events).reason == "completed"
+            assert len(stub.requests) == calls_before + 1
+            assert [e.type for e in events[:2]] == ["error", "final"]  # the dead run, closed
+            assert events[1].reason == "failed"  # type: ignore[union-attr]
+            recovered = events[2:]
+            assert recovered[0].trigger == "recovery"  # type: ignore[union-attr]
+            assert [e.type for e in recovered] == ["run_started", "step", "message", "final"]
+            assert recovered[2].content == "Answered after the restart."  # type: ignore[union-attr]
+            assert _final(recovered).reason == "completed"
             assert min(e.seq for e in events) > max(e.seq for e in seen)
-            assert [e.seq for e in events] == list(range(events[0].seq, events[-1].seq + 1))
-            message = events[-2]
-            assert isinstance(message, MessageEvent)
-            assert message.content == "Asked again, answered again."
             thread = (await http.get(f"{second}/v1/threads/{thread_id}")).json()
             assert (thread["status"], thread["last_reason"]) == ("idle", "completed")
+            transcript = (await http.get(f"{second}/v1/threads/{thread_id}/messages")).json()
+            assert [m["content"] for m in transcript["messages"]] == [
+                "What is retrieval?",
+                "Answered after the restart.",
+            ]
 
 
 def test_a_second_server_on_the_same_database_is_refused(tmp_path: Path) -> None:
