@@ -39,6 +39,10 @@ class TokenBudget(AsyncCallbackHandler):
         self.tenant_budget = tenant_budget
         self.run_tokens = 0
 
+    @property
+    def limited(self) -> bool:
+        return self.thread_budget is not None or self.tenant_budget is not None
+
     def _check(self) -> None:
         if (
             self.thread_budget is not None

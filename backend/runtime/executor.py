@@ -245,7 +245,8 @@ class RunExecutor:
         events = run.events
         config = _config(events.thread_id)
         config["recursion_limit"] = self._limits.max_steps
-        config["callbacks"] = [run.budget]
+        if run.budget.limited:  # counting costs a callback per model event: only when needed
+            config["callbacks"] = [run.budget]
         async for mode, chunk in self.graph(run.spec.name).astream(
             graph_input,
             config,
@@ -265,7 +266,7 @@ class RunExecutor:
 
     async def _load_usage(self, run: _RunContext) -> None:
         """With a token budget set, what the thread and tenant used before this run."""
-        if run.budget.thread_budget is None and run.budget.tenant_budget is None:
+        if not run.budget.limited:
             return
         async with self._db.read() as conn:
             thread_used, tenant_used = await threads_repo.token_usage(
