@@ -85,6 +85,10 @@ class RunEventStream:
         self.send(self.record(event))
         return event
 
+    @property
+    def has_unstored(self) -> bool:
+        return bool(self._durable)
+
     def take_durable(self) -> list[OutgoingEvent]:
         taken, self._durable = self._durable, []
         return taken

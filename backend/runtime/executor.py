@@ -254,8 +254,18 @@ class RunExecutor:
             stream_mode=STREAM_MODES,
             durability="sync",
         ):
-            for event_type, fields in mapper.map(mode, chunk):
-                events.emit(event_type, **fields)
+            made = [
+                events.make(event_type, **fields) for event_type, fields in mapper.map(mode, chunk)
+            ]
+            outgoing = [events.record(event) for event in made]
+            if events.has_unstored:
+                # Durable events are stored before they are sent (one transaction per chunk; token
+                # chunks carry none and cost no write), so a client that rejoins after a crash
+                # finds everything it saw.
+                async with self._db.write() as conn:
+                    await threads_repo.insert_events(conn, events, events.take_durable())
+            for item in outgoing:
+                events.send(item)
             if mode == "updates" and run.cancel_requested.is_set():
                 raise _CancelRequestedError  # a step just ended: its checkpoint is saved
             if events.unreserved < SEQ_RESERVATION // 4:

@@ -265,6 +265,10 @@ async def test_after_a_crash_mid_run_a_new_server_resumes_the_run_from_its_check
             assert min(e.seq for e in events) > max(e.seq for e in seen)
             thread = (await http.get(f"{second}/v1/threads/{thread_id}")).json()
             assert (thread["status"], thread["last_reason"]) == ("idle", "completed")
+            # Every durable event the first client saw was stored before it was sent.
+            history = parse_events((await http.get(f"{second}/v1/threads/{thread_id}/stream")).text)
+            stored = {(e.seq, e.type) for e in history}
+            assert {(e.seq, e.type) for e in seen if e.type != "token"} <= stored
             transcript = (await http.get(f"{second}/v1/threads/{thread_id}/messages")).json()
             assert [m["content"] for m in transcript["messages"]] == [
                 "What is retrieval?",
