@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 
 from backend.runtime.approvals import ApprovalInbox
 from backend.runtime.clock import Clock, utc_now
@@ -88,6 +89,7 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                 runs=runs,
                 clock=clock,
                 key_retention=KEY_RETENTION,
+                event_retention=timedelta(hours=settings.event_retention_hours),
                 graphs=executor.graph_names,
             )
             executor.on_consent_requested = expiry.consent_requested

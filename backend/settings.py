@@ -68,6 +68,9 @@ class Settings(BaseSettings):
     run_timeout_seconds: float = Field(
         default=300.0, gt=0, description="Wall-clock time one run may take."
     )
+    event_retention_hours: float = Field(
+        default=168.0, ge=24.0, description="How long stored events stay replayable."
+    )
     thread_token_budget: int | None = Field(
         default=None, gt=0, description="Model tokens one thread may use (unset: no limit)."
     )

@@ -263,7 +263,9 @@ class RunExecutor:
                 # chunks carry none and cost no write), so a client that rejoins after a crash
                 # finds everything it saw.
                 async with self._db.write() as conn:
-                    await threads_repo.insert_events(conn, events, events.take_durable())
+                    await threads_repo.insert_events(
+                        conn, events, events.take_durable(), now=self._clock()
+                    )
             for item in outgoing:
                 events.send(item)
             if mode == "updates" and run.cancel_requested.is_set():
@@ -422,7 +424,7 @@ class RunExecutor:
         events, owner = run.events, run.owner
         now = self._clock()
         async with self._db.write() as conn:
-            await threads_repo.insert_events(conn, events, events.take_durable())
+            await threads_repo.insert_events(conn, events, events.take_durable(), now=self._clock())
             for consent in outcome.consents:
                 await self._insert_consent(conn, run, consent, now)
             if outcome.error_code is not None:
@@ -498,7 +500,9 @@ class RunExecutor:
                     )
                 )
                 events.record(events.make(FinalEvent, reason="failed"))
-                await threads_repo.insert_events(conn, events, events.take_durable())
+                await threads_repo.insert_events(
+                    conn, events, events.take_durable(), now=self._clock()
+                )
                 await threads_repo.end_run(
                     conn, run.id, reason="failed", error_code="server_restarted", now=now
                 )

@@ -19,6 +19,7 @@ from backend.principal import Principal
 from backend.runtime.clock import Clock
 from backend.runtime.runs import RunStarter
 from backend.storage import approvals as approvals_repo
+from backend.storage import threads as threads_repo
 from backend.storage.database import Database
 from backend.storage.idempotency import prune_idempotency_keys
 
@@ -38,8 +39,10 @@ class ExpirySweeper:
         runs: RunStarter,
         clock: Clock,
         key_retention: timedelta,
+        event_retention: timedelta,
         graphs: list[str],
     ) -> None:
+        self._event_retention = event_retention
         self._db = db
         self._graphs = graphs
         """Threads of graphs no longer served are left alone (their consents wait)."""
@@ -88,6 +91,13 @@ class ExpirySweeper:
                 conn, older_than=self._clock() - self._key_retention
             )
 
+    async def prune_events(self) -> int:
+        """Forget stored events older than their retention (clients then get a ``resync``)."""
+        async with self._db.write() as conn:
+            return await threads_repo.prune_events(
+                conn, older_than=self._clock() - self._event_retention
+            )
+
     async def _seconds_to_next_deadline(self) -> float:
         async with self._db.read() as conn:
             deadline = await approvals_repo.next_expiry(conn, graphs=self._graphs)
@@ -103,6 +113,7 @@ class ExpirySweeper:
             try:
                 await self.sweep()
                 await self.prune_idempotency_keys()
+                await self.prune_events()
                 delay = await self._seconds_to_next_deadline()
             except Exception:
                 log.exception("expiry sweep failed; retrying")

@@ -13,7 +13,7 @@ from backend.runtime.clock import Clock
 from backend.runtime.event_stream import OutgoingEvent, RunEventStream
 from backend.runtime.executor import RunExecutor
 from backend.schemas.audit import AuditTrail
-from backend.schemas.events import ConsentEvent
+from backend.schemas.events import ConsentEvent, ResyncEvent
 from backend.schemas.threads import ThreadDetail, ThreadList, Transcript, TranscriptMessage
 from backend.storage import approvals as approvals_repo
 from backend.storage import threads as threads_repo
@@ -54,7 +54,7 @@ class ThreadReader:
         between still hands over its events, and the seq filter drops any seen twice."""
         active = self._executor.active_stream(thread_id)
         async with self._db.read() as conn:
-            await threads_repo.get_thread(conn, owner, thread_id)
+            thread = await threads_repo.get_thread(conn, owner, thread_id)
             newest = await threads_repo.last_stored_seq(conn, thread_id)
             if active is not None:
                 newest = max(newest, active.last_seq)
@@ -64,13 +64,32 @@ class ThreadReader:
                     code="invalid_last_event_id",
                     details={"last_event_id": after_seq, "last_seq": newest},
                 )
-            stored = await threads_repo.events_after(conn, thread_id, after_seq)
-        return self._replay_then_live(stored, active, after_seq)
+            resync: OutgoingEvent | None = None
+            if after_seq < thread.pruned_through:
+                # The client asks for events the retention window dropped: say so, never a gap.
+                after_seq = thread.pruned_through
+                stored = await threads_repo.events_after(conn, thread_id, after_seq)
+                event = ResyncEvent(
+                    thread_id=thread_id,
+                    run_id="",
+                    seq=after_seq,
+                    ts=self._clock(),
+                    first_available_seq=stored[0].seq if stored else None,
+                )
+                resync = OutgoingEvent(event.seq, event.type, event.model_dump_json())
+            else:
+                stored = await threads_repo.events_after(conn, thread_id, after_seq)
+        return self._replay_then_live(resync, stored, active, after_seq)
 
     @staticmethod
     async def _replay_then_live(
-        stored: list[Any], active: RunEventStream | None, after_seq: int
+        resync: OutgoingEvent | None,
+        stored: list[Any],
+        active: RunEventStream | None,
+        after_seq: int,
     ) -> AsyncIterator[OutgoingEvent]:
+        if resync is not None:
+            yield resync
         seen = after_seq
         for row in stored:
             seen = row.seq

@@ -22,6 +22,7 @@ __all__ = [
     "FinalEvent",
     "MessageEvent",
     "NoteEvent",
+    "ResyncEvent",
     "RunStartedEvent",
     "StepEvent",
     "TerminalReason",
@@ -106,6 +107,17 @@ class ErrorEvent(_Envelope):
     retryable: bool
 
 
+class ResyncEvent(_Envelope):
+    """Sent first when a client rejoins from an id older than the stored log (retention): the
+    events up to ``seq`` are gone; the stream goes on from ``first_available_seq``. Not part of a
+    run: ``run_id`` is empty."""
+
+    type: Literal["resync"] = "resync"
+    first_available_seq: int | None = Field(
+        description="The oldest stored event after the gap; None if none is stored yet."
+    )
+
+
 class FinalEvent(_Envelope):
     type: Literal["final"] = "final"
     reason: TerminalReason
@@ -119,6 +131,7 @@ Event = Annotated[
     | ConsentEvent
     | NoteEvent
     | ErrorEvent
+    | ResyncEvent
     | FinalEvent,
     Field(discriminator="type"),
 ]

@@ -108,6 +108,7 @@ threads = sa.Table(
     sa.Column("last_seq", sa.Integer, nullable=False, default=0),
     sa.Column("consent_policy", sa.String(16), nullable=False, server_default="ask"),
     sa.Column("tokens_used", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("pruned_through", sa.Integer, nullable=False, server_default="0"),
     sa.Column("active_run_id", sa.String(36), nullable=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
@@ -143,6 +144,8 @@ events = sa.Table(
     sa.Column("run_id", sa.String(36), nullable=False),
     sa.Column("type", sa.String(24), nullable=False),
     sa.Column("data", sa.Text, nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=True),
+    sa.Index("ix_events_created", "created_at"),
 )
 
 approvals = sa.Table(

@@ -31,6 +31,7 @@ __all__ = [
     "last_run_trigger",
     "last_stored_seq",
     "list_threads",
+    "prune_events",
     "release_thread",
     "run_events",
     "run_status",
@@ -270,7 +271,9 @@ async def end_run(
     )
 
 
-async def insert_events(conn: AsyncConnection, run: RunIds, rows: Iterable[StoredEvent]) -> None:
+async def insert_events(
+    conn: AsyncConnection, run: RunIds, rows: Iterable[StoredEvent], *, now: datetime
+) -> None:
     """Store serialized events of one run."""
     values = [
         {
@@ -279,6 +282,7 @@ async def insert_events(conn: AsyncConnection, run: RunIds, rows: Iterable[Store
             "run_id": run.run_id,
             "type": row.type,
             "data": row.data,
+            "created_at": now,
         }
         for row in rows
     ]
@@ -363,3 +367,21 @@ async def last_stored_seq(conn: AsyncConnection, thread_id: str) -> int:
         sa.select(sa.func.max(events.c.seq)).where(events.c.thread_id == thread_id)
     )
     return int(found or 0)
+
+
+async def prune_events(conn: AsyncConnection, *, older_than: datetime) -> int:
+    """Forget stored events older than the retention window; each thread remembers how far its
+    log was pruned, so a client asking for older events gets a ``resync``."""
+    pruned = await conn.execute(
+        sa.select(events.c.thread_id, sa.func.max(events.c.seq).label("seq"))
+        .where(events.c.created_at < older_than)
+        .group_by(events.c.thread_id)
+    )
+    for row in list(pruned):
+        await conn.execute(
+            threads.update()
+            .where(threads.c.id == row.thread_id, threads.c.pruned_through < row.seq)
+            .values(pruned_through=row.seq)
+        )
+    result = await conn.execute(events.delete().where(events.c.created_at < older_than))
+    return result.rowcount

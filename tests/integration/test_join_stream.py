@@ -103,3 +103,30 @@ async def test_replay_works_after_a_restart(open_client: Any) -> None:
             f"/v1/threads/{events[0].thread_id}/stream", headers={"Last-Event-ID": "2"}
         )
     assert _durable(parse_events(response.text)) == [(s, t) for s, t in _durable(events) if s > 2]
+
+
+async def test_a_client_older_than_the_retention_window_gets_one_resync_never_a_gap(
+    open_client: Any, clock: Any
+) -> None:
+    async with open_client() as client:
+        old = await chat(client, {"message": "What is RAG?"})
+        thread_id = old[0].thread_id
+        clock.advance(hours=169)  # past the default retention of 168 hours
+        services = client.services  # type: ignore[attr-defined]
+        assert await services.expiry.prune_events() == len(_durable(old))
+        new = await chat(client, {"thread_id": thread_id, "message": "And now?"})
+
+        response = await client.get(
+            f"/v1/threads/{thread_id}/stream", headers={"Last-Event-ID": "3"}
+        )
+
+        events = parse_events(response.text)
+        resync = events[0]
+        assert resync.type == "resync"
+        assert resync.seq == old[-1].seq  # everything up to here is gone
+        assert resync.first_available_seq == new[0].seq  # type: ignore[union-attr]
+        assert _durable(events[1:]) == _durable(new)
+        after_gap = await client.get(
+            f"/v1/threads/{thread_id}/stream", headers={"Last-Event-ID": str(resync.seq)}
+        )
+        assert _durable(parse_events(after_gap.text)) == _durable(new)

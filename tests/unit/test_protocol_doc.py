@@ -42,6 +42,7 @@ def test_every_json_example_is_a_valid_wire_object() -> None:
         "note",
         "error",
         "final",
+        "resync",
     }
 
 

@@ -27,6 +27,7 @@ def test_schema_lists_every_event_type_of_the_union() -> None:
         "final",
         "message",
         "note",
+        "resync",
         "run_started",
         "step",
         "token",
