@@ -33,16 +33,16 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from tests.live_server import serve_app
 
 __all__ = ["PROVIDER_DETAIL", "OpenAIStub", "serve_openai_stub", "words"]
 
 PROVIDER_DETAIL = "stub-provider-internals: shard 7 exploded, key sk-test-leak"
 _WORD = re.compile(r"\S+\s*")
-_STARTUP_TIMEOUT_SECONDS = 10.0
 
 
 def words(text: str) -> list[str]:
@@ -207,40 +207,10 @@ async def _chunks(
     yield ServerSentEvent(data="[DONE]")
 
 
-class _Server(uvicorn.Server):
-    """A uvicorn server that sets an event once it listens (no polling of ``started``)."""
-
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.listening = asyncio.Event()
-
-    async def startup(self, sockets: Any = None) -> None:
-        await super().startup(sockets=sockets)
-        if self.started:
-            self.listening.set()
-
-
 @asynccontextmanager
 async def serve_openai_stub() -> AsyncIterator[OpenAIStub]:
     """Run an :class:`OpenAIStub` on a free loopback port for the duration of the block."""
     stub = OpenAIStub()
-    server = _Server(
-        uvicorn.Config(stub.app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
-    )
-    serving = asyncio.create_task(server.serve(), name="openai-stub")
-    listening = asyncio.create_task(server.listening.wait())
-    done, _ = await asyncio.wait(
-        {serving, listening}, timeout=_STARTUP_TIMEOUT_SECONDS, return_when="FIRST_COMPLETED"
-    )
-    if listening not in done:
-        listening.cancel()
-        server.should_exit = True
-        await asyncio.gather(serving, return_exceptions=True)
-        raise RuntimeError("the OpenAI stub did not start listening")
-    port = server.servers[0].sockets[0].getsockname()[1]
-    stub.base_url = f"http://127.0.0.1:{port}/v1"
-    try:
+    async with serve_app(stub.app, lifespan="off") as base_url:
+        stub.base_url = f"{base_url}/v1"
         yield stub
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(serving, timeout=_STARTUP_TIMEOUT_SECONDS)

@@ -67,7 +67,7 @@ def check_decision(
     thread_id: str,
     row: Any | None,
     resume: ResumeDecision,
-    pending_ids: set[str],
+    pending_ids: frozenset[str],
     now: datetime,
 ) -> None:
     """Raise the error a client gets for this decision, or return when it may be recorded."""

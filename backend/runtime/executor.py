@@ -96,6 +96,17 @@ class _Outcome:
     consents: list[ConsentEvent] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class GraphPosition:
+    waiting: frozenset[str]
+    """The interrupt (approval) ids the graph waits for."""
+    unfinished: bool
+    """Nodes are left to run and no consent is awaited: a run stopped half-way (a failure, a
+    crash) and ``astream(None)`` would continue it."""
+
+
+NOWHERE = GraphPosition(waiting=frozenset(), unfinished=False)
+
 GraphInput = dict[str, Any] | Command[Any] | None
 """What one ``astream`` call starts with; ``None`` continues a run that stopped half-way."""
 
@@ -137,15 +148,13 @@ class RunExecutor:
     def graph_names(self) -> list[str]:
         return sorted(self._graphs)
 
-    async def pending_interrupt_ids(self, spec: GraphSpec, thread_id: str) -> set[str]:
+    async def position(self, spec: GraphSpec, thread_id: str) -> GraphPosition:
+        """Where the thread's graph stands, from one checkpoint read."""
         state = await self.graph(spec.name).aget_state(_config(thread_id))
-        return {interrupt.id for interrupt in state.interrupts}
-
-    async def has_unfinished_work(self, spec: GraphSpec, thread_id: str) -> bool:
-        """True when the checkpoint has nodes left to run and waits for no consent: a run
-        stopped half-way (a failure, a crash) and ``astream(None)`` would continue it."""
-        state = await self.graph(spec.name).aget_state(_config(thread_id))
-        return bool(state.next) and not state.interrupts
+        return GraphPosition(
+            waiting=frozenset(interrupt.id for interrupt in state.interrupts),
+            unfinished=bool(state.next) and not state.interrupts,
+        )
 
     def launch(
         self,

@@ -27,7 +27,14 @@ from backend.runtime.consent_gate import (
     expire_consent,
     record_decision,
 )
-from backend.runtime.executor import SEQ_RESERVATION, ActiveRun, GraphInput, RunExecutor
+from backend.runtime.executor import (
+    NOWHERE,
+    SEQ_RESERVATION,
+    ActiveRun,
+    GraphInput,
+    GraphPosition,
+    RunExecutor,
+)
 from backend.schemas.approvals import DecisionRequest
 from backend.schemas.chat import ChatRequest, ResumeDecision
 from backend.schemas.threads import CancelAccepted
@@ -109,10 +116,10 @@ class RunStarter:
             target = self._target_of(thread)
         except InvalidRequestError:
             return None  # a graph this deployment no longer serves
-        waiting = await self._executor.pending_interrupt_ids(target.spec, target.thread_id)
+        position = await self._executor.position(target.spec, target.thread_id)
         async with self._db.read() as conn:
-            recorded = await self._recorded_decisions(conn, target, waiting)
-        inputs = await self._continuation(target, waiting, recorded)
+            recorded = await self._recorded_decisions(conn, target, position.waiting)
+        inputs = self._continuation(position, recorded)
         if not inputs:
             return None
         now, run_id = self._clock(), str(uuid4())
@@ -143,7 +150,7 @@ class RunStarter:
         async with self._db.read() as conn:
             thread = await threads_repo.get_thread(conn, owner, row.thread_id)
         target = self._target_of(thread)
-        waiting = await self._executor.pending_interrupt_ids(target.spec, target.thread_id)
+        waiting = (await self._executor.position(target.spec, target.thread_id)).waiting
         run_id = str(uuid4())
         try:
             return await self._expire_in(owner, target, row, run_id, waiting, now)
@@ -156,7 +163,7 @@ class RunStarter:
         target: _Target,
         row: Any,
         run_id: str,
-        waiting: set[str],
+        waiting: frozenset[str],
         now: datetime,
     ) -> ActiveRun | None:
         async with self._db.write() as conn:
@@ -273,9 +280,10 @@ class RunStarter:
             )
         run_id, now = str(uuid4()), self._clock()
         self._refuse_if_running(target)
-        waiting: set[str] = set()
+        position = NOWHERE
         if target.status == "awaiting_consent" or target.stopped_half_way:
-            waiting = await self._executor.pending_interrupt_ids(target.spec, target.thread_id)
+            position = await self._executor.position(target.spec, target.thread_id)
+        waiting = position.waiting
         async with self._db.write() as conn:
             if target.is_new:
                 await threads_repo.create_thread(
@@ -305,9 +313,7 @@ class RunStarter:
         if recorded or settled:
             inputs.append(Command(resume={**recorded, **settled}))
         # A decided consent whose run stopped half-way is honoured before the new message.
-        elif continue_decision and await self._executor.has_unfinished_work(
-            target.spec, target.thread_id
-        ):
+        elif continue_decision and position.unfinished:
             inputs.append(None)
         inputs.append(
             {
@@ -328,7 +334,7 @@ class RunStarter:
             )
 
     async def _recorded_decisions(
-        self, conn: AsyncConnection, target: _Target, waiting: set[str]
+        self, conn: AsyncConnection, target: _Target, waiting: frozenset[str]
     ) -> dict[str, Any]:
         """Decisions (or expiries) already recorded for consents the graph still waits for: the
         run that carried them stopped half-way, so the next run resumes with them."""
@@ -344,7 +350,7 @@ class RunStarter:
         target: _Target,
         request: ChatRequest,
         run_id: str,
-        waiting: set[str],
+        waiting: frozenset[str],
         now: datetime,
     ) -> dict[str, Any]:
         """Before a message, every consent of the thread is closed: overdue ones expire, live ones
@@ -393,7 +399,8 @@ class RunStarter:
         self._refuse_if_running(target)
         # What the graph waits for is read first: a row read after it that is still pending was
         # pending in that checkpoint too, so a concurrent winner shows as `already_decided`.
-        waiting = await self._executor.pending_interrupt_ids(target.spec, target.thread_id)
+        position = await self._executor.position(target.spec, target.thread_id)
+        waiting = position.waiting
         async with self._db.read() as conn:
             rows = [await approvals_repo.find_approval(conn, owner, r.approval_id) for r in resumes]
             pending = await approvals_repo.pending_approvals(conn, target.thread_id)
@@ -406,7 +413,7 @@ class RunStarter:
             and _same_decision(first, resumes[0])
             and target.stopped_half_way
         ):
-            continuation = await self._continuation(target, waiting, recorded)
+            continuation = self._continuation(position, recorded)
             if continuation:
                 return await self._start_continuation(owner, target, now, continuation)
         if not pending and all(row is None for row in rows):
@@ -450,16 +457,13 @@ class RunStarter:
         command: Command[Any] = Command(resume={**recorded, **values})
         return self._launch(owner, target, run_id, last_seq, "resume", [command])
 
-    async def _continuation(
-        self, target: _Target, waiting: set[str], recorded: dict[str, Any]
-    ) -> list[GraphInput]:
+    @staticmethod
+    def _continuation(position: GraphPosition, recorded: dict[str, Any]) -> list[GraphInput]:
         """How to continue a graph whose run stopped half-way: resume the consents it still waits
         for with their recorded decisions, or run its remaining nodes; [] if nothing is left."""
         if recorded:
             return [Command(resume=recorded)]
-        if not waiting and await self._executor.has_unfinished_work(target.spec, target.thread_id):
-            return [None]
-        return []
+        return [None] if position.unfinished else []
 
     async def _start_continuation(
         self, owner: Principal, target: _Target, now: datetime, inputs: list[GraphInput]

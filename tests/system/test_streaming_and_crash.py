@@ -20,14 +20,13 @@ from typing import Any
 import httpx
 import pytest
 import pytest_asyncio
-import uvicorn
-from fastapi import FastAPI
 
 from backend.app import create_app
 from backend.runtime.event_stream import RunEventStream
 from backend.schemas.events import Event, FinalEvent, StepEvent
 from backend.services import Services
 from backend.settings import Settings
+from tests.live_server import serve_app
 from tests.openai_stub import OpenAIStub, serve_openai_stub
 from tests.sse import kinds, parse_events
 from tests.system.server import free_port, serve
@@ -60,43 +59,6 @@ def _stub_settings(stub: OpenAIStub) -> dict[str, Any]:
 async def _within(awaitable: Awaitable[Any]) -> Any:
     async with asyncio.timeout(WAIT_SECONDS):
         return await awaitable
-
-
-class _Server(uvicorn.Server):
-    """A uvicorn server that sets an event once it listens (no polling of ``started``)."""
-
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.listening = asyncio.Event()
-
-    async def startup(self, sockets: Any = None) -> None:
-        await super().startup(sockets=sockets)
-        if self.started:
-            self.listening.set()
-
-
-@asynccontextmanager
-async def _serve_in_loop(app: FastAPI) -> AsyncIterator[str]:
-    """Run ``app`` (lifespan on) on a free loopback port in this loop; yield its base URL."""
-    server = _Server(
-        uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="on", log_level="warning")
-    )
-    serving = asyncio.create_task(server.serve(), name="consentry-in-loop")
-    listening = asyncio.create_task(server.listening.wait())
-    done, _ = await asyncio.wait(
-        {serving, listening}, timeout=WAIT_SECONDS, return_when="FIRST_COMPLETED"
-    )
-    if listening not in done:
-        listening.cancel()
-        server.should_exit = True
-        await asyncio.gather(serving, return_exceptions=True)
-        raise RuntimeError("the app did not start listening")
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await _within(serving)
 
 
 @asynccontextmanager
@@ -163,7 +125,7 @@ async def test_a_client_that_disconnects_mid_run_does_not_stop_the_run(
     app = create_app(Settings(database_url=db_url, **_stub_settings(stub)))
     stub.reply(CLASSIFIED_AS_ANSWER)
     stub.hold(ANSWER)
-    async with _serve_in_loop(app) as base_url, httpx.AsyncClient(base_url=base_url) as http:
+    async with serve_app(app) as base_url, httpx.AsyncClient(base_url=base_url) as http:
         services: Services = app.state.services
         async with http.stream(
             "POST", "/v1/chat", json={"message": "What is retrieval?"}
@@ -197,7 +159,7 @@ async def test_a_quiet_stream_carries_keep_alive_comments(db_url: str, stub: Ope
     stub.reply(CLASSIFIED_AS_ANSWER)
     stub.hold(ANSWER)
     async with (
-        _serve_in_loop(app) as base_url,
+        serve_app(app) as base_url,
         httpx.AsyncClient(base_url=base_url) as http,
         http.stream("POST", "/v1/chat", json={"message": "What is retrieval?"}) as response,
     ):
