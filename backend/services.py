@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
+
+import anyio
 
 from backend.runtime.approvals import ApprovalInbox
 from backend.runtime.clock import Clock, utc_now
@@ -36,6 +39,8 @@ class Services:
     idempotency: IdempotencyGuard
     expiry: ExpirySweeper
     clock: Clock
+    shutting_down: anyio.Event
+    """Set (by sse-starlette, for every open stream) when the server starts shutting down."""
 
 
 @asynccontextmanager
@@ -71,8 +76,11 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                     thread_token_budget=settings.thread_token_budget,
                     tenant_token_budget=settings.tenant_token_budget,
                 ),
+                lease_seconds=settings.lease_seconds,
             )
-            interrupted = await executor.recover_unfinished()
+            # This process is the only one on the SQLite file (serving_lock): every run left
+            # open is dead, whatever its lease says.
+            interrupted = await executor.recover_unfinished(lease_expired_by=None)
             idempotency = IdempotencyGuard(db, clock)
             await idempotency.release_abandoned()
             runs = RunStarter(
@@ -95,6 +103,8 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
             executor.on_consent_requested = expiry.consent_requested
             runs.on_overdue = expiry.wake
             expiry.start()
+            shutting_down = anyio.Event()
+            suspender = asyncio.create_task(_suspend_runs_on(shutting_down, executor))
             try:
                 yield Services(
                     settings=settings,
@@ -107,9 +117,18 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                     idempotency=idempotency,
                     expiry=expiry,
                     clock=clock,
+                    shutting_down=shutting_down,
                 )
             finally:
+                suspender.cancel()
                 await expiry.stop()
                 await executor.shutdown()
     finally:
         await db.close()
+
+
+async def _suspend_runs_on(shutting_down: anyio.Event, executor: RunExecutor) -> None:
+    """Stop every run at its next step boundary as soon as the server starts shutting down,
+    while open streams are still being drained (the lifespan's end comes after them)."""
+    await shutting_down.wait()
+    executor.suspend_all()

@@ -77,6 +77,13 @@ class Settings(BaseSettings):
     tenant_token_budget: int | None = Field(
         default=None, gt=0, description="Model tokens one tenant may use (unset: no limit)."
     )
+    lease_seconds: float = Field(
+        default=30.0,
+        ge=1.0,
+        le=600.0,
+        description="How long a run's lease lasts without a heartbeat (renewed every third); a "
+        "run whose process died is taken over once its lease expired.",
+    )
     keepalive_seconds: float = Field(default=15.0, gt=0, le=15.0)
 
     @field_validator("api_keys", mode="before")

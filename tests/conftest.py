@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from backend.app import create_app
 from backend.settings import Settings
 from tests.live_server import serve_app
+from tests.openai_stub import OpenAIStub, serve_openai_stub
 
 
 class ManualClock:
@@ -93,3 +94,13 @@ def open_live(db_url: str, clock: ManualClock) -> Callable[..., Any]:
                 yield client, app.state.services
 
     return _open
+
+
+@pytest_asyncio.fixture
+async def stub() -> AsyncIterator[OpenAIStub]:
+    """A scripted OpenAI-compatible server on a free port (``tests/openai_stub.py``)."""
+    async with serve_openai_stub() as running:
+        try:
+            yield running
+        finally:
+            running.release()  # a held request must not keep the stub from stopping

@@ -93,6 +93,15 @@ class OpenAIStub:
             "/v1/chat/completions", self._chat_completions, methods=["POST"], response_model=None
         )
 
+    def server_env(self) -> dict[str, str]:
+        """What a ``consentry serve`` process needs to use this stub, without client retries."""
+        return {
+            "CONSENTRY_LLM_BASE_URL": self.base_url,
+            "CONSENTRY_LLM_API_KEY": "sk-test",
+            "CONSENTRY_LLM_MAX_RETRIES": "0",
+            "CONSENTRY_LLM_MODEL": "stub",
+        }
+
     def reply(self, text: str) -> None:
         self.script.append(_Reply(text))
 

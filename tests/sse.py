@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,3 +60,18 @@ async def chat(
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/event-stream")
     return parse_events(response.text)
+
+
+async def next_event(lines: AsyncIterator[str]) -> Event:
+    """Read SSE lines up to the end of the next event frame (comments are skipped)."""
+    block: list[str] = []
+    async for line in lines:
+        if line:
+            block.append(line)
+            continue
+        events = parse_events("\n".join(block) + "\n\n")
+        block = []
+        if events:
+            (event,) = events
+            return event
+    raise AssertionError("the stream ended before the next event")

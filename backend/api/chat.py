@@ -9,8 +9,9 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from backend.api.deps import IdempotencyKey, PrincipalDep, ServicesDep
 from backend.api.responses import ERROR_RESPONSES
+from backend.api.streaming import event_stream_response
 from backend.runtime.event_stream import OutgoingEvent
-from backend.runtime.executor import SHUTDOWN_GRACE_SECONDS, ActiveRun
+from backend.runtime.executor import ActiveRun
 from backend.runtime.idempotency import StoredResponse, request_fingerprint
 from backend.schemas.chat import ChatRequest
 from backend.services import Services
@@ -18,14 +19,6 @@ from backend.services import Services
 __all__ = ["router"]
 
 router = APIRouter(prefix="/v1", tags=["chat"])
-
-
-async def _sse(run: ActiveRun) -> AsyncIterator[ServerSentEvent]:
-    try:
-        async for event in run.events.listen():
-            yield ServerSentEvent(data=event.data, event=event.type, id=str(event.seq))
-    finally:
-        run.events.detach()  # the run goes on without a listener
 
 
 @router.post(
@@ -80,11 +73,11 @@ async def chat(
 
 
 def _stream(services: Services, run: ActiveRun) -> EventSourceResponse:
-    return EventSourceResponse(
-        _sse(run),
-        ping=services.settings.keepalive_seconds,
-        shutdown_grace_period=SHUTDOWN_GRACE_SECONDS,  # let the run reach its final event
+    return event_stream_response(
+        run.events.listen(),
+        services=services,
         headers={"X-Thread-Id": run.thread_id, "X-Run-Id": run.run_id},
+        on_close=run.events.detach,  # the run goes on without a listener
     )
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette import EventSourceResponse
 
 from backend.api.deps import PrincipalDep, ServicesDep
 from backend.api.responses import ERROR_RESPONSES
+from backend.api.streaming import event_stream_response
 from backend.errors import BadRequestError
 from backend.schemas.audit import AuditTrail
 from backend.schemas.threads import CancelAccepted, ThreadDetail, ThreadList, Transcript
@@ -64,11 +65,7 @@ async def join_stream(
     raw = last_event_id_header if last_event_id_header is not None else last_event_id
     after = _parse_event_id(raw)
     events = await services.threads.join(owner, thread_id, after_seq=after)
-    return EventSourceResponse(
-        (ServerSentEvent(data=e.data, event=e.type, id=str(e.seq)) async for e in events),
-        ping=services.settings.keepalive_seconds,
-        headers={"X-Thread-Id": thread_id},
-    )
+    return event_stream_response(events, services=services, headers={"X-Thread-Id": thread_id})
 
 
 def _parse_event_id(raw: str | None) -> int:

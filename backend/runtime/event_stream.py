@@ -1,8 +1,10 @@
 """The events of one run: numbering, buffering for storage, and hand-off to the open stream.
 
-Every event gets the thread's next ``seq``. Durable events (all but ``token``) are kept for the
-run's closing transaction; every event goes to the listening SSE response, if one is still
-connected. A run never waits for its listener: a client that goes away only stops the hand-off.
+Every event gets the thread's next ``seq``. A recorded event waits in two buffers: durable ones
+(all but ``token``) until the executor stores them, and every one until :meth:`flush` hands it
+to the listening SSE responses. The executor flushes only after storing, so a client never sees
+an event the log could lose. A run never waits for its listeners: a client that goes away only
+stops the hand-off.
 """
 
 from __future__ import annotations
@@ -15,7 +17,12 @@ from typing import Any
 from backend.runtime.clock import Clock
 from backend.schemas.events import Event, TokenEvent
 
-__all__ = ["OutgoingEvent", "RunEventStream"]
+__all__ = ["OutgoingEvent", "RunEventStream", "RunSuspendedError"]
+
+
+class RunSuspendedError(Exception):
+    """The run stopped without a ``final`` (the server shuts down, or another process took it
+    over): its listener should reconnect with ``Last-Event-ID``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,10 +45,14 @@ class RunEventStream:
         """The run may number events up to here (see ``threads.claim_thread``)."""
         self._clock = clock
         self._durable: list[OutgoingEvent] = []
+        self._unsent: list[OutgoingEvent] = []
         self._history: list[OutgoingEvent] = []
         """Durable events already sent: what a client joining mid-run catches up with."""
         self._listeners: set[asyncio.Queue[OutgoingEvent | None]] = set()
         self._closed = False
+        self.suspended = False
+        """The run stopped without a ``final`` (the server shuts down, or another process took
+        the run over): listeners should reconnect with ``Last-Event-ID``."""
         self._main = self._subscribe(after_seq=last_seq)
 
     @property
@@ -67,23 +78,30 @@ class RunEventStream:
         )
         return event
 
-    def record(self, event: Event) -> OutgoingEvent:
-        """Serialize ``event`` and keep it for storage unless it is ephemeral."""
+    def record(self, event: Event) -> None:
+        """Serialize ``event``; keep it for storage unless it is ephemeral, and for the next
+        :meth:`flush`."""
         outgoing = OutgoingEvent(event.seq, event.type, event.model_dump_json())
         if not isinstance(event, TokenEvent):
             self._durable.append(outgoing)
-        return outgoing
+        self._unsent.append(outgoing)
 
-    def send(self, outgoing: OutgoingEvent) -> None:
-        if outgoing.type != "token":
-            self._history.append(outgoing)
-        for queue in self._listeners:
-            queue.put_nowait(outgoing)
+    def flush(self) -> None:
+        """Hand every recorded event to the listeners (call it once they are stored)."""
+        unsent, self._unsent = self._unsent, []
+        for outgoing in unsent:
+            if outgoing.type != "token":
+                self._history.append(outgoing)
+            for queue in self._listeners:
+                queue.put_nowait(outgoing)
 
-    def emit(self, event_type: type[Event], **fields: Any) -> Event:
-        event = self.make(event_type, **fields)
-        self.send(self.record(event))
-        return event
+    def discard_unsent(self) -> None:
+        """Forget the events recorded since the last flush (they could not be stored): their
+        numbers are given out again."""
+        if self._unsent:
+            self.last_seq = self._unsent[0].seq - 1
+        self._unsent = []
+        self._durable = []
 
     @property
     def has_unstored(self) -> bool:
@@ -113,16 +131,22 @@ class RunEventStream:
         self._listeners.discard(self._main)
 
     async def listen(self) -> AsyncIterator[OutgoingEvent]:
-        """The stream of the request that started the run: every event, until ``final``."""
+        """The stream of the request that started the run: every event, until ``final``
+        (:class:`RunSuspendedError` when the run stops without one)."""
         while (item := await self._main.get()) is not None:
             yield item
+        if self.suspended:
+            raise RunSuspendedError(self.run_id)
 
     async def join(self, *, after_seq: int) -> AsyncIterator[OutgoingEvent]:
         """Another client joins: the durable events after ``after_seq`` sent so far, then every
-        event as it comes, until ``final``."""
+        event as it comes, until ``final`` (:class:`RunSuspendedError` when the run stops without
+        one)."""
         queue = self._subscribe(after_seq=after_seq)
         try:
             while (item := await queue.get()) is not None:
                 yield item
+            if self.suspended:
+                raise RunSuspendedError(self.run_id)
         finally:
             self._listeners.discard(queue)

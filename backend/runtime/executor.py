@@ -5,8 +5,15 @@ stops, one write transaction stores the run's durable events, the approvals for 
 asks for, the run's terminal reason and the thread's new status; only then are the ``consent`` and
 ``final`` events sent, so a client that resumes at once always finds its approval stored.
 
-If the client goes away the run still finishes and is stored. On shutdown, runs get a grace period,
-then are cancelled and recorded with reason ``cancelled``.
+If the client goes away the run still finishes and is stored.
+
+Each run holds a lease on its thread (``runtime.leases``); its event writes and its end are
+checked against the lease's fencing token, so a run that lost its lease stores nothing more and
+just stops. On shutdown (SIGTERM), every run stops at its next step boundary (its checkpoint is
+saved), stores its events and gives up its lease without ending: the next process takes it over
+and continues it from that checkpoint (``recover_unfinished``). A run that does not reach a step
+boundary within the grace period is cancelled mid-step and taken over the same way; its
+unfinished step runs again.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from backend.runtime.consent_gate import record_decision
 from backend.runtime.effect_ledger import OwnerEffectLedger
 from backend.runtime.errors import describe_failure
 from backend.runtime.event_stream import RunEventStream
+from backend.runtime.leases import LeaseKeeper
 from backend.runtime.notes_store import OwnerNotesStore
 from backend.runtime.stream_mapping import STREAM_MODES, ChunkMapper
 from backend.schemas.events import (
@@ -45,6 +53,7 @@ from backend.storage import approvals as approvals_repo
 from backend.storage import threads as threads_repo
 from backend.storage.audit import record_audit
 from backend.storage.database import Database
+from backend.storage.threads import Claim, LeaseLostError
 from graphs.consent import ConsentDecision, ConsentRequest, Decision, proposal_hash
 from graphs.registry import CompiledGraph, GraphSpec
 from graphs.services import GraphContext
@@ -73,11 +82,16 @@ class RunLimits:
     tenant_token_budget: int | None = None
 
 
-class _CancelRequestedError(Exception):
-    """A client asked to cancel the run; it stops at the next step boundary."""
+class _StopRequestedError(Exception):
+    """The run was asked to stop (``_RunContext.stop``); it stops at the next step boundary."""
 
 
-@dataclass(frozen=True)
+StopReason = Literal["cancel", "suspend", "lease_lost"]
+"""Why a run stops early: a client cancelled it (it ends ``cancelled``), the server shuts down
+(it is suspended, for the next process to continue), or another process took it over."""
+
+
+@dataclass
 class _RunContext:
     owner: Principal
     spec: GraphSpec
@@ -86,7 +100,9 @@ class _RunContext:
     trigger: Literal["message", "resume", "expiry", "recovery"]
     consent_policy: str
     budget: TokenBudget
-    cancel_requested: asyncio.Event = field(default_factory=asyncio.Event)
+    fencing_token: int
+    stop: StopReason | None = None
+    task: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -123,8 +139,12 @@ class RunExecutor:
         clock: Clock,
         consent_ttl_seconds: int,
         limits: RunLimits | None = None,
+        lease_seconds: float = 30.0,
     ) -> None:
         self._db = db
+        self.leases = LeaseKeeper(
+            db=db, clock=clock, lease_seconds=lease_seconds, on_lost=self._leases_lost
+        )
         self._limits = limits or RunLimits()
         self._active: dict[str, _RunContext] = {}
         self._graphs = graphs
@@ -153,7 +173,9 @@ class RunExecutor:
         state = await self.graph(spec.name).aget_state(_config(thread_id))
         return GraphPosition(
             waiting=frozenset(interrupt.id for interrupt in state.interrupts),
-            unfinished=bool(state.next) and not state.interrupts,
+            # ``tasks`` (not ``next``): a step whose tasks all finished but whose checkpoint was
+            # not written yet (the run stopped at that boundary) lists them with their writes.
+            unfinished=bool(state.tasks) and not state.interrupts,
         )
 
     def launch(
@@ -163,7 +185,7 @@ class RunExecutor:
         spec: GraphSpec,
         thread_id: str,
         run_id: str,
-        last_seq: int,
+        claim: Claim,
         trigger: Literal["message", "resume", "expiry", "recovery"],
         consent_policy: str,
         graph_inputs: list[GraphInput],
@@ -171,11 +193,12 @@ class RunExecutor:
         events = RunEventStream(
             thread_id=thread_id,
             run_id=run_id,
-            last_seq=last_seq,
-            reserved_until=last_seq + SEQ_RESERVATION,
+            last_seq=claim.last_seq,
+            reserved_until=claim.last_seq + SEQ_RESERVATION,
             clock=self._clock,
         )
-        events.emit(RunStartedEvent, graph=spec.name, trigger=trigger)
+        # Sent with the run's first stored chunk (store before send, like every durable event).
+        events.record(events.make(RunStartedEvent, graph=spec.name, trigger=trigger))
         context = GraphContext(
             notes=OwnerNotesStore(self._db, owner, self._clock),
             effects=OwnerEffectLedger(self._db, owner, self._clock),
@@ -187,15 +210,19 @@ class RunExecutor:
             thread_budget=self._limits.thread_token_budget,
             tenant_budget=self._limits.tenant_token_budget,
         )
-        run = _RunContext(owner, spec, events, context, trigger, consent_policy, budget)
+        run = _RunContext(
+            owner, spec, events, context, trigger, consent_policy, budget, claim.fencing_token
+        )
         self._active[thread_id] = run
+        self.leases.track(run_id)
         task = asyncio.create_task(
             self._execute(run, graph_inputs),
             name=f"run:{run_id}",
         )
+        run.task = task
         self._running.add(task)
         task.add_done_callback(self._running.discard)
-        task.add_done_callback(lambda _: self._active.pop(thread_id, None))
+        task.add_done_callback(lambda _: self._ended(thread_id, run_id))
         return ActiveRun(thread_id=thread_id, run_id=run_id, events=events, task=task)
 
     async def _execute(self, run: _RunContext, graph_inputs: list[GraphInput]) -> None:
@@ -223,10 +250,17 @@ class RunExecutor:
             elif run.trigger == "expiry":
                 outcome.reason = "expired"
         except asyncio.CancelledError:
-            outcome = _Outcome(reason="cancelled")
-            await asyncio.shield(self._finish(run, outcome))
+            # Only shutdown (past its grace) and a lost lease cancel a run's task.
+            await asyncio.shield(self._suspend(run))
             raise
-        except _CancelRequestedError:
+        except LeaseLostError:
+            run.stop = "lease_lost"
+            await self._suspend(run)
+            return
+        except _StopRequestedError:
+            if run.stop != "cancel":
+                await self._suspend(run)
+                return
             outcome = _Outcome(reason="cancelled")
         except GraphRecursionError:
             outcome = _Outcome(reason="step_limit")
@@ -245,8 +279,13 @@ class RunExecutor:
                 },
             )
             outcome = _Outcome(reason="failed", error_code=failure.code)
-            events.emit(
-                ErrorEvent, code=failure.code, message=failure.message, retryable=failure.retryable
+            events.record(
+                events.make(
+                    ErrorEvent,
+                    code=failure.code,
+                    message=failure.message,
+                    retryable=failure.retryable,
+                )
             )
         await asyncio.shield(self._finish(run, outcome))
 
@@ -263,27 +302,40 @@ class RunExecutor:
             stream_mode=STREAM_MODES,
             durability="sync",
         ):
-            made = [
-                events.make(event_type, **fields) for event_type, fields in mapper.map(mode, chunk)
-            ]
-            outgoing = [events.record(event) for event in made]
+            for event_type, fields in mapper.map(mode, chunk):
+                events.record(events.make(event_type, **fields))
             if events.has_unstored:
                 # Durable events are stored before they are sent (one transaction per chunk; token
                 # chunks carry none and cost no write), so a client that rejoins after a crash
                 # finds everything it saw.
-                async with self._db.write() as conn:
-                    await threads_repo.insert_events(
-                        conn, events, events.take_durable(), now=self._clock()
-                    )
-            for item in outgoing:
-                events.send(item)
-            if mode == "updates" and run.cancel_requested.is_set():
-                raise _CancelRequestedError  # a step just ended: its checkpoint is saved
+                try:
+                    async with self._db.write() as conn:
+                        await self._store_events(conn, run)
+                except BaseException:
+                    events.discard_unsent()  # neither stored nor sent
+                    raise
+            events.flush()
+            if mode == "updates" and run.stop is not None:
+                raise _StopRequestedError  # a step just ended: its checkpoint is saved
             if events.unreserved < SEQ_RESERVATION // 4:
                 async with self._db.write() as conn:
                     events.reserved_until = await threads_repo.extend_reservation(
-                        conn, events.thread_id, run_id=events.run_id, reserve=SEQ_RESERVATION
+                        conn,
+                        events.thread_id,
+                        run_id=events.run_id,
+                        fencing_token=run.fencing_token,
+                        reserve=SEQ_RESERVATION,
                     )
+
+    async def _store_events(self, conn: AsyncConnection, run: _RunContext) -> None:
+        """Store the run's recorded durable events, fenced by its lease."""
+        await threads_repo.insert_events(
+            conn,
+            run.events,
+            run.events.take_durable(),
+            fencing_token=run.fencing_token,
+            now=self._clock(),
+        )
 
     async def _load_usage(self, run: _RunContext) -> None:
         """With a token budget set, what the thread and tenant used before this run."""
@@ -323,6 +375,9 @@ class RunExecutor:
             )
             for consent in decided
         }
+        events = run.events
+        for consent in decided:
+            events.record(consent)
         async with self._db.write() as conn:
             for consent in decided:
                 row = await self._insert_consent(conn, run, consent, now)
@@ -331,11 +386,11 @@ class RunExecutor:
                     run.owner,
                     row=row,
                     decision=answers[consent.approval_id],
-                    run_id=run.events.run_id,
+                    run_id=events.run_id,
                     now=now,
                 )
-        for consent in decided:
-            run.events.send(run.events.record(consent))
+            await self._store_events(conn, run)
+        events.flush()
         return Command(resume={i: a.model_dump(mode="json") for i, a in answers.items()})
 
     async def _insert_consent(
@@ -393,29 +448,34 @@ class RunExecutor:
         frees the thread (the events made so far are logged as lost); only if that fails too does
         the thread wait for the start-up recovery of the next process."""
         events = run.events
-        seq_before_closing = events.last_seq
-        final = events.make(FinalEvent, reason=outcome.reason)
-        closing = [events.record(event) for event in (*outcome.consents, final)]
+        for event in (*outcome.consents, events.make(FinalEvent, reason=outcome.reason)):
+            events.record(event)
         try:
             await self._store_end(run, outcome)
+        except LeaseLostError:
+            log.warning(
+                "a run lost its lease before it could store its end; another process has it",
+                extra={"thread_id": events.thread_id, "run_id": events.run_id},
+            )
+            events.discard_unsent()
+            events.suspended = True
+            events.close()
+            return
         except Exception:
             log.exception(
                 "could not store the end of a run",
                 extra={"thread_id": events.thread_id, "run_id": events.run_id},
             )
-            events.take_durable()
-            events.last_seq = seq_before_closing
-            closing = [
-                events.record(
-                    events.make(
-                        ErrorEvent,
-                        code="storage_error",
-                        retryable=True,
-                        message="The run's result could not be stored.",
-                    )
-                ),
-                events.record(events.make(FinalEvent, reason="failed")),
-            ]
+            events.discard_unsent()
+            events.record(
+                events.make(
+                    ErrorEvent,
+                    code="storage_error",
+                    retryable=True,
+                    message="The run's result could not be stored.",
+                )
+            )
+            events.record(events.make(FinalEvent, reason="failed"))
             try:
                 await self._store_end(run, _Outcome("failed", "storage_error"))
             except Exception:
@@ -425,15 +485,57 @@ class RunExecutor:
                 )
         for consent in outcome.consents:
             self.on_consent_requested(consent.expires_at)
-        for outgoing in closing:
-            events.send(outgoing)
+        events.flush()
         events.close()
+
+    async def _suspend(self, run: _RunContext) -> None:
+        """Stop without ending: store the events made so far and give up the lease, so the next
+        process continues the run from its last checkpoint. With the lease lost, store nothing
+        (the process that took the run over owns it now). Listeners get no ``final``: the stream
+        ends, and the client rejoins with ``Last-Event-ID``."""
+        events = run.events
+        if run.stop == "lease_lost":
+            events.discard_unsent()
+        else:
+            try:
+                async with self._db.write() as conn:
+                    await self._store_events(conn, run)
+                    await threads_repo.suspend_lease(
+                        conn,
+                        events.thread_id,
+                        run_id=events.run_id,
+                        fencing_token=run.fencing_token,
+                        now=self._clock(),
+                    )
+            except Exception:
+                log.exception(
+                    "could not store a suspended run; the lease expires and it is taken over",
+                    extra={"thread_id": events.thread_id, "run_id": events.run_id},
+                )
+                events.discard_unsent()
+            events.flush()
+        events.suspended = True
+        events.close()
+
+    def _ended(self, thread_id: str, run_id: str) -> None:
+        self.leases.forget(run_id)
+        run = self._active.get(thread_id)
+        if run is not None and run.events.run_id == run_id:
+            del self._active[thread_id]
+
+    def _leases_lost(self, run_ids: set[str]) -> None:
+        """Another process took these runs over (or their leases could not be renewed in time):
+        stop them now, mid-step, storing nothing."""
+        for run in list(self._active.values()):
+            if run.events.run_id in run_ids and run.task is not None:
+                run.stop = "lease_lost"
+                run.task.cancel()
 
     async def _store_end(self, run: _RunContext, outcome: _Outcome) -> None:
         events, owner = run.events, run.owner
         now = self._clock()
         async with self._db.write() as conn:
-            await threads_repo.insert_events(conn, events, events.take_durable(), now=self._clock())
+            await self._store_events(conn, run)
             for consent in outcome.consents:
                 await self._insert_consent(conn, run, consent, now)
             if outcome.error_code is not None:
@@ -476,71 +578,98 @@ class RunExecutor:
                 conn,
                 events.thread_id,
                 run_id=events.run_id,
+                fencing_token=run.fencing_token,
                 status="awaiting_consent" if waiting else "idle",
                 reason=outcome.reason,
                 last_seq=events.last_seq,
                 now=now,
             )
 
-    async def recover_unfinished(self) -> list[tuple[Principal, str]]:
-        """Close the runs a stopped or crashed process left open: record them ``failed`` with
-        code ``server_restarted`` and free their threads. Returns (owner, thread id) of each, for
+    async def recover_unfinished(
+        self, *, lease_expired_by: datetime | None = None
+    ) -> list[tuple[Principal, str]]:
+        """Close the runs that stopped without ending (their process crashed, stalled or shut
+        down), each once its lease expired by ``lease_expired_by`` (None: every such run, when
+        this process is the only one, as on SQLite): record them ``failed`` with code
+        ``server_restarted`` and free their threads. Returns (owner, thread id) of each, for
         ``RunStarter.continue_after_restart``.
 
-        Safe because one process serves a SQLite file at a time (``storage.process_lock``). The
-        numbering goes on after the dead run's reservation, so no seq it sent is reused."""
+        Each is closed in its own transaction, fenced by the dead run's token: when two processes
+        recover at once, one closes it and the other skips it. The numbering goes on after the
+        dead run's reservation, so no seq it sent is reused."""
+        async with self._db.read() as conn:
+            stale = await threads_repo.unfinished_runs(conn, lease_expired_by=lease_expired_by)
+        closed = []
+        for run in stale:
+            try:
+                await self._close_dead_run(run)
+            except LeaseLostError:
+                continue  # another process recovered it first
+            closed.append((Principal(run.tenant, run.user_id), run.thread_id))
+        return closed
+
+    async def _close_dead_run(self, run: Any) -> None:
         now = self._clock()
+        owner = Principal(run.tenant, run.user_id)
+        events = RunEventStream(
+            thread_id=run.thread_id,
+            run_id=run.id,
+            last_seq=run.last_seq,
+            reserved_until=run.last_seq + 2,
+            clock=self._clock,
+        )
+        events.record(
+            events.make(
+                ErrorEvent,
+                code="server_restarted",
+                retryable=True,
+                message="The server stopped during this run.",
+            )
+        )
+        events.record(events.make(FinalEvent, reason="failed"))
         async with self._db.write() as conn:
-            stale = await threads_repo.unfinished_runs(conn)
-            for run in stale:
-                events = RunEventStream(
+            # First the compare-and-set that takes the lease over with a new fencing token: a
+            # second process recovering the same run fails here (LeaseLostError) and writes
+            # nothing, and the old process, if it still runs, can write nothing more.
+            token = await threads_repo.seize_lease(
+                conn,
+                run.thread_id,
+                run_id=run.id,
+                fencing_token=run.fencing_token,
+                lease_owner=self.leases.owner,
+                lease_expires_at=self.leases.expires_at(now),
+            )
+            await threads_repo.insert_events(
+                conn, events, events.take_durable(), fencing_token=token, now=now
+            )
+            pending = await approvals_repo.pending_approvals(conn, run.thread_id)
+            await threads_repo.release_thread(
+                conn,
+                run.thread_id,
+                run_id=run.id,
+                fencing_token=token,
+                status="awaiting_consent" if pending else "idle",
+                reason="failed",
+                last_seq=events.last_seq,
+                now=now,
+            )
+            await threads_repo.end_run(
+                conn, run.id, reason="failed", error_code="server_restarted", now=now
+            )
+            for action, data in (
+                ("error", {"code": "server_restarted"}),
+                ("run_ended", {"reason": "failed"}),
+            ):
+                await record_audit(
+                    conn,
+                    owner,
+                    action=action,  # type: ignore[arg-type]
                     thread_id=run.thread_id,
                     run_id=run.id,
-                    last_seq=run.last_seq,
-                    reserved_until=run.last_seq + 2,
-                    clock=self._clock,
-                )
-                events.record(
-                    events.make(
-                        ErrorEvent,
-                        code="server_restarted",
-                        retryable=True,
-                        message="The server stopped during this run.",
-                    )
-                )
-                events.record(events.make(FinalEvent, reason="failed"))
-                await threads_repo.insert_events(
-                    conn, events, events.take_durable(), now=self._clock()
-                )
-                await threads_repo.end_run(
-                    conn, run.id, reason="failed", error_code="server_restarted", now=now
-                )
-                owner = Principal(run.tenant, run.user_id)
-                for action, data in (
-                    ("error", {"code": "server_restarted"}),
-                    ("run_ended", {"reason": "failed"}),
-                ):
-                    await record_audit(
-                        conn,
-                        owner,
-                        action=action,  # type: ignore[arg-type]
-                        thread_id=run.thread_id,
-                        run_id=run.id,
-                        actor="system",
-                        now=now,
-                        data=data,
-                    )
-                pending = await approvals_repo.pending_approvals(conn, run.thread_id)
-                await threads_repo.release_thread(
-                    conn,
-                    run.thread_id,
-                    run_id=run.id,
-                    status="awaiting_consent" if pending else "idle",
-                    reason="failed",
-                    last_seq=events.last_seq,
+                    actor="system",
                     now=now,
+                    data=data,
                 )
-        return [(Principal(run.tenant, run.user_id), run.thread_id) for run in stale]
 
     def active_stream(self, thread_id: str) -> RunEventStream | None:
         """The events of the thread's run active in this process, if any."""
@@ -553,8 +682,21 @@ class RunExecutor:
         run = self._active.get(thread_id)
         if run is None:
             return None
-        run.cancel_requested.set()
+        run.stop = run.stop or "cancel"
         return run.events.run_id
+
+    def suspend_all(self) -> None:
+        """The server is shutting down: every run stops at its next step boundary, for the next
+        process to continue (idempotent)."""
+        stopping = [run for run in self._active.values() if run.stop is None]
+        for run in stopping:
+            run.stop = "suspend"
+        if stopping:
+            log.warning(
+                "shutting down: %d run(s) stop at their next step boundary, to be continued "
+                "by the next process",
+                len(stopping),
+            )
 
     async def wait_for_runs(self) -> None:
         """Wait until every run this process started has ended (and been stored)."""
@@ -562,13 +704,15 @@ class RunExecutor:
             await asyncio.gather(*self._running, return_exceptions=True)
 
     async def shutdown(self) -> None:
-        """Let running runs finish for a grace period, then cancel (and record) the rest."""
-        if not self._running:
-            return
-        _, pending = await asyncio.wait(set(self._running), timeout=SHUTDOWN_GRACE_SECONDS)
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
+        """Stop every run at its next step boundary (within a grace period, then mid-step),
+        leaving each for the next process to continue."""
+        self.suspend_all()
+        if self._running:
+            _, pending = await asyncio.wait(set(self._running), timeout=SHUTDOWN_GRACE_SECONDS)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        await self.leases.stop()
 
 
 def _config(thread_id: str) -> RunnableConfig:

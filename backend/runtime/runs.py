@@ -43,6 +43,7 @@ from backend.storage import notes as notes_repo
 from backend.storage import threads as threads_repo
 from backend.storage.audit import record_audit
 from backend.storage.database import Database
+from backend.storage.threads import Claim
 from graphs.consent import ConsentDecision
 from graphs.registry import GraphSpec
 
@@ -124,9 +125,11 @@ class RunStarter:
             return None
         now, run_id = self._clock(), str(uuid4())
         async with self._db.write() as conn:
-            last_seq = await self._claim(conn, target.thread_id, run_id, now, (target.status,))
+            claim = await self._try_claim(conn, target.thread_id, run_id, now, (target.status,))
+            if claim is None:
+                return None  # a client's message or decision got to the thread first
             await self._start_run(conn, owner, target, run_id, "recovery", now)
-        run = self._launch(owner, target, run_id, last_seq, "recovery", inputs)
+        run = self._launch(owner, target, run_id, claim, "recovery", inputs)
         run.events.detach()  # nobody listens yet; clients join with GET .../stream
         return run
 
@@ -172,15 +175,10 @@ class RunStarter:
                 return None
             if not await expire_consent(conn, owner, row=row, run_id=run_id, now=now):
                 return None
-            last_seq = await threads_repo.claim_thread(
-                conn,
-                target.thread_id,
-                run_id=run_id,
-                expected=("awaiting_consent",),
-                reserve=SEQ_RESERVATION,
-                now=now,
+            claim = await self._try_claim(
+                conn, target.thread_id, run_id, now, ("awaiting_consent",)
             )
-            if last_seq is None:
+            if claim is None:
                 raise _ThreadBusyError  # roll the expiry back: it happens when the thread is free
             await self._start_run(conn, owner, target, run_id, "expiry", now)
             recorded = await self._recorded_decisions(conn, target, waiting - {row.id})
@@ -188,7 +186,7 @@ class RunStarter:
         command: Command[Any] = Command(
             resume={**recorded, row.id: decision.model_dump(mode="json")}
         )
-        return self._launch(owner, target, run_id, last_seq, "expiry", [command])
+        return self._launch(owner, target, run_id, claim, "expiry", [command])
 
     async def _resolve(self, owner: Principal, request: ChatRequest) -> _Target:
         async with self._db.read() as conn:
@@ -307,7 +305,7 @@ class RunStarter:
             # The claim expects the status this request was checked against: if another run
             # started or ended in between, this one gets `run_in_progress` instead of acting on
             # stale facts (e.g. cancelling a consent that was asked a moment ago).
-            last_seq = await self._claim(conn, target.thread_id, run_id, now, (target.status,))
+            claim = await self._claim(conn, target.thread_id, run_id, now, (target.status,))
             await self._start_run(conn, owner, target, run_id, "message", now)
         inputs: list[GraphInput] = []
         if recorded or settled:
@@ -322,7 +320,7 @@ class RunStarter:
                 "note_id": target.note_id,
             }
         )
-        return self._launch(owner, target, run_id, last_seq, "message", inputs)
+        return self._launch(owner, target, run_id, claim, "message", inputs)
 
     @staticmethod
     def _refuse_if_running(target: _Target) -> None:
@@ -451,11 +449,11 @@ class RunStarter:
                 await record_decision(
                     conn, owner, row=row, decision=decision, run_id=run_id, now=now
                 )
-            last_seq = await self._claim(conn, target.thread_id, run_id, now, (target.status,))
+            claim = await self._claim(conn, target.thread_id, run_id, now, (target.status,))
             await self._start_run(conn, owner, target, run_id, "resume", now)
         values = {d.approval_id: d.model_dump(mode="json") for d in decisions}
         command: Command[Any] = Command(resume={**recorded, **values})
-        return self._launch(owner, target, run_id, last_seq, "resume", [command])
+        return self._launch(owner, target, run_id, claim, "resume", [command])
 
     @staticmethod
     def _continuation(position: GraphPosition, recorded: dict[str, Any]) -> list[GraphInput]:
@@ -470,9 +468,9 @@ class RunStarter:
     ) -> ActiveRun:
         run_id = str(uuid4())
         async with self._db.write() as conn:
-            last_seq = await self._claim(conn, target.thread_id, run_id, now, (target.status,))
+            claim = await self._claim(conn, target.thread_id, run_id, now, (target.status,))
             await self._start_run(conn, owner, target, run_id, "resume", now)
-        return self._launch(owner, target, run_id, last_seq, "resume", inputs)
+        return self._launch(owner, target, run_id, claim, "resume", inputs)
 
     async def _start_run(
         self,
@@ -502,7 +500,7 @@ class RunStarter:
         owner: Principal,
         target: _Target,
         run_id: str,
-        last_seq: int,
+        claim: Claim,
         trigger: Trigger,
         inputs: list[GraphInput],
     ) -> ActiveRun:
@@ -511,30 +509,49 @@ class RunStarter:
             spec=target.spec,
             thread_id=target.thread_id,
             run_id=run_id,
-            last_seq=last_seq,
+            claim=claim,
             trigger=trigger,
             consent_policy=target.consent_policy,
             graph_inputs=inputs,
         )
 
-    @staticmethod
-    async def _claim(
+    async def _try_claim(
+        self,
         conn: AsyncConnection,
         thread_id: str,
         run_id: str,
         now: datetime,
         expected: tuple[str, ...],
-    ) -> int:
-        last_seq = await threads_repo.claim_thread(
-            conn, thread_id, run_id=run_id, expected=expected, reserve=SEQ_RESERVATION, now=now
+    ) -> Claim | None:
+        """Lease the thread to this process for a new run, if its status is ``expected``."""
+        leases = self._executor.leases
+        return await threads_repo.claim_thread(
+            conn,
+            thread_id,
+            run_id=run_id,
+            expected=expected,
+            reserve=SEQ_RESERVATION,
+            lease_owner=leases.owner,
+            lease_expires_at=leases.expires_at(now),
+            now=now,
         )
-        if last_seq is None:
+
+    async def _claim(
+        self,
+        conn: AsyncConnection,
+        thread_id: str,
+        run_id: str,
+        now: datetime,
+        expected: tuple[str, ...],
+    ) -> Claim:
+        claim = await self._try_claim(conn, thread_id, run_id, now, expected)
+        if claim is None:
             raise ConflictError(
                 "Another run is active on this thread; wait for its final event.",
                 code="run_in_progress",
                 details={"thread_id": thread_id},
             )
-        return last_seq
+        return claim
 
 
 def _same_decision(row: Any, resume: ResumeDecision) -> bool:

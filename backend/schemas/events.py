@@ -41,7 +41,7 @@ TerminalReason = Literal[
 ]
 """Why a run ended: ``completed`` (the graph finished), ``interrupted`` (waiting for consent),
 ``expired`` (a consent expired and the graph took its expired path), ``failed`` (an error event
-precedes it), ``cancelled`` (cancelled by a client, or the server shut down mid-run),
+precedes it), ``cancelled`` (cancelled by a client),
 ``step_limit`` (the run took more graph steps than allowed), ``timeout`` (the run took longer than
 allowed), ``budget_exhausted`` (the thread's or tenant's token budget was used up; the run stopped
 before the next model call)."""

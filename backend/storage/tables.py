@@ -110,9 +110,15 @@ threads = sa.Table(
     sa.Column("tokens_used", sa.Integer, nullable=False, server_default="0"),
     sa.Column("pruned_through", sa.Integer, nullable=False, server_default="0"),
     sa.Column("active_run_id", sa.String(36), nullable=True),
+    # The lease on the active run: the process that executes it, until when (renewed by its
+    # heartbeat), and the fencing token every write of that run is checked against.
+    sa.Column("lease_owner", sa.String(64), nullable=True),
+    sa.Column("lease_expires_at", UTCDateTime, nullable=True),
+    sa.Column("fencing_token", sa.Integer, nullable=False, server_default="0"),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
     sa.Index("ix_threads_owner_updated", "tenant", "user_id", "updated_at"),
+    sa.Index("ix_threads_lease", "status", "lease_expires_at"),
 )
 
 runs = sa.Table(

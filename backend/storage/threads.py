@@ -1,12 +1,17 @@
 """Threads, their runs and their stored events.
 
 A thread is claimed for a run by a compare-and-set on its ``status``: at most one run per thread,
-across every process that shares the database.
+across every process that shares the database. The claim is a lease: it names the process that
+executes the run (``lease_owner``), lasts until ``lease_expires_at`` (the owner's heartbeat renews
+it), and increments the thread's ``fencing_token``. Every later write of the run (its events, its
+end) is checked against that token, so a process that lost its lease (it stalled, and another
+took the run over) cannot store anything more for it: :class:`LeaseLostError`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -19,6 +24,8 @@ from backend.schemas.threads import ThreadSummary
 from backend.storage.tables import approvals, events, runs, tenant_usage, threads
 
 __all__ = [
+    "Claim",
+    "LeaseLostError",
     "ThreadRow",
     "add_token_usage",
     "claim_thread",
@@ -33,14 +40,29 @@ __all__ = [
     "list_threads",
     "prune_events",
     "release_thread",
+    "renew_leases",
     "run_events",
     "run_status",
+    "seize_lease",
     "start_run",
+    "suspend_lease",
     "token_usage",
     "unfinished_runs",
 ]
 
 ThreadRow = Any
+
+
+class LeaseLostError(Exception):
+    """The run's lease was taken over (its fencing token is stale): it must not write anymore."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A thread claimed for a run: the seq before its reservation, and the run's fencing token."""
+
+    last_seq: int
+    fencing_token: int
 
 
 class RunIds(Protocol):
@@ -108,14 +130,21 @@ _GET_THREAD = threads.select().where(
     threads.c.tenant == sa.bindparam("p_tenant"),
     threads.c.user_id == sa.bindparam("p_user"),
 )
+_HOLDS_LEASE = (
+    threads.c.id == sa.bindparam("p_id"),
+    threads.c.active_run_id == sa.bindparam("p_run"),
+    threads.c.fencing_token == sa.bindparam("p_token"),
+)
 _RELEASE_THREAD = (
     threads.update()
-    .where(threads.c.id == sa.bindparam("p_id"), threads.c.active_run_id == sa.bindparam("p_run"))
+    .where(*_HOLDS_LEASE)
     .values(
         status=sa.bindparam("p_status"),
         last_reason=sa.bindparam("p_reason"),
         last_seq=sa.bindparam("p_seq"),
         active_run_id=None,
+        lease_owner=None,
+        lease_expires_at=None,
         updated_at=sa.bindparam("p_now"),
     )
 )
@@ -130,7 +159,22 @@ _END_RUN = (
         ended_at=sa.bindparam("p_now"),
     )
 )
-_INSERT_EVENTS = events.insert()
+# Events are inserted only while the run holds the lease: ``INSERT ... SELECT ... FROM threads
+# WHERE fencing_token = ?`` inserts nothing for a stale token, at no extra statement.
+_INSERT_EVENTS = events.insert().from_select(
+    ["thread_id", "seq", "run_id", "type", "data", "created_at"],
+    sa.select(
+        threads.c.id,
+        sa.bindparam("p_seq", type_=sa.Integer),
+        sa.bindparam("p_run", type_=sa.String),
+        sa.bindparam("p_type", type_=sa.String),
+        sa.bindparam("p_data", type_=sa.Text),
+        sa.bindparam("p_now", type_=events.c.created_at.type),
+    ).where(
+        threads.c.id == sa.bindparam("p_id"),
+        threads.c.fencing_token == sa.bindparam("p_token"),
+    ),
+)
 _CLAIM_THREAD = (
     threads.update()
     .where(
@@ -141,9 +185,12 @@ _CLAIM_THREAD = (
         status="running",
         active_run_id=sa.bindparam("p_run"),
         last_seq=threads.c.last_seq + sa.bindparam("p_reserve"),
+        lease_owner=sa.bindparam("p_owner"),
+        lease_expires_at=sa.bindparam("p_expires"),
+        fencing_token=threads.c.fencing_token + 1,
         updated_at=sa.bindparam("p_now"),
     )
-    .returning(threads.c.last_seq)
+    .returning(threads.c.last_seq, threads.c.fencing_token)
 )
 
 
@@ -190,39 +237,105 @@ async def claim_thread(
     run_id: str,
     expected: Sequence[str],
     reserve: int,
+    lease_owner: str,
+    lease_expires_at: datetime,
     now: datetime,
-) -> int | None:
-    """Mark the thread running if its status is one of ``expected``, and reserve the next
-    ``reserve`` sequence numbers for the run. Return the last seq before the reservation, or None
-    when another run got there first.
+) -> Claim | None:
+    """Mark the thread running if its status is one of ``expected``, lease it to ``lease_owner``
+    with a new fencing token, and reserve the next ``reserve`` sequence numbers for the run.
+    None when another run got there first.
 
     The stored ``last_seq`` stays at the end of the reservation until the run ends, so a run that
     dies mid-way never has its numbers handed out again."""
-    result = await conn.execute(
-        _CLAIM_THREAD,
-        {
-            "p_id": thread_id,
-            "p_expected": list(expected),
-            "p_run": run_id,
-            "p_reserve": reserve,
-            "p_now": now,
-        },
-    )
-    reserved_until = result.scalar()
-    return None if reserved_until is None else int(reserved_until) - reserve
+    row = (
+        await conn.execute(
+            _CLAIM_THREAD,
+            {
+                "p_id": thread_id,
+                "p_expected": list(expected),
+                "p_run": run_id,
+                "p_reserve": reserve,
+                "p_owner": lease_owner,
+                "p_expires": lease_expires_at,
+                "p_now": now,
+            },
+        )
+    ).first()
+    if row is None:
+        return None
+    return Claim(last_seq=int(row.last_seq) - reserve, fencing_token=int(row.fencing_token))
 
 
 async def extend_reservation(
-    conn: AsyncConnection, thread_id: str, *, run_id: str, reserve: int
+    conn: AsyncConnection, thread_id: str, *, run_id: str, fencing_token: int, reserve: int
 ) -> int:
     """Reserve ``reserve`` more sequence numbers for the thread's active run; return the new end."""
     result = await conn.execute(
         threads.update()
-        .where(threads.c.id == thread_id, threads.c.active_run_id == run_id)
+        .where(*_HOLDS_LEASE)
         .values(last_seq=threads.c.last_seq + reserve)
-        .returning(threads.c.last_seq)
+        .returning(threads.c.last_seq),
+        {"p_id": thread_id, "p_run": run_id, "p_token": fencing_token},
     )
-    return int(result.scalar_one())
+    reserved_until = result.scalar()
+    if reserved_until is None:
+        raise LeaseLostError(run_id)
+    return int(reserved_until)
+
+
+async def renew_leases(
+    conn: AsyncConnection, *, lease_owner: str, run_ids: Sequence[str], expires_at: datetime
+) -> set[str]:
+    """Extend the leases ``lease_owner`` holds on these runs; return the runs it still holds."""
+    if not run_ids:
+        return set()
+    result = await conn.execute(
+        threads.update()
+        .where(threads.c.lease_owner == lease_owner, threads.c.active_run_id.in_(run_ids))
+        .values(lease_expires_at=expires_at)
+        .returning(threads.c.active_run_id)
+    )
+    return {str(run_id) for run_id in result.scalars()}
+
+
+async def seize_lease(
+    conn: AsyncConnection,
+    thread_id: str,
+    *,
+    run_id: str,
+    fencing_token: int,
+    lease_owner: str,
+    lease_expires_at: datetime,
+) -> int:
+    """Take over the lease of a run whose process is gone: a compare-and-set on its fencing
+    token that gives the thread a new one (returned), so whatever the old process still tries
+    to write is refused. :class:`LeaseLostError` when another process seized it first."""
+    result = await conn.execute(
+        threads.update()
+        .where(*_HOLDS_LEASE)
+        .values(
+            lease_owner=lease_owner,
+            lease_expires_at=lease_expires_at,
+            fencing_token=threads.c.fencing_token + 1,
+        )
+        .returning(threads.c.fencing_token),
+        {"p_id": thread_id, "p_run": run_id, "p_token": fencing_token},
+    )
+    token = result.scalar()
+    if token is None:
+        raise LeaseLostError(run_id)
+    return int(token)
+
+
+async def suspend_lease(
+    conn: AsyncConnection, thread_id: str, *, run_id: str, fencing_token: int, now: datetime
+) -> None:
+    """Give up the lease of a run stopped at a step boundary (the server is shutting down): the
+    run stays ``running`` with an expired lease, for the next process to take over."""
+    await conn.execute(
+        threads.update().where(*_HOLDS_LEASE).values(lease_owner=None, lease_expires_at=now),
+        {"p_id": thread_id, "p_run": run_id, "p_token": fencing_token},
+    )
 
 
 async def release_thread(
@@ -230,22 +343,28 @@ async def release_thread(
     thread_id: str,
     *,
     run_id: str,
+    fencing_token: int,
     status: str,
     reason: str,
     last_seq: int,
     now: datetime,
 ) -> None:
-    await conn.execute(
+    """End the run's lease and set the thread's new status; :class:`LeaseLostError` when the run
+    no longer holds the lease (nothing is changed, and the caller's transaction must roll back)."""
+    result = await conn.execute(
         _RELEASE_THREAD,
         {
             "p_id": thread_id,
             "p_run": run_id,
+            "p_token": fencing_token,
             "p_status": status,
             "p_reason": reason,
             "p_seq": last_seq,
             "p_now": now,
         },
     )
+    if result.rowcount != 1:
+        raise LeaseLostError(run_id)
 
 
 async def start_run(
@@ -272,22 +391,32 @@ async def end_run(
 
 
 async def insert_events(
-    conn: AsyncConnection, run: RunIds, rows: Iterable[StoredEvent], *, now: datetime
+    conn: AsyncConnection,
+    run: RunIds,
+    rows: Iterable[StoredEvent],
+    *,
+    fencing_token: int,
+    now: datetime,
 ) -> None:
-    """Store serialized events of one run."""
+    """Store serialized events of one run, if it still holds the lease (else
+    :class:`LeaseLostError`, and the caller's transaction must roll back)."""
     values = [
         {
-            "thread_id": run.thread_id,
-            "seq": row.seq,
-            "run_id": run.run_id,
-            "type": row.type,
-            "data": row.data,
-            "created_at": now,
+            "p_id": run.thread_id,
+            "p_token": fencing_token,
+            "p_seq": row.seq,
+            "p_run": run.run_id,
+            "p_type": row.type,
+            "p_data": row.data,
+            "p_now": now,
         }
         for row in rows
     ]
-    if values:
-        await conn.execute(_INSERT_EVENTS, values)
+    if not values:
+        return
+    result = await conn.execute(_INSERT_EVENTS, values)
+    if result.rowcount != len(values):
+        raise LeaseLostError(run.run_id)
 
 
 async def last_run_trigger(conn: AsyncConnection, thread_id: str) -> str | None:
@@ -301,16 +430,29 @@ async def last_run_trigger(conn: AsyncConnection, thread_id: str) -> str | None:
     return None if found is None else str(found)
 
 
-async def unfinished_runs(conn: AsyncConnection) -> list[Any]:
-    """Runs a previous process left ``running`` (it stopped or crashed mid-run)."""
-    rows = await conn.execute(
+async def unfinished_runs(conn: AsyncConnection, *, lease_expired_by: datetime | None) -> list[Any]:
+    """Runs left ``running`` whose lease expired by ``lease_expired_by`` (their process stopped,
+    crashed or stalled); with None, every run left ``running`` (this process is the only one)."""
+    query = (
         sa.select(
-            runs.c.id, runs.c.thread_id, threads.c.last_seq, threads.c.tenant, threads.c.user_id
+            runs.c.id,
+            runs.c.thread_id,
+            threads.c.last_seq,
+            threads.c.tenant,
+            threads.c.user_id,
+            threads.c.fencing_token,
         )
         .join(threads, threads.c.id == runs.c.thread_id)
-        .where(runs.c.status == "running")
+        .where(runs.c.status == "running", threads.c.active_run_id == runs.c.id)
     )
-    return list(rows)
+    if lease_expired_by is not None:
+        query = query.where(
+            sa.or_(
+                threads.c.lease_expires_at.is_(None),
+                threads.c.lease_expires_at < lease_expired_by,
+            )
+        )
+    return list(await conn.execute(query))
 
 
 async def run_status(conn: AsyncConnection, run_id: str) -> str | None:

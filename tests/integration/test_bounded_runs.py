@@ -4,21 +4,13 @@ and a client can cancel the active run; the thread stays usable after each."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-import pytest_asyncio
 
 from backend.schemas.events import FinalEvent
-from tests.openai_stub import OpenAIStub, serve_openai_stub
+from tests.openai_stub import OpenAIStub
 from tests.sse import chat, kinds, parse_events
-
-
-@pytest_asyncio.fixture
-async def stub() -> AsyncIterator[OpenAIStub]:
-    async with serve_openai_stub() as server:
-        yield server
 
 
 def _model(stub: OpenAIStub) -> dict[str, Any]:

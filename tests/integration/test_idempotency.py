@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-import pytest_asyncio
 
 from backend.schemas.events import ConsentEvent
-from tests.openai_stub import OpenAIStub, serve_openai_stub
+from tests.openai_stub import OpenAIStub
 from tests.sse import parse_events
 
 KEYS = "ka=acme:alice,kb=acme:bob"
-
-
-@pytest_asyncio.fixture
-async def stub() -> AsyncIterator[OpenAIStub]:
-    async with serve_openai_stub() as server:
-        yield server
 
 
 async def _ask(client: httpx.AsyncClient) -> ConsentEvent:

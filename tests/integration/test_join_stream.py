@@ -4,20 +4,12 @@ the active run live, with no gap and no duplicate."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-import pytest_asyncio
 
-from tests.openai_stub import OpenAIStub, serve_openai_stub
+from tests.openai_stub import OpenAIStub
 from tests.sse import chat, parse_events
-
-
-@pytest_asyncio.fixture
-async def stub() -> AsyncIterator[OpenAIStub]:
-    async with serve_openai_stub() as server:
-        yield server
 
 
 def _durable(events: list[Any]) -> list[tuple[int, str]]:

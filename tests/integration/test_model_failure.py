@@ -16,18 +16,12 @@ import pytest
 import pytest_asyncio
 
 from backend.schemas.events import ErrorEvent, Event, FinalEvent, MessageEvent, TokenEvent
-from tests.openai_stub import PROVIDER_DETAIL, OpenAIStub, serve_openai_stub, words
+from tests.openai_stub import PROVIDER_DETAIL, OpenAIStub, words
 from tests.sse import chat, kinds, parse_events
 
 CLASSIFIED_AS_ANSWER = '{"intent": "answer", "query": "retrieval"}'
 ANSWER = "Retrieval finds the relevant documents first."
 FAILED_RUN = ["run_started", "step", "step", "error", "final"]
-
-
-@pytest_asyncio.fixture
-async def stub() -> AsyncIterator[OpenAIStub]:
-    async with serve_openai_stub() as running:
-        yield running
 
 
 @pytest_asyncio.fixture

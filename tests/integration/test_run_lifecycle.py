@@ -39,7 +39,7 @@ from backend.services import Services
 from backend.settings import Settings
 from backend.storage.tables import approvals
 from tests.conftest import ManualClock
-from tests.openai_stub import OpenAIStub, serve_openai_stub
+from tests.openai_stub import OpenAIStub
 from tests.sse import chat, kinds, parse_events
 
 WAIT_SECONDS = 10.0
@@ -80,15 +80,6 @@ async def app(open_app: AppOpener) -> AsyncIterator[RunningApp]:
     """The app on the offline model."""
     async with open_app() as running:
         yield running
-
-
-@pytest_asyncio.fixture
-async def stub() -> AsyncIterator[OpenAIStub]:
-    async with serve_openai_stub() as running:
-        try:
-            yield running
-        finally:
-            running.release()  # a held request must not keep the stub from stopping
 
 
 @pytest_asyncio.fixture
@@ -302,34 +293,6 @@ async def test_a_storage_failure_at_the_end_of_a_run_ends_the_stream_as_failed_a
     assert _final(retry).reason == "completed"
     thread = await _thread(app.client, thread_id)
     assert (thread["status"], thread["last_reason"]) == ("idle", "completed")
-
-
-async def test_a_run_cancelled_by_shutdown_is_recorded_as_cancelled_and_frees_the_thread(
-    stub_app: RunningApp, stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(backend.runtime.executor, "SHUTDOWN_GRACE_SECONDS", 0.01)
-    stub.reply(CLASSIFIED_AS_ANSWER)
-    stub.hold(ANSWER)
-    first = asyncio.create_task(
-        stub_app.client.post("/v1/chat", json={"message": "What is retrieval?"})
-    )
-    await _within(stub.holding.wait())
-
-    await _within(stub_app.services.executor.shutdown())
-
-    response = await _within(first)
-    assert response.status_code == 200, response.text
-    events = parse_events(response.text)
-    assert kinds(events, tokens=True) == ["run_started", "step", "step", "final"]
-    assert _nodes(events) == ["analyze_message", "answer_question"]
-    assert _final(events).reason == "cancelled"
-    _assert_numbered_from(events, 1)
-    thread = await _thread(stub_app.client, events[0].thread_id)
-    assert (thread["status"], thread["last_reason"], thread["pending_consents"]) == (
-        "idle",
-        "cancelled",
-        [],
-    )
 
 
 # A decided consent whose run stopped half-way

@@ -27,6 +27,15 @@ def free_port() -> int:
 @contextmanager
 def serve(database: Path, *, env: dict[str, str] | None = None) -> Iterator[str]:
     """Start a server process on ``database``; yield its base URL; SIGKILL it on exit."""
+    with serve_process(database, env=env) as (base_url, _):
+        yield base_url
+
+
+@contextmanager
+def serve_process(
+    database: Path, *, env: dict[str, str] | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``serve``, also yielding the process (to signal it); SIGKILLed on exit if still alive."""
     port = free_port()
     process = subprocess.Popen(
         [
@@ -46,9 +55,10 @@ def serve(database: Path, *, env: dict[str, str] | None = None) -> Iterator[str]
     base_url = f"http://127.0.0.1:{port}"
     try:
         _wait_until_healthy(process, base_url)
-        yield base_url
+        yield base_url, process
     finally:
-        process.send_signal(signal.SIGKILL)
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL)
         process.wait(timeout=10)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable
@@ -19,32 +20,23 @@ from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
 
+from backend.api.streaming import RECONNECT_AFTER_MS
 from backend.app import create_app
 from backend.runtime.event_stream import RunEventStream
 from backend.schemas.events import Event, FinalEvent, StepEvent
 from backend.services import Services
 from backend.settings import Settings
 from tests.live_server import serve_app
-from tests.openai_stub import OpenAIStub, serve_openai_stub
-from tests.sse import kinds, parse_events
-from tests.system.server import free_port, serve
+from tests.openai_stub import OpenAIStub
+from tests.sse import kinds, next_event, parse_events
+from tests.system.server import free_port, serve, serve_process
 
 WAIT_SECONDS = 10.0
 CLASSIFIED_AS_ANSWER = '{"intent": "answer", "query": "retrieval"}'
 ANSWER = "Retrieval finds the relevant documents first."
 ANSWERED = ["run_started", "step", "step", "message", "final"]
 HELD_MID_ANSWER = ["run_started", "step", "step"]
-
-
-@pytest_asyncio.fixture
-async def stub() -> AsyncIterator[OpenAIStub]:
-    async with serve_openai_stub() as running:
-        try:
-            yield running
-        finally:
-            running.release()  # a held request must not keep the stub from stopping
 
 
 def _stub_settings(stub: OpenAIStub) -> dict[str, Any]:
@@ -72,23 +64,8 @@ async def _serve_process(database: Path, env: dict[str, str]) -> AsyncIterator[s
         await asyncio.to_thread(manager.__exit__, None, None, None)  # SIGKILL
 
 
-async def _next_event(lines: AsyncIterator[str]) -> Event:
-    """Read SSE lines up to the end of the next event frame (comments are skipped)."""
-    block: list[str] = []
-    async for line in lines:
-        if line:
-            block.append(line)
-            continue
-        events = parse_events("\n".join(block) + "\n\n")
-        block = []
-        if events:
-            (event,) = events
-            return event
-    raise AssertionError("the stream ended before the next event")
-
-
 async def _read_events(lines: AsyncIterator[str], count: int) -> list[Event]:
-    return [await _within(_next_event(lines)) for _ in range(count)]
+    return [await _within(next_event(lines)) for _ in range(count)]
 
 
 async def _read_until_ping(lines: AsyncIterator[str]) -> list[str]:
@@ -181,12 +158,7 @@ async def test_after_a_crash_mid_run_a_new_server_resumes_the_run_from_its_check
     tmp_path: Path, stub: OpenAIStub
 ) -> None:
     database = tmp_path / "consentry.db"
-    env = {
-        "CONSENTRY_LLM_BASE_URL": stub.base_url,
-        "CONSENTRY_LLM_API_KEY": "sk-test",
-        "CONSENTRY_LLM_MAX_RETRIES": "0",
-        "CONSENTRY_LLM_MODEL": "stub",
-    }
+    env = stub.server_env()
     stub.reply(CLASSIFIED_AS_ANSWER)
     stub.hold(ANSWER)
     async with httpx.AsyncClient(timeout=WAIT_SECONDS) as http:
@@ -201,7 +173,7 @@ async def test_after_a_crash_mid_run_a_new_server_resumes_the_run_from_its_check
             await _within(stub.holding.wait())
         # SIGKILLed mid-run: the stream breaks off without a final event.
         with pytest.raises(httpx.TransportError):
-            await _within(_next_event(lines))
+            await _within(next_event(lines))
         await response.aclose()
         assert kinds(seen) == HELD_MID_ANSWER
         thread_id = seen[0].thread_id
@@ -252,3 +224,62 @@ def test_a_second_server_on_the_same_database_is_refused(tmp_path: Path) -> None
         assert second.returncode == 2
         assert "another Consentry process is serving" in second.stderr
         assert httpx.get(f"{running}/healthz", timeout=5).status_code == 200
+
+
+async def _read_output_until(process: subprocess.Popen[bytes], text: str) -> None:
+    assert process.stdout is not None
+    async with asyncio.timeout(WAIT_SECONDS):
+        while True:
+            line = await asyncio.to_thread(process.stdout.readline)
+            if not line:
+                raise AssertionError(f"the server's output ended before {text!r}")
+            if text in line.decode(errors="replace"):
+                return
+
+
+async def test_sigterm_stops_runs_at_a_step_boundary_ends_streams_with_a_retry_hint_and_exits(
+    tmp_path: Path, stub: OpenAIStub
+) -> None:
+    database = tmp_path / "consentry.db"
+    env = stub.server_env()
+    stub.hold(CLASSIFIED_AS_ANSWER)  # the run is inside its first step when SIGTERM comes
+    stub.reply("Answered by the next process.")
+    manager = serve_process(database, env=env)
+    base_url, process = await asyncio.to_thread(manager.__enter__)
+    try:
+        async with (
+            httpx.AsyncClient(timeout=WAIT_SECONDS) as http,
+            http.stream("POST", f"{base_url}/v1/chat", json={"message": "Why?"}) as response,
+        ):
+            lines = response.aiter_lines()
+            (started,) = await _read_events(lines, 1)
+            await _within(stub.holding.wait())
+            process.send_signal(signal.SIGTERM)
+            await _read_output_until(process, "stop at their next step boundary")
+            stub.release()  # the step ends and saves its checkpoint; the run stops there
+            rest = [line async for line in lines]
+        exit_code = await asyncio.to_thread(process.wait, WAIT_SECONDS)
+    finally:
+        await asyncio.to_thread(manager.__exit__, None, None, None)
+
+    # uvicorn re-raises the signal once its graceful shutdown finished (SIGKILL would be -9).
+    assert exit_code == -signal.SIGTERM
+    seen = [started, *parse_events("\n".join(rest))]
+    assert kinds(seen) == ["run_started", "step"]
+    assert _nodes(seen) == ["analyze_message"]
+    assert f"retry: {RECONNECT_AFTER_MS}" in rest
+    assert len(stub.requests) == 1
+
+    async with _serve_process(database, env) as restarted, httpx.AsyncClient() as http:
+        joined = await http.get(
+            f"{restarted}/v1/threads/{started.thread_id}/stream",
+            headers={"Last-Event-ID": str(seen[-1].seq)},
+            timeout=WAIT_SECONDS,
+        )
+        events = parse_events(joined.text)
+
+    assert len(stub.requests) == 2  # the classifier's step was kept: only the answer ran
+    assert kinds(events) == ["error", "final", "run_started", "step", "step", "message", "final"]
+    assert events[2].trigger == "recovery"  # type: ignore[union-attr]
+    assert events[5].content == "Answered by the next process."  # type: ignore[union-attr]
+    assert _final(events).reason == "completed"

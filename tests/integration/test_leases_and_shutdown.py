@@ -1,0 +1,336 @@
+"""Run leases and shutdown: a run holds its thread under a lease with a fencing token; a run that
+lost its lease stores nothing more; a shutdown stops runs at a step boundary for the next process
+to continue; recovery takes over only runs whose lease expired, once.
+
+Runs are held mid-way by the scripted OpenAI-compatible stub (``hold`` + ``holding``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+from asgi_lifespan import LifespanManager
+
+import backend.runtime.executor
+from backend.api.streaming import RECONNECT_AFTER_MS
+from backend.app import create_app
+from backend.schemas.events import ErrorEvent, Event, FinalEvent, RunStartedEvent, StepEvent
+from backend.services import Services
+from backend.settings import Settings
+from backend.storage.tables import events as events_table
+from backend.storage.tables import runs, threads
+from tests.conftest import ManualClock
+from tests.openai_stub import OpenAIStub
+from tests.sse import kinds, parse_events
+
+WAIT_SECONDS = 10.0
+CLASSIFIED_AS_ANSWER = '{"intent": "answer", "query": "retrieval"}'
+ANSWER = "Retrieval finds the relevant documents first."
+QUESTION = {"message": "What is retrieval?"}
+RETRY_HINT = f"retry: {RECONNECT_AFTER_MS}"
+
+
+class App:
+    def __init__(self, client: httpx.AsyncClient, services: Services) -> None:
+        self.client = client
+        self.services = services
+
+
+@pytest.fixture
+def open_app(db_url: str, clock: ManualClock, stub: OpenAIStub) -> Callable[..., Any]:
+    """``async with open_app() as app``: the app on the test's database, its model the stub."""
+
+    @asynccontextmanager
+    async def _open(**overrides: Any) -> AsyncIterator[App]:
+        settings = Settings(
+            database_url=db_url,
+            llm_base_url=stub.base_url,
+            llm_api_key="sk-test",
+            llm_max_retries=0,
+            llm_model="stub",
+            **overrides,
+        )
+        fastapi_app = create_app(settings, clock=clock)
+        async with LifespanManager(fastapi_app) as manager:
+            transport = httpx.ASGITransport(app=manager.app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+                yield App(client, fastapi_app.state.services)
+
+    return _open
+
+
+async def _within(awaitable: Awaitable[Any]) -> Any:
+    async with asyncio.timeout(WAIT_SECONDS):
+        return await awaitable
+
+
+async def _lease(services: Services, thread_id: str) -> Any:
+    async with services.db.read() as conn:
+        row = (
+            await conn.execute(
+                sa.select(
+                    threads.c.status,
+                    threads.c.active_run_id,
+                    threads.c.lease_owner,
+                    threads.c.lease_expires_at,
+                    threads.c.fencing_token,
+                ).where(threads.c.id == thread_id)
+            )
+        ).one()
+    return row
+
+
+async def _stored_types(services: Services, run_id: str) -> list[str]:
+    async with services.db.read() as conn:
+        rows = await conn.execute(
+            sa.select(events_table.c.type)
+            .where(events_table.c.run_id == run_id)
+            .order_by(events_table.c.seq)
+        )
+        return [row.type for row in rows]
+
+
+async def _run_status(services: Services, run_id: str) -> str:
+    async with services.db.read() as conn:
+        return str(await conn.scalar(sa.select(runs.c.status).where(runs.c.id == run_id)))
+
+
+async def _join_after(client: httpx.AsyncClient, thread_id: str, seq: int) -> list[Event]:
+    response = await client.get(f"/v1/threads/{thread_id}/stream", params={"last_event_id": seq})
+    return parse_events(response.text)
+
+
+def _nodes(events: list[Event]) -> list[str]:
+    return [e.node for e in events if isinstance(e, StepEvent)]
+
+
+async def _take_over(services: Services, thread_id: str) -> None:
+    """What another process's takeover writes: a new run id, owner and fencing token."""
+    async with services.db.write() as conn:
+        await conn.execute(
+            threads.update()
+            .where(threads.c.id == thread_id)
+            .values(
+                active_run_id="run-of-another-process",
+                lease_owner="another-process",
+                fencing_token=threads.c.fencing_token + 1,
+            )
+        )
+
+
+async def _held_run(app: App, stub: OpenAIStub) -> tuple[asyncio.Task[httpx.Response], str]:
+    """A chat request whose run is held mid-answer; the task and the thread id."""
+    request = asyncio.create_task(app.client.post("/v1/chat", json=QUESTION))
+    await _within(stub.holding.wait())
+    (run,) = app.services.executor._active.values()
+    return request, run.events.thread_id
+
+
+async def test_a_claim_leases_the_thread_to_this_process_with_a_new_fencing_token(
+    open_app: Callable[..., Any], stub: OpenAIStub, clock: ManualClock
+) -> None:
+    stub.reply(CLASSIFIED_AS_ANSWER)
+    stub.hold(ANSWER)
+    async with open_app(lease_seconds=20) as app:
+        request, thread_id = await _held_run(app, stub)
+        claimed_at = clock.now
+        lease = await _lease(app.services, thread_id)
+
+        assert lease.status == "running"
+        assert lease.lease_owner == app.services.executor.leases.owner
+        assert lease.fencing_token == 1
+        assert (
+            claimed_at + timedelta(seconds=19)
+            < lease.lease_expires_at
+            <= claimed_at + (timedelta(seconds=20))
+        )
+
+        clock.advance(seconds=15)
+        await app.services.executor.leases.renew()  # one heartbeat
+        renewed = await _lease(app.services, thread_id)
+        assert renewed.lease_expires_at > clock.now + timedelta(seconds=19)
+        assert renewed.fencing_token == 1
+
+        stub.release()
+        events = parse_events((await _within(request)).text)
+        assert kinds(events)[-1] == "final"
+        ended = await _lease(app.services, thread_id)
+        assert (ended.status, ended.active_run_id, ended.lease_owner, ended.lease_expires_at) == (
+            "idle",
+            None,
+            None,
+            None,
+        )
+
+        stub.reply(CLASSIFIED_AS_ANSWER)
+        stub.reply(ANSWER)
+        response = await app.client.post("/v1/chat", json={**QUESTION, "thread_id": thread_id})
+        assert kinds(parse_events(response.text))[-1] == "final"
+        assert (await _lease(app.services, thread_id)).fencing_token == 2
+
+
+async def test_a_run_whose_lease_was_taken_over_stores_nothing_more_and_its_stream_says_reconnect(
+    open_app: Callable[..., Any], stub: OpenAIStub
+) -> None:
+    stub.reply(CLASSIFIED_AS_ANSWER)
+    stub.hold(ANSWER)
+    async with open_app() as app:
+        request, thread_id = await _held_run(app, stub)
+        await _take_over(app.services, thread_id)
+
+        stub.release()  # the answer's chunk is the run's next write: refused by the token
+        response = await _within(request)
+        await _within(app.services.executor.wait_for_runs())
+
+        events = parse_events(response.text)
+        assert kinds(events) == ["run_started", "step", "step"]
+        assert RETRY_HINT in response.text
+        run_id = events[0].run_id
+        assert await _stored_types(app.services, run_id) == ["run_started", "step", "step"]
+        assert await _run_status(app.services, run_id) == "running"  # the new owner ends it
+        lease = await _lease(app.services, thread_id)
+        assert (lease.active_run_id, lease.lease_owner, lease.status) == (
+            "run-of-another-process",
+            "another-process",
+            "running",
+        )
+
+
+async def test_a_heartbeat_that_finds_the_lease_taken_stops_the_run_mid_step(
+    open_app: Callable[..., Any], stub: OpenAIStub
+) -> None:
+    stub.reply(CLASSIFIED_AS_ANSWER)
+    stub.hold(ANSWER)
+    async with open_app() as app:
+        request, thread_id = await _held_run(app, stub)
+        await _take_over(app.services, thread_id)
+
+        await app.services.executor.leases.renew()  # the model call is still held
+        response = await _within(request)
+
+        events = parse_events(response.text)
+        assert kinds(events) == ["run_started", "step", "step"]
+        assert RETRY_HINT in response.text
+        assert app.services.executor.active_stream(thread_id) is None
+        assert await _stored_types(app.services, events[0].run_id) == [
+            "run_started",
+            "step",
+            "step",
+        ]
+
+
+async def test_recovery_takes_over_a_run_only_once_its_lease_expired_and_only_once(
+    open_app: Callable[..., Any], stub: OpenAIStub, clock: ManualClock
+) -> None:
+    stub.reply(CLASSIFIED_AS_ANSWER)
+    stub.hold(ANSWER)
+    async with open_app(lease_seconds=30) as app:
+        executor = app.services.executor
+        request, thread_id = await _held_run(app, stub)
+
+        assert await executor.recover_unfinished(lease_expired_by=clock()) == []
+
+        # Two processes find the same expired lease at once: one closes the run.
+        later = clock.now + timedelta(seconds=31)
+        first, second = await asyncio.gather(
+            executor.recover_unfinished(lease_expired_by=later),
+            executor.recover_unfinished(lease_expired_by=later),
+        )
+        assert sorted([len(first), len(second)]) == [0, 1]
+        (_owner, recovered_thread) = (first or second)[0]
+        assert recovered_thread == thread_id
+
+        stub.release()  # the live run's next write is fenced out
+        response = await _within(request)
+        await _within(executor.wait_for_runs())
+        seen = parse_events(response.text)
+        assert kinds(seen) == ["run_started", "step", "step"]
+        assert RETRY_HINT in response.text
+
+        stored = await _stored_types(app.services, seen[0].run_id)
+        assert stored == ["run_started", "step", "step", "error", "final"]
+        joined = await _join_after(app.client, thread_id, seen[-1].seq)
+        error, final = joined
+        assert isinstance(error, ErrorEvent)
+        assert error.code == "server_restarted"
+        assert isinstance(final, FinalEvent)
+        assert final.reason == "failed"
+        assert error.seq > seen[-1].seq
+        lease = await _lease(app.services, thread_id)
+        assert (lease.status, lease.active_run_id, lease.lease_owner) == ("idle", None, None)
+
+
+async def test_a_shutdown_stops_a_run_at_its_next_step_boundary_and_the_next_start_continues_it(
+    open_app: Callable[..., Any], stub: OpenAIStub
+) -> None:
+    stub.hold(CLASSIFIED_AS_ANSWER)  # the run is inside its first step
+    stub.reply("Answered by the next process.")
+    async with open_app() as app:
+        request = asyncio.create_task(app.client.post("/v1/chat", json=QUESTION))
+        await _within(stub.holding.wait())
+        shutdown = asyncio.create_task(app.services.executor.shutdown())
+        await asyncio.sleep(0)  # the shutdown has asked every run to stop at its next boundary
+        stub.release()  # the step ends, its checkpoint is saved, and the run stops there
+        await _within(shutdown)
+        response = await _within(request)
+        seen = parse_events(response.text)
+        thread_id = seen[0].thread_id
+        lease = await _lease(app.services, thread_id)
+
+    assert kinds(seen) == ["run_started", "step"]
+    assert _nodes(seen) == ["analyze_message"]
+    assert RETRY_HINT in response.text
+    # Left for the next process: still running, its lease given up.
+    assert (lease.status, lease.lease_owner) == ("running", None)
+    assert lease.lease_expires_at is not None
+    calls_before = len(stub.requests)
+
+    async with open_app() as restarted:
+        await _within(restarted.services.executor.wait_for_runs())
+        joined = await _join_after(restarted.client, thread_id, seen[-1].seq)
+
+    assert len(stub.requests) == calls_before + 1  # only the answer: the classifier's step held
+    assert kinds(joined) == ["error", "final", "run_started", "step", "step", "message", "final"]
+    started = joined[2]
+    assert isinstance(started, RunStartedEvent)
+    assert started.trigger == "recovery"
+    # The finished step's stored writes are applied (and reported) again, not re-run.
+    assert _nodes(joined) == ["analyze_message", "answer_question"]
+    final = joined[-1]
+    assert isinstance(final, FinalEvent)
+    assert final.reason == "completed"
+
+
+async def test_a_run_that_does_not_reach_a_step_boundary_in_the_grace_period_is_taken_over(
+    open_app: Callable[..., Any], stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(backend.runtime.executor, "SHUTDOWN_GRACE_SECONDS", 0.01)
+    stub.reply(CLASSIFIED_AS_ANSWER)
+    stub.hold(ANSWER)
+    async with open_app() as app:
+        request, thread_id = await _held_run(app, stub)
+        await _within(app.services.executor.shutdown())  # cancelled mid-step
+        response = await _within(request)
+        seen = parse_events(response.text)
+        stored = await _stored_types(app.services, seen[0].run_id)
+    stub.release()
+
+    assert kinds(seen) == ["run_started", "step", "step"]
+    assert RETRY_HINT in response.text
+    assert stored == ["run_started", "step", "step"]
+    stub.reply("Answered again.")
+    async with open_app() as restarted:
+        await _within(restarted.services.executor.wait_for_runs())
+        joined = await _join_after(restarted.client, thread_id, seen[-1].seq)
+        thread = (await restarted.client.get(f"/v1/threads/{thread_id}")).json()
+
+    assert kinds(joined) == ["error", "final", "run_started", "step", "message", "final"]
+    assert _nodes(joined) == ["answer_question"]  # the interrupted step runs again
+    assert (thread["status"], thread["last_reason"]) == ("idle", "completed")
