@@ -18,6 +18,7 @@ from backend.errors import ConsentryError
 from backend.runtime.clock import Clock, utc_now
 from backend.schemas.errors import ErrorBody, ErrorDetail
 from backend.schemas.events import EVENT_ADAPTER
+from backend.schemas.requests import UNSTORABLE_TEXT
 from backend.services import open_services
 from backend.settings import Settings
 
@@ -49,6 +50,9 @@ async def _on_validation_error(_: Request, exc: Exception) -> JSONResponse:
         {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
         for e in exc.errors()
     ]
+    unstorable = [e for e in errors if e["type"] == UNSTORABLE_TEXT]
+    if unstorable:
+        return _error(422, UNSTORABLE_TEXT, unstorable[0]["msg"], {"errors": unstorable})
     if any(e["type"] == "json_invalid" for e in errors):
         return _error(
             422, "malformed_json", "The request body is not valid JSON.", {"errors": errors}

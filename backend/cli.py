@@ -64,7 +64,7 @@ def _db_upgrade(_: argparse.Namespace) -> int:
     from backend.storage.database import Database
 
     async def upgrade() -> None:
-        db = Database(Settings().sqlite_path)
+        db = Database(Settings().database_url)
         try:
             await db.migrate()
         finally:

@@ -54,10 +54,13 @@ async def open_services(settings: Settings, *, clock: Clock = utc_now) -> AsyncI
 @asynccontextmanager
 async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
     graphs: Mapping[str, GraphSpec] = load_graphs(settings.graphs)
-    db = Database(settings.sqlite_path)
+    db = Database(settings.database_url, pool_size=settings.database_pool_size)
     try:
-        await db.migrate()
-        async with open_checkpointer(settings.sqlite_path) as checkpointer:
+        if settings.run_migrations:
+            await db.migrate()
+        async with open_checkpointer(
+            settings.database_url, pool_size=settings.database_pool_size
+        ) as checkpointer:
             model = build_chat_model(
                 base_url=settings.llm_base_url,
                 api_key=settings.llm_api_key,
@@ -78,9 +81,11 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                 ),
                 lease_seconds=settings.lease_seconds,
             )
-            # This process is the only one on the SQLite file (serving_lock): every run left
-            # open is dead, whatever its lease says.
-            interrupted = await executor.recover_unfinished(lease_expired_by=None)
+            # On SQLite this process is the only one on the file (serving_lock): every run left
+            # open is dead, whatever its lease says. On PostgreSQL only expired leases are.
+            interrupted = await executor.recover_unfinished(
+                lease_expired_by=clock() if db.is_postgres else None
+            )
             idempotency = IdempotencyGuard(db, clock)
             await idempotency.release_abandoned()
             runs = RunStarter(

@@ -37,7 +37,15 @@ class Settings(BaseSettings):
 
     database_url: str = Field(
         default=DEFAULT_DATABASE_URL,
-        description="Where state lives: `sqlite:///path/to/file.db` (default under data/).",
+        description="Where state lives: `sqlite:///path/to/file.db` (default under data/), or "
+        "`postgresql://user:password@host:5432/db` for several replicas.",
+    )
+    run_migrations: bool = Field(
+        default=True,
+        description="Migrate the database at start-up (off: run `consentry db upgrade` yourself).",
+    )
+    database_pool_size: int = Field(
+        default=10, ge=1, le=200, description="PostgreSQL connections per process (app tables)."
     )
     host: str = Field(default="127.0.0.1", description="Address `consentry serve` binds to.")
     port: int = Field(default=8000, ge=0, le=65535)
@@ -133,9 +141,13 @@ class Settings(BaseSettings):
     @field_validator("database_url")
     @classmethod
     def _check_database_url(cls, url: str) -> str:
-        if not url.startswith("sqlite:///"):
-            raise ValueError("database_url must be `sqlite:///<path>` (PostgreSQL comes later)")
-        return url
+        if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
+            return url
+        if url.split("://", 1)[0] in ("postgresql", "postgres", "postgresql+psycopg"):
+            return url
+        raise ValueError(
+            "database_url must be `sqlite:///<path>` or `postgresql://user:password@host/db`"
+        )
 
     @model_validator(mode="after")
     def _refuse_open_bind_without_keys(self) -> Settings:
@@ -146,8 +158,15 @@ class Settings(BaseSettings):
             )
         return self
 
+    @property
+    def uses_postgres(self) -> bool:
+        return not self.database_url.startswith("sqlite:///")
+
     @cached_property
-    def sqlite_path(self) -> Path:
+    def sqlite_path(self) -> Path | None:
+        """The SQLite file, or None on PostgreSQL."""
+        if self.uses_postgres:
+            return None
         return Path(self.database_url.removeprefix("sqlite:///"))
 
     @property

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,6 +19,7 @@ from backend.app import create_app
 from backend.settings import Settings
 from tests.live_server import serve_app
 from tests.openai_stub import OpenAIStub, serve_openai_stub
+from tests.postgres import PostgresCluster, postgres_cluster
 
 
 class ManualClock:
@@ -44,6 +45,13 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("CONSENTRY_") or name == "OPENAI_API_KEY":
             monkeypatch.delenv(name)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresCluster]:
+    """One throwaway PostgreSQL cluster for the whole run (``tests/postgres.py``)."""
+    with postgres_cluster() as cluster:
+        yield cluster
 
 
 @pytest.fixture

@@ -254,6 +254,10 @@ class RunExecutor:
             await asyncio.shield(self._suspend(run))
             raise
         except LeaseLostError:
+            log.warning(
+                "a run lost its lease (another process took it over); it stops, storing nothing",
+                extra={"thread_id": events.thread_id, "run_id": events.run_id},
+            )
             run.stop = "lease_lost"
             await self._suspend(run)
             return

@@ -22,6 +22,7 @@ from backend.errors import ConflictError, GoneError, InvalidRequestError, NotFou
 from backend.principal import Principal
 from backend.runtime.clock import Clock
 from backend.runtime.consent_gate import (
+    already_decided,
     cancel_consent,
     check_decision,
     expire_consent,
@@ -394,7 +395,15 @@ class RunStarter:
         self, owner: Principal, target: _Target, resumes: list[ResumeDecision]
     ) -> ActiveRun:
         now = self._clock()
-        self._refuse_if_running(target)
+        if target.status == "running":
+            # A decision that lost a race to another one is told who won (the winner's run is
+            # what is running), not merely that a run is going.
+            async with self._db.read() as conn:
+                for resume in resumes:
+                    row = await approvals_repo.find_approval(conn, owner, resume.approval_id)
+                    if row is not None and row.status in ("approved", "rejected"):
+                        raise already_decided(row)
+            self._refuse_if_running(target)
         # What the graph waits for is read first: a row read after it that is still pending was
         # pending in that checkpoint too, so a concurrent winner shows as `already_decided`.
         position = await self._executor.position(target.spec, target.thread_id)

@@ -7,6 +7,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from backend.schemas.requests import RequestModel
 from graphs.consent import Decision
 
 __all__ = [
@@ -21,7 +22,7 @@ __all__ = [
 ApprovalStatus = Literal["pending", "approved", "edited", "rejected", "expired", "cancelled"]
 
 
-class DecisionRequest(BaseModel):
+class DecisionRequest(RequestModel):
     """A decision on one consent (the body of ``POST /v1/approvals/{id}/decision``)."""
 
     model_config = ConfigDict(extra="forbid")

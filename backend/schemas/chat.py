@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
+from backend.schemas.requests import RequestModel
 from graphs.consent import Decision
 
 __all__ = ["ChatRequest", "ConsentPolicy", "ResumeDecision"]
@@ -13,7 +14,7 @@ __all__ = ["ChatRequest", "ConsentPolicy", "ResumeDecision"]
 ConsentPolicy = Literal["ask", "auto_approve", "auto_reject"]
 
 
-class ResumeDecision(BaseModel):
+class ResumeDecision(RequestModel):
     """A person's answer to a ``consent`` event."""
 
     model_config = ConfigDict(extra="forbid")
@@ -36,7 +37,7 @@ class ResumeDecision(BaseModel):
         return self
 
 
-class ChatRequest(BaseModel):
+class ChatRequest(RequestModel):
     """Start a run: exactly one of ``message`` or ``resume``."""
 
     model_config = ConfigDict(extra="forbid")

@@ -7,6 +7,8 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from backend.schemas.requests import RequestModel
+
 __all__ = [
     "Note",
     "NoteCreateRequest",
@@ -21,12 +23,13 @@ __all__ = [
     "SearchResults",
 ]
 
-MAX_INT64 = 2**63 - 1
+MAX_VERSION = 2**31 - 1
+"""Versions are 32-bit integers on every database (PostgreSQL `integer`)."""
 Title = Field(min_length=1, max_length=200)
 Content = Field(max_length=200_000)
 
 
-class ProjectCreateRequest(BaseModel):
+class ProjectCreateRequest(RequestModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=200)
 
@@ -42,15 +45,15 @@ class ProjectList(BaseModel):
     projects: list[Project]
 
 
-class NoteCreateRequest(BaseModel):
+class NoteCreateRequest(RequestModel):
     model_config = ConfigDict(extra="forbid")
     title: str = Title
     content: str = Content
 
 
-class NoteUpdateRequest(BaseModel):
+class NoteUpdateRequest(RequestModel):
     model_config = ConfigDict(extra="forbid")
-    version: int = Field(ge=1, le=MAX_INT64, description="The version this edit is based on.")
+    version: int = Field(ge=1, le=MAX_VERSION, description="The version this edit is based on.")
     title: str | None = Field(default=None, min_length=1, max_length=200)
     content: str | None = Field(default=None, max_length=200_000)
 

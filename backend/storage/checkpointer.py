@@ -1,23 +1,42 @@
-"""LangGraph's checkpointer, opened once per process on the same SQLite file as the app tables."""
+"""LangGraph's checkpointer, opened once per process on the same database as the app tables.
+
+SQLite: ``AsyncSqliteSaver`` on its own connection with our busy timeout (``from_conn_string``
+cannot set one). PostgreSQL: ``AsyncPostgresSaver`` on a psycopg pool whose connections are
+``autocommit=True, prepare_threshold=0, row_factory=dict_row`` (without autocommit its writes stay
+invisible to other connections); its ``setup()`` runs under the migration advisory lock, so
+replicas starting at once create its tables once.
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
+from typing import Any
 
 import aiosqlite
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from backend.storage.database import BUSY_TIMEOUT_SECONDS
+from backend.storage.database import BUSY_TIMEOUT_SECONDS, MIGRATION_LOCK, libpq_url
 
 __all__ = ["open_checkpointer"]
 
 
 @asynccontextmanager
-async def open_checkpointer(path: Path) -> AsyncIterator[AsyncSqliteSaver]:
-    """Open the saver with our busy timeout (``from_conn_string`` cannot set one) and set it up."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+async def open_checkpointer(
+    database_url: str, *, pool_size: int = 10
+) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    if database_url.startswith("sqlite:///"):
+        async with _sqlite_saver(database_url.removeprefix("sqlite:///")) as saver:
+            yield saver
+    else:
+        async with _postgres_saver(libpq_url(database_url), pool_size=pool_size) as saver:
+            yield saver
+
+
+@asynccontextmanager
+async def _sqlite_saver(path: str) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
     conn = await aiosqlite.connect(path, timeout=BUSY_TIMEOUT_SECONDS)
     try:
         saver = AsyncSqliteSaver(conn)
@@ -25,3 +44,31 @@ async def open_checkpointer(path: Path) -> AsyncIterator[AsyncSqliteSaver]:
         yield saver
     finally:
         await conn.close()
+
+
+@asynccontextmanager
+async def _postgres_saver(dsn: str, *, pool_size: int) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg import AsyncConnection
+    from psycopg.rows import dict_row
+    from psycopg_pool import AsyncConnectionPool
+
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        dsn,
+        min_size=1,
+        max_size=pool_size,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        open=False,
+    )
+    await pool.open(wait=True)
+    try:
+        saver = AsyncPostgresSaver(pool)
+        async with await AsyncConnection.connect(dsn, autocommit=True) as lock:
+            await lock.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+            try:
+                await saver.setup()
+            finally:
+                await lock.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+        yield saver
+    finally:
+        await pool.close()

@@ -1,8 +1,15 @@
-"""The database: one async engine, SQLite pragmas, write transactions, and migrations at start-up.
+"""The database: one async engine, write transactions, and migrations at start-up.
 
-SQLite runs in WAL mode with a 30 s busy timeout. Write transactions start with
-``BEGIN IMMEDIATE`` so that two writers queue on the busy timeout instead of failing halfway
-through a read-then-write transaction; read transactions stay ``BEGIN DEFERRED`` and never block.
+Two backends, one code path:
+
+- **SQLite** (the default, a file under ``data/``) runs in WAL mode with a 30 s busy timeout.
+  Write transactions start with ``BEGIN IMMEDIATE`` so that two writers queue on the busy timeout
+  instead of failing halfway through a read-then-write transaction; read transactions stay
+  ``BEGIN DEFERRED`` and never block.
+- **PostgreSQL** (``postgresql://…``, for several replicas) through psycopg 3, ``READ COMMITTED``.
+  Every cross-request invariant is a single-statement compare-and-set or an
+  ``INSERT … ON CONFLICT``, so it holds there as on SQLite. Migrations take an advisory lock, so
+  replicas booting at once against an empty database migrate it once.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from alembic import command
 from alembic.config import Config
@@ -19,9 +26,10 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-__all__ = ["BUSY_TIMEOUT_SECONDS", "Database"]
+__all__ = ["BUSY_TIMEOUT_SECONDS", "MIGRATION_LOCK", "Database"]
 
 BUSY_TIMEOUT_SECONDS = 30.0
+MIGRATION_LOCK = 0x636F6E73656E7472  # "consentr": the advisory lock key of schema changes
 _WRITE = "consentry_write"
 
 
@@ -44,15 +52,32 @@ def _on_begin(connection: Connection) -> None:
 class Database:
     """Owns the engine. ``read()`` and ``write()`` hand out one transaction each."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.engine: AsyncEngine = create_async_engine(
-            f"sqlite+aiosqlite:///{path}", connect_args={"timeout": BUSY_TIMEOUT_SECONDS}
-        )
-        event.listen(self.engine.sync_engine, "connect", _on_connect)
-        event.listen(self.engine.sync_engine, "begin", _on_begin)
+    def __init__(self, url: str, *, pool_size: int = 10) -> None:
+        """``url``: ``sqlite:///<path>`` or ``postgresql://…`` (``CONSENTRY_DATABASE_URL``)."""
+        self.dialect: Literal["sqlite", "postgresql"]
+        if url.startswith("sqlite:///"):
+            self.dialect = "sqlite"
+            path = Path(url.removeprefix("sqlite:///"))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.engine: AsyncEngine = create_async_engine(
+                f"sqlite+aiosqlite:///{path}", connect_args={"timeout": BUSY_TIMEOUT_SECONDS}
+            )
+            event.listen(self.engine.sync_engine, "connect", _on_connect)
+            event.listen(self.engine.sync_engine, "begin", _on_begin)
+        else:
+            self.dialect = "postgresql"
+            self.engine = create_async_engine(
+                sqlalchemy_postgres_url(url),
+                pool_size=pool_size,
+                max_overflow=pool_size,
+                pool_pre_ping=True,
+                connect_args={"prepare_threshold": None},
+            )
         self._writer = self.engine.execution_options(**{_WRITE: True})
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.dialect == "postgresql"
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncConnection]:
@@ -69,12 +94,28 @@ class Database:
             await conn.exec_driver_sql("SELECT 1")
 
     async def migrate(self) -> None:
-        """Bring the schema to the newest migration (idempotent)."""
+        """Bring the schema to the newest migration (idempotent; one process at a time)."""
         async with self.write() as conn:
+            if self.is_postgres:
+                # DDL is transactional on PostgreSQL: a replica that waited here finds the
+                # schema current and does nothing.
+                await conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
             await conn.run_sync(_upgrade)
 
     async def close(self) -> None:
         await self.engine.dispose()
+
+
+def sqlalchemy_postgres_url(url: str) -> str:
+    """``postgresql://…`` (libpq form) → the SQLAlchemy URL for psycopg 3."""
+    scheme, _, rest = url.partition("://")
+    return f"postgresql+psycopg://{rest}" if scheme in ("postgresql", "postgres") else url
+
+
+def libpq_url(url: str) -> str:
+    """The SQLAlchemy form back to what libpq (psycopg's pool, the checkpointer) accepts."""
+    scheme, _, rest = url.partition("://")
+    return f"postgresql://{rest}" if scheme.startswith("postgresql+") else url
 
 
 def alembic_config(connection: Connection | None = None) -> Config:

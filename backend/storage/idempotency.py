@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.principal import Principal
+from backend.storage.dialect import insert
 from backend.storage.tables import idempotency_keys
 
 __all__ = [
@@ -36,11 +37,11 @@ async def find_idempotency_key(conn: AsyncConnection, owner: Principal, key: str
 async def claim_idempotency_key(
     conn: AsyncConnection, owner: Principal, key: str, *, request_hash: str, now: datetime
 ) -> bool:
-    """Record the key as in flight; False when it exists already."""
-    if await find_idempotency_key(conn, owner, key) is not None:
-        return False
-    await conn.execute(
-        idempotency_keys.insert().values(
+    """Record the key as in flight; False when it exists already (one statement, so two
+    requests racing with the same key get one True, on either database)."""
+    result = await conn.execute(
+        insert(conn, idempotency_keys)
+        .values(
             tenant=owner.tenant,
             user_id=owner.user,
             key=key,
@@ -48,8 +49,10 @@ async def claim_idempotency_key(
             status="in_flight",
             created_at=now,
         )
+        .on_conflict_do_nothing()
+        .returning(idempotency_keys.c.key)  # (an INSERT's row count is not reported everywhere)
     )
-    return True
+    return result.first() is not None
 
 
 async def complete_idempotency_key(

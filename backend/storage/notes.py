@@ -301,30 +301,54 @@ async def list_note_versions(
     ]
 
 
+def _search_words(text: str) -> list[str]:
+    """Every meaningful word of the free text, lower-cased, once."""
+    words = [word.lower() for word in _TOKEN.findall(text)]
+    return list(dict.fromkeys(word for word in words if word not in _STOPWORDS))
+
+
 def fts_query(text: str) -> str | None:
     """Turn free text into an FTS5 query: every meaningful word, as a prefix, OR-ed together."""
-    words = [word.lower() for word in _TOKEN.findall(text)]
-    meaningful = [word for word in words if word not in _STOPWORDS]
-    if not meaningful:
-        return None
-    return " OR ".join(f'"{word}"*' for word in dict.fromkeys(meaningful))
+    words = _search_words(text)
+    return " OR ".join(f'"{word}"*' for word in words) if words else None
+
+
+def tsquery(text: str) -> str | None:
+    """The same for PostgreSQL's ``to_tsquery``: ``word:* | word2:*``."""
+    words = _search_words(text)
+    return " | ".join(f"{word}:*" for word in words) if words else None
+
+
+# SQLite: FTS5 with BM25, the title weighing 4 times the content (lower rank is better).
+_SEARCH_SQLITE = sa.text(
+    "SELECT n.id, n.title, snippet(notes_fts, 1, '**', '**', '…', 24) AS snippet, "
+    "-bm25(notes_fts, 4.0, 1.0) AS score "
+    "FROM notes_fts JOIN notes AS n ON n.rowid = notes_fts.rowid "
+    "WHERE notes_fts MATCH :match AND n.project_id = :project_id "
+    "AND n.tenant = :tenant AND n.user_id = :user_id "
+    "ORDER BY score DESC LIMIT :limit"
+)
+# PostgreSQL: the generated tsvector, title (A) weighing 4 times the content (B).
+_SEARCH_POSTGRES = sa.text(
+    "SELECT n.id, n.title, ts_headline('english', n.content, q, "
+    "'StartSel=**, StopSel=**, MaxWords=24, MinWords=8') AS snippet, "
+    "ts_rank('{0.1, 0.2, 0.25, 1.0}', n.search, q) AS score "
+    "FROM notes AS n, to_tsquery('english', :match) AS q "
+    "WHERE n.search @@ q AND n.project_id = :project_id "
+    "AND n.tenant = :tenant AND n.user_id = :user_id "
+    "ORDER BY score DESC LIMIT :limit"
+)
 
 
 async def search_notes(
     conn: AsyncConnection, owner: Principal, project_id: str, query: str, *, limit: int
 ) -> list[SearchHit]:
-    match = fts_query(query)
+    postgres = conn.dialect.name == "postgresql"
+    match = tsquery(query) if postgres else fts_query(query)
     if match is None:
         return []
     rows = await conn.execute(
-        sa.text(
-            "SELECT n.id, n.title, snippet(notes_fts, 1, '**', '**', '…', 24) AS snippet, "
-            "bm25(notes_fts, 4.0, 1.0) AS rank "
-            "FROM notes_fts JOIN notes AS n ON n.rowid = notes_fts.rowid "
-            "WHERE notes_fts MATCH :match AND n.project_id = :project_id "
-            "AND n.tenant = :tenant AND n.user_id = :user_id "
-            "ORDER BY rank LIMIT :limit"
-        ),
+        _SEARCH_POSTGRES if postgres else _SEARCH_SQLITE,
         {
             "match": match,
             "project_id": project_id,
@@ -334,7 +358,7 @@ async def search_notes(
         },
     )
     return [
-        SearchHit(note_id=row.id, title=row.title, snippet=row.snippet, score=-float(row.rank))
+        SearchHit(note_id=row.id, title=row.title, snippet=row.snippet, score=float(row.score))
         for row in rows
     ]
 

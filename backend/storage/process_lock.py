@@ -22,7 +22,12 @@ class DatabaseInUseError(RuntimeError):
 
 
 @contextmanager
-def serving_lock(database: Path) -> Iterator[None]:
+def serving_lock(database: Path | None) -> Iterator[None]:
+    """Hold the SQLite file for this process; on PostgreSQL (``None``) there is nothing to hold:
+    replicas share the database, and leases keep their runs apart."""
+    if database is None:
+        yield
+        return
     database.parent.mkdir(parents=True, exist_ok=True)
     lock_path = database.with_name(f"{database.name}.lock")
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)

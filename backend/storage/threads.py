@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from backend.errors import NotFoundError
 from backend.principal import Principal
 from backend.schemas.threads import ThreadSummary
+from backend.storage.dialect import insert
 from backend.storage.tables import approvals, events, runs, tenant_usage, threads
 
 __all__ = [
@@ -175,6 +176,13 @@ _INSERT_EVENTS = events.insert().from_select(
         threads.c.fencing_token == sa.bindparam("p_token"),
     ),
 )
+_INSERT_EVENTS_POSTGRES = sa.text(
+    "INSERT INTO events (thread_id, seq, run_id, type, data, created_at) "
+    "SELECT t.id, e.seq, :p_run, e.type, e.data, :p_now FROM threads AS t, "
+    "unnest(CAST(:p_seqs AS integer[]), CAST(:p_types AS text[]), CAST(:p_datas AS text[])) "
+    "AS e(seq, type, data) "
+    "WHERE t.id = :p_id AND t.fencing_token = :p_token"
+).bindparams(sa.bindparam("p_now", type_=events.c.created_at.type))
 _CLAIM_THREAD = (
     threads.update()
     .where(
@@ -414,7 +422,22 @@ async def insert_events(
     ]
     if not values:
         return
-    result = await conn.execute(_INSERT_EVENTS, values)
+    if conn.dialect.name == "postgresql":
+        # One statement for all rows (psycopg reports no row count for executemany).
+        result = await conn.execute(
+            _INSERT_EVENTS_POSTGRES,
+            {
+                "p_id": run.thread_id,
+                "p_token": fencing_token,
+                "p_run": run.run_id,
+                "p_now": now,
+                "p_seqs": [v["p_seq"] for v in values],
+                "p_types": [v["p_type"] for v in values],
+                "p_datas": [v["p_data"] for v in values],
+            },
+        )
+    else:
+        result = await conn.execute(_INSERT_EVENTS, values)
     if result.rowcount != len(values):
         raise LeaseLostError(run.run_id)
 
@@ -485,13 +508,13 @@ async def add_token_usage(conn: AsyncConnection, thread_id: str, tenant: str, to
         .where(threads.c.id == thread_id)
         .values(tokens_used=threads.c.tokens_used + tokens)
     )
-    updated = await conn.execute(
-        tenant_usage.update()
-        .where(tenant_usage.c.tenant == tenant)
-        .values(tokens_used=tenant_usage.c.tokens_used + tokens)
+    upsert = insert(conn, tenant_usage).values(tenant=tenant, tokens_used=tokens)
+    await conn.execute(
+        upsert.on_conflict_do_update(
+            index_elements=[tenant_usage.c.tenant],
+            set_={"tokens_used": tenant_usage.c.tokens_used + upsert.excluded.tokens_used},
+        )
     )
-    if updated.rowcount == 0:
-        await conn.execute(tenant_usage.insert().values(tenant=tenant, tokens_used=tokens))
 
 
 async def events_after(conn: AsyncConnection, thread_id: str, after_seq: int) -> list[Any]:

@@ -14,8 +14,11 @@ if connection is None:
 def _include_object(
     obj: object, name: str | None, type_: str, reflected: bool, compare_to: object
 ) -> bool:
-    # The FTS5 index (notes_fts and its shadow tables) is created by hand in 0001.
-    return not (type_ == "table" and name is not None and name.startswith("notes_fts"))
+    # The full-text index (SQLite: notes_fts and its shadow tables; PostgreSQL: the generated
+    # notes.search column and its index) is created by hand in 0001.
+    if type_ == "table" and name is not None and name.startswith("notes_fts"):
+        return False
+    return not (type_ in ("column", "index") and name in ("search", "ix_notes_search"))
 
 
 context.configure(

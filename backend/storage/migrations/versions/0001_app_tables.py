@@ -138,6 +138,15 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("note_id", "version"),
     )
 
+    if op.get_bind().dialect.name == "postgresql":
+        # Full-text search over notes: a generated tsvector (title weighted above content).
+        op.execute(
+            "ALTER TABLE notes ADD COLUMN search tsvector GENERATED ALWAYS AS ("
+            "setweight(to_tsvector('english', title), 'A') || "
+            "setweight(to_tsvector('english', content), 'B')) STORED"
+        )
+        op.execute("CREATE INDEX ix_notes_search ON notes USING gin (search)")
+        return
     # Full-text search over notes: an external-content FTS5 index kept in step by triggers.
     op.execute(
         "CREATE VIRTUAL TABLE notes_fts USING fts5("
@@ -163,7 +172,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.execute("DROP TABLE IF EXISTS notes_fts")
+    if op.get_bind().dialect.name == "sqlite":
+        op.execute("DROP TABLE IF EXISTS notes_fts")
     op.drop_table("note_versions")
     with op.batch_alter_table("runs", schema=None) as batch_op:
         batch_op.drop_index("ix_runs_thread")

@@ -1,0 +1,17 @@
+"""Every integration test runs on both databases: a SQLite file and a fresh PostgreSQL database
+(in the session's throwaway cluster, ``tests/postgres.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'consentry.db'}"
+    cluster = request.getfixturevalue("postgres")
+    url: str = cluster.new_database()
+    return url

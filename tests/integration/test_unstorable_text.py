@@ -1,0 +1,100 @@
+"""Text no database can store (a NUL character, a lone surrogate) is refused with the same 422
+on SQLite and PostgreSQL, wherever it is in the body, and nothing stored changes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.sse import parse_events
+
+
+async def _project(client: httpx.AsyncClient) -> str:
+    project_id: str = (await client.get("/v1/projects")).json()["projects"][0]["project_id"]
+    return project_id
+
+
+def _assert_unstorable(response: httpx.Response, where: str) -> None:
+    assert response.status_code == 422, response.text
+    error = response.json()["error"]
+    assert error["code"] == "unstorable_text"
+    assert where in error["message"]
+
+
+@pytest.mark.parametrize("escaped", ["a\\u0000b", "\\ud800"])  # JSON escapes, sent as such
+async def test_a_message_with_unstorable_text_is_refused_before_a_run_starts(
+    client: httpx.AsyncClient, escaped: str
+) -> None:
+    response = await client.post(
+        "/v1/chat",
+        content=f'{{"message": "Hello {escaped}"}}',
+        headers={"Content-Type": "application/json"},
+    )
+
+    _assert_unstorable(response, "message")
+    assert (await client.get("/v1/threads")).json()["threads"] == []
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("notes", {"title": "T\x00", "content": "body"}),
+        ("notes", {"title": "T", "content": "line\x00"}),
+    ],
+)
+async def test_a_note_with_unstorable_text_is_refused_and_nothing_is_created(
+    client: httpx.AsyncClient, path: str, body: dict[str, Any]
+) -> None:
+    project_id = await _project(client)
+
+    response = await client.post(f"/v1/projects/{project_id}/{path}", json=body)
+
+    _assert_unstorable(response, "t")
+    assert (await client.get(f"/v1/projects/{project_id}/notes")).json()["notes"] == []
+
+
+async def test_a_nul_deep_in_an_edit_is_refused_and_the_consent_stays_pending(
+    client: httpx.AsyncClient,
+) -> None:
+    project_id = await _project(client)
+    note = (
+        await client.post(
+            f"/v1/projects/{project_id}/notes", json={"title": "RAG", "content": "Retrieval."}
+        )
+    ).json()
+    asked = parse_events(
+        (
+            await client.post(
+                "/v1/chat",
+                json={
+                    "message": "Add a summary of our discussion to my note",
+                    "note_id": note["note_id"],
+                },
+            )
+        ).text
+    )
+    consent = asked[-2]
+    assert consent.type == "consent"
+    edit = {"decision": "edit", "edited": {"content": "Mine\x00.\n"}}
+
+    by_inbox = await client.post(f"/v1/approvals/{consent.approval_id}/decision", json=edit)
+    by_chat = await client.post(
+        "/v1/chat",
+        json={
+            "thread_id": consent.thread_id,
+            "resume": {"approval_id": consent.approval_id, **edit},
+        },
+    )
+    updated = await client.put(
+        f"/v1/notes/{note['note_id']}", json={"version": 1, "content": "x\x00"}
+    )
+
+    _assert_unstorable(by_inbox, "edited.content")
+    _assert_unstorable(by_chat, "resume.edited.content")
+    _assert_unstorable(updated, "content")
+    approval = (await client.get(f"/v1/approvals/{consent.approval_id}")).json()
+    assert approval["status"] == "pending"
+    versions = (await client.get(f"/v1/notes/{note['note_id']}/versions")).json()["versions"]
+    assert [v["version"] for v in versions] == [1]

@@ -1,0 +1,106 @@
+"""A throwaway PostgreSQL cluster for the tests (``../shared/NOTES.md``).
+
+``initdb``/``pg_ctl`` refuse to run as root, so as root they run as the ``postgres`` user. The
+cluster listens on 127.0.0.1 at a free port, without fsync (its data dies with the tests), and
+is stopped with ``-m immediate``. Each test gets its own database, made from ``template1``.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import count
+
+import psycopg
+
+__all__ = ["PostgresCluster", "postgres_cluster"]
+
+
+def _bin_dir() -> str:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not found:
+        raise RuntimeError(
+            "PostgreSQL is not installed (apt-get install -y postgresql); the tests need it"
+        )
+    return os.path.dirname(found[-1])
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class PostgresCluster:
+    bin_dir: str
+    data_dir: str
+    port: int
+    as_user: list[str]
+    _names: Iterator[int]
+
+    @property
+    def admin_url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def url(self, database: str) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def new_database(self) -> str:
+        """A fresh, empty database; its URL."""
+        name = f"test_{next(self._names)}"
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+    def pg_ctl(self, *args: str) -> None:
+        subprocess.run(
+            [*self.as_user, f"{self.bin_dir}/pg_ctl", "-D", self.data_dir, *args],
+            check=True,
+            capture_output=True,
+        )
+
+    def start(self) -> None:
+        options = (
+            f"-c listen_addresses=127.0.0.1 -p {self.port} -k {os.path.dirname(self.data_dir)} "
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+            "-c max_connections=300"
+        )
+        log = os.path.join(os.path.dirname(self.data_dir), "log")
+        self.pg_ctl("-l", log, "-w", "-o", options, "start")
+
+    def stop(self) -> None:
+        self.pg_ctl("-m", "immediate", "-w", "stop")
+
+
+@contextmanager
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    bin_dir = _bin_dir()
+    as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    base = tempfile.mkdtemp(prefix="consentry-pg-")
+    if as_user:
+        shutil.chown(base, "postgres", "postgres")
+    data_dir = os.path.join(base, "data")
+    subprocess.run(
+        [*as_user, f"{bin_dir}/initdb", "-D", data_dir, "-U", "postgres", "-A", "trust"]
+        + ["-E", "UTF8", "--no-sync"],
+        check=True,
+        capture_output=True,
+    )
+    cluster = PostgresCluster(bin_dir, data_dir, _free_port(), as_user, count(1))
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        try:
+            cluster.stop()
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
