@@ -21,10 +21,12 @@ from backend.schemas.events import EVENT_ADAPTER
 from backend.schemas.requests import UNSTORABLE_TEXT
 from backend.services import open_services
 from backend.settings import Settings
+from backend.storage.database import DATABASE_ERRORS, is_database_unavailable
 
 __all__ = ["create_app"]
 
 log = logging.getLogger(__name__)
+DATABASE_RETRY_AFTER_SECONDS = 2
 _HTTP_CODES = {
     401: "unauthorized",
     404: "not_found",
@@ -68,6 +70,18 @@ async def _on_http_error(_: Request, exc: Exception) -> JSONResponse:
     return _error(exc.status_code, code, str(exc.detail))
 
 
+async def _on_database_error(request: Request, exc: Exception) -> JSONResponse:
+    """A database that cannot be reached is a 503 the client may retry, not a bug."""
+    if not is_database_unavailable(exc):
+        return await _on_unexpected_error(request, exc)
+    log.warning("database unavailable on %s %s: %r", request.method, request.url.path, exc)
+    response = _error(
+        503, "database_unavailable", "The database cannot be reached; try again shortly."
+    )
+    response.headers["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+    return response
+
+
 async def _on_unexpected_error(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return _error(500, "internal_error", "Something went wrong on our side.")
@@ -105,6 +119,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock = utc_now) -> F
     app.add_exception_handler(ConsentryError, _on_consentry_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_error)
+    for database_error in DATABASE_ERRORS:
+        app.add_exception_handler(database_error, _on_database_error)
     app.add_exception_handler(Exception, _on_unexpected_error)
     for module in (chat, threads, approvals, consent_kinds, notes, health):
         app.include_router(module.router)

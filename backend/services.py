@@ -15,7 +15,9 @@ from backend.runtime.clock import Clock, utc_now
 from backend.runtime.executor import RunExecutor, RunLimits
 from backend.runtime.expiry import ExpirySweeper
 from backend.runtime.idempotency import KEY_RETENTION, IdempotencyGuard
+from backend.runtime.notifications import EventNotifications
 from backend.runtime.runs import RunStarter
+from backend.runtime.takeover import RunTakeover
 from backend.runtime.threads import ThreadReader
 from backend.settings import Settings
 from backend.storage.checkpointer import open_checkpointer
@@ -40,6 +42,7 @@ class Services:
     expiry: ExpirySweeper
     clock: Clock
     shutting_down: anyio.Event
+    notifications: EventNotifications
     """Set (by sse-starlette, for every open stream) when the server starts shutting down."""
 
 
@@ -108,6 +111,18 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
             executor.on_consent_requested = expiry.consent_requested
             runs.on_overdue = expiry.wake
             expiry.start()
+            takeover = RunTakeover(
+                db=db,
+                executor=executor,
+                runs=runs,
+                clock=clock,
+                lease_seconds=settings.lease_seconds,
+            )
+            notifications = EventNotifications(settings.database_url if db.is_postgres else None)
+            notifications.on_consent_requested = expiry.consent_requested
+            await notifications.start()
+            if db.is_postgres:  # replicas share the database: take over the runs of dead ones
+                takeover.start()
             shutting_down = anyio.Event()
             suspender = asyncio.create_task(_suspend_runs_on(shutting_down, executor))
             try:
@@ -117,15 +132,20 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                     graphs=graphs,
                     executor=executor,
                     runs=runs,
-                    threads=ThreadReader(db=db, executor=executor, clock=clock),
+                    threads=ThreadReader(
+                        db=db, executor=executor, clock=clock, notifications=notifications
+                    ),
                     approvals=ApprovalInbox(db=db, runs=runs),
                     idempotency=idempotency,
                     expiry=expiry,
                     clock=clock,
                     shutting_down=shutting_down,
+                    notifications=notifications,
                 )
             finally:
                 suspender.cancel()
+                await takeover.stop()
+                await notifications.stop()
                 await expiry.stop()
                 await executor.shutdown()
     finally:

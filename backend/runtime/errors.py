@@ -12,6 +12,8 @@ from langchain_core.exceptions import (
     ModelTimeoutError,
 )
 
+from backend.storage.database import is_database_unavailable
+
 __all__ = ["RunFailure", "describe_failure"]
 
 
@@ -34,4 +36,6 @@ def describe_failure(exc: BaseException) -> RunFailure:
         return RunFailure(
             "model_rejected_request", "The model provider refused the request.", False
         )
+    if is_database_unavailable(exc):
+        return RunFailure("database_unavailable", "The database could not be reached.", True)
     return RunFailure("internal_error", "The run failed unexpectedly.", False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,6 +14,7 @@ from backend.principal import Principal
 from backend.runtime.clock import Clock
 from backend.runtime.event_stream import OutgoingEvent, RunEventStream
 from backend.runtime.executor import RunExecutor
+from backend.runtime.notifications import EventNotifications
 from backend.schemas.audit import AuditTrail
 from backend.schemas.events import ConsentEvent, ResyncEvent
 from backend.schemas.threads import ThreadDetail, ThreadList, Transcript, TranscriptMessage
@@ -23,11 +26,24 @@ from backend.storage.database import Database
 __all__ = ["ThreadReader"]
 
 
+FOLLOW_RECHECK_SECONDS = 15.0
+"""While following another process's run, how long to wait for a notification before reading
+the log again anyway (a safety net: notifications are the trigger)."""
+
+
 class ThreadReader:
-    def __init__(self, *, db: Database, executor: RunExecutor, clock: Clock) -> None:
+    def __init__(
+        self,
+        *,
+        db: Database,
+        executor: RunExecutor,
+        clock: Clock,
+        notifications: EventNotifications,
+    ) -> None:
         self._db = db
         self._executor = executor
         self._clock = clock
+        self._notifications = notifications
 
     async def list_threads(self, owner: Principal, *, limit: int) -> ThreadList:
         async with self._db.read() as conn:
@@ -79,7 +95,42 @@ class ThreadReader:
                 resync = OutgoingEvent(event.seq, event.type, event.model_dump_json())
             else:
                 stored = await threads_repo.events_after(conn, thread_id, after_seq)
+        if active is None and thread.status == "running" and self._notifications.enabled:
+            # The run executes in another process: follow it through the stored log.
+            return self._replay_then_follow(
+                resync, stored, thread_id, thread.active_run_id, after_seq
+            )
         return self._replay_then_live(resync, stored, active, after_seq)
+
+    async def _replay_then_follow(
+        self,
+        resync: OutgoingEvent | None,
+        stored: list[Any],
+        thread_id: str,
+        run_id: str,
+        after_seq: int,
+    ) -> AsyncIterator[OutgoingEvent]:
+        """The stored events, then the ones another process stores, woken by its notifications,
+        until that run's ``final``."""
+        with self._notifications.watch(thread_id) as woken:
+            woken.set()  # read once more after watching: nothing stored in between is missed
+            if resync is not None:
+                yield resync
+            batch, seen = stored, after_seq
+            while True:
+                for row in batch:
+                    seen = row.seq
+                    yield OutgoingEvent(row.seq, row.type, row.data)
+                    if row.type == "final" and row.run_id == run_id:
+                        return
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(FOLLOW_RECHECK_SECONDS):
+                        await woken.wait()
+                woken.clear()
+                async with self._db.read() as conn:
+                    batch = await threads_repo.events_after(conn, thread_id, seen)
+                    if not batch and await threads_repo.run_status(conn, run_id) != "running":
+                        return
 
     @staticmethod
     async def _replay_then_live(

@@ -58,6 +58,8 @@ async def _postgres_saver(dsn: str, *, pool_size: int) -> AsyncIterator[BaseChec
         min_size=1,
         max_size=pool_size,
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        # A connection broken by a database restart is replaced before a run gets it.
+        check=AsyncConnectionPool.check_connection,
         open=False,
     )
     await pool.open(wait=True)

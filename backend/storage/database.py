@@ -20,13 +20,22 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Literal
 
+import psycopg
 from alembic import command
 from alembic.config import Config
+from psycopg_pool import PoolTimeout
 from sqlalchemy import event
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-__all__ = ["BUSY_TIMEOUT_SECONDS", "MIGRATION_LOCK", "Database"]
+__all__ = [
+    "BUSY_TIMEOUT_SECONDS",
+    "DATABASE_ERRORS",
+    "MIGRATION_LOCK",
+    "Database",
+    "is_database_unavailable",
+]
 
 BUSY_TIMEOUT_SECONDS = 30.0
 MIGRATION_LOCK = 0x636F6E73656E7472  # "consentr": the advisory lock key of schema changes
@@ -104,6 +113,32 @@ class Database:
 
     async def close(self) -> None:
         await self.engine.dispose()
+
+
+DATABASE_ERRORS: tuple[type[Exception], ...] = (sa_exc.DBAPIError, psycopg.Error, PoolTimeout)
+"""What the drivers raise; :func:`is_database_unavailable` tells an outage from a bug."""
+
+
+def is_database_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) says the database cannot be reached or is busy past
+    its timeout, rather than that a statement is wrong: the request may succeed later."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, sa_exc.DBAPIError) and current.connection_invalidated:
+            return True
+        if isinstance(
+            current,
+            sa_exc.OperationalError
+            | sa_exc.InterfaceError
+            | psycopg.OperationalError
+            | PoolTimeout
+            | ConnectionError,
+        ):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def sqlalchemy_postgres_url(url: str) -> str:

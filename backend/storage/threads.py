@@ -31,6 +31,7 @@ __all__ = [
     "add_token_usage",
     "claim_thread",
     "create_thread",
+    "earliest_lease_expiry",
     "end_run",
     "events_after",
     "extend_reservation",
@@ -478,6 +479,14 @@ async def unfinished_runs(conn: AsyncConnection, *, lease_expired_by: datetime |
     return list(await conn.execute(query))
 
 
+async def earliest_lease_expiry(conn: AsyncConnection) -> datetime | None:
+    """When the first lease among running threads expires (None: nothing runs)."""
+    found = await conn.scalar(
+        sa.select(sa.func.min(threads.c.lease_expires_at)).where(threads.c.status == "running")
+    )
+    return found if isinstance(found, datetime) else None  # min() keeps the column's UTC type
+
+
 async def run_status(conn: AsyncConnection, run_id: str) -> str | None:
     found = await conn.scalar(sa.select(runs.c.status).where(runs.c.id == run_id))
     return None if found is None else str(found)
@@ -520,7 +529,7 @@ async def add_token_usage(conn: AsyncConnection, thread_id: str, tenant: str, to
 async def events_after(conn: AsyncConnection, thread_id: str, after_seq: int) -> list[Any]:
     """The thread's stored events after ``after_seq``, in order (all runs)."""
     rows = await conn.execute(
-        sa.select(events.c.seq, events.c.type, events.c.data)
+        sa.select(events.c.seq, events.c.type, events.c.data, events.c.run_id)
         .where(events.c.thread_id == thread_id, events.c.seq > after_seq)
         .order_by(events.c.seq)
     )

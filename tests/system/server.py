@@ -25,7 +25,7 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(database: Path, *, env: dict[str, str] | None = None) -> Iterator[str]:
+def serve(database: Path | str, *, env: dict[str, str] | None = None) -> Iterator[str]:
     """Start a server process on ``database``; yield its base URL; SIGKILL it on exit."""
     with serve_process(database, env=env) as (base_url, _):
         yield base_url
@@ -33,9 +33,12 @@ def serve(database: Path, *, env: dict[str, str] | None = None) -> Iterator[str]
 
 @contextmanager
 def serve_process(
-    database: Path, *, env: dict[str, str] | None = None
+    database: Path | str, *, env: dict[str, str] | None = None
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """``serve``, also yielding the process (to signal it); SIGKILLed on exit if still alive."""
+    """``serve``, also yielding the process (to signal it); SIGKILLed on exit if still alive.
+
+    ``database``: a SQLite file, or a ``postgresql://`` URL (replicas share one)."""
+    url = database if isinstance(database, str) else f"sqlite:///{database}"
     port = free_port()
     process = subprocess.Popen(
         [
@@ -48,7 +51,7 @@ def serve_process(
             "--log-level",
             "warning",
         ],
-        env={**os.environ, "CONSENTRY_DATABASE_URL": f"sqlite:///{database}", **(env or {})},
+        env={**os.environ, "CONSENTRY_DATABASE_URL": url, **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )

@@ -1,0 +1,103 @@
+"""What other processes did, told by PostgreSQL notifications (triggers of migration 0007).
+
+- ``consentry_events`` (payload: a thread id): new stored events. The streams following a run
+  that executes in another process are woken and read them from the table.
+- ``consentry_consents`` (payload: a deadline, epoch seconds): a consent was asked somewhere; the
+  expiry sweeper re-plans if it expires before its planned wake-up.
+
+Each process keeps one ``LISTEN`` connection. If it drops, every waiter is woken (so none misses
+what happened meanwhile) and the listener reconnects. On SQLite one process serves the file and
+streams follow their runs in memory: the listener does nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from backend.storage.database import libpq_url
+
+__all__ = ["CONSENTS_CHANNEL", "EVENTS_CHANNEL", "EventNotifications"]
+
+log = logging.getLogger(__name__)
+EVENTS_CHANNEL = "consentry_events"
+CONSENTS_CHANNEL = "consentry_consents"
+RECONNECT_SECONDS = 1.0
+
+
+class EventNotifications:
+    def __init__(self, database_url: str | None) -> None:
+        """``database_url``: the PostgreSQL URL, or None (SQLite: nothing to listen to)."""
+        self._dsn = libpq_url(database_url) if database_url else None
+        self._waiters: dict[str, set[asyncio.Event]] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._listening = asyncio.Event()
+        self.on_consent_requested: Callable[[datetime], None] = lambda expires_at: None
+        """Called with the deadline of every consent any process stored."""
+
+    @property
+    def enabled(self) -> bool:
+        return self._dsn is not None
+
+    async def start(self) -> None:
+        """Start listening; returns once ``LISTEN`` is in place."""
+        if self._dsn is None or self._task is not None:
+            return
+        self._task = asyncio.create_task(self._listen(self._dsn), name="event-notifications")
+        async with asyncio.timeout(30):
+            await self._listening.wait()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    @contextlib.contextmanager
+    def watch(self, thread_id: str) -> Iterator[asyncio.Event]:
+        """An event set whenever the thread gets new stored events (clear it before reading)."""
+        waiter = asyncio.Event()
+        self._waiters.setdefault(thread_id, set()).add(waiter)
+        try:
+            yield waiter
+        finally:
+            waiters = self._waiters.get(thread_id)
+            if waiters is not None:
+                waiters.discard(waiter)
+                if not waiters:
+                    del self._waiters[thread_id]
+
+    def _wake(self, thread_id: str | None) -> None:
+        groups: Any = (
+            self._waiters.values() if thread_id is None else [self._waiters.get(thread_id, ())]
+        )
+        for waiters in groups:
+            for waiter in waiters:
+                waiter.set()
+
+    async def _listen(self, dsn: str) -> None:
+        from psycopg import AsyncConnection
+
+        while True:
+            try:
+                async with await AsyncConnection.connect(dsn, autocommit=True) as conn:
+                    await conn.execute(f"LISTEN {EVENTS_CHANNEL}")
+                    await conn.execute(f"LISTEN {CONSENTS_CHANNEL}")
+                    self._listening.set()
+                    self._wake(None)  # whatever happened while not listening
+                    async for notify in conn.notifies():
+                        if notify.channel == EVENTS_CHANNEL:
+                            self._wake(notify.payload)
+                        else:
+                            deadline = datetime.fromtimestamp(float(notify.payload), UTC)
+                            self.on_consent_requested(deadline)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("lost the event notification connection; reconnecting")
+            self._wake(None)
+            await asyncio.sleep(RECONNECT_SECONDS)

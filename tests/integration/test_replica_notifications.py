@@ -1,0 +1,145 @@
+"""Two app instances on one PostgreSQL database (two replicas in one process, each with its own
+engine, pools and LISTEN connection): what one stores wakes the other, without polling.
+
+The process-level proofs (separate uvicorn processes, SIGKILL, takeover) are in
+``tests/system/test_replicas.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import datetime
+from typing import Any
+
+import httpx
+import pytest
+
+from backend.app import create_app
+from backend.runtime import threads as threads_module
+from backend.services import Services
+from backend.settings import Settings
+from tests.conftest import ManualClock
+from tests.live_server import serve_app
+from tests.openai_stub import OpenAIStub
+from tests.postgres import PostgresCluster
+from tests.sse import kinds, next_event, parse_events
+
+WAIT_SECONDS = 10.0
+CLASSIFIED_AS_ANSWER = '{"intent": "answer", "query": "retrieval"}'
+
+
+class Replica:
+    def __init__(self, http: httpx.AsyncClient, services: Services) -> None:
+        self.http = http
+        self.services = services
+
+
+@asynccontextmanager
+async def _replicas(
+    database_url: str, clock: ManualClock, **overrides: Any
+) -> AsyncIterator[tuple[Replica, Replica]]:
+    settings = Settings(database_url=database_url, **overrides)
+    async with AsyncExitStack() as stack:
+        started = []
+        for _ in range(2):
+            app = create_app(settings, clock=clock)
+            base_url = await stack.enter_async_context(serve_app(app))
+            http = await stack.enter_async_context(
+                httpx.AsyncClient(base_url=base_url, timeout=WAIT_SECONDS)
+            )
+            started.append(Replica(http, app.state.services))
+        yield started[0], started[1]
+
+
+async def test_a_stream_on_another_replica_follows_the_run_live_woken_by_notifications(
+    postgres: PostgresCluster,
+    clock: ManualClock,
+    stub: OpenAIStub,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Far beyond the test's timeout: only a notification can wake the follower in time.
+    monkeypatch.setattr(threads_module, "FOLLOW_RECHECK_SECONDS", 3600.0)
+    model = {
+        "llm_base_url": stub.base_url,
+        "llm_api_key": "sk-test",
+        "llm_max_retries": 0,
+        "llm_model": "stub",
+    }
+    async with _replicas(postgres.new_database(), clock, **model) as (first, second):
+        await _follow_on_the_other_replica(first, second, stub)
+
+
+async def _follow_on_the_other_replica(first: Replica, second: Replica, stub: OpenAIStub) -> None:
+    stub.reply(CLASSIFIED_AS_ANSWER)
+    stub.hold("Retrieval finds the documents first.")
+    async with first.http.stream(
+        "POST", "/v1/chat", json={"message": "What is retrieval?"}
+    ) as started:
+        lines = started.aiter_lines()
+        seen = [await next_event(lines) for _ in range(3)]  # run_started, step, step
+        async with asyncio.timeout(WAIT_SECONDS):
+            await stub.holding.wait()
+        thread_id = seen[0].thread_id
+        assert second.services.executor.active_stream(thread_id) is None
+
+        async with second.http.stream(
+            "GET", f"/v1/threads/{thread_id}/stream", headers={"Last-Event-ID": str(seen[0].seq)}
+        ) as joined:
+            follower = joined.aiter_lines()
+            caught_up = [await next_event(follower) for _ in range(2)]
+            stub.release()
+            async with asyncio.timeout(WAIT_SECONDS):
+                rest = parse_events("\n".join([line async for line in follower]))
+
+    assert [(e.seq, e.type) for e in caught_up] == [(e.seq, e.type) for e in seen[1:]]
+    assert kinds(rest) == ["message", "final"]  # tokens stay with the executing replica
+    assert rest[-1].reason == "completed"  # type: ignore[union-attr]
+    assert rest[0].seq > seen[-1].seq
+
+
+async def test_a_consent_asked_on_one_replica_is_planned_by_the_expiry_sweeper_of_another(
+    postgres: PostgresCluster, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with _replicas(postgres.new_database(), clock) as (first, second):
+        await _ask_on_one_and_see_it_planned_on_the_other(first, second, monkeypatch)
+
+
+async def _ask_on_one_and_see_it_planned_on_the_other(
+    first: Replica, second: Replica, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    told: asyncio.Queue[datetime] = asyncio.Queue()
+    notifications = second.services.notifications
+    original = notifications.on_consent_requested
+    assert original == second.services.expiry.consent_requested
+
+    def record(expires_at: datetime) -> Any:
+        told.put_nowait(expires_at)
+        return original(expires_at)
+
+    monkeypatch.setattr(notifications, "on_consent_requested", record)
+    projects = (await first.http.get("/v1/projects")).json()["projects"]
+    note = (
+        await first.http.post(
+            f"/v1/projects/{projects[0]['project_id']}/notes",
+            json={"title": "RAG", "content": "Retrieval first."},
+        )
+    ).json()
+    asked = parse_events(
+        (
+            await first.http.post(
+                "/v1/chat",
+                json={
+                    "message": "Add a summary of our discussion to my note",
+                    "note_id": note["note_id"],
+                },
+            )
+        ).text
+    )
+    consent = asked[-2]
+    assert consent.type == "consent"
+
+    async with asyncio.timeout(WAIT_SECONDS):
+        deadline = await told.get()
+    assert deadline == consent.expires_at  # type: ignore[union-attr]
