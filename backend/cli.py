@@ -1,6 +1,7 @@
 """``consentry``: serve the API, or print the protocol's JSON Schema.
 
-consentry serve [--host H] [--port P]     start the server (defaults from settings)
+consentry serve [--host H] [--port P] [--role all|api|worker]
+                                          start the server (defaults from settings)
 consentry schema                          print docs/protocol.schema.json to stdout
 consentry db upgrade                      apply database migrations and exit
 """
@@ -25,7 +26,8 @@ def _serve(args: argparse.Namespace) -> int:
     from backend.storage.process_lock import DatabaseInUseError, serving_lock
     from graphs.registry import GraphLoadError, load_graphs
 
-    overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
+    given = (("host", args.host), ("port", args.port), ("role", args.role))
+    overrides = {k: v for k, v in given if v is not None}
     try:
         settings = Settings(**overrides)
     except ValidationError as exc:
@@ -81,6 +83,12 @@ def main(argv: list[str] | None = None) -> int:
     serve = commands.add_parser("serve", help="start the API server")
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)
+    serve.add_argument(
+        "--role",
+        choices=["all", "api", "worker"],
+        help="api: serve requests and streams, queue runs; worker: execute runs; all: both "
+        "(default; api and worker need PostgreSQL)",
+    )
     serve.add_argument("--log-level", default="info")
     serve.set_defaults(run=_serve)
     commands.add_parser("schema", help="print the protocol JSON Schema").set_defaults(run=_schema)

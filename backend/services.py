@@ -19,6 +19,7 @@ from backend.runtime.notifications import EventNotifications
 from backend.runtime.runs import RunStarter
 from backend.runtime.takeover import RunTakeover
 from backend.runtime.threads import ThreadReader
+from backend.runtime.worker import RunWorker
 from backend.settings import Settings
 from backend.storage.checkpointer import open_checkpointer
 from backend.storage.database import Database
@@ -91,12 +92,15 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
             )
             idempotency = IdempotencyGuard(db, clock)
             await idempotency.release_abandoned()
+            notifications = EventNotifications(settings.database_url if db.is_postgres else None)
+            await notifications.start()
             runs = RunStarter(
                 db=db,
                 executor=executor,
                 graphs=dict(graphs),
                 clock=clock,
                 max_message_chars=settings.max_message_chars,
+                queue_for=notifications if settings.role == "api" else None,
             )
             for owner, thread_id in interrupted:
                 await runs.continue_after_restart(owner, thread_id)
@@ -118,10 +122,20 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                 clock=clock,
                 lease_seconds=settings.lease_seconds,
             )
-            notifications = EventNotifications(settings.database_url if db.is_postgres else None)
+            worker = RunWorker(
+                db=db,
+                executor=executor,
+                graphs=graphs,
+                clock=clock,
+                recheck_seconds=settings.lease_seconds / 3,
+            )
             notifications.on_consent_requested = expiry.consent_requested
-            await notifications.start()
-            if db.is_postgres:  # replicas share the database: take over the runs of dead ones
+            notifications.on_cancel_requested = executor.cancel_run
+            if db.is_postgres and settings.role != "api":
+                # Replicas share the database: execute the runs API replicas queue, and take over
+                # the runs of replicas that died.
+                notifications.on_run_queued = worker.run_queued
+                worker.start()
                 takeover.start()
             shutting_down = anyio.Event()
             suspender = asyncio.create_task(_suspend_runs_on(shutting_down, executor))
@@ -144,6 +158,7 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                 )
             finally:
                 suspender.cancel()
+                await worker.stop()
                 await takeover.stop()
                 await notifications.stop()
                 await expiry.stop()

@@ -6,7 +6,7 @@ import ipaddress
 import re
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -39,6 +39,11 @@ class Settings(BaseSettings):
         default=DEFAULT_DATABASE_URL,
         description="Where state lives: `sqlite:///path/to/file.db` (default under data/), or "
         "`postgresql://user:password@host:5432/db` for several replicas.",
+    )
+    role: Literal["all", "api", "worker"] = Field(
+        default="all",
+        description="What this process does: `api` serves requests and streams (runs are queued "
+        "for workers), `worker` executes runs, `all` both. `api`/`worker` need PostgreSQL.",
     )
     run_migrations: bool = Field(
         default=True,
@@ -148,6 +153,15 @@ class Settings(BaseSettings):
         raise ValueError(
             "database_url must be `sqlite:///<path>` or `postgresql://user:password@host/db`"
         )
+
+    @model_validator(mode="after")
+    def _roles_need_a_shared_database(self) -> Settings:
+        if self.role != "all" and not self.uses_postgres:
+            raise ValueError(
+                f"role {self.role!r} needs PostgreSQL (CONSENTRY_DATABASE_URL=postgresql://…): "
+                "on SQLite one process does everything (role `all`)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _refuse_open_bind_without_keys(self) -> Settings:

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError
@@ -38,7 +38,7 @@ from backend.runtime.clock import Clock
 from backend.runtime.consent_gate import record_decision
 from backend.runtime.effect_ledger import OwnerEffectLedger
 from backend.runtime.errors import describe_failure
-from backend.runtime.event_stream import RunEventStream
+from backend.runtime.event_stream import OutgoingEvent, RunEventStream
 from backend.runtime.leases import LeaseKeeper
 from backend.runtime.notes_store import OwnerNotesStore
 from backend.runtime.stream_mapping import STREAM_MODES, ChunkMapper
@@ -64,12 +64,20 @@ log = logging.getLogger(__name__)
 SHUTDOWN_GRACE_SECONDS = 10.0
 
 
+class RunEvents(Protocol):
+    """How the request that started a run reads its events: a local run's ``RunEventStream``, or
+    a ``FollowedRun`` reading the log of a run queued for a worker."""
+
+    def listen(self) -> AsyncIterator[OutgoingEvent]: ...
+
+    def detach(self) -> None: ...
+
+
 @dataclass
 class ActiveRun:
     thread_id: str
     run_id: str
-    events: RunEventStream
-    task: asyncio.Task[None] = field(repr=False)
+    events: RunEvents
 
 
 @dataclass(frozen=True)
@@ -223,7 +231,7 @@ class RunExecutor:
         self._running.add(task)
         task.add_done_callback(self._running.discard)
         task.add_done_callback(lambda _: self._ended(thread_id, run_id))
-        return ActiveRun(thread_id=thread_id, run_id=run_id, events=events, task=task)
+        return ActiveRun(thread_id=thread_id, run_id=run_id, events=events)
 
     async def _execute(self, run: _RunContext, graph_inputs: list[GraphInput]) -> None:
         events = run.events
@@ -688,6 +696,12 @@ class RunExecutor:
             return None
         run.stop = run.stop or "cancel"
         return run.events.run_id
+
+    def cancel_run(self, run_id: str) -> None:
+        """``cancel`` by run id, for a cancel another process received (a notification)."""
+        for thread_id, run in list(self._active.items()):
+            if run.events.run_id == run_id:
+                self.cancel(thread_id)
 
     def suspend_all(self) -> None:
         """The server is shutting down: every run stops at its next step boundary, for the next

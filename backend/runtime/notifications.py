@@ -4,6 +4,9 @@
   that executes in another process are woken and read them from the table.
 - ``consentry_consents`` (payload: a deadline, epoch seconds): a consent was asked somewhere; the
   expiry sweeper re-plans if it expires before its planned wake-up.
+- ``consentry_runs`` (payload: a run id): an API-only replica queued a run; workers take it.
+- ``consentry_cancels`` (payload: a run id): a client asked any replica to cancel a run; the
+  process executing it stops it at its next step boundary.
 
 Each process keeps one ``LISTEN`` connection. If it drops, every waiter is woken (so none misses
 what happened meanwhile) and the listener reconnects. On SQLite one process serves the file and
@@ -21,11 +24,19 @@ from typing import Any
 
 from backend.storage.database import libpq_url
 
-__all__ = ["CONSENTS_CHANNEL", "EVENTS_CHANNEL", "EventNotifications"]
+__all__ = [
+    "CANCELS_CHANNEL",
+    "CONSENTS_CHANNEL",
+    "EVENTS_CHANNEL",
+    "RUNS_CHANNEL",
+    "EventNotifications",
+]
 
 log = logging.getLogger(__name__)
 EVENTS_CHANNEL = "consentry_events"
 CONSENTS_CHANNEL = "consentry_consents"
+RUNS_CHANNEL = "consentry_runs"
+CANCELS_CHANNEL = "consentry_cancels"
 RECONNECT_SECONDS = 1.0
 
 
@@ -38,6 +49,8 @@ class EventNotifications:
         self._listening = asyncio.Event()
         self.on_consent_requested: Callable[[datetime], None] = lambda expires_at: None
         """Called with the deadline of every consent any process stored."""
+        self.on_run_queued: Callable[[str], None] = lambda run_id: None
+        self.on_cancel_requested: Callable[[str], None] = lambda run_id: None
 
     @property
     def enabled(self) -> bool:
@@ -79,22 +92,34 @@ class EventNotifications:
             for waiter in waiters:
                 waiter.set()
 
+    def _dispatch(self, channel: str, payload: str) -> None:
+        if channel == EVENTS_CHANNEL:
+            self._wake(payload)
+        elif channel == CONSENTS_CHANNEL:
+            self.on_consent_requested(datetime.fromtimestamp(float(payload), UTC))
+        elif channel == RUNS_CHANNEL:
+            self.on_run_queued(payload)
+        elif channel == CANCELS_CHANNEL:
+            self.on_cancel_requested(payload)
+
     async def _listen(self, dsn: str) -> None:
         from psycopg import AsyncConnection
 
         while True:
             try:
                 async with await AsyncConnection.connect(dsn, autocommit=True) as conn:
-                    await conn.execute(f"LISTEN {EVENTS_CHANNEL}")
-                    await conn.execute(f"LISTEN {CONSENTS_CHANNEL}")
+                    for channel in (
+                        EVENTS_CHANNEL,
+                        CONSENTS_CHANNEL,
+                        RUNS_CHANNEL,
+                        CANCELS_CHANNEL,
+                    ):
+                        await conn.execute(f"LISTEN {channel}")
                     self._listening.set()
                     self._wake(None)  # whatever happened while not listening
+                    self.on_run_queued("")
                     async for notify in conn.notifies():
-                        if notify.channel == EVENTS_CHANNEL:
-                            self._wake(notify.payload)
-                        else:
-                            deadline = datetime.fromtimestamp(float(notify.payload), UTC)
-                            self.on_consent_requested(deadline)
+                        self._dispatch(notify.channel, notify.payload)
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -36,6 +36,9 @@ from backend.runtime.executor import (
     GraphPosition,
     RunExecutor,
 )
+from backend.runtime.log_follower import FollowedRun
+from backend.runtime.notifications import EventNotifications
+from backend.runtime.run_inputs import dump_inputs
 from backend.schemas.approvals import DecisionRequest
 from backend.schemas.chat import ChatRequest, ResumeDecision
 from backend.schemas.threads import CancelAccepted
@@ -80,8 +83,12 @@ class RunStarter:
         graphs: dict[str, GraphSpec],
         clock: Clock,
         max_message_chars: int,
+        queue_for: EventNotifications | None = None,
     ) -> None:
+        """With ``queue_for`` (an API-only replica), runs are queued for the worker replicas and
+        their events followed through the log, woken by those notifications."""
         self._db = db
+        self._queue_for = queue_for
         self._executor = executor
         self._graphs = graphs
         self._clock = clock
@@ -130,15 +137,20 @@ class RunStarter:
             if claim is None:
                 return None  # a client's message or decision got to the thread first
             await self._start_run(conn, owner, target, run_id, "recovery", now)
-        run = self._launch(owner, target, run_id, claim, "recovery", inputs)
+        run = await self._launch(owner, target, run_id, claim, "recovery", inputs)
         run.events.detach()  # nobody listens yet; clients join with GET .../stream
         return run
 
     async def cancel(self, owner: Principal, thread_id: str) -> CancelAccepted:
         """Stop the thread's active run at its next step boundary (final reason ``cancelled``)."""
         async with self._db.read() as conn:
-            await threads_repo.get_thread(conn, owner, thread_id)
+            thread = await threads_repo.get_thread(conn, owner, thread_id)
         run_id = self._executor.cancel(thread_id)
+        if run_id is None and self._db.is_postgres and thread.status == "running":
+            # The run executes in another process: tell it (it stops at its next boundary).
+            run_id = thread.active_run_id
+            async with self._db.write() as conn:
+                await threads_repo.request_cancel(conn, run_id)
         if run_id is None:
             raise ConflictError(
                 "This thread has no active run to cancel.",
@@ -187,7 +199,7 @@ class RunStarter:
         command: Command[Any] = Command(
             resume={**recorded, row.id: decision.model_dump(mode="json")}
         )
-        return self._launch(owner, target, run_id, claim, "expiry", [command])
+        return await self._launch(owner, target, run_id, claim, "expiry", [command])
 
     async def _resolve(self, owner: Principal, request: ChatRequest) -> _Target:
         async with self._db.read() as conn:
@@ -321,7 +333,7 @@ class RunStarter:
                 "note_id": target.note_id,
             }
         )
-        return self._launch(owner, target, run_id, claim, "message", inputs)
+        return await self._launch(owner, target, run_id, claim, "message", inputs)
 
     @staticmethod
     def _refuse_if_running(target: _Target) -> None:
@@ -462,7 +474,7 @@ class RunStarter:
             await self._start_run(conn, owner, target, run_id, "resume", now)
         values = {d.approval_id: d.model_dump(mode="json") for d in decisions}
         command: Command[Any] = Command(resume={**recorded, **values})
-        return self._launch(owner, target, run_id, claim, "resume", [command])
+        return await self._launch(owner, target, run_id, claim, "resume", [command])
 
     @staticmethod
     def _continuation(position: GraphPosition, recorded: dict[str, Any]) -> list[GraphInput]:
@@ -479,7 +491,7 @@ class RunStarter:
         async with self._db.write() as conn:
             claim = await self._claim(conn, target.thread_id, run_id, now, (target.status,))
             await self._start_run(conn, owner, target, run_id, "resume", now)
-        return self._launch(owner, target, run_id, claim, "resume", inputs)
+        return await self._launch(owner, target, run_id, claim, "resume", inputs)
 
     async def _start_run(
         self,
@@ -504,7 +516,7 @@ class RunStarter:
             data={"trigger": trigger, "graph": target.spec.name},
         )
 
-    def _launch(
+    async def _launch(
         self,
         owner: Principal,
         target: _Target,
@@ -513,6 +525,24 @@ class RunStarter:
         trigger: Trigger,
         inputs: list[GraphInput],
     ) -> ActiveRun:
+        """Execute the claimed run here, or (an API-only replica) queue it for a worker."""
+        if self._queue_for is not None:
+            async with self._db.write() as conn:
+                await threads_repo.queue_run(
+                    conn,
+                    target.thread_id,
+                    run_id=run_id,
+                    fencing_token=claim.fencing_token,
+                    inputs=dump_inputs(inputs),
+                )
+            followed = FollowedRun(
+                self._db,
+                self._queue_for,
+                thread_id=target.thread_id,
+                run_id=run_id,
+                after_seq=claim.last_seq,
+            )
+            return ActiveRun(thread_id=target.thread_id, run_id=run_id, events=followed)
         return self._executor.launch(
             owner,
             spec=target.spec,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -14,6 +12,7 @@ from backend.principal import Principal
 from backend.runtime.clock import Clock
 from backend.runtime.event_stream import OutgoingEvent, RunEventStream
 from backend.runtime.executor import RunExecutor
+from backend.runtime.log_follower import follow_log
 from backend.runtime.notifications import EventNotifications
 from backend.schemas.audit import AuditTrail
 from backend.schemas.events import ConsentEvent, ResyncEvent
@@ -24,11 +23,6 @@ from backend.storage.audit import list_audit
 from backend.storage.database import Database
 
 __all__ = ["ThreadReader"]
-
-
-FOLLOW_RECHECK_SECONDS = 15.0
-"""While following another process's run, how long to wait for a notification before reading
-the log again anyway (a safety net: notifications are the trigger)."""
 
 
 class ThreadReader:
@@ -110,27 +104,18 @@ class ThreadReader:
         run_id: str,
         after_seq: int,
     ) -> AsyncIterator[OutgoingEvent]:
-        """The stored events, then the ones another process stores, woken by its notifications,
-        until that run's ``final``."""
-        with self._notifications.watch(thread_id) as woken:
-            woken.set()  # read once more after watching: nothing stored in between is missed
-            if resync is not None:
-                yield resync
-            batch, seen = stored, after_seq
-            while True:
-                for row in batch:
-                    seen = row.seq
-                    yield OutgoingEvent(row.seq, row.type, row.data)
-                    if row.type == "final" and row.run_id == run_id:
-                        return
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(FOLLOW_RECHECK_SECONDS):
-                        await woken.wait()
-                woken.clear()
-                async with self._db.read() as conn:
-                    batch = await threads_repo.events_after(conn, thread_id, seen)
-                    if not batch and await threads_repo.run_status(conn, run_id) != "running":
-                        return
+        """The stored events, then the ones another process stores, until that run's ``final``."""
+        if resync is not None:
+            yield resync
+        async for event in follow_log(
+            self._db,
+            self._notifications,
+            thread_id=thread_id,
+            run_id=run_id,
+            after_seq=after_seq,
+            first=stored,
+        ):
+            yield event
 
     @staticmethod
     async def _replay_then_live(

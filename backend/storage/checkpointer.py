@@ -3,12 +3,13 @@
 SQLite: ``AsyncSqliteSaver`` on its own connection with our busy timeout (``from_conn_string``
 cannot set one). PostgreSQL: ``AsyncPostgresSaver`` on a psycopg pool whose connections are
 ``autocommit=True, prepare_threshold=0, row_factory=dict_row`` (without autocommit its writes stay
-invisible to other connections); its ``setup()`` runs under the migration advisory lock, so
-replicas starting at once create its tables once.
+invisible to other connections); its ``setup()`` runs under an advisory lock, so replicas
+starting at once create its tables once.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,6 +20,17 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from backend.storage.database import BUSY_TIMEOUT_SECONDS, MIGRATION_LOCK, libpq_url
 
 __all__ = ["open_checkpointer"]
+
+CHECKPOINTER_LOCK = MIGRATION_LOCK + 1
+"""The advisory lock key of LangGraph's checkpointer setup (not the migrations': a replica
+migrating must not wait on one setting up the checkpointer, see ``_postgres_saver``)."""
+SETUP_LOCK_RETRY_SECONDS = 0.1
+
+
+async def _try_lock(conn: Any) -> bool:
+    cursor = await conn.execute("SELECT pg_try_advisory_lock(%s)", (CHECKPOINTER_LOCK,))
+    row = await cursor.fetchone()
+    return bool(row[0])
 
 
 @asynccontextmanager
@@ -66,11 +78,14 @@ async def _postgres_saver(dsn: str, *, pool_size: int) -> AsyncIterator[BaseChec
     try:
         saver = AsyncPostgresSaver(pool)
         async with await AsyncConnection.connect(dsn, autocommit=True) as lock:
-            await lock.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+            # Wait for the lock between tries, idle: a replica blocked inside a statement would
+            # make the holder's `CREATE INDEX CONCURRENTLY` (in setup) wait for it, forever.
+            while not await _try_lock(lock):  # noqa: ASYNC110 (another process holds it)
+                await asyncio.sleep(SETUP_LOCK_RETRY_SECONDS)
             try:
                 await saver.setup()
             finally:
-                await lock.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+                await lock.execute("SELECT pg_advisory_unlock(%s)", (CHECKPOINTER_LOCK,))
         yield saver
     finally:
         await pool.close()

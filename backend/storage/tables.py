@@ -134,7 +134,10 @@ runs = sa.Table(
     sa.Column("error_code", sa.String(64), nullable=True),
     sa.Column("started_at", UTCDateTime, nullable=False),
     sa.Column("ended_at", UTCDateTime, nullable=True),
+    # A run queued for a worker (status ``queued``): what its graph starts with.
+    sa.Column("inputs", sa.JSON, nullable=True),
     sa.Index("ix_runs_thread", "thread_id"),
+    sa.Index("ix_runs_status", "status"),
 )
 
 events = sa.Table(

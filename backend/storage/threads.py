@@ -41,13 +41,17 @@ __all__ = [
     "last_stored_seq",
     "list_threads",
     "prune_events",
+    "queue_run",
+    "queued_runs",
     "release_thread",
     "renew_leases",
+    "request_cancel",
     "run_events",
     "run_status",
     "seize_lease",
     "start_run",
     "suspend_lease",
+    "take_queued_run",
     "token_usage",
     "unfinished_runs",
 ]
@@ -477,6 +481,87 @@ async def unfinished_runs(conn: AsyncConnection, *, lease_expired_by: datetime |
             )
         )
     return list(await conn.execute(query))
+
+
+async def queue_run(
+    conn: AsyncConnection,
+    thread_id: str,
+    *,
+    run_id: str,
+    fencing_token: int,
+    inputs: list[dict[str, Any]],
+) -> None:
+    """Hand a claimed run to the workers: it waits as ``queued`` with its graph inputs, and the
+    thread's lease is free for the worker that takes it."""
+    await conn.execute(
+        runs.update().where(runs.c.id == run_id).values(status="queued", inputs=inputs)
+    )
+    await conn.execute(
+        threads.update().where(*_HOLDS_LEASE).values(lease_owner=None, lease_expires_at=None),
+        {"p_id": thread_id, "p_run": run_id, "p_token": fencing_token},
+    )
+    if conn.dialect.name == "postgresql":
+        await conn.execute(sa.select(sa.func.pg_notify("consentry_runs", run_id)))
+
+
+async def request_cancel(conn: AsyncConnection, run_id: str) -> None:
+    """Tell whichever process executes ``run_id`` to cancel it (PostgreSQL ``NOTIFY``)."""
+    await conn.execute(sa.select(sa.func.pg_notify("consentry_cancels", run_id)))
+
+
+async def queued_runs(conn: AsyncConnection, *, limit: int) -> list[str]:
+    """Runs waiting for a worker, oldest first."""
+    rows = await conn.execute(
+        sa.select(runs.c.id)
+        .where(runs.c.status == "queued")
+        .order_by(runs.c.started_at)
+        .limit(limit)
+    )
+    return [str(row.id) for row in rows]
+
+
+async def take_queued_run(
+    conn: AsyncConnection,
+    run_id: str,
+    *,
+    lease_owner: str,
+    lease_expires_at: datetime,
+) -> Any | None:
+    """Take a queued run for this worker (a compare-and-set: one worker gets it), leasing its
+    thread with a new fencing token. The run's row joined with its thread's (owner, graph,
+    policy, seq, token) and its inputs, or None when another worker took it."""
+    taken = (
+        await conn.execute(
+            runs.update()
+            .where(runs.c.id == run_id, runs.c.status == "queued")
+            .values(status="running")
+            .returning(runs.c.thread_id, runs.c.trigger, runs.c.inputs)
+        )
+    ).first()
+    if taken is None:
+        return None
+    thread = (
+        await conn.execute(
+            threads.update()
+            .where(threads.c.id == taken.thread_id, threads.c.active_run_id == run_id)
+            .values(
+                lease_owner=lease_owner,
+                lease_expires_at=lease_expires_at,
+                fencing_token=threads.c.fencing_token + 1,
+            )
+            .returning(
+                threads.c.tenant,
+                threads.c.user_id,
+                threads.c.graph,
+                threads.c.consent_policy,
+                threads.c.last_seq,
+                threads.c.fencing_token,
+            )
+        )
+    ).first()
+    if thread is None:
+        raise LeaseLostError(run_id)
+    return (taken, thread)
 
 
 async def earliest_lease_expiry(conn: AsyncConnection) -> datetime | None:

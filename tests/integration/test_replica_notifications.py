@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from backend.app import create_app
-from backend.runtime import threads as threads_module
+from backend.runtime import log_follower
 from backend.services import Services
 from backend.settings import Settings
 from tests.conftest import ManualClock
@@ -60,7 +60,7 @@ async def test_a_stream_on_another_replica_follows_the_run_live_woken_by_notific
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Far beyond the test's timeout: only a notification can wake the follower in time.
-    monkeypatch.setattr(threads_module, "FOLLOW_RECHECK_SECONDS", 3600.0)
+    monkeypatch.setattr(log_follower, "FOLLOW_RECHECK_SECONDS", 3600.0)
     model = {
         "llm_base_url": stub.base_url,
         "llm_api_key": "sk-test",
@@ -143,3 +143,49 @@ async def _ask_on_one_and_see_it_planned_on_the_other(
     async with asyncio.timeout(WAIT_SECONDS):
         deadline = await told.get()
     assert deadline == consent.expires_at  # type: ignore[union-attr]
+
+
+async def test_a_cancel_sent_to_another_replica_stops_the_run_where_it_executes(
+    postgres: PostgresCluster,
+    clock: ManualClock,
+    stub: OpenAIStub,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model = {
+        "llm_base_url": stub.base_url,
+        "llm_api_key": "sk-test",
+        "llm_max_retries": 0,
+        "llm_model": "stub",
+    }
+    stub.hold(CLASSIFIED_AS_ANSWER)  # the run is inside its first step
+    async with _replicas(postgres.new_database(), clock, **model) as (first, second):
+        told = asyncio.Event()
+        notifications = first.services.notifications
+        cancel_run = notifications.on_cancel_requested
+        assert cancel_run == first.services.executor.cancel_run
+
+        def cancel_and_tell(run_id: str) -> None:
+            cancel_run(run_id)
+            told.set()
+
+        monkeypatch.setattr(notifications, "on_cancel_requested", cancel_and_tell)
+        request = asyncio.create_task(first.http.post("/v1/chat", json={"message": "Why?"}))
+        async with asyncio.timeout(WAIT_SECONDS):
+            await stub.holding.wait()
+        (thread,) = (await second.http.get("/v1/threads")).json()["threads"]
+
+        cancelled = await second.http.post(f"/v1/threads/{thread['thread_id']}/cancel")
+        async with asyncio.timeout(WAIT_SECONDS):
+            await told.wait()  # delivered by notification to the replica executing the run
+        stub.release()  # the step ends; the run stops at that boundary
+        async with asyncio.timeout(WAIT_SECONDS):
+            events = parse_events((await request).text)
+        idle = await second.http.post(f"/v1/threads/{thread['thread_id']}/cancel")
+
+    assert cancelled.status_code == 202, cancelled.text
+    assert cancelled.json()["run_id"] == events[0].run_id
+    assert kinds(events) == ["run_started", "step", "final"]
+    assert events[-1].reason == "cancelled"  # type: ignore[union-attr]
+    assert len(stub.requests) == 1  # stopped at the boundary: the answer was never asked for
+    assert idle.status_code == 409
+    assert idle.json()["error"]["code"] == "no_active_run"

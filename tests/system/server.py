@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -33,7 +33,7 @@ def serve(database: Path | str, *, env: dict[str, str] | None = None) -> Iterato
 
 @contextmanager
 def serve_process(
-    database: Path | str, *, env: dict[str, str] | None = None
+    database: Path | str, *, env: dict[str, str] | None = None, args: Sequence[str] = ()
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """``serve``, also yielding the process (to signal it); SIGKILLed on exit if still alive.
 
@@ -50,6 +50,7 @@ def serve_process(
             str(port),
             "--log-level",
             "warning",
+            *args,
         ],
         env={**os.environ, "CONSENTRY_DATABASE_URL": url, **(env or {})},
         stdout=subprocess.PIPE,

@@ -1,0 +1,104 @@
+"""Split roles on PostgreSQL: an API-only replica queues runs, a worker executes them, and the
+client sees one consent round trip through the API replica alone. Process-level:
+``tests/system/test_roles.py``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import httpx
+import pytest
+from pydantic import ValidationError
+
+from backend.app import create_app
+from backend.services import Services
+from backend.settings import Settings
+from tests.conftest import ManualClock
+from tests.live_server import serve_app
+from tests.postgres import PostgresCluster
+from tests.sse import kinds, parse_events
+
+ASK_FOR_SUMMARY = "Add a summary of our discussion to my note"
+
+
+@asynccontextmanager
+async def _serve(
+    database_url: str, clock: ManualClock, *roles: str
+) -> AsyncIterator[list[tuple[httpx.AsyncClient, Services]]]:
+    async with AsyncExitStack() as stack:
+        started = []
+        for role in roles:
+            app = create_app(Settings(database_url=database_url, role=role), clock=clock)
+            base_url = await stack.enter_async_context(serve_app(app))
+            http = await stack.enter_async_context(httpx.AsyncClient(base_url=base_url, timeout=30))
+            started.append((http, app.state.services))
+        yield started
+
+
+async def test_an_api_replica_queues_runs_that_a_worker_executes_through_a_consent_round_trip(
+    postgres: PostgresCluster, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with _serve(postgres.new_database(), clock, "api", "worker") as replicas:
+        (api, api_services), (_, worker_services) = replicas
+        launched: list[str] = []
+        launch = worker_services.executor.launch
+
+        def launch_and_count(*args: Any, **kwargs: Any) -> Any:
+            launched.append(kwargs["run_id"])
+            return launch(*args, **kwargs)
+
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("an API-only replica executed a run")
+
+        monkeypatch.setattr(api_services.executor, "launch", refuse)
+        monkeypatch.setattr(worker_services.executor, "launch", launch_and_count)
+        projects = (await api.get("/v1/projects")).json()["projects"]
+        note = (
+            await api.post(
+                f"/v1/projects/{projects[0]['project_id']}/notes",
+                json={"title": "RAG", "content": "Retrieval first."},
+            )
+        ).json()
+
+        asked = parse_events(
+            (
+                await api.post(
+                    "/v1/chat", json={"message": ASK_FOR_SUMMARY, "note_id": note["note_id"]}
+                )
+            ).text
+        )
+        consent = asked[-2]
+        assert consent.type == "consent"
+        decided = parse_events(
+            (
+                await api.post(
+                    "/v1/chat",
+                    json={
+                        "thread_id": consent.thread_id,
+                        "resume": {"approval_id": consent.approval_id, "decision": "approve"},
+                    },
+                )
+            ).text
+        )
+        await worker_services.executor.wait_for_runs()
+        versions = (await api.get(f"/v1/notes/{note['note_id']}/versions")).json()["versions"]
+        audit = (await api.get(f"/v1/threads/{consent.thread_id}/audit")).json()["records"]
+
+    # The API replica executed nothing; the worker did, and the API streamed its stored events.
+    assert launched == [asked[0].run_id, decided[0].run_id]
+    assert kinds(asked) == ["run_started", "step", "step", "step", "consent", "final"]
+    assert asked[-1].reason == "interrupted"  # type: ignore[union-attr]
+    assert kinds(decided) == ["run_started", "step", "step", "note", "message", "final"]
+    assert decided[-1].reason == "completed"  # type: ignore[union-attr]
+    assert decided[0].seq > asked[-1].seq
+    assert [v["version"] for v in versions] == [1, 2]
+    runs_started = [r for r in audit if r["action"] == "run_started"]
+    assert [r["data"]["trigger"] for r in runs_started] == ["message", "resume"]
+
+
+@pytest.mark.parametrize("role", ["api", "worker"])
+def test_split_roles_are_refused_on_sqlite(role: str) -> None:
+    with pytest.raises(ValidationError, match="needs PostgreSQL"):
+        Settings(database_url="sqlite:///data/x.db", role=role)
