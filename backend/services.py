@@ -85,11 +85,6 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                 ),
                 lease_seconds=settings.lease_seconds,
             )
-            # On SQLite this process is the only one on the file (serving_lock): every run left
-            # open is dead, whatever its lease says. On PostgreSQL only expired leases are.
-            interrupted = await executor.recover_unfinished(
-                lease_expired_by=clock() if db.is_postgres else None
-            )
             idempotency = IdempotencyGuard(db, clock)
             await idempotency.release_abandoned()
             notifications = EventNotifications(settings.database_url if db.is_postgres else None)
@@ -102,8 +97,9 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                 max_message_chars=settings.max_message_chars,
                 queue_for=notifications if settings.role == "api" else None,
             )
-            for owner, thread_id in interrupted:
-                await runs.continue_after_restart(owner, thread_id)
+            # On SQLite this process is the only one on the file (serving_lock): every run left
+            # open is dead, whatever its lease says. On PostgreSQL only expired leases are.
+            await runs.take_over_dead_runs(lease_expired_by=clock() if db.is_postgres else None)
             expiry = ExpirySweeper(
                 db=db,
                 runs=runs,

@@ -597,30 +597,35 @@ class RunExecutor:
                 now=now,
             )
 
+    async def dead_runs(self, *, lease_expired_by: datetime | None) -> list[Any]:
+        """Runs that stopped without ending (their process crashed, stalled or shut down) and
+        whose lease expired by ``lease_expired_by`` (None: every such run, when this process is
+        the only one, as on SQLite)."""
+        async with self._db.read() as conn:
+            return await threads_repo.unfinished_runs(conn, lease_expired_by=lease_expired_by)
+
     async def recover_unfinished(
         self, *, lease_expired_by: datetime | None = None
     ) -> list[tuple[Principal, str]]:
-        """Close the runs that stopped without ending (their process crashed, stalled or shut
-        down), each once its lease expired by ``lease_expired_by`` (None: every such run, when
-        this process is the only one, as on SQLite): record them ``failed`` with code
-        ``server_restarted`` and free their threads. Returns (owner, thread id) of each, for
-        ``RunStarter.continue_after_restart``.
-
-        Each is closed in its own transaction, fenced by the dead run's token: when two processes
-        recover at once, one closes it and the other skips it. The numbering goes on after the
-        dead run's reservation, so no seq it sent is reused."""
-        async with self._db.read() as conn:
-            stale = await threads_repo.unfinished_runs(conn, lease_expired_by=lease_expired_by)
+        """Close every dead run (``dead_runs``), each in its own transaction, without continuing
+        it; (owner, thread id) of those this process closed. ``RunStarter.take_over`` closes one
+        and claims its continuation in one transaction instead."""
         closed = []
-        for run in stale:
+        for run in await self.dead_runs(lease_expired_by=lease_expired_by):
             try:
-                await self._close_dead_run(run)
+                async with self._db.write() as conn:
+                    await self.close_dead_run(conn, run)
             except LeaseLostError:
                 continue  # another process recovered it first
             closed.append((Principal(run.tenant, run.user_id), run.thread_id))
         return closed
 
-    async def _close_dead_run(self, run: Any) -> None:
+    async def close_dead_run(self, conn: AsyncConnection, run: Any) -> str:
+        """In the caller's transaction: record the dead run ``failed`` with code
+        ``server_restarted`` and free its thread; return the thread's new status. Fenced by the
+        dead run's token: when two processes recover it at once, one closes it and the other
+        gets ``LeaseLostError`` having written nothing. The numbering goes on after the dead
+        run's reservation, so no seq it sent is reused."""
         now = self._clock()
         owner = Principal(run.tenant, run.user_id)
         events = RunEventStream(
@@ -639,49 +644,50 @@ class RunExecutor:
             )
         )
         events.record(events.make(FinalEvent, reason="failed"))
-        async with self._db.write() as conn:
-            # First the compare-and-set that takes the lease over with a new fencing token: a
-            # second process recovering the same run fails here (LeaseLostError) and writes
-            # nothing, and the old process, if it still runs, can write nothing more.
-            token = await threads_repo.seize_lease(
+        # First the compare-and-set that takes the lease over with a new fencing token: a
+        # second process recovering the same run fails here (LeaseLostError) and writes
+        # nothing, and the old process, if it still runs, can write nothing more.
+        token = await threads_repo.seize_lease(
+            conn,
+            run.thread_id,
+            run_id=run.id,
+            fencing_token=run.fencing_token,
+            lease_owner=self.leases.owner,
+            lease_expires_at=self.leases.expires_at(now),
+        )
+        await threads_repo.insert_events(
+            conn, events, events.take_durable(), fencing_token=token, now=now
+        )
+        pending = await approvals_repo.pending_approvals(conn, run.thread_id)
+        status = "awaiting_consent" if pending else "idle"
+        await threads_repo.release_thread(
+            conn,
+            run.thread_id,
+            run_id=run.id,
+            fencing_token=token,
+            status=status,
+            reason="failed",
+            last_seq=events.last_seq,
+            now=now,
+        )
+        await threads_repo.end_run(
+            conn, run.id, reason="failed", error_code="server_restarted", now=now
+        )
+        for action, data in (
+            ("error", {"code": "server_restarted"}),
+            ("run_ended", {"reason": "failed"}),
+        ):
+            await record_audit(
                 conn,
-                run.thread_id,
+                owner,
+                action=action,  # type: ignore[arg-type]
+                thread_id=run.thread_id,
                 run_id=run.id,
-                fencing_token=run.fencing_token,
-                lease_owner=self.leases.owner,
-                lease_expires_at=self.leases.expires_at(now),
-            )
-            await threads_repo.insert_events(
-                conn, events, events.take_durable(), fencing_token=token, now=now
-            )
-            pending = await approvals_repo.pending_approvals(conn, run.thread_id)
-            await threads_repo.release_thread(
-                conn,
-                run.thread_id,
-                run_id=run.id,
-                fencing_token=token,
-                status="awaiting_consent" if pending else "idle",
-                reason="failed",
-                last_seq=events.last_seq,
+                actor="system",
                 now=now,
+                data=data,
             )
-            await threads_repo.end_run(
-                conn, run.id, reason="failed", error_code="server_restarted", now=now
-            )
-            for action, data in (
-                ("error", {"code": "server_restarted"}),
-                ("run_ended", {"reason": "failed"}),
-            ):
-                await record_audit(
-                    conn,
-                    owner,
-                    action=action,  # type: ignore[arg-type]
-                    thread_id=run.thread_id,
-                    run_id=run.id,
-                    actor="system",
-                    now=now,
-                    data=data,
-                )
+        return status
 
     def active_stream(self, thread_id: str) -> RunEventStream | None:
         """The events of the thread's run active in this process, if any."""

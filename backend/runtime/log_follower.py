@@ -35,7 +35,9 @@ async def follow_log(
     first: Sequence[Any] = (),
 ) -> AsyncIterator[OutgoingEvent]:
     """``first`` (rows already read), then the thread's events as they are stored, until the
-    ``final`` of ``run_id`` (or until that run is no longer running and nothing new came)."""
+    ``final`` of ``run_id`` (or until that run is no longer running and nothing new came). When
+    that run's process died and another took it over, the run that continues it (trigger
+    ``recovery``) is followed too, as the client would see it on the process that executes it."""
     with notifications.watch(thread_id) as woken:
         woken.set()  # read once more after watching: nothing stored in between is missed
         batch, seen = list(first), after_seq
@@ -44,7 +46,11 @@ async def follow_log(
                 seen = row.seq
                 yield OutgoingEvent(row.seq, row.type, row.data)
                 if row.type == "final" and row.run_id == run_id:
-                    return
+                    async with db.read() as conn:
+                        successor = await threads_repo.recovery_of(conn, run_id)
+                    if successor is None:
+                        return
+                    run_id = successor
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(FOLLOW_RECHECK_SECONDS):
                     await woken.wait()

@@ -8,6 +8,7 @@ resume. See ``consent_gate`` for the checks.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -47,7 +48,7 @@ from backend.storage import notes as notes_repo
 from backend.storage import threads as threads_repo
 from backend.storage.audit import record_audit
 from backend.storage.database import Database
-from backend.storage.threads import Claim
+from backend.storage.threads import Claim, LeaseLostError
 from graphs.consent import ConsentDecision
 from graphs.registry import GraphSpec
 
@@ -115,31 +116,47 @@ class RunStarter:
         resume = ResumeDecision(approval_id=approval_id, **decision.model_dump())
         return await self._start_decisions(owner, self._target_of(thread), [resume])
 
-    async def continue_after_restart(self, owner: Principal, thread_id: str) -> ActiveRun | None:
-        """Resume a thread whose run a dead process left half-way, from its last checkpoint: the
-        consents it had decided are resumed with the recorded decisions, other unfinished nodes
-        run again. None when nothing is left to run (the run stays ``failed``)."""
+    async def take_over_dead_runs(self, *, lease_expired_by: datetime | None) -> int:
+        """Take over every run whose process died (``RunExecutor.dead_runs``); how many this
+        process got (another one may win some)."""
+        taken = 0
+        for run in await self._executor.dead_runs(lease_expired_by=lease_expired_by):
+            try:
+                taken += await self.take_over(run)
+            except LeaseLostError:
+                continue  # another process took it first
+        return taken
+
+    async def take_over(self, dead: Any) -> int:
+        """Close a run a dead process left open and continue its thread from the last checkpoint,
+        in one transaction (so nobody sees the thread idle in between): the consents it had
+        decided are resumed with the recorded decisions, other unfinished nodes run again.
+        Nothing is continued when nothing is left to run or the graph is no longer served (the
+        run stays ``failed``). 1 if this process took it."""
+        owner = Principal(dead.tenant, dead.user_id)
         async with self._db.read() as conn:
-            thread = await threads_repo.get_thread(conn, owner, thread_id)
-        try:
-            target = self._target_of(thread)
-        except InvalidRequestError:
-            return None  # a graph this deployment no longer serves
-        position = await self._executor.position(target.spec, target.thread_id)
-        async with self._db.read() as conn:
-            recorded = await self._recorded_decisions(conn, target, position.waiting)
-        inputs = self._continuation(position, recorded)
-        if not inputs:
-            return None
+            thread = await threads_repo.get_thread(conn, owner, dead.thread_id)
+        inputs: list[GraphInput] = []
+        target: _Target | None = None
+        with contextlib.suppress(InvalidRequestError):  # a graph no longer served: just close
+            # As the thread will be once the dead run is closed (its last run failed).
+            target = replace(self._target_of(thread), last_reason="failed")
+            position = await self._executor.position(target.spec, target.thread_id)
+            async with self._db.read() as conn:
+                recorded = await self._recorded_decisions(conn, target, position.waiting)
+            inputs = self._continuation(position, recorded)
         now, run_id = self._clock(), str(uuid4())
         async with self._db.write() as conn:
-            claim = await self._try_claim(conn, target.thread_id, run_id, now, (target.status,))
-            if claim is None:
-                return None  # a client's message or decision got to the thread first
-            await self._start_run(conn, owner, target, run_id, "recovery", now)
-        run = await self._launch(owner, target, run_id, claim, "recovery", inputs)
-        run.events.detach()  # nobody listens yet; clients join with GET .../stream
-        return run
+            status = await self._executor.close_dead_run(conn, dead)
+            claim = None
+            if target is not None and inputs:
+                claim = await self._try_claim(conn, target.thread_id, run_id, now, (status,))
+                if claim is not None:
+                    await self._start_run(conn, owner, target, run_id, "recovery", now)
+        if target is not None and claim is not None:
+            run = await self._launch(owner, target, run_id, claim, "recovery", inputs)
+            run.events.detach()  # nobody listens yet; clients join with GET .../stream
+        return 1
 
     async def cancel(self, owner: Principal, thread_id: str) -> CancelAccepted:
         """Stop the thread's active run at its next step boundary (final reason ``cancelled``)."""

@@ -45,15 +45,10 @@ class RunTakeover:
 
     async def sweep(self) -> int:
         """Take over every run whose lease expired; how many this replica got."""
-        closed = await self._executor.recover_unfinished(lease_expired_by=self._clock())
-        for owner, thread_id in closed:
-            try:
-                await self._runs.continue_after_restart(owner, thread_id)
-            except Exception:
-                log.exception("could not continue a run taken over", extra={"thread_id": thread_id})
-        if closed:
-            log.warning("took over %d run(s) of a replica that stopped", len(closed))
-        return len(closed)
+        taken = await self._runs.take_over_dead_runs(lease_expired_by=self._clock())
+        if taken:
+            log.warning("took over %d run(s) of a replica that stopped", taken)
+        return taken
 
     async def _seconds_to_next_expiry(self) -> float:
         async with self._db.read() as conn:

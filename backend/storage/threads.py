@@ -43,6 +43,7 @@ __all__ = [
     "prune_events",
     "queue_run",
     "queued_runs",
+    "recovery_of",
     "release_thread",
     "renew_leases",
     "request_cancel",
@@ -570,6 +571,31 @@ async def earliest_lease_expiry(conn: AsyncConnection) -> datetime | None:
         sa.select(sa.func.min(threads.c.lease_expires_at)).where(threads.c.status == "running")
     )
     return found if isinstance(found, datetime) else None  # min() keeps the column's UTC type
+
+
+async def recovery_of(conn: AsyncConnection, run_id: str) -> str | None:
+    """The run that continues ``run_id`` after its process died (trigger ``recovery``, the next
+    run of the thread, claimed in the transaction that closed the dead one), if any."""
+    dead = (
+        await conn.execute(
+            sa.select(runs.c.thread_id, runs.c.started_at, runs.c.error_code).where(
+                runs.c.id == run_id
+            )
+        )
+    ).first()
+    if dead is None or dead.error_code != "server_restarted":
+        return None
+    following = (
+        await conn.execute(
+            sa.select(runs.c.id, runs.c.trigger)
+            .where(runs.c.thread_id == dead.thread_id, runs.c.started_at > dead.started_at)
+            .order_by(runs.c.started_at)
+            .limit(1)
+        )
+    ).first()
+    if following is None or following.trigger != "recovery":
+        return None
+    return str(following.id)
 
 
 async def run_status(conn: AsyncConnection, run_id: str) -> str | None:
