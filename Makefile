@@ -36,7 +36,7 @@ typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
 pytest: $(VENV)/.installed-dev
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2
 
 ## schema: regenerate docs/protocol.schema.json from the pydantic models
 schema: $(VENV)/.installed

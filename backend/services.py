@@ -62,6 +62,8 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
     try:
         if settings.run_migrations:
             await db.migrate()
+        else:
+            await db.require_current_schema()
         async with open_checkpointer(
             settings.database_url, pool_size=settings.database_pool_size
         ) as checkpointer:

@@ -23,6 +23,8 @@ from typing import Any, Literal
 import psycopg
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from psycopg_pool import PoolTimeout
 from sqlalchemy import event
 from sqlalchemy import exc as sa_exc
@@ -34,6 +36,8 @@ __all__ = [
     "DATABASE_ERRORS",
     "MIGRATION_LOCK",
     "Database",
+    "SchemaNotCurrentError",
+    "head_revision",
     "is_database_unavailable",
 ]
 
@@ -111,8 +115,34 @@ class Database:
                 await conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
             await conn.run_sync(_upgrade)
 
+    async def require_current_schema(self) -> None:
+        """For a server told not to migrate: refuse to start on a schema that is not current."""
+        async with self.read() as conn:
+            current = await conn.run_sync(_current_revision)
+        if current != head_revision():
+            raise SchemaNotCurrentError(
+                f"the database schema is at {current or 'nothing'}, this Consentry needs "
+                f"{head_revision()}: run `consentry db upgrade` (or start without "
+                "CONSENTRY_RUN_MIGRATIONS=false)"
+            )
+
     async def close(self) -> None:
         await self.engine.dispose()
+
+
+class SchemaNotCurrentError(RuntimeError):
+    """The database was not migrated to this version's schema (and migrating is left to you)."""
+
+
+def head_revision() -> str:
+    """The newest migration this version of Consentry ships."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None
+    return head
+
+
+def _current_revision(connection: Connection) -> str | None:
+    return MigrationContext.configure(connection).get_current_revision()
 
 
 DATABASE_ERRORS: tuple[type[Exception], ...] = (sa_exc.DBAPIError, psycopg.Error, PoolTimeout)
