@@ -42,7 +42,7 @@ class RunEventStream:
         self.run_id = run_id
         self.last_seq = last_seq
         self.reserved_until = reserved_until
-        """The run may number events up to here (see ``threads.claim_thread``)."""
+        """The run may number events up to here (see ``storage.leases.claim_thread``)."""
         self._clock = clock
         self._durable: list[OutgoingEvent] = []
         self._unsent: list[OutgoingEvent] = []

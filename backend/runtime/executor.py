@@ -50,10 +50,13 @@ from backend.schemas.events import (
     TerminalReason,
 )
 from backend.storage import approvals as approvals_repo
+from backend.storage import events as events_repo
+from backend.storage import leases as leases_repo
+from backend.storage import runs as runs_repo
 from backend.storage import threads as threads_repo
 from backend.storage.audit import record_audit
 from backend.storage.database import Database
-from backend.storage.threads import Claim, LeaseLostError
+from backend.storage.leases import Claim, LeaseLostError
 from graphs.consent import ConsentDecision, ConsentRequest, Decision, proposal_hash
 from graphs.registry import CompiledGraph, GraphSpec
 from graphs.services import GraphContext
@@ -331,7 +334,7 @@ class RunExecutor:
                 raise _StopRequestedError  # a step just ended: its checkpoint is saved
             if events.unreserved < SEQ_RESERVATION // 4:
                 async with self._db.write() as conn:
-                    events.reserved_until = await threads_repo.extend_reservation(
+                    events.reserved_until = await leases_repo.extend_reservation(
                         conn,
                         events.thread_id,
                         run_id=events.run_id,
@@ -341,7 +344,7 @@ class RunExecutor:
 
     async def _store_events(self, conn: AsyncConnection, run: _RunContext) -> None:
         """Store the run's recorded durable events, fenced by its lease."""
-        await threads_repo.insert_events(
+        await events_repo.insert_events(
             conn,
             run.events,
             run.events.take_durable(),
@@ -512,7 +515,7 @@ class RunExecutor:
             try:
                 async with self._db.write() as conn:
                     await self._store_events(conn, run)
-                    await threads_repo.suspend_lease(
+                    await leases_repo.suspend_lease(
                         conn,
                         events.thread_id,
                         run_id=events.run_id,
@@ -571,7 +574,7 @@ class RunExecutor:
                 now=now,
                 data={"reason": outcome.reason},
             )
-            await threads_repo.end_run(
+            await runs_repo.end_run(
                 conn, events.run_id, reason=outcome.reason, error_code=outcome.error_code, now=now
             )
             # A run that stopped half-way may leave consents pending (a parallel branch's): the
@@ -586,7 +589,7 @@ class RunExecutor:
                 outcome.reason in ("failed", "cancelled")
                 and bool(await approvals_repo.pending_approvals(conn, events.thread_id))
             )
-            await threads_repo.release_thread(
+            await leases_repo.release_thread(
                 conn,
                 events.thread_id,
                 run_id=events.run_id,
@@ -602,7 +605,7 @@ class RunExecutor:
         whose lease expired by ``lease_expired_by`` (None: every such run, when this process is
         the only one, as on SQLite)."""
         async with self._db.read() as conn:
-            return await threads_repo.unfinished_runs(conn, lease_expired_by=lease_expired_by)
+            return await leases_repo.unfinished_runs(conn, lease_expired_by=lease_expired_by)
 
     async def recover_unfinished(
         self, *, lease_expired_by: datetime | None = None
@@ -647,7 +650,7 @@ class RunExecutor:
         # First the compare-and-set that takes the lease over with a new fencing token: a
         # second process recovering the same run fails here (LeaseLostError) and writes
         # nothing, and the old process, if it still runs, can write nothing more.
-        token = await threads_repo.seize_lease(
+        token = await leases_repo.seize_lease(
             conn,
             run.thread_id,
             run_id=run.id,
@@ -655,12 +658,12 @@ class RunExecutor:
             lease_owner=self.leases.owner,
             lease_expires_at=self.leases.expires_at(now),
         )
-        await threads_repo.insert_events(
+        await events_repo.insert_events(
             conn, events, events.take_durable(), fencing_token=token, now=now
         )
         pending = await approvals_repo.pending_approvals(conn, run.thread_id)
         status = "awaiting_consent" if pending else "idle"
-        await threads_repo.release_thread(
+        await leases_repo.release_thread(
             conn,
             run.thread_id,
             run_id=run.id,
@@ -670,7 +673,7 @@ class RunExecutor:
             last_seq=events.last_seq,
             now=now,
         )
-        await threads_repo.end_run(
+        await runs_repo.end_run(
             conn, run.id, reason="failed", error_code="server_restarted", now=now
         )
         for action, data in (

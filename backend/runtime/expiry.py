@@ -19,7 +19,7 @@ from backend.principal import Principal
 from backend.runtime.clock import Clock
 from backend.runtime.runs import RunStarter
 from backend.storage import approvals as approvals_repo
-from backend.storage import threads as threads_repo
+from backend.storage import events as events_repo
 from backend.storage.database import Database
 from backend.storage.idempotency import prune_idempotency_keys
 
@@ -94,7 +94,7 @@ class ExpirySweeper:
     async def prune_events(self) -> int:
         """Forget stored events older than their retention (clients then get a ``resync``)."""
         async with self._db.write() as conn:
-            return await threads_repo.prune_events(
+            return await events_repo.prune_events(
                 conn, older_than=self._clock() - self._event_retention
             )
 

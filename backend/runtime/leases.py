@@ -1,7 +1,7 @@
 """Run leases: this process's heartbeat on the runs it executes.
 
 A run's claim leases its thread to this process until ``now + lease_seconds`` and gives it a new
-fencing token (``storage.threads``). While the run lasts, one heartbeat per process renews the
+fencing token (``storage.leases``). While the run lasts, one heartbeat per process renews the
 leases of all its runs every third of the lease, in one statement. A run whose lease was taken
 over (the process stalled past its lease and another took the run) is stopped; so is every run
 whose lease could not be renewed for two thirds of the lease (the database is unreachable), before
@@ -22,7 +22,7 @@ from time import monotonic
 from uuid import uuid4
 
 from backend.runtime.clock import Clock
-from backend.storage import threads as threads_repo
+from backend.storage import leases as leases_repo
 from backend.storage.database import Database
 
 __all__ = ["LeaseKeeper", "process_identity"]
@@ -80,7 +80,7 @@ class LeaseKeeper:
         started = monotonic()
         try:
             async with self._db.write() as conn:
-                held = await threads_repo.renew_leases(
+                held = await leases_repo.renew_leases(
                     conn,
                     lease_owner=self.owner,
                     run_ids=run_ids,

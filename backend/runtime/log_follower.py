@@ -15,7 +15,8 @@ from typing import Any
 
 from backend.runtime.event_stream import OutgoingEvent
 from backend.runtime.notifications import EventNotifications
-from backend.storage import threads as threads_repo
+from backend.storage import events as events_repo
+from backend.storage import runs as runs_repo
 from backend.storage.database import Database
 
 __all__ = ["FOLLOW_RECHECK_SECONDS", "FollowedRun", "follow_log"]
@@ -47,7 +48,7 @@ async def follow_log(
                 yield OutgoingEvent(row.seq, row.type, row.data)
                 if row.type == "final" and row.run_id == run_id:
                     async with db.read() as conn:
-                        successor = await threads_repo.recovery_of(conn, run_id)
+                        successor = await runs_repo.recovery_of(conn, run_id)
                     if successor is None:
                         return
                     run_id = successor
@@ -56,8 +57,8 @@ async def follow_log(
                     await woken.wait()
             woken.clear()
             async with db.read() as conn:
-                batch = await threads_repo.events_after(conn, thread_id, seen)
-                if not batch and await threads_repo.run_status(conn, run_id) not in (
+                batch = await events_repo.events_after(conn, thread_id, seen)
+                if not batch and await runs_repo.run_status(conn, run_id) not in (
                     "running",
                     "queued",
                 ):

@@ -44,11 +44,13 @@ from backend.schemas.approvals import DecisionRequest
 from backend.schemas.chat import ChatRequest, ResumeDecision
 from backend.schemas.threads import CancelAccepted
 from backend.storage import approvals as approvals_repo
+from backend.storage import leases as leases_repo
 from backend.storage import notes as notes_repo
+from backend.storage import runs as runs_repo
 from backend.storage import threads as threads_repo
 from backend.storage.audit import record_audit
 from backend.storage.database import Database
-from backend.storage.threads import Claim, LeaseLostError
+from backend.storage.leases import Claim, LeaseLostError
 from graphs.consent import ConsentDecision
 from graphs.registry import GraphSpec
 
@@ -167,7 +169,7 @@ class RunStarter:
             # The run executes in another process: tell it (it stops at its next boundary).
             run_id = thread.active_run_id
             async with self._db.write() as conn:
-                await threads_repo.request_cancel(conn, run_id)
+                await runs_repo.request_cancel(conn, run_id)
         if run_id is None:
             raise ConflictError(
                 "This thread has no active run to cancel.",
@@ -330,7 +332,7 @@ class RunStarter:
             )
             continue_decision = (
                 target.stopped_half_way
-                and await threads_repo.last_run_trigger(conn, target.thread_id) == "resume"
+                and await runs_repo.last_run_trigger(conn, target.thread_id) == "resume"
             )
             # The claim expects the status this request was checked against: if another run
             # started or ended in between, this one gets `run_in_progress` instead of acting on
@@ -519,7 +521,7 @@ class RunStarter:
         trigger: Trigger,
         now: datetime,
     ) -> None:
-        await threads_repo.start_run(
+        await runs_repo.start_run(
             conn, run_id=run_id, thread_id=target.thread_id, trigger=trigger, now=now
         )
         await record_audit(
@@ -545,7 +547,7 @@ class RunStarter:
         """Execute the claimed run here, or (an API-only replica) queue it for a worker."""
         if self._queue_for is not None:
             async with self._db.write() as conn:
-                await threads_repo.queue_run(
+                await runs_repo.queue_run(
                     conn,
                     target.thread_id,
                     run_id=run_id,
@@ -581,7 +583,7 @@ class RunStarter:
     ) -> Claim | None:
         """Lease the thread to this process for a new run, if its status is ``expected``."""
         leases = self._executor.leases
-        return await threads_repo.claim_thread(
+        return await leases_repo.claim_thread(
             conn,
             thread_id,
             run_id=run_id,

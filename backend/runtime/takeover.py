@@ -17,7 +17,7 @@ from datetime import timedelta
 from backend.runtime.clock import Clock
 from backend.runtime.executor import RunExecutor
 from backend.runtime.runs import RunStarter
-from backend.storage import threads as threads_repo
+from backend.storage import leases as leases_repo
 from backend.storage.database import Database
 
 __all__ = ["RunTakeover"]
@@ -52,7 +52,7 @@ class RunTakeover:
 
     async def _seconds_to_next_expiry(self) -> float:
         async with self._db.read() as conn:
-            earliest = await threads_repo.earliest_lease_expiry(conn)
+            earliest = await leases_repo.earliest_lease_expiry(conn)
         if earliest is None:
             return self._max_sleep
         wait = (earliest - self._clock()) / timedelta(seconds=1)

@@ -18,6 +18,8 @@ from backend.schemas.audit import AuditTrail
 from backend.schemas.events import ConsentEvent, ResyncEvent
 from backend.schemas.threads import ThreadDetail, ThreadList, Transcript, TranscriptMessage
 from backend.storage import approvals as approvals_repo
+from backend.storage import events as events_repo
+from backend.storage import runs as runs_repo
 from backend.storage import threads as threads_repo
 from backend.storage.audit import list_audit
 from backend.storage.database import Database
@@ -65,7 +67,7 @@ class ThreadReader:
         active = self._executor.active_stream(thread_id)
         async with self._db.read() as conn:
             thread = await threads_repo.get_thread(conn, owner, thread_id)
-            newest = await threads_repo.last_stored_seq(conn, thread_id)
+            newest = await events_repo.last_stored_seq(conn, thread_id)
             if active is not None:
                 newest = max(newest, active.last_seq)
             if after_seq > newest:
@@ -78,7 +80,7 @@ class ThreadReader:
             if after_seq < thread.pruned_through:
                 # The client asks for events the retention window dropped: say so, never a gap.
                 after_seq = thread.pruned_through
-                stored = await threads_repo.events_after(conn, thread_id, after_seq)
+                stored = await events_repo.events_after(conn, thread_id, after_seq)
                 event = ResyncEvent(
                     thread_id=thread_id,
                     run_id="",
@@ -88,7 +90,7 @@ class ThreadReader:
                 )
                 resync = OutgoingEvent(event.seq, event.type, event.model_dump_json())
             else:
-                stored = await threads_repo.events_after(conn, thread_id, after_seq)
+                stored = await events_repo.events_after(conn, thread_id, after_seq)
         if active is None and thread.status == "running" and self._notifications.enabled:
             # The run executes in another process: follow it through the stored log.
             return self._replay_then_follow(
@@ -142,13 +144,13 @@ class ThreadReader:
         """The stored events of a finished run (409 ``request_in_progress`` while it runs)."""
         async with self._db.read() as conn:
             await threads_repo.get_thread(conn, owner, thread_id)
-            if await threads_repo.run_status(conn, run_id) != "ended":
+            if await runs_repo.run_status(conn, run_id) != "ended":
                 raise ConflictError(
                     "The run started by this request is still going.",
                     code="request_in_progress",
                     details={"run_id": run_id},
                 )
-            rows = await threads_repo.run_events(conn, thread_id, run_id)
+            rows = await events_repo.run_events(conn, thread_id, run_id)
         return [OutgoingEvent(row.seq, row.type, row.data) for row in rows]
 
     async def audit(self, owner: Principal, thread_id: str) -> AuditTrail:

@@ -20,9 +20,9 @@ from backend.principal import Principal
 from backend.runtime.clock import Clock
 from backend.runtime.executor import SEQ_RESERVATION, RunExecutor
 from backend.runtime.run_inputs import load_inputs
-from backend.storage import threads as threads_repo
+from backend.storage import runs as runs_repo
 from backend.storage.database import Database
-from backend.storage.threads import Claim, LeaseLostError
+from backend.storage.leases import Claim, LeaseLostError
 from graphs.registry import GraphSpec
 
 __all__ = ["RunWorker"]
@@ -56,7 +56,7 @@ class RunWorker:
     async def take_queued(self) -> int:
         """Take and start every queued run this worker gets; how many."""
         async with self._db.read() as conn:
-            queued = await threads_repo.queued_runs(conn, limit=BATCH)
+            queued = await runs_repo.queued_runs(conn, limit=BATCH)
         started = 0
         for run_id in queued:
             try:
@@ -70,7 +70,7 @@ class RunWorker:
         leases = self._executor.leases
         try:
             async with self._db.write() as conn:
-                found = await threads_repo.take_queued_run(
+                found = await runs_repo.take_queued_run(
                     conn, run_id, lease_owner=leases.owner, lease_expires_at=leases.expires_at(now)
                 )
         except LeaseLostError:

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from backend.schemas.events import ConsentEvent
-from backend.storage import threads as threads_repo
+from backend.storage import runs as runs_repo
 from tests.conftest import ManualClock
 from tests.sse import parse_events
 
@@ -60,7 +60,7 @@ async def test_every_transition_of_a_thread_is_audited_in_order(
         clock.advance(seconds=TTL)
         await services.expiry.sweep()
         await services.executor.wait_for_runs()
-        failing = threads_repo.end_run
+        failing = runs_repo.end_run
         calls = {"n": 0}
 
         async def end_run_failing_once(*args: Any, **kwargs: Any) -> None:
@@ -69,7 +69,7 @@ async def test_every_transition_of_a_thread_is_audited_in_order(
                 raise RuntimeError("disk full")
             await failing(*args, **kwargs)
 
-        monkeypatch.setattr(threads_repo, "end_run", end_run_failing_once)
+        monkeypatch.setattr(runs_repo, "end_run", end_run_failing_once)
         await _chat(client, {"thread_id": thread_id, "message": "What is RAG?"})
 
         records = (await client.get(f"/v1/threads/{thread_id}/audit")).json()["records"]

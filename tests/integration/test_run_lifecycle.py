@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from asgi_lifespan import LifespanManager
 
 import backend.runtime.executor
-import backend.storage.threads
+import backend.storage.runs
 from backend.app import create_app
 from backend.runtime.notes_store import OwnerNotesStore
 from backend.schemas.events import (
@@ -265,7 +265,7 @@ async def test_a_message_while_a_run_is_active_is_run_in_progress_and_both_threa
 async def test_a_storage_failure_at_the_end_of_a_run_ends_the_stream_as_failed_and_frees_the_thread(
     app: RunningApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls = _fail_once(monkeypatch, backend.storage.threads, "end_run")
+    calls = _fail_once(monkeypatch, backend.storage.runs, "end_run")
 
     events = await chat(app.client, {"message": "What is retrieval?"})
 

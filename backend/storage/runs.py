@@ -1,0 +1,184 @@
+"""Runs: one row per run (trigger, status, terminal reason, times), and the queue of runs that
+API-only replicas hand to workers (status ``queued``, with their graph inputs)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from backend.storage.leases import _HOLDS_LEASE, LeaseLostError
+from backend.storage.tables import runs, threads
+
+__all__ = [
+    "end_run",
+    "last_run_trigger",
+    "queue_run",
+    "queued_runs",
+    "recovery_of",
+    "request_cancel",
+    "run_status",
+    "start_run",
+    "take_queued_run",
+]
+
+_START_RUN = runs.insert()
+
+
+_END_RUN = (
+    runs.update()
+    .where(runs.c.id == sa.bindparam("p_id"))
+    .values(
+        status="ended",
+        reason=sa.bindparam("p_reason"),
+        error_code=sa.bindparam("p_error"),
+        ended_at=sa.bindparam("p_now"),
+    )
+)
+
+
+async def start_run(
+    conn: AsyncConnection, *, run_id: str, thread_id: str, trigger: str, now: datetime
+) -> None:
+    await conn.execute(
+        _START_RUN,
+        {
+            "id": run_id,
+            "thread_id": thread_id,
+            "trigger": trigger,
+            "status": "running",
+            "started_at": now,
+        },
+    )
+
+
+async def end_run(
+    conn: AsyncConnection, run_id: str, *, reason: str, error_code: str | None, now: datetime
+) -> None:
+    await conn.execute(
+        _END_RUN, {"p_id": run_id, "p_reason": reason, "p_error": error_code, "p_now": now}
+    )
+
+
+async def last_run_trigger(conn: AsyncConnection, thread_id: str) -> str | None:
+    """How the thread's most recent run was started (``message`` or ``resume``)."""
+    found = await conn.scalar(
+        sa.select(runs.c.trigger)
+        .where(runs.c.thread_id == thread_id)
+        .order_by(runs.c.started_at.desc())
+        .limit(1)
+    )
+    return None if found is None else str(found)
+
+
+async def queue_run(
+    conn: AsyncConnection,
+    thread_id: str,
+    *,
+    run_id: str,
+    fencing_token: int,
+    inputs: list[dict[str, Any]],
+) -> None:
+    """Hand a claimed run to the workers: it waits as ``queued`` with its graph inputs, and the
+    thread's lease is free for the worker that takes it."""
+    await conn.execute(
+        runs.update().where(runs.c.id == run_id).values(status="queued", inputs=inputs)
+    )
+    await conn.execute(
+        threads.update().where(*_HOLDS_LEASE).values(lease_owner=None, lease_expires_at=None),
+        {"p_id": thread_id, "p_run": run_id, "p_token": fencing_token},
+    )
+    if conn.dialect.name == "postgresql":
+        await conn.execute(sa.select(sa.func.pg_notify("consentry_runs", run_id)))
+
+
+async def request_cancel(conn: AsyncConnection, run_id: str) -> None:
+    """Tell whichever process executes ``run_id`` to cancel it (PostgreSQL ``NOTIFY``)."""
+    await conn.execute(sa.select(sa.func.pg_notify("consentry_cancels", run_id)))
+
+
+async def queued_runs(conn: AsyncConnection, *, limit: int) -> list[str]:
+    """Runs waiting for a worker, oldest first."""
+    rows = await conn.execute(
+        sa.select(runs.c.id)
+        .where(runs.c.status == "queued")
+        .order_by(runs.c.started_at)
+        .limit(limit)
+    )
+    return [str(row.id) for row in rows]
+
+
+async def take_queued_run(
+    conn: AsyncConnection,
+    run_id: str,
+    *,
+    lease_owner: str,
+    lease_expires_at: datetime,
+) -> Any | None:
+    """Take a queued run for this worker (a compare-and-set: one worker gets it), leasing its
+    thread with a new fencing token. The run's row joined with its thread's (owner, graph,
+    policy, seq, token) and its inputs, or None when another worker took it."""
+    taken = (
+        await conn.execute(
+            runs.update()
+            .where(runs.c.id == run_id, runs.c.status == "queued")
+            .values(status="running")
+            .returning(runs.c.thread_id, runs.c.trigger, runs.c.inputs)
+        )
+    ).first()
+    if taken is None:
+        return None
+    thread = (
+        await conn.execute(
+            threads.update()
+            .where(threads.c.id == taken.thread_id, threads.c.active_run_id == run_id)
+            .values(
+                lease_owner=lease_owner,
+                lease_expires_at=lease_expires_at,
+                fencing_token=threads.c.fencing_token + 1,
+            )
+            .returning(
+                threads.c.tenant,
+                threads.c.user_id,
+                threads.c.graph,
+                threads.c.consent_policy,
+                threads.c.last_seq,
+                threads.c.fencing_token,
+            )
+        )
+    ).first()
+    if thread is None:
+        raise LeaseLostError(run_id)
+    return (taken, thread)
+
+
+async def recovery_of(conn: AsyncConnection, run_id: str) -> str | None:
+    """The run that continues ``run_id`` after its process died (trigger ``recovery``, the next
+    run of the thread, claimed in the transaction that closed the dead one), if any."""
+    dead = (
+        await conn.execute(
+            sa.select(runs.c.thread_id, runs.c.started_at, runs.c.error_code).where(
+                runs.c.id == run_id
+            )
+        )
+    ).first()
+    if dead is None or dead.error_code != "server_restarted":
+        return None
+    following = (
+        await conn.execute(
+            sa.select(runs.c.id, runs.c.trigger)
+            .where(runs.c.thread_id == dead.thread_id, runs.c.started_at > dead.started_at)
+            .order_by(runs.c.started_at)
+            .limit(1)
+        )
+    ).first()
+    if following is None or following.trigger != "recovery":
+        return None
+    return str(following.id)
+
+
+async def run_status(conn: AsyncConnection, run_id: str) -> str | None:
+    found = await conn.scalar(sa.select(runs.c.status).where(runs.c.id == run_id))
+    return None if found is None else str(found)
