@@ -11,7 +11,7 @@ Each run holds a lease on its thread (``runtime.leases``); its event writes and 
 checked against the lease's fencing token, so a run that lost its lease stores nothing more and
 just stops. On shutdown (SIGTERM), every run stops at its next step boundary (its checkpoint is
 saved), stores its events and gives up its lease without ending: the next process takes it over
-and continues it from that checkpoint (``recover_unfinished``). A run that does not reach a step
+and continues it from that checkpoint (``RunStarter.take_over``). A run that does not reach a step
 boundary within the grace period is cancelled mid-step and taken over the same way; its
 unfinished step runs again.
 """
@@ -599,98 +599,6 @@ class RunExecutor:
                 last_seq=events.last_seq,
                 now=now,
             )
-
-    async def dead_runs(self, *, lease_expired_by: datetime | None) -> list[Any]:
-        """Runs that stopped without ending (their process crashed, stalled or shut down) and
-        whose lease expired by ``lease_expired_by`` (None: every such run, when this process is
-        the only one, as on SQLite)."""
-        async with self._db.read() as conn:
-            return await leases_repo.unfinished_runs(conn, lease_expired_by=lease_expired_by)
-
-    async def recover_unfinished(
-        self, *, lease_expired_by: datetime | None = None
-    ) -> list[tuple[Principal, str]]:
-        """Close every dead run (``dead_runs``), each in its own transaction, without continuing
-        it; (owner, thread id) of those this process closed. ``RunStarter.take_over`` closes one
-        and claims its continuation in one transaction instead."""
-        closed = []
-        for run in await self.dead_runs(lease_expired_by=lease_expired_by):
-            try:
-                async with self._db.write() as conn:
-                    await self.close_dead_run(conn, run)
-            except LeaseLostError:
-                continue  # another process recovered it first
-            closed.append((Principal(run.tenant, run.user_id), run.thread_id))
-        return closed
-
-    async def close_dead_run(self, conn: AsyncConnection, run: Any) -> str:
-        """In the caller's transaction: record the dead run ``failed`` with code
-        ``server_restarted`` and free its thread; return the thread's new status. Fenced by the
-        dead run's token: when two processes recover it at once, one closes it and the other
-        gets ``LeaseLostError`` having written nothing. The numbering goes on after the dead
-        run's reservation, so no seq it sent is reused."""
-        now = self._clock()
-        owner = Principal(run.tenant, run.user_id)
-        events = RunEventStream(
-            thread_id=run.thread_id,
-            run_id=run.id,
-            last_seq=run.last_seq,
-            reserved_until=run.last_seq + 2,
-            clock=self._clock,
-        )
-        events.record(
-            events.make(
-                ErrorEvent,
-                code="server_restarted",
-                retryable=True,
-                message="The server stopped during this run.",
-            )
-        )
-        events.record(events.make(FinalEvent, reason="failed"))
-        # First the compare-and-set that takes the lease over with a new fencing token: a
-        # second process recovering the same run fails here (LeaseLostError) and writes
-        # nothing, and the old process, if it still runs, can write nothing more.
-        token = await leases_repo.seize_lease(
-            conn,
-            run.thread_id,
-            run_id=run.id,
-            fencing_token=run.fencing_token,
-            lease_owner=self.leases.owner,
-            lease_expires_at=self.leases.expires_at(now),
-        )
-        await events_repo.insert_events(
-            conn, events, events.take_durable(), fencing_token=token, now=now
-        )
-        pending = await approvals_repo.pending_approvals(conn, run.thread_id)
-        status = "awaiting_consent" if pending else "idle"
-        await leases_repo.release_thread(
-            conn,
-            run.thread_id,
-            run_id=run.id,
-            fencing_token=token,
-            status=status,
-            reason="failed",
-            last_seq=events.last_seq,
-            now=now,
-        )
-        await runs_repo.end_run(
-            conn, run.id, reason="failed", error_code="server_restarted", now=now
-        )
-        for action, data in (
-            ("error", {"code": "server_restarted"}),
-            ("run_ended", {"reason": "failed"}),
-        ):
-            await record_audit(
-                conn,
-                owner,
-                action=action,  # type: ignore[arg-type]
-                thread_id=run.thread_id,
-                run_id=run.id,
-                actor="system",
-                now=now,
-                data=data,
-            )
-        return status
 
     def active_stream(self, thread_id: str) -> RunEventStream | None:
         """The events of the thread's run active in this process, if any."""

@@ -29,6 +29,7 @@ from backend.runtime.consent_gate import (
     expire_consent,
     record_decision,
 )
+from backend.runtime.dead_runs import close_dead_run, dead_runs
 from backend.runtime.executor import (
     NOWHERE,
     SEQ_RESERVATION,
@@ -119,10 +120,10 @@ class RunStarter:
         return await self._start_decisions(owner, self._target_of(thread), [resume])
 
     async def take_over_dead_runs(self, *, lease_expired_by: datetime | None) -> int:
-        """Take over every run whose process died (``RunExecutor.dead_runs``); how many this
+        """Take over every run whose process died (``dead_runs.dead_runs``); how many this
         process got (another one may win some)."""
         taken = 0
-        for run in await self._executor.dead_runs(lease_expired_by=lease_expired_by):
+        for run in await dead_runs(self._db, lease_expired_by=lease_expired_by):
             try:
                 taken += await self.take_over(run)
             except LeaseLostError:
@@ -149,7 +150,9 @@ class RunStarter:
             inputs = self._continuation(position, recorded)
         now, run_id = self._clock(), str(uuid4())
         async with self._db.write() as conn:
-            status = await self._executor.close_dead_run(conn, dead)
+            status = await close_dead_run(
+                conn, dead, leases=self._executor.leases, clock=self._clock
+            )
             claim = None
             if target is not None and inputs:
                 claim = await self._try_claim(conn, target.thread_id, run_id, now, (status,))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -21,9 +21,11 @@ from asgi_lifespan import LifespanManager
 import backend.runtime.executor
 from backend.api.streaming import RECONNECT_AFTER_MS
 from backend.app import create_app
+from backend.runtime.dead_runs import close_dead_run, dead_runs
 from backend.schemas.events import ErrorEvent, Event, FinalEvent, RunStartedEvent, StepEvent
 from backend.services import Services
 from backend.settings import Settings
+from backend.storage.leases import LeaseLostError
 from backend.storage.tables import events as events_table
 from backend.storage.tables import runs, threads
 from tests.conftest import ManualClock
@@ -105,6 +107,22 @@ async def _run_status(services: Services, run_id: str) -> str:
 async def _join_after(client: httpx.AsyncClient, thread_id: str, seq: int) -> list[Event]:
     response = await client.get(f"/v1/threads/{thread_id}/stream", params={"last_event_id": seq})
     return parse_events(response.text)
+
+
+async def _close_dead_runs(app: App, *, lease_expired_by: datetime) -> list[str]:
+    """What a recovering process does first: close every run whose lease expired (each in its
+    own transaction, fenced); the thread ids it closed."""
+    closed = []
+    for run in await dead_runs(app.services.db, lease_expired_by=lease_expired_by):
+        try:
+            async with app.services.db.write() as conn:
+                await close_dead_run(
+                    conn, run, leases=app.services.executor.leases, clock=app.services.clock
+                )
+        except LeaseLostError:
+            continue
+        closed.append(run.thread_id)
+    return closed
 
 
 def _nodes(events: list[Event]) -> list[str]:
@@ -235,17 +253,15 @@ async def test_recovery_takes_over_a_run_only_once_its_lease_expired_and_only_on
         executor = app.services.executor
         request, thread_id = await _held_run(app, stub)
 
-        assert await executor.recover_unfinished(lease_expired_by=clock()) == []
+        assert await _close_dead_runs(app, lease_expired_by=clock()) == []
 
         # Two processes find the same expired lease at once: one closes the run.
         later = clock.now + timedelta(seconds=31)
         first, second = await asyncio.gather(
-            executor.recover_unfinished(lease_expired_by=later),
-            executor.recover_unfinished(lease_expired_by=later),
+            _close_dead_runs(app, lease_expired_by=later),
+            _close_dead_runs(app, lease_expired_by=later),
         )
-        assert sorted([len(first), len(second)]) == [0, 1]
-        (_owner, recovered_thread) = (first or second)[0]
-        assert recovered_thread == thread_id
+        assert sorted([first, second]) == [[], [thread_id]]
 
         stub.release()  # the live run's next write is fenced out
         response = await _within(request)
