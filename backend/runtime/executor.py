@@ -28,7 +28,6 @@ from typing import Any, Literal, Protocol
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command
-from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.errors import InvalidRequestError
@@ -41,6 +40,7 @@ from backend.runtime.errors import describe_failure
 from backend.runtime.event_stream import OutgoingEvent, RunEventStream
 from backend.runtime.leases import LeaseKeeper
 from backend.runtime.notes_store import OwnerNotesStore
+from backend.runtime.run_consents import consent_event, store_consent
 from backend.runtime.stream_mapping import STREAM_MODES, ChunkMapper
 from backend.schemas.events import (
     ConsentEvent,
@@ -57,7 +57,7 @@ from backend.storage import threads as threads_repo
 from backend.storage.audit import record_audit
 from backend.storage.database import Database
 from backend.storage.leases import Claim, LeaseLostError
-from graphs.consent import ConsentDecision, ConsentRequest, Decision, proposal_hash
+from graphs.consent import ConsentDecision, ConsentRequest, Decision
 from graphs.registry import CompiledGraph, GraphSpec
 from graphs.services import GraphContext
 
@@ -395,7 +395,7 @@ class RunExecutor:
             events.record(consent)
         async with self._db.write() as conn:
             for consent in decided:
-                row = await self._insert_consent(conn, run, consent, now)
+                row = await store_consent(conn, run.owner, consent, now=now)
                 await record_decision(
                     conn,
                     run.owner,
@@ -408,53 +408,15 @@ class RunExecutor:
         events.flush()
         return Command(resume={i: a.model_dump(mode="json") for i, a in answers.items()})
 
-    async def _insert_consent(
-        self, conn: AsyncConnection, run: _RunContext, consent: ConsentEvent, now: datetime
-    ) -> Any:
-        digest = proposal_hash(consent.proposal)
-        await approvals_repo.insert_approval(
-            conn, run.owner, consent, proposal_hash=digest, now=now
-        )
-        await record_audit(
-            conn,
-            run.owner,
-            action="consent_requested",
-            thread_id=consent.thread_id,
-            run_id=consent.run_id,
-            approval_id=consent.approval_id,
-            actor="system",
-            now=now,
-            data={
-                "kind": consent.kind,
-                "proposal_hash": digest,
-                "expires_at": consent.expires_at.isoformat(),
-            },
-        )
-        return await approvals_repo.find_approval(conn, run.owner, consent.approval_id)
-
     def _consent(self, run: _RunContext, approval_id: str, value: Any) -> ConsentEvent:
-        events = run.events
-        try:
-            request = ConsentRequest.model_validate(value)
-        except ValidationError as exc:
-            raise TypeError(
-                "interrupt() values must be ConsentRequest payloads; use graphs.consent.ConsentKind"
-            ) from exc
-        if request.kind not in run.spec.consent_kinds:
-            # Unregistered kinds cannot have their decisions checked before the graph resumes.
-            raise TypeError(f"consent kind {request.kind!r} is not in the graph's consent_kinds")
-        ttl = timedelta(seconds=request.ttl_seconds) if request.ttl_seconds else self._consent_ttl
-        event = events.make(
-            ConsentEvent,
+        return consent_event(
+            run.events,
+            run.spec,
             approval_id=approval_id,
-            kind=request.kind,
-            title=request.title,
-            proposal=request.proposal,
-            allowed_decisions=request.allowed_decisions,
-            expires_at=self._clock() + ttl,
+            value=value,
+            default_ttl=self._consent_ttl,
+            now=self._clock(),
         )
-        assert isinstance(event, ConsentEvent)
-        return event
 
     async def _finish(self, run: _RunContext, outcome: _Outcome) -> None:
         """Store everything the run produced in one transaction, then send consent + final.
@@ -552,7 +514,7 @@ class RunExecutor:
         async with self._db.write() as conn:
             await self._store_events(conn, run)
             for consent in outcome.consents:
-                await self._insert_consent(conn, run, consent, now)
+                await store_consent(conn, run.owner, consent, now=now)
             if outcome.error_code is not None:
                 await record_audit(
                     conn,
