@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from backend.errors import ConflictError, NotFoundError
 from backend.principal import Principal
 from backend.schemas.notes import Note, NoteVersion, Project, SearchHit
+from backend.storage.dialect import insert
 from backend.storage.effects import apply_once
 from backend.storage.tables import note_versions, notes, projects
 from graphs.services import AppliedDeletion, AppliedEdit, NoteSnapshot
@@ -144,14 +145,28 @@ async def get_project(conn: AsyncConnection, owner: Principal, project_id: str) 
 
 
 async def default_project_id(conn: AsyncConnection, owner: Principal, *, now: datetime) -> str:
-    """The owner's default project, created on first use."""
-    found = await conn.scalar(
-        sa.select(projects.c.id).where(_owned(projects, owner), projects.c.is_default)
-    )
-    if found is not None:
-        return str(found)
-    project = await create_project(conn, owner, name=DEFAULT_PROJECT_NAME, now=now, is_default=True)
-    return project.project_id
+    """The owner's default project, created on first use (once, however many first requests
+    race: a partial unique index and ``ON CONFLICT DO NOTHING``)."""
+    find = sa.select(projects.c.id).where(_owned(projects, owner), projects.c.is_default)
+    found = await conn.scalar(find)
+    if found is None:
+        await conn.execute(
+            insert(conn, projects)
+            .values(
+                id=str(uuid4()),
+                tenant=owner.tenant,
+                user_id=owner.user,
+                name=DEFAULT_PROJECT_NAME,
+                is_default=True,
+                created_at=now,
+            )
+            .on_conflict_do_nothing(
+                index_elements=[projects.c.tenant, projects.c.user_id],
+                index_where=projects.c.is_default,
+            )
+        )
+        found = await conn.scalar(find)
+    return str(found)
 
 
 async def _insert_version(

@@ -60,6 +60,14 @@ projects = sa.Table(
     sa.Column("is_default", sa.Boolean, nullable=False, default=False),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Index("ix_projects_owner", "tenant", "user_id"),
+    sa.Index(
+        "ux_projects_default",
+        "tenant",
+        "user_id",
+        unique=True,
+        sqlite_where=sa.text("is_default"),
+        postgresql_where=sa.text("is_default"),
+    ),
 )
 
 notes = sa.Table(
