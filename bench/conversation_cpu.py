@@ -1,11 +1,13 @@
 """Server CPU per consent conversation (message → consent → approve → final), measured.
 
-Starts `consentry serve` on a fresh SQLite file with the offline model, runs warm-up
-conversations, then N more, and reads the server process's CPU time from /proc before and after:
+Starts `consentry serve` on a fresh SQLite file (or on DATABASE_URL, e.g. an empty PostgreSQL
+database) with the offline model, runs warm-up conversations, then N more, and reads the server
+process's CPU time from /proc before and after:
 
-    .venv/bin/python bench/conversation_cpu.py [N]
+    .venv/bin/python bench/conversation_cpu.py [N] [DATABASE_URL]
 
-Linux only (reads /proc). Prints server CPU and wall time per conversation.
+Linux only (reads /proc). Prints server CPU and wall time per conversation; on PostgreSQL the
+database server's own CPU is not included.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 100
     port = _free_port()
     database = Path(tempfile.mkdtemp()) / "bench.db"
-    env = {**os.environ, "CONSENTRY_DATABASE_URL": f"sqlite:///{database}"}
+    url = sys.argv[2] if len(sys.argv) > 2 else f"sqlite:///{database}"
+    env = {**os.environ, "CONSENTRY_DATABASE_URL": url}
     server = subprocess.Popen(
         [
             sys.executable,
