@@ -37,7 +37,10 @@ async def create_project(
 @router.get("/projects")
 async def list_projects(owner: PrincipalDep, services: ServicesDep) -> ProjectList:
     """The caller's projects; the default one is created on first use."""
-    async with services.db.write() as conn:
+    async with services.db.read() as conn:
+        if await repo.find_default_project_id(conn, owner) is not None:
+            return ProjectList(projects=await repo.list_projects(conn, owner))
+    async with services.db.write() as conn:  # first use: create it
         await repo.default_project_id(conn, owner, now=services.clock())
         return ProjectList(projects=await repo.list_projects(conn, owner))
 

@@ -258,8 +258,11 @@ class RunStarter:
                 elif note.project_id != target.project_id:
                     raise NotFoundError.of("note", note_id)
         if not target.project_id:
-            async with self._db.write() as conn:
-                project_id = await notes_repo.default_project_id(conn, owner, now=self._clock())
+            async with self._db.read() as conn:
+                project_id = await notes_repo.find_default_project_id(conn, owner)
+            if project_id is None:  # first use: create it
+                async with self._db.write() as conn:
+                    project_id = await notes_repo.default_project_id(conn, owner, now=self._clock())
             target = replace(target, project_id=project_id)
         return target
 

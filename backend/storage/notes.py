@@ -30,6 +30,7 @@ __all__ = [
     "create_project",
     "default_project_id",
     "delete_note",
+    "find_default_project_id",
     "find_note",
     "get_note",
     "get_project",
@@ -144,11 +145,18 @@ async def get_project(conn: AsyncConnection, owner: Principal, project_id: str) 
     return _project(row)
 
 
+async def find_default_project_id(conn: AsyncConnection, owner: Principal) -> str | None:
+    """The owner's default project, if it exists yet (a read: no write transaction needed)."""
+    found = await conn.scalar(
+        sa.select(projects.c.id).where(_owned(projects, owner), projects.c.is_default)
+    )
+    return None if found is None else str(found)
+
+
 async def default_project_id(conn: AsyncConnection, owner: Principal, *, now: datetime) -> str:
     """The owner's default project, created on first use (once, however many first requests
     race: a partial unique index and ``ON CONFLICT DO NOTHING``)."""
-    find = sa.select(projects.c.id).where(_owned(projects, owner), projects.c.is_default)
-    found = await conn.scalar(find)
+    found = await find_default_project_id(conn, owner)
     if found is None:
         await conn.execute(
             insert(conn, projects)
@@ -165,8 +173,9 @@ async def default_project_id(conn: AsyncConnection, owner: Principal, *, now: da
                 index_where=projects.c.is_default,
             )
         )
-        found = await conn.scalar(find)
-    return str(found)
+        found = await find_default_project_id(conn, owner)
+    assert found is not None  # inserted now, or by the request that won the race
+    return found
 
 
 async def _insert_version(
