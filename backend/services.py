@@ -125,7 +125,6 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                 executor=executor,
                 graphs=graphs,
                 clock=clock,
-                recheck_seconds=settings.lease_seconds / 3,
             )
             notifications.on_consent_requested = expiry.consent_requested
             notifications.on_cancel_requested = executor.cancel_run

@@ -75,3 +75,21 @@ async def next_event(lines: AsyncIterator[str]) -> Event:
             (event,) = events
             return event
     raise AssertionError("the stream ended before the next event")
+
+
+ASK_FOR_SUMMARY = "Add a summary of our discussion to my note"
+
+
+async def ask_for_note_edit(client: httpx.AsyncClient) -> tuple[dict[str, Any], list[Event]]:
+    """Create a note in the caller's default project and ask the tutor (offline model) to add a
+    summary to it: the note, and the run's events (ending ``consent``, ``final``)."""
+    projects = (await client.get("/v1/projects")).json()["projects"]
+    note: dict[str, Any] = (
+        await client.post(
+            f"/v1/projects/{projects[0]['project_id']}/notes",
+            json={"title": "RAG", "content": "Retrieval first."},
+        )
+    ).json()
+    events = await chat(client, {"message": ASK_FOR_SUMMARY, "note_id": note["note_id"]})
+    assert events[-2].type == "consent", events
+    return note, events

@@ -22,7 +22,6 @@ from backend.storage import approvals as approvals_repo
 from backend.storage import events as events_repo
 from backend.storage import leases as leases_repo
 from backend.storage import runs as runs_repo
-from backend.storage.audit import record_audit
 from backend.storage.database import Database
 
 __all__ = ["close_dead_run", "dead_runs"]
@@ -88,19 +87,13 @@ async def close_dead_run(
         last_seq=events.last_seq,
         now=now,
     )
-    await runs_repo.end_run(conn, run.id, reason="failed", error_code="server_restarted", now=now)
-    for action, data in (
-        ("error", {"code": "server_restarted"}),
-        ("run_ended", {"reason": "failed"}),
-    ):
-        await record_audit(
-            conn,
-            owner,
-            action=action,  # type: ignore[arg-type]
-            thread_id=run.thread_id,
-            run_id=run.id,
-            actor="system",
-            now=now,
-            data=data,
-        )
+    await runs_repo.record_run_end(
+        conn,
+        owner,
+        thread_id=run.thread_id,
+        run_id=run.id,
+        reason="failed",
+        error_code="server_restarted",
+        now=now,
+    )
     return status

@@ -111,7 +111,10 @@ class RunEventStream:
         taken, self._durable = self._durable, []
         return taken
 
-    def close(self) -> None:
+    def close(self, *, suspended: bool = False) -> None:
+        """No more events: listeners end (``suspended``: without a ``final``, so they end with
+        :class:`RunSuspendedError`)."""
+        self.suspended = suspended
         self._closed = True
         for queue in self._listeners:
             queue.put_nowait(None)

@@ -54,7 +54,6 @@ from backend.storage import events as events_repo
 from backend.storage import leases as leases_repo
 from backend.storage import runs as runs_repo
 from backend.storage import threads as threads_repo
-from backend.storage.audit import record_audit
 from backend.storage.database import Database
 from backend.storage.leases import Claim, LeaseLostError
 from graphs.consent import ConsentDecision, ConsentRequest, Decision
@@ -435,8 +434,7 @@ class RunExecutor:
                 extra={"thread_id": events.thread_id, "run_id": events.run_id},
             )
             events.discard_unsent()
-            events.suspended = True
-            events.close()
+            events.close(suspended=True)
             return
         except Exception:
             log.exception(
@@ -491,8 +489,7 @@ class RunExecutor:
                 )
                 events.discard_unsent()
             events.flush()
-        events.suspended = True
-        events.close()
+        events.close(suspended=True)
 
     def _ended(self, thread_id: str, run_id: str) -> None:
         self.leases.forget(run_id)
@@ -515,29 +512,14 @@ class RunExecutor:
             await self._store_events(conn, run)
             for consent in outcome.consents:
                 await store_consent(conn, run.owner, consent, now=now)
-            if outcome.error_code is not None:
-                await record_audit(
-                    conn,
-                    owner,
-                    action="error",
-                    thread_id=events.thread_id,
-                    run_id=events.run_id,
-                    actor="system",
-                    now=now,
-                    data={"code": outcome.error_code},
-                )
-            await record_audit(
+            await runs_repo.record_run_end(
                 conn,
                 owner,
-                action="run_ended",
                 thread_id=events.thread_id,
                 run_id=events.run_id,
-                actor="system",
+                reason=outcome.reason,
+                error_code=outcome.error_code,
                 now=now,
-                data={"reason": outcome.reason},
-            )
-            await runs_repo.end_run(
-                conn, events.run_id, reason=outcome.reason, error_code=outcome.error_code, now=now
             )
             # A run that stopped half-way may leave consents pending (a parallel branch's): the
             # thread still waits for them.

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from backend.storage.database import libpq_url
+from backend.storage.runs import CANCELS_CHANNEL, RUNS_CHANNEL
 
 __all__ = [
     "CANCELS_CHANNEL",
@@ -35,8 +36,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 EVENTS_CHANNEL = "consentry_events"
 CONSENTS_CHANNEL = "consentry_consents"
-RUNS_CHANNEL = "consentry_runs"
-CANCELS_CHANNEL = "consentry_cancels"
 RECONNECT_SECONDS = 1.0
 
 

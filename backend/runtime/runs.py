@@ -125,17 +125,18 @@ class RunStarter:
         taken = 0
         for run in await dead_runs(self._db, lease_expired_by=lease_expired_by):
             try:
-                taken += await self.take_over(run)
+                await self.take_over(run)
             except LeaseLostError:
                 continue  # another process took it first
+            taken += 1
         return taken
 
-    async def take_over(self, dead: Any) -> int:
+    async def take_over(self, dead: Any) -> None:
         """Close a run a dead process left open and continue its thread from the last checkpoint,
         in one transaction (so nobody sees the thread idle in between): the consents it had
         decided are resumed with the recorded decisions, other unfinished nodes run again.
         Nothing is continued when nothing is left to run or the graph is no longer served (the
-        run stays ``failed``). 1 if this process took it."""
+        run stays ``failed``). ``LeaseLostError`` when another process took it first."""
         owner = Principal(dead.tenant, dead.user_id)
         async with self._db.read() as conn:
             thread = await threads_repo.get_thread(conn, owner, dead.thread_id)
@@ -161,7 +162,6 @@ class RunStarter:
         if target is not None and claim is not None:
             run = await self._launch(owner, target, run_id, claim, "recovery", inputs)
             run.events.detach()  # nobody listens yet; clients join with GET .../stream
-        return 1
 
     async def cancel(self, owner: Principal, thread_id: str) -> CancelAccepted:
         """Stop the thread's active run at its next step boundary (final reason ``cancelled``)."""

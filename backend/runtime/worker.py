@@ -5,14 +5,13 @@ An API-only replica (``consentry serve --role api``) claims the thread, stores t
 or ``all``) is woken by that notification, takes the run with a compare-and-set (one worker gets
 it), leases the thread with a new fencing token and executes it like any other run; the API
 replica follows the run's events through the stored log. Workers also look for queued runs at
-start-up and after a third of a lease without notifications (a safety net for one missed while
-their ``LISTEN`` connection was down).
+start-up, and whenever their ``LISTEN`` connection (re)connects (``runtime.notifications``), so a
+run queued while it was down is not missed: nothing polls.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Mapping
 
@@ -39,13 +38,11 @@ class RunWorker:
         executor: RunExecutor,
         graphs: Mapping[str, GraphSpec],
         clock: Clock,
-        recheck_seconds: float,
     ) -> None:
         self._db = db
         self._executor = executor
         self._graphs = graphs
         self._clock = clock
-        self._recheck = recheck_seconds
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -103,9 +100,7 @@ class RunWorker:
                 raise
             except Exception:
                 log.exception("looking for queued runs failed")
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._recheck):
-                    await self._wake.wait()
+            await self._wake.wait()
             self._wake.clear()
 
     def start(self) -> None:

@@ -9,20 +9,30 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from backend.principal import Principal
+from backend.storage.audit import record_audit
 from backend.storage.leases import _HOLDS_LEASE, LeaseLostError
 from backend.storage.tables import runs, threads
 
 __all__ = [
+    "CANCELS_CHANNEL",
+    "RUNS_CHANNEL",
     "end_run",
     "last_run_trigger",
     "queue_run",
     "queued_runs",
+    "record_run_end",
     "recovery_of",
     "request_cancel",
     "run_status",
     "start_run",
     "take_queued_run",
 ]
+
+RUNS_CHANNEL = "consentry_runs"
+"""PostgreSQL channel notified with a run id when a run is queued for the workers."""
+CANCELS_CHANNEL = "consentry_cancels"
+"""PostgreSQL channel notified with a run id when a client asks to cancel it."""
 
 _START_RUN = runs.insert()
 
@@ -62,6 +72,42 @@ async def end_run(
     )
 
 
+async def record_run_end(
+    conn: AsyncConnection,
+    owner: Principal,
+    *,
+    thread_id: str,
+    run_id: str,
+    reason: str,
+    error_code: str | None,
+    now: datetime,
+) -> None:
+    """End the run with its terminal reason, and its audit records (``error`` when it failed
+    with a code, then ``run_ended``), in the caller's transaction."""
+    if error_code is not None:
+        await record_audit(
+            conn,
+            owner,
+            action="error",
+            thread_id=thread_id,
+            run_id=run_id,
+            actor="system",
+            now=now,
+            data={"code": error_code},
+        )
+    await record_audit(
+        conn,
+        owner,
+        action="run_ended",
+        thread_id=thread_id,
+        run_id=run_id,
+        actor="system",
+        now=now,
+        data={"reason": reason},
+    )
+    await end_run(conn, run_id, reason=reason, error_code=error_code, now=now)
+
+
 async def last_run_trigger(conn: AsyncConnection, thread_id: str) -> str | None:
     """How the thread's most recent run was started (``message`` or ``resume``)."""
     found = await conn.scalar(
@@ -91,12 +137,12 @@ async def queue_run(
         {"p_id": thread_id, "p_run": run_id, "p_token": fencing_token},
     )
     if conn.dialect.name == "postgresql":
-        await conn.execute(sa.select(sa.func.pg_notify("consentry_runs", run_id)))
+        await conn.execute(sa.select(sa.func.pg_notify(RUNS_CHANNEL, run_id)))
 
 
 async def request_cancel(conn: AsyncConnection, run_id: str) -> None:
     """Tell whichever process executes ``run_id`` to cancel it (PostgreSQL ``NOTIFY``)."""
-    await conn.execute(sa.select(sa.func.pg_notify("consentry_cancels", run_id)))
+    await conn.execute(sa.select(sa.func.pg_notify(CANCELS_CHANNEL, run_id)))
 
 
 async def queued_runs(conn: AsyncConnection, *, limit: int) -> list[str]:

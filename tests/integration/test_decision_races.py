@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from backend.schemas.events import ConsentEvent
-from tests.sse import parse_events
+from tests.sse import ask_for_note_edit
 
 DECISIONS: list[dict[str, Any]] = [
     {"decision": "approve"},
@@ -20,18 +20,8 @@ DECISIONS: list[dict[str, Any]] = [
 
 
 async def _ask(client: httpx.AsyncClient) -> tuple[str, ConsentEvent]:
-    projects = (await client.get("/v1/projects")).json()["projects"]
-    note = (
-        await client.post(
-            f"/v1/projects/{projects[0]['project_id']}/notes",
-            json={"title": "RAG", "content": "Retrieval first."},
-        )
-    ).json()
-    response = await client.post(
-        "/v1/chat",
-        json={"message": "Add a summary of our discussion to my note", "note_id": note["note_id"]},
-    )
-    consent = parse_events(response.text)[-2]
+    note, asked = await ask_for_note_edit(client)
+    consent = asked[-2]
     assert isinstance(consent, ConsentEvent)
     return note["note_id"], consent
 

@@ -24,7 +24,7 @@ from tests.conftest import ManualClock
 from tests.live_server import serve_app
 from tests.openai_stub import OpenAIStub
 from tests.postgres import PostgresCluster
-from tests.sse import kinds, next_event, parse_events
+from tests.sse import ask_for_note_edit, kinds, next_event, parse_events
 
 WAIT_SECONDS = 10.0
 CLASSIFIED_AS_ANSWER = '{"intent": "answer", "query": "retrieval"}'
@@ -119,26 +119,8 @@ async def _ask_on_one_and_see_it_planned_on_the_other(
         return original(expires_at)
 
     monkeypatch.setattr(notifications, "on_consent_requested", record)
-    projects = (await first.http.get("/v1/projects")).json()["projects"]
-    note = (
-        await first.http.post(
-            f"/v1/projects/{projects[0]['project_id']}/notes",
-            json={"title": "RAG", "content": "Retrieval first."},
-        )
-    ).json()
-    asked = parse_events(
-        (
-            await first.http.post(
-                "/v1/chat",
-                json={
-                    "message": "Add a summary of our discussion to my note",
-                    "note_id": note["note_id"],
-                },
-            )
-        ).text
-    )
+    _, asked = await ask_for_note_edit(first.http)
     consent = asked[-2]
-    assert consent.type == "consent"
 
     async with asyncio.timeout(WAIT_SECONDS):
         deadline = await told.get()

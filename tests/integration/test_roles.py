@@ -18,9 +18,7 @@ from backend.settings import Settings
 from tests.conftest import ManualClock
 from tests.live_server import serve_app
 from tests.postgres import PostgresCluster
-from tests.sse import kinds, parse_events
-
-ASK_FOR_SUMMARY = "Add a summary of our discussion to my note"
+from tests.sse import ask_for_note_edit, kinds, parse_events
 
 
 @asynccontextmanager
@@ -54,23 +52,8 @@ async def test_an_api_replica_queues_runs_that_a_worker_executes_through_a_conse
 
         monkeypatch.setattr(api_services.executor, "launch", refuse)
         monkeypatch.setattr(worker_services.executor, "launch", launch_and_count)
-        projects = (await api.get("/v1/projects")).json()["projects"]
-        note = (
-            await api.post(
-                f"/v1/projects/{projects[0]['project_id']}/notes",
-                json={"title": "RAG", "content": "Retrieval first."},
-            )
-        ).json()
-
-        asked = parse_events(
-            (
-                await api.post(
-                    "/v1/chat", json={"message": ASK_FOR_SUMMARY, "note_id": note["note_id"]}
-                )
-            ).text
-        )
+        note, asked = await ask_for_note_edit(api)
         consent = asked[-2]
-        assert consent.type == "consent"
         decided = parse_events(
             (
                 await api.post(

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.sse import parse_events
+from tests.sse import ask_for_note_edit
 
 
 async def _project(client: httpx.AsyncClient) -> str:
@@ -58,25 +58,8 @@ async def test_a_note_with_unstorable_text_is_refused_and_nothing_is_created(
 async def test_a_nul_deep_in_an_edit_is_refused_and_the_consent_stays_pending(
     client: httpx.AsyncClient,
 ) -> None:
-    project_id = await _project(client)
-    note = (
-        await client.post(
-            f"/v1/projects/{project_id}/notes", json={"title": "RAG", "content": "Retrieval."}
-        )
-    ).json()
-    asked = parse_events(
-        (
-            await client.post(
-                "/v1/chat",
-                json={
-                    "message": "Add a summary of our discussion to my note",
-                    "note_id": note["note_id"],
-                },
-            )
-        ).text
-    )
+    note, asked = await ask_for_note_edit(client)
     consent = asked[-2]
-    assert consent.type == "consent"
     edit = {"decision": "edit", "edited": {"content": "Mine\x00.\n"}}
 
     by_inbox = await client.post(f"/v1/approvals/{consent.approval_id}/decision", json=edit)

@@ -11,10 +11,8 @@ from typing import Any
 import httpx
 
 from tests.postgres import PostgresCluster
-from tests.sse import kinds, parse_events
+from tests.sse import ask_for_note_edit, kinds, parse_events
 from tests.system.server import serve_process
-
-ASK_FOR_SUMMARY = "Add a summary of our discussion to my note"
 
 
 @asynccontextmanager
@@ -37,20 +35,7 @@ async def test_one_api_and_one_worker_process_complete_a_consent_round_trip(
             stack.enter_async_context(_process(database_url, "worker")),
         )
         http = await stack.enter_async_context(httpx.AsyncClient(base_url=api, timeout=30))
-        projects = (await http.get("/v1/projects")).json()["projects"]
-        note = (
-            await http.post(
-                f"/v1/projects/{projects[0]['project_id']}/notes",
-                json={"title": "RAG", "content": "Retrieval first."},
-            )
-        ).json()
-        asked = parse_events(
-            (
-                await http.post(
-                    "/v1/chat", json={"message": ASK_FOR_SUMMARY, "note_id": note["note_id"]}
-                )
-            ).text
-        )
+        note, asked = await ask_for_note_edit(http)
         consent: Any = asked[-2]
         decision = await http.post(
             f"/v1/approvals/{consent.approval_id}/decision", json={"decision": "approve"}
