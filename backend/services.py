@@ -72,7 +72,8 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                 api_key=settings.llm_api_key,
                 model=settings.llm_model,
                 timeout_seconds=settings.llm_timeout_seconds,
-                max_retries=settings.llm_max_retries,
+                retry=settings.llm_retry_policy,
+                json_mode=settings.llm_json_mode,
             )
             executor = RunExecutor(
                 db=db,

@@ -12,6 +12,7 @@ from pydantic import AliasChoices, Field, SecretStr, field_validator, model_vali
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from backend.principal import Principal
+from graphs.models.retrying import RetryPolicy
 
 __all__ = ["Settings"]
 
@@ -69,8 +70,39 @@ class Settings(BaseSettings):
         default=None, validation_alias=AliasChoices("CONSENTRY_LLM_API_KEY", "OPENAI_API_KEY")
     )
     llm_model: str = Field(default="gpt-4o-mini")
-    llm_timeout_seconds: float = Field(default=60.0, gt=0)
-    llm_max_retries: int = Field(default=2, ge=0, le=10)
+    llm_timeout_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="How long one model request may wait for the server (to connect, or for "
+        "its next bytes); a hang past it is a retryable failure.",
+    )
+    llm_max_attempts: int = Field(
+        default=3,
+        ge=1,
+        le=10,
+        description="Attempts per model call in total, the first included (the only retry "
+        "layer: the client and the graph nodes do not retry).",
+    )
+    llm_retry_base_seconds: float = Field(
+        default=0.5, ge=0, le=60, description="Backoff after the first failed attempt; doubles."
+    )
+    llm_retry_max_seconds: float = Field(
+        default=8.0, ge=0, le=300, description="Longest backoff between two attempts."
+    )
+    llm_retry_after_cap_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        le=600,
+        description="Longest wait a provider's `Retry-After` can impose before the next attempt.",
+    )
+    llm_json_mode: bool = Field(
+        default=True,
+        description='Ask for `response_format={"type": "json_object"}` where the graphs need '
+        "JSON; turn off for servers that reject it.",
+    )
+    llm_max_retries: int | None = Field(
+        default=None, description="Replaced by CONSENTRY_LLM_MAX_ATTEMPTS.", exclude=True
+    )
     consent_ttl_seconds: int = Field(
         default=86_400, gt=0, description="How long a consent request stays open."
     )
@@ -152,6 +184,25 @@ class Settings(BaseSettings):
             return url
         raise ValueError(
             "database_url must be `sqlite:///<path>` or `postgresql://user:password@host/db`"
+        )
+
+    @model_validator(mode="after")
+    def _refuse_replaced_settings(self) -> Settings:
+        if self.llm_max_retries is not None:
+            raise ValueError(
+                "CONSENTRY_LLM_MAX_RETRIES was replaced by CONSENTRY_LLM_MAX_ATTEMPTS (attempts "
+                f"in total, the first included): set CONSENTRY_LLM_MAX_ATTEMPTS="
+                f"{self.llm_max_retries + 1} instead"
+            )
+        return self
+
+    @property
+    def llm_retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(
+            max_attempts=self.llm_max_attempts,
+            base_delay_seconds=self.llm_retry_base_seconds,
+            max_delay_seconds=self.llm_retry_max_seconds,
+            retry_after_cap_seconds=self.llm_retry_after_cap_seconds,
         )
 
     @model_validator(mode="after")

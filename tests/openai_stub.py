@@ -11,14 +11,19 @@ Every ``POST /v1/chat/completions`` takes the next scripted step, in order:
   ``chat.completion.chunk`` objects (a role chunk, one chunk per word of ``text``, a chunk with
   ``finish_reason``, a usage chunk when ``stream_options.include_usage`` is set), then
   ``data: [DONE]``;
-- ``fail(status)``: that status with an OpenAI error body whose message is :data:`PROVIDER_DETAIL`,
-  text that must never reach a Consentry client;
+- ``fail(status, retry_after=None, code=None)``: that status with an OpenAI error body whose
+  message is :data:`PROVIDER_DETAIL` (text that must never reach a Consentry client), a
+  ``Retry-After`` header when given, and ``error.code``/``error.type`` set to ``code`` (e.g.
+  ``insufficient_quota``);
+- ``hang()``: accept the request and never answer (until the client gives up or the stub stops);
+- ``tool_call(name, arguments)``: answer with one tool call (streamed as tool-call chunks);
 - ``cut(text)``: stream the first words of ``text``, then drop the connection mid-body;
 - ``hold(text)``: like ``reply(text)``, but only once the test calls :meth:`OpenAIStub.release`;
   :attr:`OpenAIStub.holding` is set when a request reaches it (a run that is surely mid-way).
 
 A request with nothing left to take fails with 500 and is counted in ``unscripted``; every request
-body is kept in ``requests``. Tests assert both, so an unexpected extra call (a retry, say) shows.
+body is kept in ``requests``, and its arrival time (``time.monotonic()``) in ``arrivals``. Tests
+assert both, so an unexpected extra call (a retry, say) shows.
 """
 
 from __future__ import annotations
@@ -58,6 +63,19 @@ class _Reply:
 @dataclass(frozen=True)
 class _Failure:
     status: int
+    retry_after: str | None = None
+    code: str | None = None
+
+
+@dataclass(frozen=True)
+class _Hang:
+    pass
+
+
+@dataclass(frozen=True)
+class _ToolCall:
+    name: str
+    arguments: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -71,7 +89,7 @@ class _Hold:
     text: str
 
 
-_Step = _Reply | _Failure | _Cut | _Hold
+_Step = _Reply | _Failure | _Cut | _Hold | _Hang | _ToolCall
 
 
 class _StreamCutError(Exception):
@@ -84,6 +102,7 @@ class OpenAIStub:
     def __init__(self) -> None:
         self.script: deque[_Step] = deque()
         self.requests: list[dict[str, Any]] = []
+        self.arrivals: list[float] = []
         self.unscripted = 0
         self.holding = asyncio.Event()
         self._released = asyncio.Event()
@@ -98,15 +117,21 @@ class OpenAIStub:
         return {
             "CONSENTRY_LLM_BASE_URL": self.base_url,
             "CONSENTRY_LLM_API_KEY": "sk-test",
-            "CONSENTRY_LLM_MAX_RETRIES": "0",
+            "CONSENTRY_LLM_MAX_ATTEMPTS": "1",
             "CONSENTRY_LLM_MODEL": "stub",
         }
 
     def reply(self, text: str) -> None:
         self.script.append(_Reply(text))
 
-    def fail(self, status: int) -> None:
-        self.script.append(_Failure(status))
+    def fail(self, status: int, *, retry_after: str | None = None, code: str | None = None) -> None:
+        self.script.append(_Failure(status, retry_after, code))
+
+    def hang(self) -> None:
+        self.script.append(_Hang())
+
+    def tool_call(self, name: str, arguments: dict[str, Any]) -> None:
+        self.script.append(_ToolCall(name, arguments))
 
     def cut(self, text: str, *, words_sent: int) -> None:
         self.script.append(_Cut(text, words_sent))
@@ -120,6 +145,7 @@ class OpenAIStub:
     async def _chat_completions(self, request: Request) -> JSONResponse | EventSourceResponse:
         body: dict[str, Any] = await request.json()
         self.requests.append(body)
+        self.arrivals.append(time.monotonic())
         if not self.script:
             self.unscripted += 1
             return _error(500, "openai_stub: nothing scripted for this request")
@@ -128,24 +154,33 @@ class OpenAIStub:
             self.holding.set()
             await self._released.wait()
             step = _Reply(step.text)
+        if isinstance(step, _Hang):
+            await asyncio.Event().wait()  # until the client disconnects or the server stops
         if isinstance(step, _Failure):
-            return _error(step.status, PROVIDER_DETAIL)
+            return _error(
+                step.status, PROVIDER_DETAIL, retry_after=step.retry_after, code=step.code
+            )
         model = str(body.get("model", "stub"))
         completion_id = f"chatcmpl-stub-{len(self.requests)}"
         if not body.get("stream"):
-            assert isinstance(step, _Reply), "cut() only applies to streaming requests"
-            return JSONResponse(_completion(completion_id, model, step.text))
+            assert isinstance(step, _Reply | _ToolCall), "cut() only applies to streaming requests"
+            return JSONResponse(_completion(completion_id, model, step))
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         return EventSourceResponse(
             _chunks(completion_id, model, step, include_usage=include_usage), sep="\n"
         )
 
 
-def _error(status: int, message: str) -> JSONResponse:
-    kind = {400: "invalid_request_error", 429: "rate_limit_exceeded"}.get(status, "server_error")
+def _error(
+    status: int, message: str, *, retry_after: str | None = None, code: str | None = None
+) -> JSONResponse:
+    kind = code or {400: "invalid_request_error", 429: "rate_limit_exceeded"}.get(
+        status, "server_error"
+    )
     return JSONResponse(
-        {"error": {"message": message, "type": kind, "param": None, "code": None}},
+        {"error": {"message": message, "type": kind, "param": None, "code": code}},
         status_code=status,
+        headers={"Retry-After": retry_after} if retry_after is not None else None,
     )
 
 
@@ -158,7 +193,22 @@ def _usage(text: str) -> dict[str, int]:
     }
 
 
-def _completion(completion_id: str, model: str, text: str) -> dict[str, Any]:
+def _tool_call(step: _ToolCall) -> dict[str, Any]:
+    return {
+        "id": "call_stub_1",
+        "type": "function",
+        "function": {"name": step.name, "arguments": json.dumps(step.arguments)},
+    }
+
+
+def _completion(completion_id: str, model: str, step: _Reply | _ToolCall) -> dict[str, Any]:
+    if isinstance(step, _ToolCall):
+        message: dict[str, Any] = {"role": "assistant", "content": None}
+        message["tool_calls"] = [_tool_call(step)]
+        text, finish_reason = "", "tool_calls"
+    else:
+        message = {"role": "assistant", "content": step.text}
+        text, finish_reason = step.text, "stop"
     return {
         "id": completion_id,
         "object": "chat.completion",
@@ -167,8 +217,8 @@ def _completion(completion_id: str, model: str, text: str) -> dict[str, Any]:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": "stop",
+                "message": message,
+                "finish_reason": finish_reason,
                 "logprobs": None,
             }
         ],
@@ -201,6 +251,15 @@ def _chunk(
 async def _chunks(
     completion_id: str, model: str, step: _Step, *, include_usage: bool
 ) -> AsyncIterator[ServerSentEvent]:
+    if isinstance(step, _ToolCall):
+        call = _tool_call(step)
+        yield _chunk(completion_id, model, {"role": "assistant", "content": None})
+        yield _chunk(completion_id, model, {"tool_calls": [{"index": 0, **call}]})
+        yield _chunk(completion_id, model, {}, finish_reason="tool_calls")
+        if include_usage:
+            yield _chunk(completion_id, model, None, usage=_usage(""))
+        yield ServerSentEvent(data="[DONE]")
+        return
     assert isinstance(step, _Reply | _Cut)
     yield _chunk(completion_id, model, {"role": "assistant", "content": ""})
     pieces = words(step.text)

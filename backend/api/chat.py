@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 from fastapi import APIRouter
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette import EventSourceResponse
 
 from backend.api.deps import IdempotencyKey, PrincipalDep, ServicesDep
 from backend.api.responses import ERROR_RESPONSES
-from backend.api.streaming import event_stream_response
-from backend.runtime.event_stream import OutgoingEvent
+from backend.api.streaming import EVENT_STREAM_RESPONSE, stream_new_run
 from backend.runtime.executor import ActiveRun
-from backend.runtime.idempotency import StoredResponse, request_fingerprint
 from backend.schemas.chat import ChatRequest
-from backend.services import Services
 
 __all__ = ["router"]
 
@@ -24,13 +19,7 @@ router = APIRouter(prefix="/v1", tags=["chat"])
 @router.post(
     "/chat",
     response_class=EventSourceResponse,
-    responses={
-        200: {
-            "description": "`text/event-stream` of run events; the last one is `final`.",
-            "content": {"text/event-stream": {"schema": {"$ref": "#/components/schemas/Event"}}},
-        },
-        **ERROR_RESPONSES,
-    },
+    responses={**EVENT_STREAM_RESPONSE, **ERROR_RESPONSES},
 )
 async def chat(
     request: ChatRequest,
@@ -46,41 +35,11 @@ async def chat(
     async def start() -> ActiveRun:
         return await services.runs.start(owner, request)
 
-    if idempotency_key is None:
-        return _stream(services, await start())
-    fingerprint = request_fingerprint("/v1/chat", request.model_dump(mode="json"))
-    result = await services.idempotency.run(
+    return await stream_new_run(
+        services,
         owner,
-        idempotency_key,
-        fingerprint,
         start,
-        lambda run: StoredResponse(200, None, run.thread_id, run.run_id),
+        idempotency_key=idempotency_key,
+        route="/v1/chat",
+        body=request.model_dump(mode="json"),
     )
-    if isinstance(result, ActiveRun):
-        return _stream(services, result)
-    assert result.thread_id is not None
-    assert result.run_id is not None
-    stored = await services.threads.stored_run(owner, result.thread_id, result.run_id)
-    return EventSourceResponse(
-        _replay(stored),
-        ping=services.settings.keepalive_seconds,
-        headers={
-            "X-Thread-Id": result.thread_id,
-            "X-Run-Id": result.run_id,
-            "Idempotent-Replayed": "true",
-        },
-    )
-
-
-def _stream(services: Services, run: ActiveRun) -> EventSourceResponse:
-    return event_stream_response(
-        run.events.listen(),
-        services=services,
-        headers={"X-Thread-Id": run.thread_id, "X-Run-Id": run.run_id},
-        on_close=run.events.detach,  # the run goes on without a listener
-    )
-
-
-async def _replay(events: list[OutgoingEvent]) -> AsyncIterator[ServerSentEvent]:
-    for event in events:
-        yield ServerSentEvent(data=event.data, event=event.type, id=str(event.seq))

@@ -10,15 +10,25 @@ JSON). When the server starts shutting down (SIGTERM), sse-starlette sets the ap
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from backend.principal import Principal
 from backend.runtime.event_stream import OutgoingEvent, RunSuspendedError
-from backend.runtime.executor import SHUTDOWN_GRACE_SECONDS
+from backend.runtime.executor import SHUTDOWN_GRACE_SECONDS, ActiveRun
+from backend.runtime.idempotency import StoredResponse, request_fingerprint
 from backend.services import Services
 
-__all__ = ["RECONNECT_AFTER_MS", "event_stream_response"]
+__all__ = ["EVENT_STREAM_RESPONSE", "RECONNECT_AFTER_MS", "event_stream_response", "stream_new_run"]
+
+EVENT_STREAM_RESPONSE: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "`text/event-stream` of run events; the last one is `final`.",
+        "content": {"text/event-stream": {"schema": {"$ref": "#/components/schemas/Event"}}},
+    }
+}
 
 RECONNECT_AFTER_MS = 2000
 """The ``retry:`` a stream ends with when its run stopped without a ``final``."""
@@ -38,6 +48,57 @@ def event_stream_response(
         shutdown_grace_period=SHUTDOWN_GRACE_SECONDS,  # the runs reach a step boundary
         headers=headers,
     )
+
+
+async def stream_new_run(
+    services: Services,
+    owner: Principal,
+    start: Callable[[], Awaitable[ActiveRun]],
+    *,
+    idempotency_key: str | None,
+    route: str,
+    body: dict[str, Any],
+) -> EventSourceResponse:
+    """Start a run and stream its events. With an ``Idempotency-Key`` that was used before (for
+    the same route and body), the first run's stored events are sent again instead (token events
+    are not stored, so a replay has none)."""
+    if idempotency_key is None:
+        return _run_stream(services, await start())
+    result = await services.idempotency.run(
+        owner,
+        idempotency_key,
+        request_fingerprint(route, body),
+        start,
+        lambda run: StoredResponse(200, None, run.thread_id, run.run_id),
+    )
+    if isinstance(result, ActiveRun):
+        return _run_stream(services, result)
+    assert result.thread_id is not None
+    assert result.run_id is not None
+    stored = await services.threads.stored_run(owner, result.thread_id, result.run_id)
+    return EventSourceResponse(
+        _replay(stored),
+        ping=services.settings.keepalive_seconds,
+        headers={
+            "X-Thread-Id": result.thread_id,
+            "X-Run-Id": result.run_id,
+            "Idempotent-Replayed": "true",
+        },
+    )
+
+
+def _run_stream(services: Services, run: ActiveRun) -> EventSourceResponse:
+    return event_stream_response(
+        run.events.listen(),
+        services=services,
+        headers={"X-Thread-Id": run.thread_id, "X-Run-Id": run.run_id},
+        on_close=run.events.detach,  # the run goes on without a listener
+    )
+
+
+async def _replay(events: list[OutgoingEvent]) -> AsyncIterator[ServerSentEvent]:
+    for event in events:
+        yield ServerSentEvent(data=event.data, event=event.type, id=str(event.seq))
 
 
 async def _frames(

@@ -7,10 +7,11 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query
 from sse_starlette import EventSourceResponse
 
-from backend.api.deps import PrincipalDep, ServicesDep
+from backend.api.deps import IdempotencyKey, PrincipalDep, ServicesDep
 from backend.api.responses import ERROR_RESPONSES
-from backend.api.streaming import event_stream_response
+from backend.api.streaming import EVENT_STREAM_RESPONSE, event_stream_response, stream_new_run
 from backend.errors import BadRequestError
+from backend.runtime.executor import ActiveRun
 from backend.schemas.audit import AuditTrail
 from backend.schemas.threads import CancelAccepted, ThreadDetail, ThreadList, Transcript
 
@@ -84,6 +85,33 @@ def _parse_event_id(raw: str | None) -> int:
 async def cancel_run(thread_id: str, owner: PrincipalDep, services: ServicesDep) -> CancelAccepted:
     """Stop the thread's active run at its next step boundary; the thread stays usable."""
     return await services.runs.cancel(owner, thread_id)
+
+
+@router.post(
+    "/{thread_id}/retry", response_class=EventSourceResponse, responses=EVENT_STREAM_RESPONSE
+)
+async def retry_run(
+    thread_id: str,
+    owner: PrincipalDep,
+    services: ServicesDep,
+    idempotency_key: IdempotencyKey = None,
+) -> EventSourceResponse:
+    """Run the thread's failed run again from its last good checkpoint (once the model provider
+    is back, say) and stream the new run's events, as `POST /v1/chat` does. 409
+    `nothing_to_retry` unless the thread's last run ended `failed` with work left to run; 409
+    `run_in_progress` while a run is active."""
+
+    async def start() -> ActiveRun:
+        return await services.runs.retry(owner, thread_id)
+
+    return await stream_new_run(
+        services,
+        owner,
+        start,
+        idempotency_key=idempotency_key,
+        route=f"/v1/threads/{thread_id}/retry",
+        body={},
+    )
 
 
 @router.get("/{thread_id}/audit")

@@ -1,8 +1,10 @@
-"""Token budgets: per thread and per tenant, checked before every model call of a run.
+"""Token usage and budgets: every run counts its model tokens, and with a thread or tenant budget
+set, checks it before each model call.
 
 The budget is checked *before* a call: a run whose thread or tenant has used its budget stops
 before the next model call (final reason ``budget_exhausted``), not after it. Usage is counted
-from each call's reported usage and stored once, when the run ends (no write per call).
+from what each call's provider reported (``usage_metadata``; ``stream_usage`` for streamed
+answers) and stored once, when the run ends (no write per call).
 """
 
 from __future__ import annotations
@@ -13,14 +15,16 @@ from uuid import UUID
 from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.outputs import LLMResult
 
-__all__ = ["BudgetExhaustedError", "TokenBudget"]
+from backend.schemas.events import TokenUsage
+
+__all__ = ["BudgetExhaustedError", "TokenMeter"]
 
 
 class BudgetExhaustedError(Exception):
     """A token budget is used up; the run stops before the next model call."""
 
 
-class TokenBudget(AsyncCallbackHandler):
+class TokenMeter(AsyncCallbackHandler):
     """Counts a run's tokens and refuses a model call once a budget is reached."""
 
     raise_error = True
@@ -37,11 +41,20 @@ class TokenBudget(AsyncCallbackHandler):
         self.tenant_used = tenant_used
         self.thread_budget = thread_budget
         self.tenant_budget = tenant_budget
-        self.run_tokens = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
 
     @property
     def limited(self) -> bool:
         return self.thread_budget is not None or self.tenant_budget is not None
+
+    @property
+    def run_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def usage(self) -> TokenUsage:
+        return TokenUsage(input_tokens=self.input_tokens, output_tokens=self.output_tokens)
 
     def _check(self) -> None:
         if (
@@ -58,11 +71,13 @@ class TokenBudget(AsyncCallbackHandler):
     async def on_chat_model_start(
         self, serialized: dict[str, Any], messages: list[list[Any]], *, run_id: UUID, **kwargs: Any
     ) -> None:
-        self._check()
+        if self.limited:
+            self._check()
 
     async def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         for generations in response.generations:
             for generation in generations:
                 usage = getattr(getattr(generation, "message", None), "usage_metadata", None)
                 if usage:
-                    self.run_tokens += int(usage.get("total_tokens", 0))
+                    self.input_tokens += int(usage.get("input_tokens", 0))
+                    self.output_tokens += int(usage.get("output_tokens", 0))

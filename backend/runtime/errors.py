@@ -4,15 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from langchain_core.exceptions import (
-    ModelAPIError,
-    ModelConnectionError,
-    ModelError,
-    ModelRateLimitError,
-    ModelTimeoutError,
-)
-
 from backend.storage.database import is_database_unavailable
+from graphs.models import ModelFaultCode, classify_fault
 
 __all__ = ["RunFailure", "describe_failure"]
 
@@ -22,20 +15,23 @@ class RunFailure:
     code: str
     message: str
     retryable: bool
+    """Whether sending the same thing again later may work (``POST /v1/threads/{id}/retry``)."""
+
+
+_MODEL_FAULTS: dict[ModelFaultCode, str] = {
+    "model_rate_limited": "The model provider is rate limiting us; try again in a moment.",
+    "model_quota_exhausted": "The model provider's quota for this deployment is used up.",
+    "model_unavailable": "The model provider did not answer; try again in a moment.",
+    "model_auth_failed": "The model provider refused this deployment's credentials.",
+    "model_rejected": "The model provider refused the request.",
+}
 
 
 def describe_failure(exc: BaseException) -> RunFailure:
     """Never expose ``str(exc)``: provider messages can carry prompts, keys or internals."""
-    if isinstance(exc, ModelRateLimitError):
-        return RunFailure("model_rate_limited", "The model provider is rate limiting us.", True)
-    if isinstance(exc, ModelConnectionError | ModelTimeoutError):
-        return RunFailure("model_unavailable", "The model provider could not be reached.", True)
-    if isinstance(exc, ModelAPIError):
-        return RunFailure("model_error", "The model provider failed to answer.", True)
-    if isinstance(exc, ModelError):
-        return RunFailure(
-            "model_rejected_request", "The model provider refused the request.", False
-        )
+    fault = classify_fault(exc)
+    if fault is not None:
+        return RunFailure(fault.code, _MODEL_FAULTS[fault.code], fault.retryable)
     if is_database_unavailable(exc):
         return RunFailure("database_unavailable", "The database could not be reached.", True)
     return RunFailure("internal_error", "The run failed unexpectedly.", False)

@@ -32,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.errors import InvalidRequestError
 from backend.principal import Principal
-from backend.runtime.budgets import BudgetExhaustedError, TokenBudget
+from backend.runtime.budgets import BudgetExhaustedError, TokenMeter
 from backend.runtime.clock import Clock
 from backend.runtime.consent_gate import record_decision
 from backend.runtime.effect_ledger import OwnerEffectLedger
@@ -48,6 +48,7 @@ from backend.schemas.events import (
     FinalEvent,
     RunStartedEvent,
     TerminalReason,
+    Trigger,
 )
 from backend.storage import approvals as approvals_repo
 from backend.storage import events as events_repo
@@ -107,9 +108,9 @@ class _RunContext:
     spec: GraphSpec
     events: RunEventStream
     context: GraphContext
-    trigger: Literal["message", "resume", "expiry", "recovery"]
+    trigger: Trigger
     consent_policy: str
-    budget: TokenBudget
+    meter: TokenMeter
     fencing_token: int
     stop: StopReason | None = None
     task: asyncio.Task[None] | None = field(default=None, repr=False)
@@ -196,7 +197,7 @@ class RunExecutor:
         thread_id: str,
         run_id: str,
         claim: Claim,
-        trigger: Literal["message", "resume", "expiry", "recovery"],
+        trigger: Trigger,
         consent_policy: str,
         graph_inputs: list[GraphInput],
     ) -> ActiveRun:
@@ -214,14 +215,14 @@ class RunExecutor:
             effects=OwnerEffectLedger(self._db, owner, self._clock),
             user=owner.display,
         )
-        budget = TokenBudget(
+        meter = TokenMeter(
             thread_used=0,
             tenant_used=0,
             thread_budget=self._limits.thread_token_budget,
             tenant_budget=self._limits.tenant_token_budget,
         )
         run = _RunContext(
-            owner, spec, events, context, trigger, consent_policy, budget, claim.fencing_token
+            owner, spec, events, context, trigger, consent_policy, meter, claim.fencing_token
         )
         self._active[thread_id] = run
         self.leases.track(run_id)
@@ -307,8 +308,7 @@ class RunExecutor:
         events = run.events
         config = _config(events.thread_id)
         config["recursion_limit"] = self._limits.max_steps
-        if run.budget.limited:  # counting costs a callback per model event: only when needed
-            config["callbacks"] = [run.budget]
+        config["callbacks"] = [run.meter]
         async for mode, chunk in self.graph(run.spec.name).astream(
             graph_input,
             config,
@@ -353,13 +353,13 @@ class RunExecutor:
 
     async def _load_usage(self, run: _RunContext) -> None:
         """With a token budget set, what the thread and tenant used before this run."""
-        if not run.budget.limited:
+        if not run.meter.limited:
             return
         async with self._db.read() as conn:
             thread_used, tenant_used = await threads_repo.token_usage(
                 conn, run.events.thread_id, run.owner.tenant
             )
-        run.budget.thread_used, run.budget.tenant_used = thread_used, tenant_used
+        run.meter.thread_used, run.meter.tenant_used = thread_used, tenant_used
 
     async def _known_approvals(self, ids: list[str]) -> set[str]:
         """Interrupts that already have an approval: a consent still pending from before (a
@@ -424,7 +424,8 @@ class RunExecutor:
         frees the thread (the events made so far are logged as lost); only if that fails too does
         the thread wait for the start-up recovery of the next process."""
         events = run.events
-        for event in (*outcome.consents, events.make(FinalEvent, reason=outcome.reason)):
+        final = events.make(FinalEvent, reason=outcome.reason, usage=run.meter.usage)
+        for event in (*outcome.consents, final):
             events.record(event)
         try:
             await self._store_end(run, outcome)
@@ -450,7 +451,7 @@ class RunExecutor:
                     message="The run's result could not be stored.",
                 )
             )
-            events.record(events.make(FinalEvent, reason="failed"))
+            events.record(events.make(FinalEvent, reason="failed", usage=run.meter.usage))
             try:
                 await self._store_end(run, _Outcome("failed", "storage_error"))
             except Exception:
@@ -520,15 +521,13 @@ class RunExecutor:
                 reason=outcome.reason,
                 error_code=outcome.error_code,
                 now=now,
+                input_tokens=run.meter.input_tokens,
+                output_tokens=run.meter.output_tokens,
             )
             # A run that stopped half-way may leave consents pending (a parallel branch's): the
             # thread still waits for them.
             if outcome.reason == "cancelled":
                 await approvals_repo.cancel_run_approvals(conn, events.run_id, now=now)
-            if run.budget.run_tokens:
-                await threads_repo.add_token_usage(
-                    conn, events.thread_id, owner.tenant, run.budget.run_tokens
-                )
             waiting = outcome.reason == "interrupted" or (
                 outcome.reason in ("failed", "cancelled")
                 and bool(await approvals_repo.pending_approvals(conn, events.thread_id))

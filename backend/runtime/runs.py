@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 from uuid import uuid4
 
 from langchain_core.messages import HumanMessage
@@ -43,6 +43,7 @@ from backend.runtime.notifications import EventNotifications
 from backend.runtime.run_inputs import dump_inputs
 from backend.schemas.approvals import DecisionRequest
 from backend.schemas.chat import ChatRequest, ResumeDecision
+from backend.schemas.events import Trigger
 from backend.schemas.threads import CancelAccepted
 from backend.storage import approvals as approvals_repo
 from backend.storage import leases as leases_repo
@@ -58,7 +59,6 @@ from graphs.registry import GraphSpec
 __all__ = ["RunStarter"]
 
 _TITLE_CHARS = 80
-Trigger = Literal["message", "resume", "expiry", "recovery"]
 
 
 @dataclass(frozen=True)
@@ -180,6 +180,27 @@ class RunStarter:
                 details={"thread_id": thread_id},
             )
         return CancelAccepted(thread_id=thread_id, run_id=run_id)
+
+    async def retry(self, owner: Principal, thread_id: str) -> ActiveRun:
+        """Run a failed run's remaining work again, from the thread's last checkpoint: the step
+        that failed (a model provider that gave up, say) and whatever follows it."""
+        async with self._db.read() as conn:
+            target = self._target_of(await threads_repo.get_thread(conn, owner, thread_id))
+        self._refuse_if_running(target)
+        inputs: list[GraphInput] = []
+        if target.last_reason == "failed":
+            position = await self._executor.position(target.spec, thread_id)
+            async with self._db.read() as conn:
+                recorded = await self._recorded_decisions(conn, target, position.waiting)
+            inputs = self._continuation(position, recorded)
+        if not inputs:
+            raise ConflictError(
+                "This thread has no failed run to retry: its last run ended "
+                f"{target.last_reason or 'never'!s}, and its graph has nothing left to run.",
+                code="nothing_to_retry",
+                details={"thread_id": thread_id, "last_reason": target.last_reason},
+            )
+        return await self._start_continuation(owner, target, self._clock(), inputs, "retry")
 
     async def expire(self, owner: Principal, row: Any) -> ActiveRun | None:
         """Expire one overdue consent and resume its graph down the expired path. Returns None
@@ -510,13 +531,18 @@ class RunStarter:
         return [None] if position.unfinished else []
 
     async def _start_continuation(
-        self, owner: Principal, target: _Target, now: datetime, inputs: list[GraphInput]
+        self,
+        owner: Principal,
+        target: _Target,
+        now: datetime,
+        inputs: list[GraphInput],
+        trigger: Trigger = "resume",
     ) -> ActiveRun:
         run_id = str(uuid4())
         async with self._db.write() as conn:
             claim = await self._claim(conn, target.thread_id, run_id, now, (target.status,))
-            await self._start_run(conn, owner, target, run_id, "resume", now)
-        return await self._launch(owner, target, run_id, claim, "resume", inputs)
+            await self._start_run(conn, owner, target, run_id, trigger, now)
+        return await self._launch(owner, target, run_id, claim, trigger, inputs)
 
     async def _start_run(
         self,

@@ -6,7 +6,8 @@ The run streams with ``stream_mode=["tasks", "messages", "updates", "custom"]``:
 - ``messages`` AI chunks with text → ``token`` (model calls tagged ``nostream`` never get here),
 - ``updates`` with AI messages → ``message``; ``__interrupt__`` entries are collected for the
   run's end; ``__metadata__`` (cached replays) is skipped,
-- ``custom`` ``{"event": "note", ...}`` → ``note``.
+- ``custom`` ``{"event": "note", ...}`` → ``note``; ``{"event": "model_retry", ...}`` (from the
+  retry layer, ``graphs.models.retrying``) → ``model_retry``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,15 @@ from typing import Any
 from langchain_core.messages import AIMessage, AIMessageChunk
 from langgraph.types import Interrupt, StreamMode
 
-from backend.schemas.events import Event, MessageEvent, NoteEvent, StepEvent, TokenEvent
+from backend.schemas.events import (
+    Event,
+    MessageEvent,
+    ModelRetryEvent,
+    NoteEvent,
+    StepEvent,
+    TokenEvent,
+)
+from graphs.models import MODEL_RETRY_EVENT
 from graphs.registry import GraphSpec
 
 __all__ = ["STREAM_MODES", "ChunkMapper"]
@@ -25,6 +34,7 @@ __all__ = ["STREAM_MODES", "ChunkMapper"]
 STREAM_MODES: list[StreamMode] = ["tasks", "messages", "updates", "custom"]
 Mapped = tuple[type[Event], dict[str, Any]]
 _NOTE_FIELDS = ("note_id", "project_id", "title", "version", "content")
+_RETRY_FIELDS = ("code", "attempt", "max_attempts", "retry_in_seconds", "discard_message_id")
 
 
 class ChunkMapper:
@@ -45,8 +55,11 @@ class ChunkMapper:
                 yield TokenEvent, {"message_id": message.id, "delta": text}
         elif mode == "updates":
             yield from self._map_updates(chunk)
-        elif mode == "custom" and isinstance(chunk, dict) and chunk.get("event") == "note":
-            yield NoteEvent, {key: chunk[key] for key in _NOTE_FIELDS}
+        elif mode == "custom" and isinstance(chunk, dict):
+            if chunk.get("event") == "note":
+                yield NoteEvent, {key: chunk[key] for key in _NOTE_FIELDS}
+            elif chunk.get("event") == MODEL_RETRY_EVENT:
+                yield ModelRetryEvent, {key: chunk[key] for key in _RETRY_FIELDS}
 
     def _map_updates(self, chunk: dict[str, Any]) -> Iterator[Mapped]:
         for node, update in chunk.items():

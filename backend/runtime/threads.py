@@ -55,7 +55,9 @@ class ThreadReader:
         summary = threads_repo.summarize(row)
         if summary.status == "awaiting_consent" and not consents:
             summary.status = "idle"
-        return ThreadDetail(**summary.model_dump(), pending_consents=consents)
+        return ThreadDetail(
+            **summary.model_dump(), pending_consents=consents, tokens_used=row.tokens_used
+        )
 
     async def join(
         self, owner: Principal, thread_id: str, *, after_seq: int

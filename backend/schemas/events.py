@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, TypeAdapter
 
 from graphs.consent import Decision
+from graphs.models import ModelFaultCode
 
 __all__ = [
     "EVENT_ADAPTER",
@@ -21,12 +22,15 @@ __all__ = [
     "Event",
     "FinalEvent",
     "MessageEvent",
+    "ModelRetryEvent",
     "NoteEvent",
     "ResyncEvent",
     "RunStartedEvent",
     "StepEvent",
     "TerminalReason",
     "TokenEvent",
+    "TokenUsage",
+    "Trigger",
 ]
 
 TerminalReason = Literal[
@@ -47,6 +51,11 @@ allowed), ``budget_exhausted`` (the thread's or tenant's token budget was used u
 before the next model call)."""
 
 
+Trigger = Literal["message", "resume", "expiry", "recovery", "retry"]
+"""What started a run: a user ``message``, a decision (``resume``), a consent's ``expiry``, the
+``recovery`` of a run whose process died, or a client's ``retry`` of a failed run."""
+
+
 class _Envelope(BaseModel):
     thread_id: str
     run_id: str
@@ -57,7 +66,7 @@ class _Envelope(BaseModel):
 class RunStartedEvent(_Envelope):
     type: Literal["run_started"] = "run_started"
     graph: str
-    trigger: Literal["message", "resume", "expiry", "recovery"]
+    trigger: Trigger
 
 
 class StepEvent(_Envelope):
@@ -100,6 +109,21 @@ class NoteEvent(_Envelope):
     content: str
 
 
+class ModelRetryEvent(_Envelope):
+    """A model call failed and is tried again in ``retry_in_seconds`` (a UI can say why it
+    waits). With ``discard_message_id`` set, the failed attempt had already streamed part of that
+    message: drop its text; the next attempt streams the message again from its start."""
+
+    type: Literal["model_retry"] = "model_retry"
+    code: ModelFaultCode = Field(description="Why the attempt failed (see `error` codes).")
+    attempt: int = Field(ge=1, description="The attempt that failed (1 is the first).")
+    max_attempts: int = Field(ge=1)
+    retry_in_seconds: float = Field(ge=0)
+    discard_message_id: str | None = Field(
+        description="The message whose streamed tokens are void, if the attempt had sent any."
+    )
+
+
 class ErrorEvent(_Envelope):
     type: Literal["error"] = "error"
     code: str
@@ -118,9 +142,17 @@ class ResyncEvent(_Envelope):
     )
 
 
+class TokenUsage(BaseModel):
+    """Model tokens, as the provider reported them (the offline model counts words)."""
+
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+
+
 class FinalEvent(_Envelope):
     type: Literal["final"] = "final"
     reason: TerminalReason
+    usage: TokenUsage = Field(default_factory=TokenUsage, description="Model tokens this run used.")
 
 
 Event = Annotated[
@@ -130,6 +162,7 @@ Event = Annotated[
     | MessageEvent
     | ConsentEvent
     | NoteEvent
+    | ModelRetryEvent
     | ErrorEvent
     | ResyncEvent
     | FinalEvent,

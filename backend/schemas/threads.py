@@ -42,6 +42,10 @@ class ThreadList(BaseModel):
 class ThreadDetail(ThreadSummary):
     pending_consents: list[ConsentEvent]
     """Each pending consent exactly as its event was sent, so a reloaded page can show it again."""
+    tokens_used: int
+    """Model tokens (input and output) the thread's runs used, as the providers reported them;
+    what ``CONSENTRY_THREAD_TOKEN_BUDGET`` is checked against. Each run's own usage is on its
+    ``final`` event."""
 
 
 class CancelAccepted(BaseModel):

@@ -13,6 +13,7 @@ from backend.principal import Principal
 from backend.storage.audit import record_audit
 from backend.storage.leases import _HOLDS_LEASE, LeaseLostError
 from backend.storage.tables import runs, threads
+from backend.storage.threads import add_token_usage
 
 __all__ = [
     "CANCELS_CHANNEL",
@@ -45,6 +46,8 @@ _END_RUN = (
         reason=sa.bindparam("p_reason"),
         error_code=sa.bindparam("p_error"),
         ended_at=sa.bindparam("p_now"),
+        input_tokens=sa.bindparam("p_input_tokens"),
+        output_tokens=sa.bindparam("p_output_tokens"),
     )
 )
 
@@ -65,10 +68,25 @@ async def start_run(
 
 
 async def end_run(
-    conn: AsyncConnection, run_id: str, *, reason: str, error_code: str | None, now: datetime
+    conn: AsyncConnection,
+    run_id: str,
+    *,
+    reason: str,
+    error_code: str | None,
+    now: datetime,
+    input_tokens: int = 0,
+    output_tokens: int = 0,
 ) -> None:
     await conn.execute(
-        _END_RUN, {"p_id": run_id, "p_reason": reason, "p_error": error_code, "p_now": now}
+        _END_RUN,
+        {
+            "p_id": run_id,
+            "p_reason": reason,
+            "p_error": error_code,
+            "p_now": now,
+            "p_input_tokens": input_tokens,
+            "p_output_tokens": output_tokens,
+        },
     )
 
 
@@ -81,9 +99,12 @@ async def record_run_end(
     reason: str,
     error_code: str | None,
     now: datetime,
+    input_tokens: int = 0,
+    output_tokens: int = 0,
 ) -> None:
-    """End the run with its terminal reason, and its audit records (``error`` when it failed
-    with a code, then ``run_ended``), in the caller's transaction."""
+    """End the run with its terminal reason and token usage, and its audit records (``error``
+    when it failed with a code, then ``run_ended``), in the caller's transaction. The usage is
+    added to the thread's and the tenant's totals (what the token budgets are checked against)."""
     if error_code is not None:
         await record_audit(
             conn,
@@ -103,16 +124,27 @@ async def record_run_end(
         run_id=run_id,
         actor="system",
         now=now,
-        data={"reason": reason},
+        data={"reason": reason, "input_tokens": input_tokens, "output_tokens": output_tokens},
     )
-    await end_run(conn, run_id, reason=reason, error_code=error_code, now=now)
+    await end_run(
+        conn,
+        run_id,
+        reason=reason,
+        error_code=error_code,
+        now=now,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+    )
+    if input_tokens or output_tokens:
+        await add_token_usage(conn, thread_id, owner.tenant, input_tokens + output_tokens)
 
 
 async def last_run_trigger(conn: AsyncConnection, thread_id: str) -> str | None:
-    """How the thread's most recent run was started (``message`` or ``resume``)."""
+    """How the thread's most recent run was started (``message`` or ``resume``), retries aside:
+    a retry continues the run before it."""
     found = await conn.scalar(
         sa.select(runs.c.trigger)
-        .where(runs.c.thread_id == thread_id)
+        .where(runs.c.thread_id == thread_id, runs.c.trigger != "retry")
         .order_by(runs.c.started_at.desc())
         .limit(1)
     )

@@ -144,6 +144,9 @@ runs = sa.Table(
     sa.Column("ended_at", UTCDateTime, nullable=True),
     # A run queued for a worker (status ``queued``): what its graph starts with.
     sa.Column("inputs", sa.JSON, nullable=True),
+    # Model tokens the run's calls reported (stored once, at its end).
+    sa.Column("input_tokens", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("output_tokens", sa.Integer, nullable=False, server_default="0"),
     sa.Index("ix_runs_thread", "thread_id"),
     sa.Index("ix_runs_status", "status"),
 )

@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable
 from pydantic import SecretStr
 
+from graphs.models.faults import ModelFault, ModelFaultCode, classify_fault
 from graphs.models.offline import OFFLINE_MODEL_NAME, OfflineChatModel
+from graphs.models.retrying import MODEL_RETRY_EVENT, RetryingChatModel, RetryPolicy
 
-__all__ = ["OFFLINE_MODEL_NAME", "OfflineChatModel", "build_chat_model"]
+__all__ = [
+    "MODEL_RETRY_EVENT",
+    "OFFLINE_MODEL_NAME",
+    "ModelFault",
+    "ModelFaultCode",
+    "OfflineChatModel",
+    "RetryPolicy",
+    "RetryingChatModel",
+    "build_chat_model",
+    "classify_fault",
+    "json_mode",
+]
 
 
 def build_chat_model(
@@ -16,18 +31,29 @@ def build_chat_model(
     api_key: SecretStr | None,
     model: str,
     timeout_seconds: float,
-    max_retries: int,
+    retry: RetryPolicy,
+    json_mode: bool = True,
 ) -> BaseChatModel:
-    """Return ``ChatOpenAI`` when a server or key is configured, else the offline model."""
+    """``ChatOpenAI`` behind the retry layer when a server or key is configured, else the offline
+    model. The client itself never retries: ``RetryingChatModel`` is the only layer that does."""
     if base_url is None and api_key is None:
         return OfflineChatModel()
     from langchain_openai import ChatOpenAI
 
-    return ChatOpenAI(
+    provider = ChatOpenAI(
         model=model,
         base_url=base_url,
         api_key=api_key or SecretStr("not-needed"),
         timeout=timeout_seconds,
-        max_retries=max_retries,
+        max_retries=0,
         stream_usage=True,
     )
+    return RetryingChatModel(model=provider, policy=retry, json_mode=json_mode)
+
+
+def json_mode(model: BaseChatModel) -> Runnable[LanguageModelInput, BaseMessage]:
+    """``model`` asked to answer with one JSON object, where its provider supports JSON mode
+    (the offline model always answers a classification as JSON)."""
+    if isinstance(model, RetryingChatModel) and model.json_mode:
+        return model.bind(response_format={"type": "json_object"})
+    return model

@@ -5,7 +5,7 @@ proposal of a consent. None of them changes a note; asking and acting live in ``
 from __future__ import annotations
 
 import difflib
-import json
+import logging
 import re
 from typing import Any
 from uuid import uuid4
@@ -15,15 +15,18 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 from langchain_core.runnables import RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
+from pydantic import BaseModel, ValidationError
 
+from graphs.models import json_mode
 from graphs.models.offline import classify
 from graphs.services import GraphContext, NoteHit, NoteSnapshot
 from graphs.tutor import prompts
 from graphs.tutor.consents import NoteCreateProposal, NoteDeleteProposal, NoteEditProposal
-from graphs.tutor.state import INTENTS, TutorState
+from graphs.tutor.state import Intent, TutorState
 
-__all__ = ["TutorNodes", "report_no_open_note", "say"]
+__all__ = ["IntentChoice", "TutorNodes", "report_no_open_note", "say"]
 
+log = logging.getLogger(__name__)
 NEW_NOTE_TITLE = "Summary of our discussion"
 SEARCH_LIMIT = 5
 GROUNDING_LIMIT = 3
@@ -43,15 +46,23 @@ def _last_user_text(state: TutorState) -> str:
     return ""
 
 
+class IntentChoice(BaseModel):
+    """What the classify call must answer: one JSON object, validated before it routes."""
+
+    intent: Intent
+    query: str = ""
+
+
 def _parse_intent(raw: str, fallback_message: str) -> dict[str, str]:
+    """The model's JSON object, validated; an answer that is not one (prose, a code fence
+    around it, an unknown intent) falls back to the offline model's keyword rules."""
     match = _JSON_OBJECT.search(raw)
     try:
-        parsed = json.loads(match.group(0)) if match else {}
-    except json.JSONDecodeError:
-        parsed = {}
-    if isinstance(parsed, dict) and parsed.get("intent") in INTENTS:
-        return {"intent": parsed["intent"], "query": str(parsed.get("query") or fallback_message)}
-    return classify(fallback_message)
+        choice = IntentChoice.model_validate_json(match.group(0) if match else raw)
+    except ValidationError:
+        log.warning("the model's intent was not a valid JSON object; keyword rules route instead")
+        return classify(fallback_message)
+    return {"intent": choice.intent, "query": choice.query.strip() or fallback_message}
 
 
 def _notes_block(hits: list[NoteHit]) -> str:
@@ -93,10 +104,11 @@ class TutorNodes:
 
     def __init__(self, model: BaseChatModel) -> None:
         self.model = model
+        self.classifier = json_mode(model)
 
     async def analyze_message(self, state: TutorState) -> dict[str, Any]:
         text = _last_user_text(state)
-        reply = await self.model.ainvoke(
+        reply = await self.classifier.ainvoke(
             [SystemMessage(prompts.CLASSIFY), HumanMessage(text)], config=_INTERNAL
         )
         routed = _parse_intent(str(reply.content), text)

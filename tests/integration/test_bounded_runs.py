@@ -14,7 +14,7 @@ from tests.sse import chat, kinds, parse_events
 
 
 def _model(stub: OpenAIStub) -> dict[str, Any]:
-    return {"llm_base_url": stub.base_url, "llm_api_key": "sk-test", "llm_max_retries": 0}
+    return {"llm_base_url": stub.base_url, "llm_api_key": "sk-test", "llm_max_attempts": 1}
 
 
 async def _audit_reasons(client: httpx.AsyncClient, thread_id: str) -> list[str]:

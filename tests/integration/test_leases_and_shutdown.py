@@ -55,7 +55,7 @@ def open_app(db_url: str, clock: ManualClock, stub: OpenAIStub) -> Callable[...,
             database_url=db_url,
             llm_base_url=stub.base_url,
             llm_api_key="sk-test",
-            llm_max_retries=0,
+            llm_max_attempts=1,
             llm_model="stub",
             **overrides,
         )

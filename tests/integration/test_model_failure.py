@@ -30,7 +30,7 @@ async def client(
 ) -> AsyncIterator[httpx.AsyncClient]:
     """The app with ``ChatOpenAI`` pointed at the stub, without client-side retries."""
     async with open_client(
-        llm_base_url=stub.base_url, llm_api_key="sk-test", llm_max_retries=0, llm_model="stub"
+        llm_base_url=stub.base_url, llm_api_key="sk-test", llm_max_attempts=1, llm_model="stub"
     ) as app_client:
         yield app_client
 
@@ -103,7 +103,7 @@ async def test_a_model_failing_mid_run_ends_with_an_error_then_final_and_the_thr
     error, final = events[-2:]
     assert isinstance(error, ErrorEvent)
     assert isinstance(final, FinalEvent)
-    assert (error.code, error.retryable) == ("model_error", True)
+    assert (error.code, error.retryable) == ("model_unavailable", True)
     assert final.reason == "failed"
     _assert_nothing_leaked(body)
     _assert_all_scripted_calls_made(stub, 2)  # no retry behind the client's back
@@ -134,9 +134,9 @@ async def test_a_model_failing_mid_run_ends_with_an_error_then_final_and_the_thr
 @pytest.mark.parametrize(
     ("status", "code", "retryable"),
     [
-        pytest.param(500, "model_error", True, id="500-is-model_error"),
+        pytest.param(500, "model_unavailable", True, id="500-is-model_unavailable"),
         pytest.param(429, "model_rate_limited", True, id="429-is-model_rate_limited"),
-        pytest.param(400, "model_rejected_request", False, id="400-is-model_rejected_request"),
+        pytest.param(400, "model_rejected", False, id="400-is-model_rejected"),
     ],
 )
 async def test_a_provider_status_becomes_a_stable_error_code(
@@ -168,7 +168,7 @@ async def test_a_failing_classify_call_fails_the_run_before_any_answer(
     assert kinds(events, tokens=True) == ["run_started", "step", "error", "final"]
     error = events[-2]
     assert isinstance(error, ErrorEvent)
-    assert (error.code, error.retryable) == ("model_error", True)
+    assert (error.code, error.retryable) == ("model_unavailable", True)
     _assert_nothing_leaked(body)
     _assert_all_scripted_calls_made(stub, 1)
 

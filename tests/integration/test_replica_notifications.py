@@ -64,7 +64,7 @@ async def test_a_stream_on_another_replica_follows_the_run_live_woken_by_notific
     model = {
         "llm_base_url": stub.base_url,
         "llm_api_key": "sk-test",
-        "llm_max_retries": 0,
+        "llm_max_attempts": 1,
         "llm_model": "stub",
     }
     async with _replicas(postgres.new_database(), clock, **model) as (first, second):
@@ -136,7 +136,7 @@ async def test_a_cancel_sent_to_another_replica_stops_the_run_where_it_executes(
     model = {
         "llm_base_url": stub.base_url,
         "llm_api_key": "sk-test",
-        "llm_max_retries": 0,
+        "llm_max_attempts": 1,
         "llm_model": "stub",
     }
     stub.hold(CLASSIFIED_AS_ANSWER)  # the run is inside its first step

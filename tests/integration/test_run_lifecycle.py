@@ -86,7 +86,7 @@ async def app(open_app: AppOpener) -> AsyncIterator[RunningApp]:
 async def stub_app(open_app: AppOpener, stub: OpenAIStub) -> AsyncIterator[RunningApp]:
     """The app with ``ChatOpenAI`` pointed at the stub, without client-side retries."""
     async with open_app(
-        llm_base_url=stub.base_url, llm_api_key="sk-test", llm_max_retries=0, llm_model="stub"
+        llm_base_url=stub.base_url, llm_api_key="sk-test", llm_max_attempts=1, llm_model="stub"
     ) as running:
         yield running
 
@@ -536,4 +536,4 @@ async def test_thread_list_and_thread_detail_both_say_idle_once_the_consent_expi
     detail = await _thread(app.client, asked.thread_id)
     (listed,) = (await app.client.get("/v1/threads")).json()["threads"]
     assert (detail["status"], detail["pending_consents"]) == ("idle", [])
-    assert listed == {key: value for key, value in detail.items() if key != "pending_consents"}
+    assert listed == {key: value for key, value in detail.items() if key not in ("pending_consents", "tokens_used")}

@@ -43,7 +43,7 @@ def _stub_settings(stub: OpenAIStub) -> dict[str, Any]:
     return {
         "llm_base_url": stub.base_url,
         "llm_api_key": "sk-test",
-        "llm_max_retries": 0,
+        "llm_max_attempts": 1,
         "llm_model": "stub",
     }
 

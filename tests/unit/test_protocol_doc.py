@@ -10,7 +10,8 @@ from typing import Any, get_args
 
 from backend.schemas.chat import ChatRequest
 from backend.schemas.errors import ErrorBody
-from backend.schemas.events import EVENT_ADAPTER, TerminalReason
+from backend.schemas.events import EVENT_ADAPTER, TerminalReason, Trigger
+from graphs.models import ModelFaultCode
 
 DOC = (Path(__file__).parents[2] / "docs" / "protocol.md").read_text(encoding="utf-8")
 _JSON_BLOCK = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
@@ -38,6 +39,7 @@ def test_every_json_example_is_a_valid_wire_object() -> None:
         "step",
         "token",
         "message",
+        "model_retry",
         "consent",
         "note",
         "error",
@@ -51,6 +53,17 @@ def test_every_terminal_reason_is_documented() -> None:
         assert f"| `{reason}` |" in DOC
 
 
+def test_every_model_fault_code_is_in_the_table_of_error_event_codes() -> None:
+    table = DOC.split("### Codes of `error` events", 1)[1]
+    for code in get_args(ModelFaultCode):
+        assert f"| `{code}` |" in table
+
+
+def test_every_run_trigger_is_documented() -> None:
+    for trigger in get_args(Trigger):
+        assert f"`{trigger}`" in DOC.split("#### `run_started`", 1)[0]
+
+
 def test_every_error_code_the_backend_uses_is_documented() -> None:
     backend = Path(__file__).parents[2] / "backend"
     source = "\n".join(p.read_text(encoding="utf-8") for p in backend.rglob("*.py"))
@@ -60,6 +73,7 @@ def test_every_error_code_the_backend_uses_is_documented() -> None:
         f"{thing}_not_found" for thing in re.findall(r'NotFoundError\.of\("([a-z_]+)"', source)
     }
     codes |= set(re.findall(r'default_code = "([a-z_]+)"', source))
+    codes |= set(get_args(ModelFaultCode))
     assert len(codes) > 20
     undocumented = sorted(code for code in codes if f"`{code}`" not in DOC)
     assert undocumented == []

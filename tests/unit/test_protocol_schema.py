@@ -26,6 +26,7 @@ def test_schema_lists_every_event_type_of_the_union() -> None:
         "error",
         "final",
         "message",
+        "model_retry",
         "note",
         "resync",
         "run_started",
