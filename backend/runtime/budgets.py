@@ -28,6 +28,8 @@ class TokenMeter(AsyncCallbackHandler):
     """Counts a run's tokens and refuses a model call once a budget is reached."""
 
     raise_error = True
+    run_inline = True
+    """Awaited in line: not a task per event (every streamed token is a callback event)."""
 
     def __init__(
         self,

@@ -202,5 +202,5 @@ def _stream_writer() -> Callable[[Any], None]:
     """LangGraph's custom stream inside a graph; outside one, announcements go nowhere."""
     try:
         return get_stream_writer()
-    except (RuntimeError, AttributeError):  # no runnable context / not in a graph
+    except (RuntimeError, KeyError, AttributeError):  # outside a runnable, or not in a graph
         return lambda _: None

@@ -8,6 +8,7 @@ from pydantic import ValidationError
 from backend.cli import main
 from backend.principal import Principal
 from backend.settings import Settings
+from graphs.models import RetryPolicy
 
 
 def test_api_keys_map_bearer_tokens_to_tenant_and_user() -> None:
@@ -54,3 +55,33 @@ def test_openai_api_key_is_read_as_the_model_key(monkeypatch: pytest.MonkeyPatch
     assert settings.llm_api_key is not None
     assert settings.llm_api_key.get_secret_value() == "sk-from-env"
     assert not settings.uses_offline_model
+
+
+def test_the_replaced_max_retries_setting_refuses_to_start_and_names_its_successor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CONSENTRY_LLM_MAX_RETRIES", "2")
+    with pytest.raises(ValidationError, match="set CONSENTRY_LLM_MAX_ATTEMPTS=3 instead"):
+        Settings()
+
+
+def test_the_retry_settings_make_the_model_retry_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONSENTRY_LLM_MAX_ATTEMPTS", "2")
+    monkeypatch.setenv("CONSENTRY_LLM_RETRY_BASE_SECONDS", "0.25")
+    monkeypatch.setenv("CONSENTRY_LLM_RETRY_MAX_SECONDS", "4")
+    monkeypatch.setenv("CONSENTRY_LLM_RETRY_AFTER_CAP_SECONDS", "10")
+    assert Settings().llm_retry_policy == RetryPolicy(
+        max_attempts=2,
+        base_delay_seconds=0.25,
+        max_delay_seconds=4.0,
+        retry_after_cap_seconds=10.0,
+    )
+
+
+@pytest.mark.parametrize("attempts", ["0", "11"])
+def test_attempts_per_model_call_are_bounded(
+    monkeypatch: pytest.MonkeyPatch, attempts: str
+) -> None:
+    monkeypatch.setenv("CONSENTRY_LLM_MAX_ATTEMPTS", attempts)
+    with pytest.raises(ValidationError, match="llm_max_attempts"):
+        Settings()
