@@ -15,7 +15,7 @@ Every ``POST /v1/chat/completions`` takes the next scripted step, in order:
   message is :data:`PROVIDER_DETAIL` (text that must never reach a Consentry client), a
   ``Retry-After`` header when given, and ``error.code``/``error.type`` set to ``code`` (e.g.
   ``insufficient_quota``);
-- ``hang()``: accept the request and never answer (until the client gives up or the stub stops);
+- ``hang()``: accept the request and send nothing until the stub stops (the client gives up first);
 - ``tool_call(name, arguments)``: answer with one tool call (streamed as tool-call chunks);
 - ``cut(text)``: stream the first words of ``text``, then drop the connection mid-body;
 - ``hold(text)``: like ``reply(text)``, but only once the test calls :meth:`OpenAIStub.release`;
@@ -106,6 +106,7 @@ class OpenAIStub:
         self.unscripted = 0
         self.holding = asyncio.Event()
         self._released = asyncio.Event()
+        self._stopping = asyncio.Event()
         self.base_url = ""
         self.app = FastAPI()
         self.app.add_api_route(
@@ -155,7 +156,8 @@ class OpenAIStub:
             await self._released.wait()
             step = _Reply(step.text)
         if isinstance(step, _Hang):
-            await asyncio.Event().wait()  # until the client disconnects or the server stops
+            await self._stopping.wait()  # the client gives up long before; the stub stops
+            return _error(503, "openai_stub: stopped while hanging")
         if isinstance(step, _Failure):
             return _error(
                 step.status, PROVIDER_DETAIL, retry_after=step.retry_after, code=step.code
@@ -281,4 +283,7 @@ async def serve_openai_stub() -> AsyncIterator[OpenAIStub]:
     stub = OpenAIStub()
     async with serve_app(stub.app, lifespan="off") as base_url:
         stub.base_url = f"{base_url}/v1"
-        yield stub
+        try:
+            yield stub
+        finally:
+            stub._stopping.set()  # hanging requests end, so the server can stop at once

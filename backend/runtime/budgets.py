@@ -28,8 +28,6 @@ class TokenMeter(AsyncCallbackHandler):
     """Counts a run's tokens and refuses a model call once a budget is reached."""
 
     raise_error = True
-    run_inline = True
-    """Awaited in line: not a task per event (every streamed token is a callback event)."""
 
     def __init__(
         self,
@@ -45,6 +43,10 @@ class TokenMeter(AsyncCallbackHandler):
         self.tenant_budget = tenant_budget
         self.input_tokens = 0
         self.output_tokens = 0
+        # Without a budget, awaited in line: no task per callback event (every streamed token is
+        # one). With one, concurrently with the other handlers, as LangChain expects of a handler
+        # that raises (an inline one that raises leaves the others' coroutines never awaited).
+        self.run_inline = not self.limited
 
     @property
     def limited(self) -> bool:

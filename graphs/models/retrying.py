@@ -188,8 +188,12 @@ class RetryingChatModel(BaseChatModel):
 
 
 def _partial(chunks: list[ChatGenerationChunk], message_id: str) -> str | None:
-    """The id of the message a failed attempt had started streaming, if it streamed any text."""
-    return message_id if any(chunk.text for chunk in chunks) else None
+    """The id of the message a failed attempt had started streaming, if it streamed any text or
+    part of a tool call (a client merging chunks by id must drop those too)."""
+    for chunk in chunks:
+        if chunk.text or getattr(chunk.message, "tool_call_chunks", None):
+            return message_id
+    return None
 
 
 def _with_id(result: ChatResult, message_id: str) -> ChatResult:

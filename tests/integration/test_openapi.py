@@ -31,6 +31,7 @@ async def test_openapi_describes_every_route_and_the_event_union(
         ("/v1/approvals/{approval_id}/decision", "post"),
         ("/v1/threads/{thread_id}/audit", "get"),
         ("/v1/threads/{thread_id}/cancel", "post"),
+        ("/v1/threads/{thread_id}/retry", "post"),
         ("/v1/threads/{thread_id}/stream", "get"),
         ("/healthz", "get"),
     }
@@ -44,6 +45,10 @@ async def test_openapi_describes_every_route_and_the_event_union(
     assert chat["responses"]["409"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/ErrorBody"
     }
+    retry = spec["paths"]["/v1/threads/{thread_id}/retry"]["post"]
+    stream = retry["responses"]["200"]["content"]["text/event-stream"]["schema"]
+    assert stream == {"$ref": "#/components/schemas/Event"}
+    assert {"404", "409"} <= set(retry["responses"])
     docs = await client.get("/docs")
     assert docs.status_code == 200
     assert "swagger" in docs.text.lower()

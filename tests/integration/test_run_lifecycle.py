@@ -536,4 +536,8 @@ async def test_thread_list_and_thread_detail_both_say_idle_once_the_consent_expi
     detail = await _thread(app.client, asked.thread_id)
     (listed,) = (await app.client.get("/v1/threads")).json()["threads"]
     assert (detail["status"], detail["pending_consents"]) == ("idle", [])
-    assert listed == {key: value for key, value in detail.items() if key not in ("pending_consents", "tokens_used")}
+    assert listed == {
+        key: value
+        for key, value in detail.items()
+        if key not in ("pending_consents", "tokens_used")
+    }
