@@ -52,6 +52,9 @@ class ExpirySweeper:
         self._wake = asyncio.Event()
         self._planned: datetime | None = None
         self._task: asyncio.Task[None] | None = None
+        self._sweeping = asyncio.Lock()
+        """One sweep at a time per process: a sweep asked for while one runs waits for it (so the
+        runs it started have been launched when it returns) instead of racing it."""
 
     def wake(self) -> None:
         """Sweep now (a decision found its consent overdue)."""
@@ -64,6 +67,10 @@ class ExpirySweeper:
 
     async def sweep(self) -> int:
         """Expire every overdue consent now; return how many expired (their runs go on)."""
+        async with self._sweeping:
+            return await self._sweep()
+
+    async def _sweep(self) -> int:
         expired = 0
         while True:
             async with self._db.read() as conn:
