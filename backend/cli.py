@@ -4,12 +4,16 @@ consentry serve [--host H] [--port P] [--role all|api|worker]
                                           start the server (defaults from settings)
 consentry schema                          print docs/protocol.schema.json to stdout
 consentry db upgrade                      apply database migrations and exit
+consentry bench [--concurrency 1,10,100] [--conversations N] [--postgres URL] [--url URL] …
+                                          measure a server beside a naive baseline
+                                          (docs/performance.md)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 
 from pydantic import ValidationError
@@ -77,6 +81,44 @@ def _db_upgrade(_: argparse.Namespace) -> int:
     return 0
 
 
+def _bench(args: argparse.Namespace) -> int:
+    from backend.bench.run import Target, format_table, run_bench, run_local_bench
+
+    levels = [int(level) for level in args.concurrency.split(",") if level.strip()]
+    if args.url:
+        rows = asyncio.run(
+            run_bench(
+                [Target("server", args.url.rstrip("/"))],
+                levels=levels,
+                conversations=args.conversations,
+                approve_ratio=args.approve_ratio,
+            )
+        )
+        print(format_table(rows))
+    else:
+        with open(args.json, "w") if args.json else _no_file() as json_out:
+            rows = asyncio.run(
+                run_local_bench(
+                    levels=levels,
+                    conversations=args.conversations,
+                    approve_ratio=args.approve_ratio,
+                    postgres_url=args.postgres,
+                    baseline=not args.no_baseline,
+                    json_out=json_out,
+                )
+            )
+    errors = sum(row.errors for row in rows)
+    if errors:
+        for row in rows:
+            for error in row.first_errors:
+                print(f"{row.server} C={row.concurrency}: {error}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def _no_file() -> contextlib.nullcontext[None]:
+    return contextlib.nullcontext(None)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="consentry", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -95,6 +137,19 @@ def main(argv: list[str] | None = None) -> int:
     db = commands.add_parser("db", help="database maintenance")
     db_commands = db.add_subparsers(dest="db_command", required=True)
     db_commands.add_parser("upgrade", help="apply migrations").set_defaults(run=_db_upgrade)
+    bench = commands.add_parser(
+        "bench", help="measure a server under concurrent consent conversations"
+    )
+    bench.add_argument("--concurrency", default="1,10,100", help="levels, e.g. 1,10,100,1000")
+    bench.add_argument(
+        "--conversations", type=int, default=100, help="per level (at least the level)"
+    )
+    bench.add_argument("--approve-ratio", type=float, default=0.3, help="share approved")
+    bench.add_argument("--postgres", help="also measure Consentry on this empty PostgreSQL DB")
+    bench.add_argument("--no-baseline", action="store_true", help="skip the naive baseline")
+    bench.add_argument("--json", help="also write the results as JSON to this file")
+    bench.add_argument("--url", help="drive this running server instead (no CPU figures)")
+    bench.set_defaults(run=_bench)
     args = parser.parse_args(argv)
     result: int = args.run(args)
     return result

@@ -9,7 +9,8 @@ import pytest
 
 from graphs.consent import ConsentRequest
 from graphs.tutor.graph import CONSENT_KINDS, STEP_LABELS
-from tests.tutor import INTERRUPTED, NOTE, PROJECT, EffectCall, Tutor
+from graphs.tutor.memory_notes import EffectCall
+from tests.tutor import INTERRUPTED, NOTE, PROJECT, Tutor
 
 ASK_FOR_SUMMARY = "Add a summary of our discussion to my note"
 ASKED = ["analyze_message", "draft_note_edit", "request_note_edit_consent", INTERRUPTED]

@@ -12,7 +12,8 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from graphs.consent import ConsentRequest
-from tests.tutor import INTERRUPTED, NOTE, PROJECT, EffectCall, Tutor
+from graphs.tutor.memory_notes import EffectCall
+from tests.tutor import INTERRUPTED, NOTE, PROJECT, Tutor
 
 SAVE = "Please save our discussion to a note"
 DELETE = "Please delete this note"

@@ -1,0 +1,123 @@
+"""The load generator: C simulated users, each with its own HTTP client, run consent
+conversations in a closed loop (a user starts the next one when the last ended) until N are done.
+
+A conversation is a message that reaches a consent (``POST /v1/chat``, timed to the ``consent``
+event) and a decision on it (timed to ``final``), approving a fixed share of them and rejecting
+the rest. Every conversation is checked: one consent and ``final`` ``interrupted``, then
+``final`` ``completed`` with a ``note`` event exactly when approved. A conversation that fails a
+check, or a request that fails, counts as an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+__all__ = ["MESSAGE", "LoadResult", "run_load"]
+
+MESSAGE = "Add a summary of our discussion to my note"
+"""A message the tutor answers with a consent (a new note) on every server."""
+
+
+@dataclass
+class LoadResult:
+    concurrency: int
+    conversations: int
+    seconds: float = 0.0
+    message_seconds: list[float] = field(default_factory=list)
+    """Per conversation: from sending the message to receiving its ``consent`` event."""
+    decision_seconds: list[float] = field(default_factory=list)
+    """Per conversation: from sending the decision to receiving ``final``."""
+    errors: list[str] = field(default_factory=list)
+
+
+class ConversationError(Exception):
+    """A conversation did not go as the protocol says."""
+
+
+async def run_load(
+    base_url: str,
+    *,
+    concurrency: int,
+    conversations: int,
+    approve_ratio: float,
+    headers: dict[str, str] | None = None,
+    on_progress: Callable[[int], None] = lambda done: None,
+) -> LoadResult:
+    result = LoadResult(concurrency=concurrency, conversations=conversations)
+    next_index = iter(range(conversations))
+    done = 0
+
+    async def user() -> None:
+        nonlocal done
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        async with httpx.AsyncClient(
+            base_url=base_url, headers=headers, timeout=600, limits=limits
+        ) as client:
+            for index in next_index:
+                approve = int((index + 1) * approve_ratio) > int(index * approve_ratio)
+                try:
+                    timings = await _conversation(client, approve=approve)
+                except (ConversationError, httpx.HTTPError, ValueError) as exc:
+                    result.errors.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+                else:
+                    result.message_seconds.append(timings[0])
+                    result.decision_seconds.append(timings[1])
+                done += 1
+                on_progress(done)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(user() for _ in range(min(concurrency, conversations))))
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+async def _conversation(client: httpx.AsyncClient, *, approve: bool) -> tuple[float, float]:
+    started = time.perf_counter()
+    asked, asked_at = await _stream(client, {"message": MESSAGE}, until="consent")
+    consents = [e for e in asked if e.get("type") == "consent"]
+    if len(consents) != 1 or asked[-1].get("reason") != "interrupted":
+        raise ConversationError(f"expected one consent then final interrupted, got {_kinds(asked)}")
+    consent = consents[0]
+    resume = {"approval_id": consent["approval_id"], "decision": "approve" if approve else "reject"}
+    decided_at = time.perf_counter()
+    done, ended_at = await _stream(
+        client, {"thread_id": consent["thread_id"], "resume": resume}, until="final"
+    )
+    notes = sum(1 for e in done if e.get("type") == "note")
+    if done[-1].get("reason") != "completed" or notes != (1 if approve else 0):
+        raise ConversationError(
+            f"expected final completed with {int(approve)} note event(s), got {_kinds(done)}"
+        )
+    return asked_at - started, ended_at - decided_at
+
+
+async def _stream(
+    client: httpx.AsyncClient, body: dict[str, Any], *, until: str
+) -> tuple[list[dict[str, Any]], float]:
+    """The events of one streamed request, and when the first ``until`` event arrived."""
+    events: list[dict[str, Any]] = []
+    seen_at: float | None = None
+    async with client.stream("POST", "/v1/chat", json=body) as response:
+        if response.status_code != 200:
+            await response.aread()
+            raise ConversationError(f"HTTP {response.status_code}: {response.text[:200]}")
+        async for line in response.aiter_lines():
+            if line.startswith("data:"):
+                event = json.loads(line[5:])
+                events.append(event)
+                if seen_at is None and event.get("type") == until:
+                    seen_at = time.perf_counter()
+    if seen_at is None or not events or events[-1].get("type") != "final":
+        raise ConversationError(f"the stream ended without {until!r}/final: {_kinds(events)}")
+    return events, seen_at
+
+
+def _kinds(events: list[dict[str, Any]]) -> list[str]:
+    return [str(e.get("type")) for e in events if e.get("type") != "token"]

@@ -1,0 +1,62 @@
+"""``consentry bench`` runs end to end with a handful of conversations (so it cannot rot): it
+starts Consentry and the naive baseline, drives both, and reports every figure, side by side."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.postgres import PostgresCluster
+
+
+def test_the_benchmark_measures_consentry_beside_the_baseline(
+    tmp_path: Path, postgres: PostgresCluster
+) -> None:
+    out = tmp_path / "bench.json"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "backend.cli",
+            "bench",
+            "--concurrency",
+            "1,3",
+            "--conversations",
+            "4",
+            "--postgres",
+            postgres.new_database(),
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(out.read_text())
+    assert [(row["server"], row["concurrency"]) for row in rows] == [
+        ("baseline", 1),
+        ("consentry", 1),
+        ("consentry-pg", 1),
+        ("baseline", 3),
+        ("consentry", 3),
+        ("consentry-pg", 3),
+    ]
+    for row in rows:
+        assert (row["conversations"], row["errors"]) == (4, 0), row
+        assert row["cpu_ms_per_conversation"] > 0, row
+        assert row["peak_rss_mb"] > 0, row
+        assert row["database_bytes_per_conversation"] > 0, row
+        assert 0 < row["message_p50_ms"] <= row["message_p99_ms"], row
+        assert 0 < row["decision_p50_ms"] <= row["decision_p99_ms"], row
+        expected_ratio = (
+            row["cpu_ms_per_conversation"]
+            / rows[0 if row["concurrency"] == 1 else 3]["cpu_ms_per_conversation"]
+        )
+        assert abs(row["cpu_vs_baseline"] - expected_ratio) < 0.01, row
+    table = result.stdout
+    assert table.splitlines()[0].startswith("| server | C | conv | errors |")
+    assert table.count("| consentry-pg |") == 2
