@@ -29,8 +29,8 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed-dev lint typecheck pytest
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check backend graphs tests bench
-	$(BIN)/ruff format --check backend graphs tests bench
+	$(BIN)/ruff check backend graphs tests
+	$(BIN)/ruff format --check backend graphs tests
 
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy
@@ -42,9 +42,9 @@ pytest: $(VENV)/.installed-dev
 schema: $(VENV)/.installed
 	$(BIN)/consentry schema > docs/protocol.schema.json
 
-## bench: server CPU per consent conversation (message, consent, approve, final)
-bench: $(VENV)/.installed-dev
-	$(BIN)/python bench/conversation_cpu.py 100
+## bench: Consentry beside a naive baseline under concurrent consent conversations (docs/performance.md)
+bench: $(VENV)/.installed
+	$(BIN)/consentry bench --concurrency 1,10,100
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

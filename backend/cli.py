@@ -85,6 +85,9 @@ def _bench(args: argparse.Namespace) -> int:
     from backend.bench.run import Target, format_table, run_bench, run_local_bench
 
     levels = [int(level) for level in args.concurrency.split(",") if level.strip()]
+    if args.url and args.thread_turns:
+        print("--thread-turns needs a local server (no --url)", file=sys.stderr)
+        return 2
     if args.url:
         rows = asyncio.run(
             run_bench(
@@ -102,6 +105,7 @@ def _bench(args: argparse.Namespace) -> int:
                     levels=levels,
                     conversations=args.conversations,
                     approve_ratio=args.approve_ratio,
+                    thread_turns=args.thread_turns,
                     postgres_url=args.postgres,
                     baseline=not args.no_baseline,
                     json_out=json_out,
@@ -145,6 +149,12 @@ def main(argv: list[str] | None = None) -> int:
         "--conversations", type=int, default=100, help="per level (at least the level)"
     )
     bench.add_argument("--approve-ratio", type=float, default=0.3, help="share approved")
+    bench.add_argument(
+        "--thread-turns",
+        type=int,
+        default=0,
+        help="also run one thread of this many turns and compare its first and last turns",
+    )
     bench.add_argument("--postgres", help="also measure Consentry on this empty PostgreSQL DB")
     bench.add_argument("--no-baseline", action="store_true", help="skip the naive baseline")
     bench.add_argument("--json", help="also write the results as JSON to this file")

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-__all__ = ["MESSAGE", "LoadResult", "run_load"]
+__all__ = ["MESSAGE", "QUESTION", "ConversationError", "LoadResult", "ask_in_thread", "run_load"]
 
 MESSAGE = "Add a summary of our discussion to my note"
 """A message the tutor answers with a consent (a new note) on every server."""
@@ -121,3 +121,20 @@ async def _stream(
 
 def _kinds(events: list[dict[str, Any]]) -> list[str]:
     return [str(e.get("type")) for e in events if e.get("type") != "token"]
+
+
+QUESTION = "What is retrieval?"
+"""A message the tutor answers without a consent (a turn of a long thread)."""
+
+
+async def ask_in_thread(client: httpx.AsyncClient, thread_id: str | None) -> tuple[str, float]:
+    """One question turn in ``thread_id`` (a new thread when None): its thread id and how long
+    until its ``final`` (``completed``) arrived."""
+    started = time.perf_counter()
+    body: dict[str, Any] = {"message": QUESTION}
+    if thread_id is not None:
+        body["thread_id"] = thread_id
+    events, ended_at = await _stream(client, body, until="final")
+    if events[-1].get("reason") != "completed" or not events[-1].get("thread_id"):
+        raise ConversationError(f"expected final completed, got {_kinds(events)}")
+    return str(events[-1]["thread_id"]), ended_at - started

@@ -17,10 +17,21 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TextIO
 
-from backend.bench.load import LoadResult, run_load
+import httpx
+
+from backend.bench.load import LoadResult, ask_in_thread, run_load
 from backend.bench.servers import LocalServer, start_baseline, start_consentry
 
-__all__ = ["BenchRow", "Target", "format_table", "run_bench", "run_local_bench"]
+__all__ = [
+    "BenchRow",
+    "Target",
+    "ThreadTurnsRow",
+    "format_table",
+    "format_thread_table",
+    "run_bench",
+    "run_local_bench",
+    "run_thread_turns",
+]
 
 WARM_UP_CONVERSATIONS = 10
 
@@ -179,14 +190,18 @@ async def run_local_bench(
     levels: Sequence[int],
     conversations: int,
     approve_ratio: float,
+    thread_turns: int,
     postgres_url: str | None,
     baseline: bool,
     json_out: TextIO | None,
 ) -> list[BenchRow]:
     """Start the servers here (Consentry on a fresh SQLite file, on ``postgres_url`` too when
-    given, and the baseline), run the bench, print the table (and JSON), stop them."""
+    given, and the baseline), run the bench (and the long thread, with ``thread_turns``), print
+    the tables (and JSON), stop them."""
     workdir = Path(tempfile.mkdtemp(prefix="consentry-bench-"))
     servers: list[LocalServer] = []
+    rows: list[BenchRow] = []
+    thread_rows: list[ThreadTurnsRow] = []
     try:
         if baseline:
             servers.append(start_baseline(workdir / "baseline.db"))
@@ -196,14 +211,107 @@ async def run_local_bench(
             postgres.name = "consentry-pg"
             servers.append(postgres)
         targets = [Target(s.name, s.base_url, s) for s in servers]
-        rows = await run_bench(
-            targets, levels=levels, conversations=conversations, approve_ratio=approve_ratio
-        )
+        if levels:
+            rows = await run_bench(
+                targets, levels=levels, conversations=conversations, approve_ratio=approve_ratio
+            )
+        if thread_turns:
+            thread_rows = await run_thread_turns(targets, turns=thread_turns)
     finally:
         for server in servers:
             server.stop()
-    print(format_table(rows))
+    if rows:
+        print(format_table(rows))
+    if thread_rows:
+        print(format_thread_table(thread_rows))
     if json_out is not None:
-        json.dump([asdict(row) for row in rows], json_out, indent=2)
+        results = {
+            "load": [asdict(row) for row in rows],
+            "thread_turns": [asdict(row) for row in thread_rows],
+        }
+        json.dump(results, json_out, indent=2)
         json_out.write("\n")
     return rows
+
+
+@dataclass(frozen=True)
+class ThreadTurnsRow:
+    """A long thread: what its first turns cost beside its last ones."""
+
+    server: str
+    turns: int
+    window: int
+    first_cpu_ms: float | None
+    last_cpu_ms: float | None
+    first_latency_ms: float
+    last_latency_ms: float
+    first_bytes_per_turn: float | None
+    last_bytes_per_turn: float | None
+
+
+async def run_thread_turns(
+    targets: Sequence[Target], *, turns: int, progress: TextIO | None = sys.stderr
+) -> list[ThreadTurnsRow]:
+    """Each server: one thread of ``turns`` question turns, one after another; the first and
+    the last ``window`` turns are measured (CPU per turn, latency per turn, database bytes)."""
+    window = max(1, min(20, turns // 5))
+    rows = []
+    for target in targets:
+        local = target.local
+        cpu: list[float] = []
+        latency: list[float] = []
+        stored: list[int] = []
+        thread_id: str | None = None
+        async with httpx.AsyncClient(base_url=target.base_url, timeout=600) as client:
+            for turn in range(turns):
+                measured = turn < window or turn >= turns - window
+                if measured and local is not None:
+                    cpu_before, bytes_before = local.cpu_seconds(), local.database_bytes()
+                thread_id, seconds = await ask_in_thread(client, thread_id)
+                if measured:
+                    latency.append(seconds)
+                    if local is not None:
+                        cpu.append(local.cpu_seconds() - cpu_before)
+                        stored.append(local.database_bytes() - bytes_before)
+                if progress is not None and (turn + 1) % max(1, turns // 50) == 0:
+                    progress.write(f"\r{target.name:>10} thread turn {turn + 1}/{turns}")
+                    progress.flush()
+        if progress is not None:
+            progress.write("\n")
+        rows.append(
+            ThreadTurnsRow(
+                server=target.name,
+                turns=turns,
+                window=window,
+                first_cpu_ms=_mean_ms(cpu[:window]) if cpu else None,
+                last_cpu_ms=_mean_ms(cpu[-window:]) if cpu else None,
+                first_latency_ms=_mean_ms(latency[:window]),
+                last_latency_ms=_mean_ms(latency[-window:]),
+                first_bytes_per_turn=_mean(stored[:window]) if stored else None,
+                last_bytes_per_turn=_mean(stored[-window:]) if stored else None,
+            )
+        )
+    return rows
+
+
+def _mean(values: Sequence[float]) -> float:
+    return round(sum(values) / len(values), 1)
+
+
+def _mean_ms(values: Sequence[float]) -> float:
+    return round(sum(values) / len(values) * 1000, 2)
+
+
+def format_thread_table(rows: Sequence[ThreadTurnsRow]) -> str:
+    lines = [
+        "| server | turns | CPU ms/turn first → last | latency ms first → last "
+        "| DB bytes/turn first → last |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.server} | {r.turns} | {_or_dash(r.first_cpu_ms)} → {_or_dash(r.last_cpu_ms)} "
+            f"| {r.first_latency_ms} → {r.last_latency_ms} "
+            f"| {_or_dash(r.first_bytes_per_turn)} → {_or_dash(r.last_bytes_per_turn)} |"
+        )
+    return "\n".join(lines)

@@ -278,13 +278,16 @@ class RunStarter:
                     target = replace(target, project_id=note.project_id)
                 elif note.project_id != target.project_id:
                     raise NotFoundError.of("note", note_id)
+            default_project = None
+            if not target.project_id:
+                default_project = await notes_repo.find_default_project_id(conn, owner)
         if not target.project_id:
-            async with self._db.read() as conn:
-                project_id = await notes_repo.find_default_project_id(conn, owner)
-            if project_id is None:  # first use: create it
+            if default_project is None:  # first use: create it
                 async with self._db.write() as conn:
-                    project_id = await notes_repo.default_project_id(conn, owner, now=self._clock())
-            target = replace(target, project_id=project_id)
+                    default_project = await notes_repo.default_project_id(
+                        conn, owner, now=self._clock()
+                    )
+            target = replace(target, project_id=default_project)
         return target
 
     def _check_thread_matches(self, row: Any, request: ChatRequest) -> None:

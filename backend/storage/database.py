@@ -73,7 +73,9 @@ class Database:
             path = Path(url.removeprefix("sqlite:///"))
             path.parent.mkdir(parents=True, exist_ok=True)
             self.engine: AsyncEngine = create_async_engine(
-                f"sqlite+aiosqlite:///{path}", connect_args={"timeout": BUSY_TIMEOUT_SECONDS}
+                f"sqlite+aiosqlite:///{path}",
+                connect_args={"timeout": BUSY_TIMEOUT_SECONDS},
+                pool_reset_on_return=None,
             )
             event.listen(self.engine.sync_engine, "connect", _on_connect)
             event.listen(self.engine.sync_engine, "begin", _on_begin)

@@ -27,6 +27,8 @@ def test_the_benchmark_measures_consentry_beside_the_baseline(
             "4",
             "--postgres",
             postgres.new_database(),
+            "--thread-turns",
+            "10",
             "--json",
             str(out),
         ],
@@ -36,7 +38,8 @@ def test_the_benchmark_measures_consentry_beside_the_baseline(
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    rows = json.loads(out.read_text())
+    results = json.loads(out.read_text())
+    rows = results["load"]
     assert [(row["server"], row["concurrency"]) for row in rows] == [
         ("baseline", 1),
         ("consentry", 1),
@@ -57,6 +60,12 @@ def test_the_benchmark_measures_consentry_beside_the_baseline(
             / rows[0 if row["concurrency"] == 1 else 3]["cpu_ms_per_conversation"]
         )
         assert abs(row["cpu_vs_baseline"] - expected_ratio) < 0.01, row
+    turns = {row["server"]: row for row in results["thread_turns"]}
+    assert sorted(turns) == ["baseline", "consentry", "consentry-pg"]
+    for row in turns.values():
+        assert (row["turns"], row["window"]) == (10, 2), row
+        assert min(row["first_latency_ms"], row["last_latency_ms"]) > 0, row
+        assert min(row["first_bytes_per_turn"], row["last_bytes_per_turn"]) > 0, row
     table = result.stdout
     assert table.splitlines()[0].startswith("| server | C | conv | errors |")
-    assert table.count("| consentry-pg |") == 2
+    assert table.count("| consentry-pg |") == 3
