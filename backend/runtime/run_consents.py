@@ -1,5 +1,7 @@
 """The consents a run asks: an ``interrupt()`` value becomes a typed ``consent`` event, and its
-approval record is stored with its ``consent_requested`` audit record."""
+approval record is stored with its ``consent_requested`` audit record. And what a new run does
+with the consents its thread already has: resume with the decisions a stopped run carried, and
+close the pending ones before a new message."""
 
 from __future__ import annotations
 
@@ -9,15 +11,19 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from backend.errors import ConflictError
 from backend.principal import Principal
+from backend.runtime.consent_gate import cancel_consent, expire_consent, record_decision
 from backend.runtime.event_stream import RunEventStream
+from backend.runtime.run_targets import RunTarget
+from backend.schemas.chat import ChatRequest
 from backend.schemas.events import ConsentEvent
 from backend.storage import approvals as approvals_repo
 from backend.storage.audit import record_audit
-from graphs.consent import ConsentRequest, proposal_hash
+from graphs.consent import ConsentDecision, ConsentRequest, proposal_hash
 from graphs.registry import GraphSpec
 
-__all__ = ["consent_event", "store_consent"]
+__all__ = ["consent_event", "recorded_decisions", "settle_pending", "store_consent"]
 
 
 def consent_event(
@@ -76,3 +82,61 @@ async def store_consent(
         },
     )
     return await approvals_repo.find_approval(conn, owner, consent.approval_id)
+
+
+async def recorded_decisions(
+    conn: AsyncConnection, target: RunTarget, waiting: frozenset[str]
+) -> dict[str, Any]:
+    """Decisions (or expiries) already recorded for consents the graph still waits for: the
+    run that carried them stopped half-way, so the next run resumes with them."""
+    if not target.stopped_half_way or not waiting:
+        return {}
+    rows = await approvals_repo.closed_approvals(conn, target.thread_id, sorted(waiting))
+    return {row.id: row.decision for row in rows if row.decision}
+
+
+async def settle_pending(
+    conn: AsyncConnection,
+    owner: Principal,
+    target: RunTarget,
+    request: ChatRequest,
+    run_id: str,
+    waiting: frozenset[str],
+    now: datetime,
+) -> dict[str, Any]:
+    """Before a message, every consent of the thread is closed: overdue ones expire, live ones
+    are rejected when the request says so (else 409 ``consent_pending``), ones the graph no
+    longer waits for are cancelled. Returns the resume values that take the graph down those
+    paths."""
+    if target.is_new:
+        return {}
+    pending = await approvals_repo.pending_approvals(conn, target.thread_id)
+    live = [row for row in pending if row.expires_at > now and row.id in waiting]
+    if live and (
+        request.on_pending_consent != "reject"
+        or any("reject" not in row.event.get("allowed_decisions", []) for row in live)
+    ):
+        raise ConflictError(
+            "This thread is waiting for a decision on a consent request; decide it first, "
+            'or send `"on_pending_consent": "reject"`.',
+            code="consent_pending",
+            details={"approval_id": live[0].id, "pending": [row.id for row in live]},
+        )
+    resumes: dict[str, Any] = {}
+    for row in pending:
+        if row.id not in waiting:
+            await cancel_consent(conn, owner, row=row, now=now)
+        elif row.expires_at <= now:
+            await expire_consent(conn, owner, row=row, run_id=run_id, now=now)
+            expiry = ConsentDecision(approval_id=row.id, decision="expire", decided_by="system")
+            resumes[row.id] = expiry.model_dump(mode="json")
+        else:
+            rejection = ConsentDecision(
+                approval_id=row.id,
+                decision="reject",
+                comment="Rejected by a new message.",
+                decided_by=owner.display,
+            )
+            await record_decision(conn, owner, row=row, decision=rejection, run_id=run_id, now=now)
+            resumes[row.id] = rejection.model_dump(mode="json")
+    return resumes

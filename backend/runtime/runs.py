@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 from uuid import uuid4
@@ -32,7 +32,6 @@ from backend.runtime.consent_gate import (
 from backend.runtime.dead_runs import close_dead_run, dead_runs
 from backend.runtime.executor import (
     NOWHERE,
-    SEQ_RESERVATION,
     ActiveRun,
     GraphInput,
     GraphPosition,
@@ -40,17 +39,17 @@ from backend.runtime.executor import (
 )
 from backend.runtime.log_follower import FollowedRun
 from backend.runtime.notifications import EventNotifications
+from backend.runtime.run_claims import claim_run
+from backend.runtime.run_consents import recorded_decisions, settle_pending
 from backend.runtime.run_inputs import dump_inputs
+from backend.runtime.run_targets import RunTarget, RunTargets, refuse_if_running, run_in_progress
 from backend.schemas.approvals import DecisionRequest
 from backend.schemas.chat import ChatRequest, ResumeDecision
 from backend.schemas.events import Trigger
 from backend.schemas.threads import CancelAccepted
 from backend.storage import approvals as approvals_repo
-from backend.storage import leases as leases_repo
-from backend.storage import notes as notes_repo
 from backend.storage import runs as runs_repo
 from backend.storage import threads as threads_repo
-from backend.storage.audit import record_audit
 from backend.storage.database import Database
 from backend.storage.leases import Claim, LeaseLostError
 from graphs.consent import ConsentDecision
@@ -59,23 +58,6 @@ from graphs.registry import GraphSpec
 __all__ = ["RunStarter"]
 
 _TITLE_CHARS = 80
-
-
-@dataclass(frozen=True)
-class _Target:
-    thread_id: str
-    spec: GraphSpec
-    project_id: str
-    note_id: str | None
-    is_new: bool
-    status: str
-    last_reason: str | None
-    consent_policy: str
-
-    @property
-    def stopped_half_way(self) -> bool:
-        """The last run failed or was cancelled: the graph may have work left to continue."""
-        return self.last_reason in ("failed", "cancelled")
 
 
 class RunStarter:
@@ -94,14 +76,14 @@ class RunStarter:
         self._db = db
         self._queue_for = queue_for
         self._executor = executor
-        self._graphs = graphs
+        self._targets = RunTargets(db=db, graphs=graphs, clock=clock)
         self._clock = clock
         self._max_message_chars = max_message_chars
         self.on_overdue: Callable[[], None] = lambda: None
         """Called when a decision found its consent overdue (the expiry sweeper wakes)."""
 
     async def start(self, owner: Principal, request: ChatRequest) -> ActiveRun:
-        target = await self._resolve(owner, request)
+        target = await self._targets.resolve(owner, request)
         if request.decisions:
             return await self._start_decisions(owner, target, request.decisions)
         assert request.message is not None
@@ -117,7 +99,7 @@ class RunStarter:
                 raise NotFoundError.of("approval", approval_id)
             thread = await threads_repo.get_thread(conn, owner, row.thread_id)
         resume = ResumeDecision(approval_id=approval_id, **decision.model_dump())
-        return await self._start_decisions(owner, self._target_of(thread), [resume])
+        return await self._start_decisions(owner, self._targets.of(thread), [resume])
 
     async def take_over_dead_runs(self, *, lease_expired_by: datetime | None) -> int:
         """Take over every run whose process died (``dead_runs.dead_runs``); how many this
@@ -141,13 +123,13 @@ class RunStarter:
         async with self._db.read() as conn:
             thread = await threads_repo.get_thread(conn, owner, dead.thread_id)
         inputs: list[GraphInput] = []
-        target: _Target | None = None
+        target: RunTarget | None = None
         with contextlib.suppress(InvalidRequestError):  # a graph no longer served: just close
             # As the thread will be once the dead run is closed (its last run failed).
-            target = replace(self._target_of(thread), last_reason="failed")
+            target = replace(self._targets.of(thread), last_reason="failed")
             position = await self._executor.position(target.spec, target.thread_id)
             async with self._db.read() as conn:
-                recorded = await self._recorded_decisions(conn, target, position.waiting)
+                recorded = await recorded_decisions(conn, target, position.waiting)
             inputs = self._continuation(position, recorded)
         now, run_id = self._clock(), str(uuid4())
         async with self._db.write() as conn:
@@ -156,9 +138,9 @@ class RunStarter:
             )
             claim = None
             if target is not None and inputs:
-                claim = await self._try_claim(conn, target.thread_id, run_id, now, (status,))
-                if claim is not None:
-                    await self._start_run(conn, owner, target, run_id, "recovery", now)
+                claim = await self._try_claim(
+                    conn, owner, target, run_id, "recovery", now, (status,)
+                )
         if target is not None and claim is not None:
             run = await self._launch(owner, target, run_id, claim, "recovery", inputs)
             run.events.detach()  # nobody listens yet; clients join with GET .../stream
@@ -185,13 +167,13 @@ class RunStarter:
         """Run a failed run's remaining work again, from the thread's last checkpoint: the step
         that failed (a model provider that gave up, say) and whatever follows it."""
         async with self._db.read() as conn:
-            target = self._target_of(await threads_repo.get_thread(conn, owner, thread_id))
-        self._refuse_if_running(target)
+            target = self._targets.of(await threads_repo.get_thread(conn, owner, thread_id))
+        refuse_if_running(target)
         inputs: list[GraphInput] = []
         if target.last_reason == "failed":
             position = await self._executor.position(target.spec, thread_id)
             async with self._db.read() as conn:
-                recorded = await self._recorded_decisions(conn, target, position.waiting)
+                recorded = await recorded_decisions(conn, target, position.waiting)
             inputs = self._continuation(position, recorded)
         if not inputs:
             raise ConflictError(
@@ -208,7 +190,7 @@ class RunStarter:
         now = self._clock()
         async with self._db.read() as conn:
             thread = await threads_repo.get_thread(conn, owner, row.thread_id)
-        target = self._target_of(thread)
+        target = self._targets.of(thread)
         waiting = (await self._executor.position(target.spec, target.thread_id)).waiting
         run_id = str(uuid4())
         try:
@@ -219,7 +201,7 @@ class RunStarter:
     async def _expire_in(
         self,
         owner: Principal,
-        target: _Target,
+        target: RunTarget,
         row: Any,
         run_id: str,
         waiting: frozenset[str],
@@ -232,104 +214,19 @@ class RunStarter:
             if not await expire_consent(conn, owner, row=row, run_id=run_id, now=now):
                 return None
             claim = await self._try_claim(
-                conn, target.thread_id, run_id, now, ("awaiting_consent",)
+                conn, owner, target, run_id, "expiry", now, ("awaiting_consent",)
             )
             if claim is None:
                 raise _ThreadBusyError  # roll the expiry back: it happens when the thread is free
-            await self._start_run(conn, owner, target, run_id, "expiry", now)
-            recorded = await self._recorded_decisions(conn, target, waiting - {row.id})
+            recorded = await recorded_decisions(conn, target, waiting - {row.id})
         decision = ConsentDecision(approval_id=row.id, decision="expire", decided_by="system")
         command: Command[Any] = Command(
             resume={**recorded, row.id: decision.model_dump(mode="json")}
         )
         return await self._launch(owner, target, run_id, claim, "expiry", [command])
 
-    async def _resolve(self, owner: Principal, request: ChatRequest) -> _Target:
-        async with self._db.read() as conn:
-            if request.thread_id is None:
-                if request.decisions:
-                    raise InvalidRequestError(
-                        "A `resume` needs the `thread_id` of its consent.",
-                        details={"field": "thread_id"},
-                    )
-                spec = self._spec(request.graph)
-                project_id = request.project_id
-                if project_id is not None:
-                    await notes_repo.get_project(conn, owner, project_id)
-                target = _Target(
-                    thread_id=str(uuid4()),
-                    spec=spec,
-                    project_id=project_id or "",
-                    note_id=request.note_id,
-                    is_new=True,
-                    status="idle",
-                    last_reason=None,
-                    consent_policy=request.consent_policy or "ask",
-                )
-            else:
-                row = await threads_repo.get_thread(conn, owner, request.thread_id)
-                if request.project_id not in (None, row.project_id):
-                    await notes_repo.get_project(conn, owner, request.project_id)  # 404 first
-                self._check_thread_matches(row, request)
-                target = self._target_of(row, note_id=request.note_id)
-            if (note_id := target.note_id) is not None:
-                note = await notes_repo.get_note(conn, owner, note_id)
-                if not target.project_id:
-                    target = replace(target, project_id=note.project_id)
-                elif note.project_id != target.project_id:
-                    raise NotFoundError.of("note", note_id)
-            default_project = None
-            if not target.project_id:
-                default_project = await notes_repo.find_default_project_id(conn, owner)
-        if not target.project_id:
-            if default_project is None:  # first use: create it
-                async with self._db.write() as conn:
-                    default_project = await notes_repo.default_project_id(
-                        conn, owner, now=self._clock()
-                    )
-            target = replace(target, project_id=default_project)
-        return target
-
-    def _check_thread_matches(self, row: Any, request: ChatRequest) -> None:
-        fields = request.model_fields_set
-        mismatches = [
-            ("graph", "graph_mismatch", request.graph, row.graph),
-            ("project_id", "project_mismatch", request.project_id, row.project_id),
-            ("consent_policy", "policy_mismatch", request.consent_policy, row.consent_policy),
-        ]
-        for field, code, asked, actual in mismatches:
-            if field in fields and asked is not None and asked != actual:
-                raise InvalidRequestError(
-                    f"Thread {row.id!r} keeps its {field.replace('_', ' ')}: {actual!r}.",
-                    code=code,
-                    details={field: actual},
-                )
-
-    def _target_of(self, row: Any, *, note_id: str | None = None) -> _Target:
-        return _Target(
-            thread_id=row.id,
-            spec=self._spec(row.graph),
-            project_id=row.project_id,
-            note_id=note_id,
-            is_new=False,
-            status=row.status,
-            last_reason=row.last_reason,
-            consent_policy=row.consent_policy,
-        )
-
-    def _spec(self, name: str) -> GraphSpec:
-        spec = self._graphs.get(name)
-        if spec is None:
-            available = sorted(self._graphs)
-            raise InvalidRequestError(
-                f"No graph named {name!r}; available: {', '.join(available)}.",
-                code="unknown_graph",
-                details={"graph": name, "available": available},
-            )
-        return spec
-
     async def _start_message(
-        self, owner: Principal, target: _Target, request: ChatRequest
+        self, owner: Principal, target: RunTarget, request: ChatRequest
     ) -> ActiveRun:
         message = request.message or ""
         if len(message) > self._max_message_chars:
@@ -339,7 +236,7 @@ class RunStarter:
                 details={"max_chars": self._max_message_chars},
             )
         run_id, now = str(uuid4()), self._clock()
-        self._refuse_if_running(target)
+        refuse_if_running(target)
         position = NOWHERE
         if target.status == "awaiting_consent" or target.stopped_half_way:
             position = await self._executor.position(target.spec, target.thread_id)
@@ -356,8 +253,8 @@ class RunStarter:
                     consent_policy=target.consent_policy,
                     now=now,
                 )
-            recorded = await self._recorded_decisions(conn, target, waiting)
-            settled = await self._settle_pending(
+            recorded = await recorded_decisions(conn, target, waiting)
+            settled = await settle_pending(
                 conn, owner, target, request, run_id, waiting - recorded.keys(), now
             )
             continue_decision = (
@@ -367,8 +264,7 @@ class RunStarter:
             # The claim expects the status this request was checked against: if another run
             # started or ended in between, this one gets `run_in_progress` instead of acting on
             # stale facts (e.g. cancelling a consent that was asked a moment ago).
-            claim = await self._claim(conn, target.thread_id, run_id, now, (target.status,))
-            await self._start_run(conn, owner, target, run_id, "message", now)
+            claim = await self._claim(conn, owner, target, run_id, "message", now)
         inputs: list[GraphInput] = []
         if recorded or settled:
             inputs.append(Command(resume={**recorded, **settled}))
@@ -384,76 +280,8 @@ class RunStarter:
         )
         return await self._launch(owner, target, run_id, claim, "message", inputs)
 
-    @staticmethod
-    def _refuse_if_running(target: _Target) -> None:
-        if target.status == "running":
-            raise ConflictError(
-                "Another run is active on this thread; wait for its final event.",
-                code="run_in_progress",
-                details={"thread_id": target.thread_id},
-            )
-
-    async def _recorded_decisions(
-        self, conn: AsyncConnection, target: _Target, waiting: frozenset[str]
-    ) -> dict[str, Any]:
-        """Decisions (or expiries) already recorded for consents the graph still waits for: the
-        run that carried them stopped half-way, so the next run resumes with them."""
-        if not target.stopped_half_way or not waiting:
-            return {}
-        rows = await approvals_repo.closed_approvals(conn, target.thread_id, sorted(waiting))
-        return {row.id: row.decision for row in rows if row.decision}
-
-    async def _settle_pending(
-        self,
-        conn: AsyncConnection,
-        owner: Principal,
-        target: _Target,
-        request: ChatRequest,
-        run_id: str,
-        waiting: frozenset[str],
-        now: datetime,
-    ) -> dict[str, Any]:
-        """Before a message, every consent of the thread is closed: overdue ones expire, live ones
-        are rejected when the request says so (else 409 ``consent_pending``), ones the graph no
-        longer waits for are cancelled. Returns the resume values that take the graph down those
-        paths."""
-        if target.is_new:
-            return {}
-        pending = await approvals_repo.pending_approvals(conn, target.thread_id)
-        live = [row for row in pending if row.expires_at > now and row.id in waiting]
-        if live and (
-            request.on_pending_consent != "reject"
-            or any("reject" not in row.event.get("allowed_decisions", []) for row in live)
-        ):
-            raise ConflictError(
-                "This thread is waiting for a decision on a consent request; decide it first, "
-                'or send `"on_pending_consent": "reject"`.',
-                code="consent_pending",
-                details={"approval_id": live[0].id, "pending": [row.id for row in live]},
-            )
-        resumes: dict[str, Any] = {}
-        for row in pending:
-            if row.id not in waiting:
-                await cancel_consent(conn, owner, row=row, now=now)
-            elif row.expires_at <= now:
-                await expire_consent(conn, owner, row=row, run_id=run_id, now=now)
-                expiry = ConsentDecision(approval_id=row.id, decision="expire", decided_by="system")
-                resumes[row.id] = expiry.model_dump(mode="json")
-            else:
-                rejection = ConsentDecision(
-                    approval_id=row.id,
-                    decision="reject",
-                    comment="Rejected by a new message.",
-                    decided_by=owner.display,
-                )
-                await record_decision(
-                    conn, owner, row=row, decision=rejection, run_id=run_id, now=now
-                )
-                resumes[row.id] = rejection.model_dump(mode="json")
-        return resumes
-
     async def _start_decisions(
-        self, owner: Principal, target: _Target, resumes: list[ResumeDecision]
+        self, owner: Principal, target: RunTarget, resumes: list[ResumeDecision]
     ) -> ActiveRun:
         now = self._clock()
         if target.status == "running":
@@ -464,7 +292,7 @@ class RunStarter:
                     row = await approvals_repo.find_approval(conn, owner, resume.approval_id)
                     if row is not None and row.status in ("approved", "rejected"):
                         raise already_decided(row)
-            self._refuse_if_running(target)
+            refuse_if_running(target)
         # What the graph waits for is read first: a row read after it that is still pending was
         # pending in that checkpoint too, so a concurrent winner shows as `already_decided`.
         position = await self._executor.position(target.spec, target.thread_id)
@@ -472,7 +300,7 @@ class RunStarter:
         async with self._db.read() as conn:
             rows = [await approvals_repo.find_approval(conn, owner, r.approval_id) for r in resumes]
             pending = await approvals_repo.pending_approvals(conn, target.thread_id)
-            recorded = await self._recorded_decisions(conn, target, waiting)
+            recorded = await recorded_decisions(conn, target, waiting)
         first = rows[0]
         if (
             len(resumes) == 1
@@ -519,8 +347,7 @@ class RunStarter:
                 await record_decision(
                     conn, owner, row=row, decision=decision, run_id=run_id, now=now
                 )
-            claim = await self._claim(conn, target.thread_id, run_id, now, (target.status,))
-            await self._start_run(conn, owner, target, run_id, "resume", now)
+            claim = await self._claim(conn, owner, target, run_id, "resume", now)
         values = {d.approval_id: d.model_dump(mode="json") for d in decisions}
         command: Command[Any] = Command(resume={**recorded, **values})
         return await self._launch(owner, target, run_id, claim, "resume", [command])
@@ -536,44 +363,20 @@ class RunStarter:
     async def _start_continuation(
         self,
         owner: Principal,
-        target: _Target,
+        target: RunTarget,
         now: datetime,
         inputs: list[GraphInput],
         trigger: Trigger = "resume",
     ) -> ActiveRun:
         run_id = str(uuid4())
         async with self._db.write() as conn:
-            claim = await self._claim(conn, target.thread_id, run_id, now, (target.status,))
-            await self._start_run(conn, owner, target, run_id, trigger, now)
+            claim = await self._claim(conn, owner, target, run_id, trigger, now)
         return await self._launch(owner, target, run_id, claim, trigger, inputs)
-
-    async def _start_run(
-        self,
-        conn: AsyncConnection,
-        owner: Principal,
-        target: _Target,
-        run_id: str,
-        trigger: Trigger,
-        now: datetime,
-    ) -> None:
-        await runs_repo.start_run(
-            conn, run_id=run_id, thread_id=target.thread_id, trigger=trigger, now=now
-        )
-        await record_audit(
-            conn,
-            owner,
-            action="run_started",
-            thread_id=target.thread_id,
-            run_id=run_id,
-            actor="system" if trigger in ("expiry", "recovery") else owner.display,
-            now=now,
-            data={"trigger": trigger, "graph": target.spec.name},
-        )
 
     async def _launch(
         self,
         owner: Principal,
-        target: _Target,
+        target: RunTarget,
         run_id: str,
         claim: Claim,
         trigger: Trigger,
@@ -611,39 +414,37 @@ class RunStarter:
     async def _try_claim(
         self,
         conn: AsyncConnection,
-        thread_id: str,
+        owner: Principal,
+        target: RunTarget,
         run_id: str,
+        trigger: Trigger,
         now: datetime,
         expected: tuple[str, ...],
     ) -> Claim | None:
-        """Lease the thread to this process for a new run, if its status is ``expected``."""
-        leases = self._executor.leases
-        return await leases_repo.claim_thread(
+        return await claim_run(
             conn,
-            thread_id,
+            owner,
+            target,
             run_id=run_id,
-            expected=expected,
-            reserve=SEQ_RESERVATION,
-            lease_owner=leases.owner,
-            lease_expires_at=leases.expires_at(now),
+            trigger=trigger,
+            leases=self._executor.leases,
             now=now,
+            expected=expected,
         )
 
     async def _claim(
         self,
         conn: AsyncConnection,
-        thread_id: str,
+        owner: Principal,
+        target: RunTarget,
         run_id: str,
+        trigger: Trigger,
         now: datetime,
-        expected: tuple[str, ...],
     ) -> Claim:
-        claim = await self._try_claim(conn, thread_id, run_id, now, expected)
+        """Claim the thread as this request found it (``target.status``), or 409."""
+        claim = await self._try_claim(conn, owner, target, run_id, trigger, now, (target.status,))
         if claim is None:
-            raise ConflictError(
-                "Another run is active on this thread; wait for its final event.",
-                code="run_in_progress",
-                details={"thread_id": thread_id},
-            )
+            raise run_in_progress(target.thread_id)
         return claim
 
 
