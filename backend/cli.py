@@ -99,7 +99,8 @@ def _bench(args: argparse.Namespace) -> int:
         )
         print(format_table(rows))
     else:
-        with open(args.json, "w") if args.json else _no_file() as json_out:
+        with contextlib.ExitStack() as files:
+            json_out = files.enter_context(open(args.json, "w")) if args.json else None
             rows = asyncio.run(
                 run_local_bench(
                     levels=levels,
@@ -117,10 +118,6 @@ def _bench(args: argparse.Namespace) -> int:
             for error in row.first_errors:
                 print(f"{row.server} C={row.concurrency}: {error}", file=sys.stderr)
     return 1 if errors else 0
-
-
-def _no_file() -> contextlib.nullcontext[None]:
-    return contextlib.nullcontext(None)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import anyio
+from langchain_core.language_models import BaseChatModel
 
 from backend.runtime.approvals import ApprovalInbox
 from backend.runtime.clock import Clock, utc_now
@@ -55,6 +56,18 @@ async def open_services(settings: Settings, *, clock: Clock = utc_now) -> AsyncI
             yield services
 
 
+def chat_model(settings: Settings) -> BaseChatModel:
+    """The one chat model every served graph is built with (``CONSENTRY_LLM_*``)."""
+    return build_chat_model(
+        base_url=settings.llm_base_url,
+        api_key=settings.llm_api_key,
+        model=settings.llm_model,
+        timeout_seconds=settings.llm_timeout_seconds,
+        retry=settings.llm_retry_policy,
+        json_mode=settings.llm_json_mode,
+    )
+
+
 @asynccontextmanager
 async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
     graphs: Mapping[str, GraphSpec] = load_graphs(settings.graphs)
@@ -67,14 +80,7 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
         async with open_checkpointer(
             settings.database_url, pool_size=settings.database_pool_size
         ) as checkpointer:
-            model = build_chat_model(
-                base_url=settings.llm_base_url,
-                api_key=settings.llm_api_key,
-                model=settings.llm_model,
-                timeout_seconds=settings.llm_timeout_seconds,
-                retry=settings.llm_retry_policy,
-                json_mode=settings.llm_json_mode,
-            )
+            model = chat_model(settings)
             executor = RunExecutor(
                 db=db,
                 graphs={name: spec.build(model, checkpointer) for name, spec in graphs.items()},

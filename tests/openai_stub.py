@@ -44,10 +44,28 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from tests.live_server import serve_app
 
-__all__ = ["PROVIDER_DETAIL", "OpenAIStub", "serve_openai_stub", "words"]
+__all__ = [
+    "PROVIDER_DETAIL",
+    "OpenAIStub",
+    "assert_nothing_leaked",
+    "serve_openai_stub",
+    "words",
+]
 
 PROVIDER_DETAIL = "stub-provider-internals: shard 7 exploded, key sk-test-leak"
 _WORD = re.compile(r"\S+\s*")
+
+
+def assert_nothing_leaked(body: str) -> None:
+    """What a provider said (or a traceback) never reaches a Consentry client."""
+    for secret in (
+        PROVIDER_DETAIL,
+        "stub-provider-internals",
+        "sk-test",
+        "Traceback",
+        "Error code",
+    ):
+        assert secret not in body
 
 
 def words(text: str) -> list[str]:
@@ -113,14 +131,25 @@ class OpenAIStub:
             "/v1/chat/completions", self._chat_completions, methods=["POST"], response_model=None
         )
 
-    def server_env(self) -> dict[str, str]:
-        """What a ``consentry serve`` process needs to use this stub, without client retries."""
+    def app_settings(self, **overrides: Any) -> dict[str, Any]:
+        """``Settings`` for an app that uses this stub, with one attempt per model call (tests of
+        the retry layer ask for more), plus ``overrides``."""
         return {
-            "CONSENTRY_LLM_BASE_URL": self.base_url,
-            "CONSENTRY_LLM_API_KEY": "sk-test",
-            "CONSENTRY_LLM_MAX_ATTEMPTS": "1",
-            "CONSENTRY_LLM_MODEL": "stub",
+            "llm_base_url": self.base_url,
+            "llm_api_key": "sk-test",
+            "llm_max_attempts": 1,
+            "llm_model": "stub",
+            **overrides,
         }
+
+    def server_env(self) -> dict[str, str]:
+        """The same, for a ``consentry serve`` process."""
+        return {f"CONSENTRY_{name.upper()}": str(v) for name, v in self.app_settings().items()}
+
+    def assert_calls(self, calls: int) -> None:
+        """Exactly ``calls`` requests arrived, each one scripted, and the script is used up: one
+        attempt more than allowed shows as an unscripted request."""
+        assert (len(self.requests), self.unscripted, list(self.script)) == (calls, 0, [])
 
     def reply(self, text: str) -> None:
         self.script.append(_Reply(text))

@@ -53,6 +53,14 @@ def kinds(events: list[Event], *, tokens: bool = False) -> list[str]:
     return [e.type for e in events if tokens or e.type != "token"]
 
 
+async def chat_raw(client: httpx.AsyncClient, body: Mapping[str, Any]) -> tuple[str, list[Event]]:
+    """A chat request's raw SSE body (to look for leaks) and its parsed events."""
+    response = await client.post("/v1/chat", json=dict(body))
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/event-stream")
+    return response.text, parse_events(response.text)
+
+
 async def chat(
     client: httpx.AsyncClient, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
 ) -> list[Event]:

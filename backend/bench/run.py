@@ -13,7 +13,7 @@ import math
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -83,17 +83,11 @@ async def run_bench(
         )
     for level in levels:
         count = max(conversations, level)
-        measured = {}
-        for target in targets:
-            row = await _measure(target, level, count, approve_ratio, progress)
-            measured[target.name] = row
-            rows.append(row)
-        baseline = measured.get("baseline")
-        if baseline is not None and baseline.cpu_ms_per_conversation:
-            for index, row in enumerate(rows):
-                if row.concurrency == level and row.cpu_ms_per_conversation is not None:
-                    ratio = row.cpu_ms_per_conversation / baseline.cpu_ms_per_conversation
-                    rows[index] = _with_ratio(row, ratio)
+        level_rows = [
+            await _measure(target, level, count, approve_ratio, progress) for target in targets
+        ]
+        baseline = next((row for row in level_rows if row.server == "baseline"), None)
+        rows += [_with_ratio(row, baseline) for row in level_rows]
     return rows
 
 
@@ -152,8 +146,14 @@ def _row(
     )
 
 
-def _with_ratio(row: BenchRow, ratio: float) -> BenchRow:
-    return BenchRow(**{**asdict(row), "cpu_vs_baseline": round(ratio, 2)})
+def _with_ratio(row: BenchRow, baseline: BenchRow | None) -> BenchRow:
+    """``row`` with its CPU per conversation as a multiple of the baseline's at its level."""
+    if baseline is None or not baseline.cpu_ms_per_conversation:
+        return row
+    if row.cpu_ms_per_conversation is None:
+        return row
+    ratio = row.cpu_ms_per_conversation / baseline.cpu_ms_per_conversation
+    return replace(row, cpu_vs_baseline=round(ratio, 2))
 
 
 def _percentile(samples: list[float], q: float) -> float:

@@ -521,8 +521,7 @@ class RunExecutor:
                 reason=outcome.reason,
                 error_code=outcome.error_code,
                 now=now,
-                input_tokens=run.meter.input_tokens,
-                output_tokens=run.meter.output_tokens,
+                usage=run.meter.usage,
             )
             # A run that stopped half-way may leave consents pending (a parallel branch's): the
             # thread still waits for them.
@@ -541,6 +540,7 @@ class RunExecutor:
                 reason=outcome.reason,
                 last_seq=events.last_seq,
                 now=now,
+                tokens_used=run.meter.run_tokens,
             )
 
     def active_stream(self, thread_id: str) -> RunEventStream | None:

@@ -60,6 +60,7 @@ _RELEASE_THREAD = (
         status=sa.bindparam("p_status"),
         last_reason=sa.bindparam("p_reason"),
         last_seq=sa.bindparam("p_seq"),
+        tokens_used=threads.c.tokens_used + sa.bindparam("p_tokens", type_=sa.Integer),
         active_run_id=None,
         lease_owner=None,
         lease_expires_at=None,
@@ -205,9 +206,11 @@ async def release_thread(
     reason: str,
     last_seq: int,
     now: datetime,
+    tokens_used: int = 0,
 ) -> None:
-    """End the run's lease and set the thread's new status; :class:`LeaseLostError` when the run
-    no longer holds the lease (nothing is changed, and the caller's transaction must roll back)."""
+    """End the run's lease, set the thread's new status and add the run's model tokens to the
+    thread's total; :class:`LeaseLostError` when the run no longer holds the lease (nothing is
+    changed, and the caller's transaction must roll back)."""
     result = await conn.execute(
         _RELEASE_THREAD,
         {
@@ -218,6 +221,7 @@ async def release_thread(
             "p_reason": reason,
             "p_seq": last_seq,
             "p_now": now,
+            "p_tokens": tokens_used,
         },
     )
     if result.rowcount != 1:

@@ -10,10 +10,11 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.principal import Principal
+from backend.schemas.events import TokenUsage
 from backend.storage.audit import record_audit
 from backend.storage.leases import _HOLDS_LEASE, LeaseLostError
 from backend.storage.tables import runs, threads
-from backend.storage.threads import add_token_usage
+from backend.storage.threads import add_tenant_usage
 
 __all__ = [
     "CANCELS_CHANNEL",
@@ -74,8 +75,7 @@ async def end_run(
     reason: str,
     error_code: str | None,
     now: datetime,
-    input_tokens: int = 0,
-    output_tokens: int = 0,
+    usage: TokenUsage,
 ) -> None:
     await conn.execute(
         _END_RUN,
@@ -84,8 +84,8 @@ async def end_run(
             "p_reason": reason,
             "p_error": error_code,
             "p_now": now,
-            "p_input_tokens": input_tokens,
-            "p_output_tokens": output_tokens,
+            "p_input_tokens": usage.input_tokens,
+            "p_output_tokens": usage.output_tokens,
         },
     )
 
@@ -99,12 +99,13 @@ async def record_run_end(
     reason: str,
     error_code: str | None,
     now: datetime,
-    input_tokens: int = 0,
-    output_tokens: int = 0,
+    usage: TokenUsage | None = None,
 ) -> None:
     """End the run with its terminal reason and token usage, and its audit records (``error``
     when it failed with a code, then ``run_ended``), in the caller's transaction. The usage is
-    added to the thread's and the tenant's totals (what the token budgets are checked against)."""
+    added to the tenant's total; the thread's is added as its lease is released
+    (``leases.release_thread``), in the same statement as the rest of the thread's row."""
+    usage = usage or TokenUsage()
     if error_code is not None:
         await record_audit(
             conn,
@@ -124,19 +125,11 @@ async def record_run_end(
         run_id=run_id,
         actor="system",
         now=now,
-        data={"reason": reason, "input_tokens": input_tokens, "output_tokens": output_tokens},
+        data={"reason": reason, **usage.model_dump()},
     )
-    await end_run(
-        conn,
-        run_id,
-        reason=reason,
-        error_code=error_code,
-        now=now,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-    )
-    if input_tokens or output_tokens:
-        await add_token_usage(conn, thread_id, owner.tenant, input_tokens + output_tokens)
+    await end_run(conn, run_id, reason=reason, error_code=error_code, now=now, usage=usage)
+    if usage.input_tokens or usage.output_tokens:
+        await add_tenant_usage(conn, owner.tenant, usage.input_tokens + usage.output_tokens)
 
 
 async def last_run_trigger(conn: AsyncConnection, thread_id: str) -> str | None:

@@ -20,7 +20,7 @@ from backend.storage.tables import approvals, tenant_usage, threads
 
 __all__ = [
     "ThreadRow",
-    "add_token_usage",
+    "add_tenant_usage",
     "create_thread",
     "get_thread",
     "list_threads",
@@ -127,12 +127,9 @@ async def token_usage(conn: AsyncConnection, thread_id: str, tenant: str) -> tup
     return int(thread or 0), int(owner or 0)
 
 
-async def add_token_usage(conn: AsyncConnection, thread_id: str, tenant: str, tokens: int) -> None:
-    await conn.execute(
-        threads.update()
-        .where(threads.c.id == thread_id)
-        .values(tokens_used=threads.c.tokens_used + tokens)
-    )
+async def add_tenant_usage(conn: AsyncConnection, tenant: str, tokens: int) -> None:
+    """Add a run's model tokens to its tenant's total (a thread's own total is added by
+    ``leases.release_thread``)."""
     upsert = insert(conn, tenant_usage).values(tenant=tenant, tokens_used=tokens)
     await conn.execute(
         upsert.on_conflict_do_update(

@@ -43,7 +43,7 @@ ModelFaultCode = Literal[
     "model_auth_failed",
     "model_rejected",
 ]
-_RETRYABLE_STATUSES = frozenset({408, 409, 429})
+_RETRYABLE_STATUSES = frozenset({408, 409})  # besides 5xx; 429 is decided above
 _QUOTA_CODES = frozenset({"insufficient_quota", "quota_exceeded", "billing_hard_limit_reached"})
 
 

@@ -10,6 +10,7 @@ import httpx
 
 from backend.bench.baseline import create_baseline_app
 from backend.bench.load import run_load
+from backend.bench.run import Target, run_bench
 from tests.live_server import serve_app
 from tests.openai_stub import OpenAIStub
 
@@ -27,6 +28,24 @@ async def test_every_conversation_reaches_its_consent_and_its_final(open_live: A
         approvals = (await client.get("/v1/approvals", params={"status": "approved"})).json()
         rejections = (await client.get("/v1/approvals", params={"status": "rejected"})).json()
         assert (len(approvals["approvals"]), len(rejections["approvals"])) == (3, 7)
+
+
+async def test_a_running_server_is_measured_without_figures_only_a_local_one_has(
+    open_live: Any,
+) -> None:
+    async with open_live() as (client, _):
+        (row,) = await run_bench(
+            [Target("server", str(client.base_url))],
+            levels=[2],
+            conversations=4,
+            approve_ratio=0.5,
+            progress=None,
+        )
+    assert (row.server, row.concurrency, row.conversations, row.errors) == ("server", 2, 4, 0)
+    assert 0 < row.message_p50_ms <= row.message_p99_ms
+    assert 0 < row.decision_p50_ms <= row.decision_p99_ms
+    assert (row.cpu_ms_per_conversation, row.peak_rss_mb, row.cpu_vs_baseline) == (None, None, None)
+    assert row.database_bytes_per_conversation is None
 
 
 async def test_a_server_that_does_not_speak_the_protocol_makes_every_conversation_an_error(

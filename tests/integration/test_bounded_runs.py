@@ -13,10 +13,6 @@ from tests.openai_stub import OpenAIStub
 from tests.sse import chat, kinds, parse_events
 
 
-def _model(stub: OpenAIStub) -> dict[str, Any]:
-    return {"llm_base_url": stub.base_url, "llm_api_key": "sk-test", "llm_max_attempts": 1}
-
-
 async def _audit_reasons(client: httpx.AsyncClient, thread_id: str) -> list[str]:
     records = (await client.get(f"/v1/threads/{thread_id}/audit")).json()["records"]
     return [r["data"]["reason"] for r in records if r["action"] == "run_ended"]
@@ -40,7 +36,7 @@ async def test_a_run_past_its_time_ends_with_timeout_and_the_thread_goes_on(
 ) -> None:
     stub.reply('{"intent": "answer", "query": "x"}')
     stub.hold("too late")
-    async with open_client(run_timeout_seconds=0.5, **_model(stub)) as client:
+    async with open_client(run_timeout_seconds=0.5, **stub.app_settings()) as client:
         events = await chat(client, {"message": "What is x?"})
         stub.release()
 
@@ -58,7 +54,7 @@ async def test_cancel_stops_the_active_run_at_the_next_step(
 ) -> None:
     stub.reply('{"intent": "answer", "query": "x"}')
     stub.hold("An answer nobody waits for.")
-    async with open_client(**_model(stub)) as client:
+    async with open_client(**stub.app_settings()) as client:
         running = asyncio.create_task(client.post("/v1/chat", json={"message": "What is x?"}))
         await asyncio.wait_for(stub.holding.wait(), 10)
         thread_id = (await client.get("/v1/threads")).json()["threads"][0]["thread_id"]

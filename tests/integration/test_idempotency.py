@@ -99,8 +99,7 @@ async def test_the_same_key_while_the_first_request_runs_is_409(
 ) -> None:
     stub.reply('{"intent": "answer", "query": "x"}')
     stub.hold("An answer.")
-    settings = {"llm_base_url": stub.base_url, "llm_api_key": "sk-test", "llm_max_attempts": 1}
-    async with open_client(**settings) as client:
+    async with open_client(**stub.app_settings()) as client:
         body = {"message": "What is x?"}
         headers = {"Idempotency-Key": "chat-2"}
         first = asyncio.create_task(client.post("/v1/chat", json=body, headers=headers))

@@ -46,8 +46,7 @@ async def test_a_client_joining_mid_run_catches_up_then_follows_it_live(
 ) -> None:
     stub.reply('{"intent": "answer", "query": "x"}')
     stub.hold("A held answer.")
-    settings = {"llm_base_url": stub.base_url, "llm_api_key": "sk-test", "llm_max_attempts": 1}
-    async with open_client(**settings) as client:
+    async with open_client(**stub.app_settings()) as client:
         started = asyncio.create_task(client.post("/v1/chat", json={"message": "What is x?"}))
         await asyncio.wait_for(stub.holding.wait(), 10)
         thread_id = (await client.get("/v1/threads")).json()["threads"][0]["thread_id"]

@@ -51,14 +51,7 @@ def open_app(db_url: str, clock: ManualClock, stub: OpenAIStub) -> Callable[...,
 
     @asynccontextmanager
     async def _open(**overrides: Any) -> AsyncIterator[App]:
-        settings = Settings(
-            database_url=db_url,
-            llm_base_url=stub.base_url,
-            llm_api_key="sk-test",
-            llm_max_attempts=1,
-            llm_model="stub",
-            **overrides,
-        )
+        settings = Settings(database_url=db_url, **stub.app_settings(**overrides))
         fastapi_app = create_app(settings, clock=clock)
         async with LifespanManager(fastapi_app) as manager:
             transport = httpx.ASGITransport(app=manager.app)

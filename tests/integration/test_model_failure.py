@@ -15,9 +15,9 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from backend.schemas.events import ErrorEvent, Event, FinalEvent, MessageEvent, TokenEvent
-from tests.openai_stub import PROVIDER_DETAIL, OpenAIStub, words
-from tests.sse import chat, kinds, parse_events
+from backend.schemas.events import ErrorEvent, FinalEvent, MessageEvent, TokenEvent
+from tests.openai_stub import OpenAIStub, assert_nothing_leaked, words
+from tests.sse import chat, chat_raw, kinds
 
 CLASSIFIED_AS_ANSWER = '{"intent": "answer", "query": "retrieval"}'
 ANSWER = "Retrieval finds the relevant documents first."
@@ -29,33 +29,8 @@ async def client(
     open_client: Callable[..., Any], stub: OpenAIStub
 ) -> AsyncIterator[httpx.AsyncClient]:
     """The app with ``ChatOpenAI`` pointed at the stub, without client-side retries."""
-    async with open_client(
-        llm_base_url=stub.base_url, llm_api_key="sk-test", llm_max_attempts=1, llm_model="stub"
-    ) as app_client:
+    async with open_client(**stub.app_settings()) as app_client:
         yield app_client
-
-
-async def _chat_raw(client: httpx.AsyncClient, body: dict[str, Any]) -> tuple[str, list[Event]]:
-    """The raw SSE body (to look for leaks) and its parsed events."""
-    response = await client.post("/v1/chat", json=body)
-    assert response.status_code == 200, response.text
-    assert response.headers["content-type"].startswith("text/event-stream")
-    return response.text, parse_events(response.text)
-
-
-def _assert_nothing_leaked(body: str) -> None:
-    for secret in (
-        PROVIDER_DETAIL,
-        "stub-provider-internals",
-        "sk-test",
-        "Traceback",
-        "Error code",
-    ):
-        assert secret not in body
-
-
-def _assert_all_scripted_calls_made(stub: OpenAIStub, calls: int) -> None:
-    assert (len(stub.requests), stub.unscripted, list(stub.script)) == (calls, 0, [])
 
 
 async def test_a_healthy_model_streams_its_tokens_then_the_message(
@@ -84,7 +59,7 @@ async def test_a_healthy_model_streams_its_tokens_then_the_message(
     final = events[-1]
     assert isinstance(final, FinalEvent)
     assert final.reason == "completed"
-    _assert_all_scripted_calls_made(stub, 2)
+    stub.assert_calls(2)
     answer_request = stub.requests[1]
     assert (answer_request["model"], answer_request["stream"]) == ("stub", True)
     assert answer_request["messages"][-1] == {"role": "user", "content": "What is retrieval?"}
@@ -96,7 +71,7 @@ async def test_a_model_failing_mid_run_ends_with_an_error_then_final_and_the_thr
     stub.reply(CLASSIFIED_AS_ANSWER)
     stub.fail(500)
 
-    body, events = await _chat_raw(client, {"message": "What is retrieval?"})
+    body, events = await chat_raw(client, {"message": "What is retrieval?"})
 
     assert kinds(events, tokens=True) == FAILED_RUN
     assert [e.node for e in events if e.type == "step"] == ["analyze_message", "answer_question"]
@@ -105,8 +80,8 @@ async def test_a_model_failing_mid_run_ends_with_an_error_then_final_and_the_thr
     assert isinstance(final, FinalEvent)
     assert (error.code, error.retryable) == ("model_unavailable", True)
     assert final.reason == "failed"
-    _assert_nothing_leaked(body)
-    _assert_all_scripted_calls_made(stub, 2)  # no retry behind the client's back
+    assert_nothing_leaked(body)
+    stub.assert_calls(2)  # no retry behind the client's back
     thread_id = events[0].thread_id
     thread = (await client.get(f"/v1/threads/{thread_id}")).json()
     assert (thread["status"], thread["last_reason"], thread["pending_consents"]) == (
@@ -145,15 +120,15 @@ async def test_a_provider_status_becomes_a_stable_error_code(
     stub.reply(CLASSIFIED_AS_ANSWER)
     stub.fail(status)
 
-    body, events = await _chat_raw(client, {"message": "What is retrieval?"})
+    body, events = await chat_raw(client, {"message": "What is retrieval?"})
 
     assert kinds(events, tokens=True) == FAILED_RUN
     error, final = events[-2:]
     assert isinstance(error, ErrorEvent)
     assert isinstance(final, FinalEvent)
     assert (error.code, error.retryable, final.reason) == (code, retryable, "failed")
-    _assert_nothing_leaked(body)
-    _assert_all_scripted_calls_made(stub, 2)
+    assert_nothing_leaked(body)
+    stub.assert_calls(2)
     thread = (await client.get(f"/v1/threads/{events[0].thread_id}")).json()
     assert (thread["status"], thread["last_reason"]) == ("idle", "failed")
 
@@ -163,14 +138,14 @@ async def test_a_failing_classify_call_fails_the_run_before_any_answer(
 ) -> None:
     stub.fail(500)
 
-    body, events = await _chat_raw(client, {"message": "What is retrieval?"})
+    body, events = await chat_raw(client, {"message": "What is retrieval?"})
 
     assert kinds(events, tokens=True) == ["run_started", "step", "error", "final"]
     error = events[-2]
     assert isinstance(error, ErrorEvent)
     assert (error.code, error.retryable) == ("model_unavailable", True)
-    _assert_nothing_leaked(body)
-    _assert_all_scripted_calls_made(stub, 1)
+    assert_nothing_leaked(body)
+    stub.assert_calls(1)
 
 
 async def test_a_stream_cut_mid_answer_is_model_unavailable_after_the_tokens_already_sent(
@@ -179,7 +154,7 @@ async def test_a_stream_cut_mid_answer_is_model_unavailable_after_the_tokens_alr
     stub.reply(CLASSIFIED_AS_ANSWER)
     stub.cut(ANSWER, words_sent=2)
 
-    body, events = await _chat_raw(client, {"message": "What is retrieval?"})
+    body, events = await chat_raw(client, {"message": "What is retrieval?"})
 
     assert kinds(events, tokens=True) == [
         "run_started",
@@ -195,7 +170,7 @@ async def test_a_stream_cut_mid_answer_is_model_unavailable_after_the_tokens_alr
     assert isinstance(error, ErrorEvent)
     assert isinstance(final, FinalEvent)
     assert (error.code, error.retryable, final.reason) == ("model_unavailable", True, "failed")
-    _assert_nothing_leaked(body)
-    _assert_all_scripted_calls_made(stub, 2)
+    assert_nothing_leaked(body)
+    stub.assert_calls(2)
     transcript = (await client.get(f"/v1/threads/{events[0].thread_id}/messages")).json()
     assert [m["role"] for m in transcript["messages"]] == ["user"]  # no half answer is kept

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 import pytest_asyncio
+import sqlalchemy as sa
 
 from backend.schemas.events import (
     ErrorEvent,
@@ -27,8 +28,10 @@ from backend.schemas.events import (
     ModelRetryEvent,
     TokenEvent,
 )
-from tests.openai_stub import PROVIDER_DETAIL, OpenAIStub, words
-from tests.sse import chat, kinds, parse_events
+from backend.services import Services
+from backend.storage.tables import runs
+from tests.openai_stub import OpenAIStub, assert_nothing_leaked, words
+from tests.sse import chat, chat_raw, kinds
 
 CLASSIFIED_AS_ANSWER = '{"intent": "answer", "query": "retrieval"}'
 ANSWER = "Retrieval finds the relevant documents first."
@@ -50,14 +53,8 @@ def open_app(open_client: Callable[..., Any], stub: OpenAIStub) -> OpenApp:
     stub, the default 3 attempts per call, and backoff waits of a few milliseconds."""
 
     def _open(**overrides: Any) -> AbstractAsyncContextManager[httpx.AsyncClient]:
-        settings: dict[str, Any] = {
-            "llm_base_url": stub.base_url,
-            "llm_api_key": "sk-test",
-            "llm_model": "stub",
-            "llm_retry_base_seconds": 0.01,
-            "llm_retry_max_seconds": 0.05,
-            **overrides,
-        }
+        retries = {"llm_max_attempts": 3, "llm_retry_base_seconds": 0.01}
+        settings = stub.app_settings(**{**retries, "llm_retry_max_seconds": 0.05, **overrides})
         opened: AbstractAsyncContextManager[httpx.AsyncClient] = open_client(**settings)
         return opened
 
@@ -68,31 +65,6 @@ def open_app(open_client: Callable[..., Any], stub: OpenAIStub) -> OpenApp:
 async def client(open_app: OpenApp) -> AsyncIterator[httpx.AsyncClient]:
     async with open_app() as app_client:
         yield app_client
-
-
-async def _chat_raw(client: httpx.AsyncClient, body: dict[str, Any]) -> tuple[str, list[Event]]:
-    """The raw SSE body (to look for leaks) and its parsed events."""
-    response = await client.post("/v1/chat", json=body)
-    assert response.status_code == 200, response.text
-    assert response.headers["content-type"].startswith("text/event-stream")
-    return response.text, parse_events(response.text)
-
-
-def _assert_nothing_leaked(body: str) -> None:
-    for secret in (
-        PROVIDER_DETAIL,
-        "stub-provider-internals",
-        "sk-test",
-        "Traceback",
-        "Error code",
-    ):
-        assert secret not in body
-
-
-def _assert_all_scripted_calls_made(stub: OpenAIStub, calls: int) -> None:
-    """Exactly ``calls`` requests reached the stub, each one scripted, and the script is used up:
-    one attempt more than allowed would show as an unscripted request."""
-    assert (len(stub.requests), stub.unscripted, list(stub.script)) == (calls, 0, [])
 
 
 def _retries(events: list[Event]) -> list[ModelRetryEvent]:
@@ -148,7 +120,7 @@ async def test_a_500_then_a_503_are_retried_with_growing_backoff_and_the_answer_
     stub.fail(503)
     stub.reply(ANSWER)
 
-    body, events = await _chat_raw(client, {"message": QUESTION})
+    body, events = await chat_raw(client, {"message": QUESTION})
 
     assert kinds(events, tokens=True) == [
         *START,
@@ -172,8 +144,8 @@ async def test_a_500_then_a_503_are_retried_with_growing_backoff_and_the_answer_
     assert {t.message_id for t in _tokens(events)} == {message.message_id}
     assert message.content == ANSWER
     assert _final(events).reason == "completed"
-    _assert_nothing_leaked(body)
-    _assert_all_scripted_calls_made(stub, 4)  # classify + 3 answer attempts
+    assert_nothing_leaked(body)
+    stub.assert_calls(4)  # classify + 3 answer attempts
     assert stub.requests[1] == stub.requests[2] == stub.requests[3]  # the same request, resent
     assert await _transcript(client, events[0].thread_id) == [
         ("user", QUESTION),
@@ -188,7 +160,7 @@ async def test_a_model_failing_every_attempt_gives_up_after_three_attempts_with_
     for _ in range(3):
         stub.fail(500)
 
-    body, events = await _chat_raw(client, {"message": QUESTION})
+    body, events = await chat_raw(client, {"message": QUESTION})
 
     assert kinds(events, tokens=True) == [*START, "model_retry", "model_retry", "error", "final"]
     assert [(r.code, r.attempt, r.max_attempts) for r in _retries(events)] == [
@@ -197,8 +169,8 @@ async def test_a_model_failing_every_attempt_gives_up_after_three_attempts_with_
     ]
     error, final = _error(events), _final(events)
     assert (error.code, error.retryable, final.reason) == ("model_unavailable", True, "failed")
-    _assert_nothing_leaked(body)
-    _assert_all_scripted_calls_made(stub, 4)  # classify + 3 answer attempts, no 4th
+    assert_nothing_leaked(body)
+    stub.assert_calls(4)  # classify + 3 answer attempts, no 4th
     thread_id = events[0].thread_id
     thread = await _thread(client, thread_id)
     assert (thread["status"], thread["last_reason"]) == ("idle", "failed")
@@ -212,13 +184,13 @@ async def test_one_max_attempt_means_a_single_try_and_no_model_retry(
     stub.fail(500)
 
     async with open_app(llm_max_attempts=1) as client:
-        body, events = await _chat_raw(client, {"message": QUESTION})
+        body, events = await chat_raw(client, {"message": QUESTION})
 
     assert kinds(events, tokens=True) == FAILED
     error, final = _error(events), _final(events)
     assert (error.code, error.retryable, final.reason) == ("model_unavailable", True, "failed")
-    _assert_nothing_leaked(body)
-    _assert_all_scripted_calls_made(stub, 2)
+    assert_nothing_leaked(body)
+    stub.assert_calls(2)
 
 
 async def test_a_failing_classify_call_is_retried_too_and_discards_no_message(
@@ -242,7 +214,7 @@ async def test_a_failing_classify_call_is_retried_too_and_discards_no_message(
     (retry,) = _retries(events)
     assert (retry.code, retry.attempt, retry.discard_message_id) == ("model_unavailable", 1, None)
     assert _message(events).content == ANSWER
-    _assert_all_scripted_calls_made(stub, 3)
+    stub.assert_calls(3)
     assert stub.requests[0] == stub.requests[1]
 
 
@@ -262,7 +234,7 @@ async def test_a_429_with_retry_after_waits_that_long_before_the_next_attempt(
     (retry,) = _retries(events)
     assert (retry.code, retry.attempt, retry.max_attempts) == ("model_rate_limited", 1, 3)
     assert retry.retry_in_seconds == 1.0  # the provider's wait beats a 0.01 s backoff
-    _assert_all_scripted_calls_made(stub, 3)
+    stub.assert_calls(3)
     assert stub.arrivals[2] - stub.arrivals[1] >= 1.0
     assert _final(events).reason == "completed"
 
@@ -281,7 +253,7 @@ async def test_a_huge_retry_after_is_capped(open_app: OpenApp, stub: OpenAIStub)
     (retry,) = _retries(events)
     # max(backoff of at most 0.01 s, min(3600 s, the 0.2 s cap))
     assert (retry.code, retry.retry_in_seconds) == ("model_rate_limited", 0.2)
-    _assert_all_scripted_calls_made(stub, 3)
+    stub.assert_calls(3)
     assert stub.arrivals[2] - stub.arrivals[1] >= 0.2
     assert elapsed < 5.0
     assert _final(events).reason == "completed"
@@ -312,13 +284,13 @@ async def test_a_fault_that_another_attempt_cannot_fix_fails_at_once_without_ret
     stub.reply(CLASSIFIED_AS_ANSWER)
     stub.fail(status, code=provider_code)
 
-    body, events = await _chat_raw(client, {"message": QUESTION})
+    body, events = await chat_raw(client, {"message": QUESTION})
 
     assert kinds(events, tokens=True) == FAILED
     error, final = _error(events), _final(events)
     assert (error.code, error.retryable, final.reason) == (code, False, "failed")
-    _assert_nothing_leaked(body)
-    _assert_all_scripted_calls_made(stub, 2)  # one answer request only
+    assert_nothing_leaked(body)
+    stub.assert_calls(2)  # one answer request only
     thread = await _thread(client, events[0].thread_id)
     assert (thread["status"], thread["last_reason"]) == ("idle", "failed")
 
@@ -338,7 +310,7 @@ async def test_a_hung_request_times_out_and_is_retried(open_app: OpenApp, stub: 
     (retry,) = _retries(events)
     assert (retry.code, retry.attempt, retry.discard_message_id) == ("model_unavailable", 1, None)
     assert _message(events).content == ANSWER
-    _assert_all_scripted_calls_made(stub, 3)
+    stub.assert_calls(3)
     assert stub.arrivals[2] - stub.arrivals[1] >= 0.5  # the client waited out its timeout
 
 
@@ -350,7 +322,7 @@ async def test_a_model_hanging_on_every_attempt_fails_after_three_timeouts(
         stub.hang()
 
     async with open_app(llm_timeout_seconds=0.5) as client:
-        body, events = await _chat_raw(client, {"message": QUESTION})
+        body, events = await chat_raw(client, {"message": QUESTION})
 
     assert kinds(events, tokens=True) == [*START, "model_retry", "model_retry", "error", "final"]
     assert [(r.code, r.attempt) for r in _retries(events)] == [
@@ -359,8 +331,8 @@ async def test_a_model_hanging_on_every_attempt_fails_after_three_timeouts(
     ]
     error, final = _error(events), _final(events)
     assert (error.code, error.retryable, final.reason) == ("model_unavailable", True, "failed")
-    _assert_nothing_leaked(body)
-    _assert_all_scripted_calls_made(stub, 4)
+    assert_nothing_leaked(body)
+    stub.assert_calls(4)
 
 
 # --- a stream cut mid-answer ----------------------------------------------------------------
@@ -393,7 +365,7 @@ async def test_a_stream_cut_mid_answer_is_discarded_and_streamed_again_under_the
     assert {t.message_id for t in partial + full} == {message.message_id}
     assert message.content == ANSWER
     assert _final(events).reason == "completed"
-    _assert_all_scripted_calls_made(stub, 3)
+    stub.assert_calls(3)
     assert await _transcript(client, events[0].thread_id) == [
         ("user", QUESTION),
         ("assistant", ANSWER),
@@ -407,7 +379,7 @@ async def test_a_stream_cut_on_every_attempt_fails_and_stores_no_half_answer(
     for _ in range(3):
         stub.cut(ANSWER, words_sent=2)
 
-    body, events = await _chat_raw(client, {"message": QUESTION})
+    body, events = await chat_raw(client, {"message": QUESTION})
 
     assert kinds(events, tokens=True) == [
         *START,
@@ -422,8 +394,8 @@ async def test_a_stream_cut_on_every_attempt_fails_and_stores_no_half_answer(
     assert [r.discard_message_id for r in _retries(events)] == [*message_ids] * 2
     error, final = _error(events), _final(events)
     assert (error.code, error.retryable, final.reason) == ("model_unavailable", True, "failed")
-    _assert_nothing_leaked(body)
-    _assert_all_scripted_calls_made(stub, 4)
+    assert_nothing_leaked(body)
+    stub.assert_calls(4)
     assert await _transcript(client, events[0].thread_id) == [("user", QUESTION)]
 
 
@@ -441,7 +413,7 @@ async def test_the_classify_call_asks_for_json_only_in_json_mode(
         events = await chat(client, {"message": QUESTION})
 
     assert kinds(events, tokens=True) == ANSWERED
-    _assert_all_scripted_calls_made(stub, 2)
+    stub.assert_calls(2)
     classify_request, answer_request = stub.requests
     expected = {"type": "json_object"} if json_mode else None
     assert classify_request.get("response_format") == expected
@@ -467,7 +439,7 @@ async def test_an_invalid_intent_falls_back_to_keyword_rules(
     assert _steps(events) == ["analyze_message", "search_notes", "report_search_results"]
     assert _message(events).content == NO_KANA_NOTES  # the keyword rules' query: "kana"
     assert _final(events).reason == "completed"
-    _assert_all_scripted_calls_made(stub, 1)  # no second model call
+    stub.assert_calls(1)  # no second model call
 
 
 async def test_a_valid_intent_routes_even_against_the_keyword_rules(
@@ -482,7 +454,7 @@ async def test_a_valid_intent_routes_even_against_the_keyword_rules(
 
     assert kinds(events, tokens=True) == ANSWERED
     assert _steps(events) == ["analyze_message", "answer_question"]
-    _assert_all_scripted_calls_made(stub, 2)
+    stub.assert_calls(2)
 
 
 # --- token usage ----------------------------------------------------------------------------
@@ -510,7 +482,7 @@ async def test_each_run_reports_the_providers_usage_of_its_successful_attempts(
 
     assert kinds(first, tokens=True) == ANSWERED
     assert kinds(second) == [*START, "model_retry", "model_retry", "message", "final"]
-    _assert_all_scripted_calls_made(stub, 6)
+    stub.assert_calls(6)
     first_usage = _stub_usage(CLASSIFIED_AS_ANSWER, ANSWER)
     second_usage = _stub_usage(CLASSIFIED_AS_ANSWER, SECOND_ANSWER)
     assert first_usage == (20, 10)
@@ -524,6 +496,17 @@ async def test_each_run_reports_the_providers_usage_of_its_successful_attempts(
         {"reason": "completed", "input_tokens": 20, "output_tokens": 10},
         {"reason": "completed", "input_tokens": 20, "output_tokens": 8},
     ]
+    services: Services = client.services  # type: ignore[attr-defined]
+    async with services.db.read() as conn:
+        stored = await conn.execute(
+            sa.select(runs.c.id, runs.c.input_tokens, runs.c.output_tokens)
+            .where(runs.c.thread_id == thread_id)
+            .order_by(runs.c.started_at)
+        )
+        assert [tuple(row) for row in stored] == [
+            (first[0].run_id, *first_usage),
+            (second[0].run_id, *second_usage),
+        ]
 
 
 async def test_the_providers_usage_feeds_the_thread_token_budget(
@@ -551,5 +534,5 @@ async def test_the_providers_usage_feeds_the_thread_token_budget(
     assert (final.usage.input_tokens, final.usage.output_tokens) == _stub_usage(
         CLASSIFIED_AS_ANSWER
     )
-    _assert_all_scripted_calls_made(stub, 3)
+    stub.assert_calls(3)
     assert thread["tokens_used"] == first_turn + sum(_stub_usage(CLASSIFIED_AS_ANSWER))

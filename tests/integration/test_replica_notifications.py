@@ -61,12 +61,7 @@ async def test_a_stream_on_another_replica_follows_the_run_live_woken_by_notific
 ) -> None:
     # Far beyond the test's timeout: only a notification can wake the follower in time.
     monkeypatch.setattr(log_follower, "FOLLOW_RECHECK_SECONDS", 3600.0)
-    model = {
-        "llm_base_url": stub.base_url,
-        "llm_api_key": "sk-test",
-        "llm_max_attempts": 1,
-        "llm_model": "stub",
-    }
+    model = stub.app_settings()
     async with _replicas(postgres.new_database(), clock, **model) as (first, second):
         await _follow_on_the_other_replica(first, second, stub)
 
@@ -133,12 +128,7 @@ async def test_a_cancel_sent_to_another_replica_stops_the_run_where_it_executes(
     stub: OpenAIStub,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    model = {
-        "llm_base_url": stub.base_url,
-        "llm_api_key": "sk-test",
-        "llm_max_attempts": 1,
-        "llm_model": "stub",
-    }
+    model = stub.app_settings()
     stub.hold(CLASSIFIED_AS_ANSWER)  # the run is inside its first step
     async with _replicas(postgres.new_database(), clock, **model) as (first, second):
         told = asyncio.Event()

@@ -57,21 +57,12 @@ _RUN_ACTIONS = {"run_started": "trigger", "run_ended": "reason", "error": "code"
 """The audit actions of a run, with the ``data`` field each is compared by."""
 
 
-def _stub_settings(stub: OpenAIStub) -> dict[str, Any]:
-    return {
-        "llm_base_url": stub.base_url,
-        "llm_api_key": "sk-test",
-        "llm_max_attempts": 1,
-        "llm_model": "stub",
-    }
-
-
 @pytest_asyncio.fixture
 async def client(
     open_client: Callable[..., Any], stub: OpenAIStub
 ) -> AsyncIterator[httpx.AsyncClient]:
     """The app on the stub, one request per model call."""
-    async with open_client(**_stub_settings(stub)) as app_client:
+    async with open_client(**stub.app_settings()) as app_client:
         yield app_client
 
 
@@ -84,11 +75,6 @@ async def offline_client(open_client: Callable[..., Any]) -> AsyncIterator[httpx
 
 async def _within(awaitable: Coroutine[Any, Any, T] | asyncio.Task[T]) -> T:
     return await asyncio.wait_for(awaitable, WAIT_SECONDS)
-
-
-def _assert_stub_calls(stub: OpenAIStub, calls: int) -> None:
-    """Exactly ``calls`` requests so far, each one scripted, and the script used up."""
-    assert (len(stub.requests), stub.unscripted, list(stub.script)) == (calls, 0, [])
 
 
 def _nodes(events: list[Event]) -> list[str]:
@@ -208,7 +194,7 @@ async def test_a_retry_after_a_failed_answer_runs_only_the_answer_step_and_compl
     final = _final(events)
     assert final.reason == "completed"
     assert final.usage == TokenUsage(input_tokens=10, output_tokens=len(words(ANSWER)))
-    _assert_stub_calls(stub, 3)  # classify + failed answer, then only the answer again
+    stub.assert_calls(3)  # classify + failed answer, then only the answer again
     answer_request = stub.requests[2]
     assert answer_request["stream"] is True
     assert [m["role"] for m in answer_request["messages"]] == ["system", "user"]
@@ -235,7 +221,7 @@ async def test_a_retry_after_a_failed_classify_call_runs_the_analysis_and_the_an
     assert kinds(failed, tokens=True) == CLASSIFY_FAILED
     assert _nodes(failed) == ["analyze_message"]
     assert _final(failed).reason == "failed"
-    _assert_stub_calls(stub, 1)
+    stub.assert_calls(1)
     thread_id = failed[0].thread_id
     stub.reply(CLASSIFIED_AS_ANSWER)
     stub.reply(ANSWER)
@@ -247,7 +233,7 @@ async def test_a_retry_after_a_failed_classify_call_runs_the_analysis_and_the_an
     assert _nodes(events) == ["analyze_message", "answer_question"]
     _assert_seqs_follow(events, failed)
     assert _final(events).reason == "completed"
-    _assert_stub_calls(stub, 3)  # the failed classify, then classify + answer
+    stub.assert_calls(3)  # the failed classify, then classify + answer
     for request in stub.requests[1:]:
         assert request["messages"][-1] == {"role": "user", "content": QUESTION}
     assert await _transcript(client, thread_id) == [("user", QUESTION), ("assistant", ANSWER)]
@@ -272,7 +258,7 @@ async def test_a_retry_that_fails_again_ends_failed_and_a_later_retry_succeeds(
     assert (error.code, error.retryable) == ("model_unavailable", True)
     assert _final(again).reason == "failed"
     _assert_seqs_follow(again, failed)
-    _assert_stub_calls(stub, 3)
+    stub.assert_calls(3)
     thread = await _thread(client, thread_id)
     assert (thread["status"], thread["last_reason"]) == ("idle", "failed")
     assert await _transcript(client, thread_id) == [("user", QUESTION)]
@@ -285,7 +271,7 @@ async def test_a_retry_that_fails_again_ends_failed_and_a_later_retry_succeeds(
     assert _nodes(later) == ["answer_question"]
     assert _final(later).reason == "completed"
     _assert_seqs_follow(later, again)
-    _assert_stub_calls(stub, 4)
+    stub.assert_calls(4)
     assert stub.requests[3]["messages"][-1] == {"role": "user", "content": QUESTION}
     assert await _transcript(client, thread_id) == [("user", QUESTION), ("assistant", ANSWER)]
     thread = await _thread(client, thread_id)
@@ -359,7 +345,7 @@ async def test_a_thread_waiting_for_a_consent_has_nothing_to_retry_and_the_conse
 async def test_a_retry_of_an_unknown_or_another_users_thread_is_thread_not_found(
     open_client: Callable[..., Any], stub: OpenAIStub
 ) -> None:
-    async with open_client(api_keys=API_KEYS, **_stub_settings(stub)) as client:
+    async with open_client(api_keys=API_KEYS, **stub.app_settings()) as client:
         failed = await _fail_the_answer(client, stub, ALICE)
         thread_id = failed[0].thread_id
         unknown_id = "00000000-0000-4000-8000-000000000000"
@@ -371,7 +357,7 @@ async def test_a_retry_of_an_unknown_or_another_users_thread_is_thread_not_found
         assert json.loads(theirs.text.replace(thread_id, "<id>")) == json.loads(
             unknown.text.replace(unknown_id, "<id>")
         )
-        _assert_stub_calls(stub, 2)  # Bob's attempt reached no model
+        stub.assert_calls(2)  # Bob's attempt reached no model
         thread = await _thread(client, thread_id, ALICE)
         assert (thread["status"], thread["last_reason"]) == ("idle", "failed")
         assert await _run_records(client, thread_id, ALICE) == _failed_run_records(failed[0].run_id)
@@ -383,7 +369,7 @@ async def test_a_retry_of_an_unknown_or_another_users_thread_is_thread_not_found
         assert _started(events).trigger == "retry"
         assert _final(events).reason == "completed"
         _assert_seqs_follow(events, failed)
-        _assert_stub_calls(stub, 3)
+        stub.assert_calls(3)
         assert await _transcript(client, thread_id, ALICE) == [
             ("user", QUESTION),
             ("assistant", ANSWER),
@@ -404,7 +390,7 @@ async def test_a_retry_while_the_thread_runs_is_run_in_progress(
 
     assert _error_code(busy) == (409, "run_in_progress")
     assert busy.json()["error"]["details"] == {"thread_id": thread_id}
-    _assert_stub_calls(stub, 3)  # the held answer only: the refused retry asked nothing
+    stub.assert_calls(3)  # the held answer only: the refused retry asked nothing
     stub.release()
     response = await _within(first)
     assert response.status_code == 200, response.text
@@ -413,7 +399,7 @@ async def test_a_retry_while_the_thread_runs_is_run_in_progress(
     assert _started(events).trigger == "retry"
     assert _final(events).reason == "completed"
     _assert_seqs_follow(events, failed)
-    _assert_stub_calls(stub, 3)
+    stub.assert_calls(3)
     assert await _transcript(client, thread_id) == [("user", QUESTION), ("assistant", ANSWER)]
     assert [r for r in await _run_records(client, thread_id) if r[0] == "run_started"] == [
         ("run_started", "message", failed[0].run_id),
@@ -445,7 +431,7 @@ async def test_the_same_idempotency_key_replays_the_first_retry_without_asking_t
     assert again.headers["X-Run-Id"] == first.headers["X-Run-Id"] == original[0].run_id
     assert again.headers["Idempotent-Replayed"] == "true"
     assert "Idempotent-Replayed" not in first.headers
-    _assert_stub_calls(stub, 3)  # the replay made no model request
+    stub.assert_calls(3)  # the replay made no model request
     assert [r for r in await _run_records(client, thread_id) if r[0] == "run_started"] == [
         ("run_started", "message", failed[0].run_id),
         ("run_started", "retry", original[0].run_id),
@@ -475,7 +461,7 @@ async def test_a_refused_retry_is_not_stored_under_its_idempotency_key(
     assert _nodes(events) == ["answer_question"]
     assert _final(events).reason == "completed"
     _assert_seqs_follow(events, failed)
-    _assert_stub_calls(stub, 5)
+    stub.assert_calls(5)
     assert await _transcript(client, thread_id) == [
         ("user", QUESTION),
         ("assistant", ANSWER),
@@ -506,7 +492,7 @@ async def test_a_new_message_after_a_failed_run_runs_without_retrying_the_failed
     assert _nodes(events) == ["analyze_message", "answer_question"]  # each once
     assert _final(events).reason == "completed"
     _assert_seqs_follow(events, failed)
-    _assert_stub_calls(stub, 4)  # classify + answer of the new message, nothing before them
+    stub.assert_calls(4)  # classify + answer of the new message, nothing before them
     assert stub.requests[2]["messages"][-1] == {"role": "user", "content": "Retrieval, please?"}
     answer_request = stub.requests[3]
     assert [(m["role"], m["content"]) for m in answer_request["messages"][1:]] == [
@@ -521,4 +507,4 @@ async def test_a_new_message_after_a_failed_run_runs_without_retrying_the_failed
     thread = await _thread(client, thread_id)
     assert (thread["status"], thread["last_reason"]) == ("idle", "completed")
     assert _error_code(await _retry(client, thread_id)) == (409, "nothing_to_retry")
-    _assert_stub_calls(stub, 4)
+    stub.assert_calls(4)

@@ -84,11 +84,6 @@ def _model(
     return model
 
 
-def _assert_requests(stub: OpenAIStub, count: int) -> None:
-    """The stub received exactly ``count`` requests, all of them scripted, and none is left."""
-    assert (len(stub.requests), stub.unscripted, list(stub.script)) == (count, 0, [])
-
-
 def _graph(model: Runnable[LanguageModelInput, BaseMessage], answers: list[BaseMessage]) -> Graph:
     """One async node asking ``model`` about the conversation; each answer is kept in
     ``answers`` (the graph has no checkpointer to read it back from)."""
@@ -179,7 +174,7 @@ async def test_a_plain_call_asks_without_streaming_and_returns_the_reply(stub: O
 
     assert isinstance(answer, AIMessage)
     assert answer.content == ANSWER
-    _assert_requests(stub, 1)
+    stub.assert_calls(1)
     assert not stub.requests[0].get("stream")
     assert stub.requests[0]["messages"] == [{"role": "user", "content": "hi"}]
     assert "response_format" not in stub.requests[0]
@@ -194,7 +189,7 @@ async def test_a_500_is_retried_and_the_second_attempts_reply_returned(stub: Ope
     answer = await _model(stub).ainvoke("hi")
 
     assert answer.content == ANSWER
-    _assert_requests(stub, 2)
+    stub.assert_calls(2)
     assert stub.requests[0] == stub.requests[1]  # the same request, sent again
 
 
@@ -271,7 +266,7 @@ async def test_a_429_waits_as_long_as_retry_after_asks(stub: OpenAIStub) -> None
     answer = await _model(stub).ainvoke("hi")
 
     assert answer.content == ANSWER
-    _assert_requests(stub, 2)
+    stub.assert_calls(2)
     assert stub.arrivals[1] - stub.arrivals[0] >= 0.3  # the backoff alone is at most 0.01 s
 
 
@@ -285,7 +280,7 @@ async def test_a_huge_retry_after_is_capped(stub: OpenAIStub) -> None:
     answer = await asyncio.wait_for(_model(stub, policy=policy).ainvoke("hi"), timeout=10)
 
     assert answer.content == ANSWER
-    _assert_requests(stub, 2)
+    stub.assert_calls(2)
     assert stub.arrivals[1] - stub.arrivals[0] >= 0.05
 
 
@@ -296,7 +291,7 @@ async def test_a_hung_request_times_out_and_is_retried(stub: OpenAIStub) -> None
     answer = await _model(stub, timeout_seconds=0.5).ainvoke("hi")
 
     assert answer.content == ANSWER
-    _assert_requests(stub, 2)
+    stub.assert_calls(2)
     assert stub.arrivals[1] - stub.arrivals[0] >= 0.5
 
 
@@ -319,7 +314,7 @@ async def test_a_retry_inside_a_langchain_chain_outside_any_graph_does_not_fail(
     via_lambda = await RunnableLambda(ask).ainvoke(QUESTION)
 
     assert (via_prompt.content, via_lambda.content) == (ANSWER, ANSWER)
-    _assert_requests(stub, 4)
+    stub.assert_calls(4)
 
 
 # --- the sync API -----------------------------------------------------------------------------
@@ -334,7 +329,7 @@ async def test_a_sync_invoke_retries_a_500_too(stub: OpenAIStub) -> None:
     answer = await asyncio.to_thread(model.invoke, "hi")
 
     assert answer.content == ANSWER
-    _assert_requests(stub, 2)
+    stub.assert_calls(2)
     assert not stub.requests[1].get("stream")
 
 
@@ -372,7 +367,7 @@ async def test_a_retry_inside_a_sync_langchain_chain_does_not_fail(stub: OpenAIS
     answer = await asyncio.to_thread(RunnableLambda(ask).invoke, QUESTION)
 
     assert answer.content == ANSWER
-    _assert_requests(stub, 2)
+    stub.assert_calls(2)
 
 
 # --- tools ------------------------------------------------------------------------------------
@@ -388,7 +383,7 @@ async def test_bound_tools_are_sent_on_every_attempt_and_the_tool_call_returned(
 
     assert isinstance(answer, AIMessage)
     assert answer.tool_calls == [LOOKUP_CALL]
-    _assert_requests(stub, 2)
+    stub.assert_calls(2)
     assert [request["tools"] for request in stub.requests] == [[LOOKUP_TOOL], [LOOKUP_TOOL]]
     assert not stub.requests[1].get("stream")
 
@@ -400,7 +395,7 @@ async def test_a_tool_choice_reaches_the_provider(stub: OpenAIStub) -> None:
 
     assert isinstance(answer, AIMessage)
     assert answer.tool_calls == [LOOKUP_CALL]
-    _assert_requests(stub, 1)
+    stub.assert_calls(1)
     assert stub.requests[0]["tool_choice"] == {"type": "function", "function": {"name": "lookup"}}
 
 
@@ -420,7 +415,7 @@ async def test_a_streamed_tool_call_in_a_graph_is_retried_and_returned_whole(
     assert _timeline(items) == [_retry(1, None)]
     assert answer.id is not None
     assert _client_view(items)[answer.id].tool_calls == [LOOKUP_CALL]
-    _assert_requests(stub, 2)
+    stub.assert_calls(2)
     assert [(r["stream"], r["tools"]) for r in stub.requests] == [(True, [LOOKUP_TOOL])] * 2
 
 
@@ -452,7 +447,7 @@ async def test_a_stream_cut_mid_answer_is_discarded_and_streamed_again_under_the
     view = _client_view(items)
     assert list(view) == [message_id]  # every chunk of both attempts under the one id
     assert view[message_id].content == ANSWER
-    _assert_requests(stub, 2)
+    stub.assert_calls(2)
     assert stub.requests[0] == stub.requests[1]
     assert stub.requests[0]["stream"] is True
     assert stub.requests[0]["stream_options"] == {"include_usage": True}
@@ -477,7 +472,7 @@ async def test_a_retry_before_any_text_was_streamed_discards_nothing(stub: OpenA
     assert 0.005 <= waits[0] <= 0.01  # equal jitter over a 0.01 s backoff
     assert 0.01 <= waits[1] <= 0.02  # then over 0.02 s
     assert answer.content == ANSWER
-    _assert_requests(stub, 3)
+    stub.assert_calls(3)
 
 
 async def test_a_stream_cut_on_every_attempt_raises_after_three_requests(
@@ -533,7 +528,7 @@ async def test_a_sync_graph_streams_discards_and_retries_the_same_way(stub: Open
     ]
     assert answer.content == ANSWER
     assert _usage(answer.usage_metadata) == (10, len(words(ANSWER)), 10 + len(words(ANSWER)))
-    _assert_requests(stub, 2)
+    stub.assert_calls(2)
 
 
 async def test_a_graph_not_streaming_messages_asks_without_streaming_and_still_retries(
@@ -554,7 +549,7 @@ async def test_a_graph_not_streaming_messages_asks_without_streaming_and_still_r
         ("model_retry", 1, None)
     ]
     assert [answer.content for answer in answers] == [ANSWER]
-    _assert_requests(stub, 2)
+    stub.assert_calls(2)
     assert not stub.requests[1].get("stream")
 
 
@@ -635,7 +630,7 @@ async def test_json_mode_asks_the_provider_for_a_json_object_on_every_attempt(
     answer = await json_mode(_model(stub)).ainvoke("classify this")
 
     assert answer.content == '{"intent": "answer"}'
-    _assert_requests(stub, 2)
+    stub.assert_calls(2)
     assert [r["response_format"] for r in stub.requests] == [{"type": "json_object"}] * 2
 
 
@@ -651,7 +646,7 @@ async def test_json_mode_streamed_in_a_graph_asks_for_a_json_object_too(stub: Op
     assert answer.content == '{"intent": "answer", "query": "kana"}'
     assert answer.id is not None
     assert _client_view(items)[answer.id].content == answer.content
-    _assert_requests(stub, 2)
+    stub.assert_calls(2)
     assert [(r["stream"], r["response_format"]) for r in stub.requests] == [
         (True, {"type": "json_object"})
     ] * 2

@@ -85,9 +85,7 @@ async def app(open_app: AppOpener) -> AsyncIterator[RunningApp]:
 @pytest_asyncio.fixture
 async def stub_app(open_app: AppOpener, stub: OpenAIStub) -> AsyncIterator[RunningApp]:
     """The app with ``ChatOpenAI`` pointed at the stub, without client-side retries."""
-    async with open_app(
-        llm_base_url=stub.base_url, llm_api_key="sk-test", llm_max_attempts=1, llm_model="stub"
-    ) as running:
+    async with open_app(**stub.app_settings()) as running:
         yield running
 
 

@@ -39,15 +39,6 @@ ANSWERED = ["run_started", "step", "step", "message", "final"]
 HELD_MID_ANSWER = ["run_started", "step", "step"]
 
 
-def _stub_settings(stub: OpenAIStub) -> dict[str, Any]:
-    return {
-        "llm_base_url": stub.base_url,
-        "llm_api_key": "sk-test",
-        "llm_max_attempts": 1,
-        "llm_model": "stub",
-    }
-
-
 async def _within(awaitable: Awaitable[Any]) -> Any:
     async with asyncio.timeout(WAIT_SECONDS):
         return await awaitable
@@ -99,7 +90,7 @@ async def test_a_client_that_disconnects_mid_run_does_not_stop_the_run(
         detached.set()
 
     monkeypatch.setattr(RunEventStream, "detach", detach_and_tell)
-    app = create_app(Settings(database_url=db_url, **_stub_settings(stub)))
+    app = create_app(Settings(database_url=db_url, **stub.app_settings()))
     stub.reply(CLASSIFIED_AS_ANSWER)
     stub.hold(ANSWER)
     async with serve_app(app) as base_url, httpx.AsyncClient(base_url=base_url) as http:
@@ -132,7 +123,7 @@ async def test_a_client_that_disconnects_mid_run_does_not_stop_the_run(
 
 
 async def test_a_quiet_stream_carries_keep_alive_comments(db_url: str, stub: OpenAIStub) -> None:
-    app = create_app(Settings(database_url=db_url, keepalive_seconds=0.2, **_stub_settings(stub)))
+    app = create_app(Settings(database_url=db_url, keepalive_seconds=0.2, **stub.app_settings()))
     stub.reply(CLASSIFIED_AS_ANSWER)
     stub.hold(ANSWER)
     async with (

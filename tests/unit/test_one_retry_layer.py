@@ -3,10 +3,12 @@ retries, and the retry layer is the only one (``graphs/models/retrying.py``)."""
 
 from __future__ import annotations
 
+import pytest
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import SecretStr
 
+from backend.services import chat_model
 from backend.settings import Settings
 from graphs.models import OfflineChatModel, RetryingChatModel, RetryPolicy, build_chat_model
 from graphs.registry import load_graphs
@@ -15,14 +17,7 @@ from graphs.registry import load_graphs
 def test_a_configured_server_gets_chat_openai_behind_the_retry_layer_with_client_retries_off() -> (
     None
 ):
-    settings = Settings(llm_base_url="http://127.0.0.1:9/v1", llm_max_attempts=3)
-    model = build_chat_model(
-        base_url=settings.llm_base_url,
-        api_key=settings.llm_api_key,
-        model=settings.llm_model,
-        timeout_seconds=settings.llm_timeout_seconds,
-        retry=settings.llm_retry_policy,
-    )
+    model = chat_model(Settings(llm_base_url="http://127.0.0.1:9/v1", llm_max_attempts=3))
     assert isinstance(model, RetryingChatModel)
     assert model.policy.max_attempts == 3
     assert isinstance(model.model, ChatOpenAI)
@@ -30,15 +25,13 @@ def test_a_configured_server_gets_chat_openai_behind_the_retry_layer_with_client
     assert model.model.stream_usage is True
 
 
-def test_without_model_settings_the_offline_model_is_used() -> None:
-    model = build_chat_model(
-        base_url=None,
-        api_key=None,
-        model="gpt-4o-mini",
-        timeout_seconds=60,
-        retry=RetryPolicy(),
-    )
-    assert isinstance(model, OfflineChatModel)
+def test_without_model_settings_the_offline_model_is_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("CONSENTRY_LLM_API_KEY", raising=False)
+    monkeypatch.delenv("CONSENTRY_LLM_BASE_URL", raising=False)
+    assert isinstance(chat_model(Settings()), OfflineChatModel)
 
 
 def test_no_node_of_a_served_graph_has_a_retry_policy_of_its_own() -> None:
