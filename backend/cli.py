@@ -72,6 +72,7 @@ def _db_upgrade(_: argparse.Namespace) -> int:
     async def upgrade() -> None:
         db = Database(Settings().database_url)
         try:
+            await db.open()
             await db.migrate()
         finally:
             await db.close()

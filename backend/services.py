@@ -73,6 +73,7 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
     graphs: Mapping[str, GraphSpec] = load_graphs(settings.graphs)
     db = Database(settings.database_url, pool_size=settings.database_pool_size)
     try:
+        await db.open()
         if settings.run_migrations:
             await db.migrate()
         else:
@@ -91,7 +92,9 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                     timeout_seconds=settings.run_timeout_seconds,
                     thread_token_budget=settings.thread_token_budget,
                     tenant_token_budget=settings.tenant_token_budget,
+                    conversation_window=settings.conversation_window,
                 ),
+                checkpoint_retention=settings.checkpoint_retention,
                 lease_seconds=settings.lease_seconds,
             )
             idempotency = IdempotencyGuard(db, clock)

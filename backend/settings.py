@@ -13,6 +13,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from backend.principal import Principal
 from graphs.models.retrying import RetryPolicy
+from graphs.window import DEFAULT_CONVERSATION_WINDOW
 
 __all__ = ["Settings"]
 
@@ -112,6 +113,18 @@ class Settings(BaseSettings):
     )
     run_timeout_seconds: float = Field(
         default=300.0, gt=0, description="Wall-clock time one run may take."
+    )
+    conversation_window: int = Field(
+        default=DEFAULT_CONVERSATION_WINDOW,
+        ge=2,
+        le=10_000,
+        description="Messages a graph keeps in its state and sends to the model; the full "
+        "transcript is kept apart (`GET /v1/threads/{id}/messages`).",
+    )
+    checkpoint_retention: Literal["latest", "all"] = Field(
+        default="latest",
+        description="`latest`: after each run, keep only the thread's newest checkpoint (what a "
+        "resume, a retry and a takeover read). `all`: keep every checkpoint of every step.",
     )
     event_retention_hours: float = Field(
         default=168.0, ge=24.0, description="How long stored events stay replayable."

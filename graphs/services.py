@@ -12,6 +12,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, Field
 
 from graphs.consent import EffectLedger
+from graphs.window import DEFAULT_CONVERSATION_WINDOW
 
 __all__ = [
     "AppliedDeletion",
@@ -93,3 +94,6 @@ class GraphContext:
     notes: NotesStore
     effects: EffectLedger
     user: str
+    conversation_window: int = DEFAULT_CONVERSATION_WINDOW
+    """Messages the graph keeps in its state (``graphs.window``); older ones live only in the
+    server's transcript."""

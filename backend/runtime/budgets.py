@@ -48,6 +48,14 @@ class TokenMeter(AsyncCallbackHandler):
         # that raises (an inline one that raises leaves the others' coroutines never awaited).
         self.run_inline = not self.limited
 
+    # Only model calls matter here: LangChain then skips this handler for every chain (each node
+    # and runnable of a graph), agent, retriever, retry and custom event.
+    ignore_chain = True
+    ignore_agent = True
+    ignore_retriever = True
+    ignore_retry = True
+    ignore_custom_event = True
+
     @property
     def limited(self) -> bool:
         return self.thread_budget is not None or self.tenant_budget is not None

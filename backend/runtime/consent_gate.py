@@ -18,13 +18,13 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.errors import ConflictError, GoneError, InvalidRequestError, NotFoundError
 from backend.principal import Principal
 from backend.schemas.chat import ResumeDecision
 from backend.storage import approvals as approvals_repo
 from backend.storage.audit import record_audit
+from backend.storage.database import DbConnection
 from graphs.consent import ConsentDecision
 from graphs.registry import GraphSpec
 
@@ -113,7 +113,7 @@ def check_decision(
 
 
 async def record_decision(
-    conn: AsyncConnection,
+    conn: DbConnection,
     owner: Principal,
     *,
     row: Any,
@@ -156,7 +156,7 @@ async def record_decision(
 
 
 async def expire_consent(
-    conn: AsyncConnection, owner: Principal, *, row: Any, run_id: str, now: datetime
+    conn: DbConnection, owner: Principal, *, row: Any, run_id: str, now: datetime
 ) -> bool:
     """Compare-and-set an overdue approval to ``expired`` (by ``system``), with its audit
     record; False when a decision won."""
@@ -176,9 +176,7 @@ async def expire_consent(
     return True
 
 
-async def cancel_consent(
-    conn: AsyncConnection, owner: Principal, *, row: Any, now: datetime
-) -> None:
+async def cancel_consent(conn: DbConnection, owner: Principal, *, row: Any, now: datetime) -> None:
     """A pending approval the graph no longer waits for becomes ``cancelled``, audited."""
     if await approvals_repo.cancel_approval(conn, row.id, now=now):
         await record_audit(

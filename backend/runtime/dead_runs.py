@@ -11,8 +11,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from backend.principal import Principal
 from backend.runtime.clock import Clock
 from backend.runtime.event_stream import RunEventStream
@@ -22,7 +20,7 @@ from backend.storage import approvals as approvals_repo
 from backend.storage import events as events_repo
 from backend.storage import leases as leases_repo
 from backend.storage import runs as runs_repo
-from backend.storage.database import Database
+from backend.storage.database import Database, DbConnection
 
 __all__ = ["close_dead_run", "dead_runs"]
 
@@ -35,9 +33,7 @@ async def dead_runs(db: Database, *, lease_expired_by: datetime | None) -> list[
         return await leases_repo.unfinished_runs(conn, lease_expired_by=lease_expired_by)
 
 
-async def close_dead_run(
-    conn: AsyncConnection, run: Any, *, leases: LeaseKeeper, clock: Clock
-) -> str:
+async def close_dead_run(conn: DbConnection, run: Any, *, leases: LeaseKeeper, clock: Clock) -> str:
     """In the caller's transaction: record the dead run ``failed`` with code
     ``server_restarted`` and free its thread; return the thread's new status. Fenced by the
     dead run's token: when two processes recover it at once, one closes it and the other

@@ -16,6 +16,7 @@ from typing import Any
 
 from backend.runtime.clock import Clock
 from backend.schemas.events import Event, TokenEvent
+from backend.storage.transcript import TranscriptEntry
 
 __all__ = ["OutgoingEvent", "RunEventStream", "RunSuspendedError"]
 
@@ -54,6 +55,9 @@ class RunEventStream:
         """The run stopped without a ``final`` (the server shuts down, or another process took
         the run over): listeners should reconnect with ``Last-Event-ID``."""
         self._main = self._subscribe(after_seq=last_seq)
+        self.transcript: list[TranscriptEntry] = []
+        """User messages the run's graph was given, for the transcript: written with the next
+        stored events (so after the replies that came before them), forgotten at :meth:`flush`."""
 
     @property
     def listeners(self) -> int:
@@ -89,6 +93,7 @@ class RunEventStream:
     def flush(self) -> None:
         """Hand every recorded event to the listeners (call it once they are stored)."""
         unsent, self._unsent = self._unsent, []
+        self.transcript = []
         for outgoing in unsent:
             if outgoing.type != "token":
                 self._history.append(outgoing)

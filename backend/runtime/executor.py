@@ -19,16 +19,19 @@ unfinished step runs again.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
+from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.channels.delta import DeltaChannel
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.errors import InvalidRequestError
 from backend.principal import Principal
@@ -55,11 +58,13 @@ from backend.storage import events as events_repo
 from backend.storage import leases as leases_repo
 from backend.storage import runs as runs_repo
 from backend.storage import threads as threads_repo
-from backend.storage.database import Database
+from backend.storage.database import Database, DbConnection
 from backend.storage.leases import Claim, LeaseLostError
+from backend.storage.transcript import TranscriptEntry, add_to_transcript
 from graphs.consent import ConsentDecision, ConsentRequest, Decision
 from graphs.registry import CompiledGraph, GraphSpec
 from graphs.services import GraphContext
+from graphs.window import DEFAULT_CONVERSATION_WINDOW
 
 __all__ = ["ActiveRun", "RunExecutor"]
 
@@ -91,6 +96,8 @@ class RunLimits:
     timeout_seconds: float = 300.0
     thread_token_budget: int | None = None
     tenant_token_budget: int | None = None
+    conversation_window: int = DEFAULT_CONVERSATION_WINDOW
+    """Messages a graph keeps in its state (``graphs.window``)."""
 
 
 class _StopRequestedError(Exception):
@@ -151,8 +158,10 @@ class RunExecutor:
         consent_ttl_seconds: int,
         limits: RunLimits | None = None,
         lease_seconds: float = 30.0,
+        checkpoint_retention: Literal["latest", "all"] = "latest",
     ) -> None:
         self._db = db
+        self._checkpoint_retention = checkpoint_retention
         self.leases = LeaseKeeper(
             db=db, clock=clock, lease_seconds=lease_seconds, on_lost=self._leases_lost
         )
@@ -214,6 +223,7 @@ class RunExecutor:
             notes=OwnerNotesStore(self._db, owner, self._clock),
             effects=OwnerEffectLedger(self._db, owner, self._clock),
             user=owner.display,
+            conversation_window=self._limits.conversation_window,
         )
         meter = TokenMeter(
             thread_used=0,
@@ -309,6 +319,12 @@ class RunExecutor:
         config = _config(events.thread_id)
         config["recursion_limit"] = self._limits.max_steps
         config["callbacks"] = [run.meter]
+        if isinstance(graph_input, dict):
+            events.transcript.extend(
+                TranscriptEntry(str(m.id), "user", m.text)
+                for m in graph_input.get("messages", [])
+                if isinstance(m, HumanMessage)
+            )
         async for mode, chunk in self.graph(run.spec.name).astream(
             graph_input,
             config,
@@ -341,14 +357,22 @@ class RunExecutor:
                         reserve=SEQ_RESERVATION,
                     )
 
-    async def _store_events(self, conn: AsyncConnection, run: _RunContext) -> None:
-        """Store the run's recorded durable events, fenced by its lease."""
+    async def _store_events(self, conn: DbConnection, run: _RunContext) -> None:
+        """Store the run's recorded durable events, fenced by its lease, and what they add to
+        the transcript: the user's messages given to the graph since, then ``message`` events."""
+        rows, now = run.events.take_durable(), self._clock()
         await events_repo.insert_events(
+            conn, run.events, rows, fencing_token=run.fencing_token, now=now
+        )
+        said = [json.loads(row.data) for row in rows if row.type == "message"]
+        await add_to_transcript(
             conn,
-            run.events,
-            run.events.take_durable(),
-            fencing_token=run.fencing_token,
-            now=self._clock(),
+            run.events.thread_id,
+            [
+                *run.events.transcript,
+                *(TranscriptEntry(m["message_id"], "assistant", m["content"]) for m in said),
+            ],
+            now=now,
         )
 
     async def _load_usage(self, run: _RunContext) -> None:
@@ -463,6 +487,27 @@ class RunExecutor:
             self.on_consent_requested(consent.expires_at)
         events.flush()
         events.close()
+        self._ended(events.thread_id, events.run_id)  # the thread is free: a cancel finds nothing
+        await self._prune_checkpoints(run)
+
+    async def _prune_checkpoints(self, run: _RunContext) -> None:
+        """With ``CONSENTRY_CHECKPOINT_RETENTION=latest``, keep only the thread's newest
+        checkpoint: the one a resume, a retry or a takeover starts from. Best effort: a prune
+        that fails (or loses a race to the next run) leaves the older ones for the next run's."""
+        graph = self.graph(run.spec.name)
+        saver = graph.checkpointer
+        if self._checkpoint_retention != "latest" or not isinstance(saver, BaseCheckpointSaver):
+            return
+        if any(isinstance(channel, DeltaChannel) for channel in graph.channels.values()):
+            return  # its checkpoints hold only changes: the older ones are needed
+        try:
+            await saver.aprune([run.events.thread_id], strategy="keep_latest")
+        except Exception:
+            log.warning(
+                "could not prune a thread's older checkpoints; the next run tries again",
+                extra={"thread_id": run.events.thread_id},
+                exc_info=True,
+            )
 
     async def _suspend(self, run: _RunContext) -> None:
         """Stop without ending: store the events made so far and give up the lease, so the next

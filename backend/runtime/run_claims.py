@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from backend.principal import Principal
 from backend.runtime.executor import SEQ_RESERVATION
 from backend.runtime.leases import LeaseKeeper
@@ -16,13 +14,14 @@ from backend.schemas.events import Trigger
 from backend.storage import leases as leases_repo
 from backend.storage import runs as runs_repo
 from backend.storage.audit import record_audit
+from backend.storage.database import DbConnection
 from backend.storage.leases import Claim
 
 __all__ = ["claim_run"]
 
 
 async def claim_run(
-    conn: AsyncConnection,
+    conn: DbConnection,
     owner: Principal,
     target: RunTarget,
     *,

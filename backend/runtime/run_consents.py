@@ -9,7 +9,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.errors import ConflictError
 from backend.principal import Principal
@@ -20,6 +19,7 @@ from backend.schemas.chat import ChatRequest
 from backend.schemas.events import ConsentEvent
 from backend.storage import approvals as approvals_repo
 from backend.storage.audit import record_audit
+from backend.storage.database import DbConnection
 from graphs.consent import ConsentDecision, ConsentRequest, proposal_hash
 from graphs.registry import GraphSpec
 
@@ -61,7 +61,7 @@ def consent_event(
 
 
 async def store_consent(
-    conn: AsyncConnection, owner: Principal, consent: ConsentEvent, *, now: datetime
+    conn: DbConnection, owner: Principal, consent: ConsentEvent, *, now: datetime
 ) -> Any:
     """Insert the approval record (with its proposal hash) and its audit record; the new row."""
     digest = proposal_hash(consent.proposal)
@@ -85,7 +85,7 @@ async def store_consent(
 
 
 async def recorded_decisions(
-    conn: AsyncConnection, target: RunTarget, waiting: frozenset[str]
+    conn: DbConnection, target: RunTarget, waiting: frozenset[str]
 ) -> dict[str, Any]:
     """Decisions (or expiries) already recorded for consents the graph still waits for: the
     run that carried them stopped half-way, so the next run resumes with them."""
@@ -96,7 +96,7 @@ async def recorded_decisions(
 
 
 async def settle_pending(
-    conn: AsyncConnection,
+    conn: DbConnection,
     owner: Principal,
     target: RunTarget,
     request: ChatRequest,

@@ -29,6 +29,8 @@ class RunTarget:
     status: str
     last_reason: str | None
     consent_policy: str
+    transcript_kept: bool = True
+    """False for a thread from before the transcript table: its messages are in its checkpoint."""
 
     @property
     def stopped_half_way(self) -> bool:
@@ -132,6 +134,7 @@ class RunTargets:
             status=row.status,
             last_reason=row.last_reason,
             consent_policy=row.consent_policy,
+            transcript_kept=row.transcript_kept,
         )
 
     def spec(self, name: str) -> GraphSpec:

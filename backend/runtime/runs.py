@@ -17,7 +17,6 @@ from uuid import uuid4
 
 from langchain_core.messages import HumanMessage
 from langgraph.types import Command
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.errors import ConflictError, GoneError, InvalidRequestError, NotFoundError
 from backend.principal import Principal
@@ -43,6 +42,7 @@ from backend.runtime.run_claims import claim_run
 from backend.runtime.run_consents import recorded_decisions, settle_pending
 from backend.runtime.run_inputs import dump_inputs
 from backend.runtime.run_targets import RunTarget, RunTargets, refuse_if_running, run_in_progress
+from backend.runtime.transcripts import checkpoint_transcript
 from backend.schemas.approvals import DecisionRequest
 from backend.schemas.chat import ChatRequest, ResumeDecision
 from backend.schemas.events import Trigger
@@ -50,8 +50,9 @@ from backend.schemas.threads import CancelAccepted
 from backend.storage import approvals as approvals_repo
 from backend.storage import runs as runs_repo
 from backend.storage import threads as threads_repo
-from backend.storage.database import Database
+from backend.storage.database import Database, DbConnection
 from backend.storage.leases import Claim, LeaseLostError
+from backend.storage.transcript import add_to_transcript, mark_transcript_kept
 from graphs.consent import ConsentDecision
 from graphs.registry import GraphSpec
 
@@ -413,7 +414,7 @@ class RunStarter:
 
     async def _try_claim(
         self,
-        conn: AsyncConnection,
+        conn: DbConnection,
         owner: Principal,
         target: RunTarget,
         run_id: str,
@@ -421,7 +422,7 @@ class RunStarter:
         now: datetime,
         expected: tuple[str, ...],
     ) -> Claim | None:
-        return await claim_run(
+        claim = await claim_run(
             conn,
             owner,
             target,
@@ -431,10 +432,18 @@ class RunStarter:
             now=now,
             expected=expected,
         )
+        if claim is not None and not target.transcript_kept:
+            # A thread from before the transcript table: its messages so far are in its
+            # checkpoint only. They go first, before anything this run says.
+            graph = self._executor.graph(target.spec.name)
+            earlier = await checkpoint_transcript(graph, target.thread_id)
+            await add_to_transcript(conn, target.thread_id, earlier, now=now)
+            await mark_transcript_kept(conn, target.thread_id)
+        return claim
 
     async def _claim(
         self,
-        conn: AsyncConnection,
+        conn: DbConnection,
         owner: Principal,
         target: RunTarget,
         run_id: str,

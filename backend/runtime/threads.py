@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage
-
 from backend.errors import BadRequestError, ConflictError
 from backend.principal import Principal
 from backend.runtime.clock import Clock
@@ -14,6 +12,7 @@ from backend.runtime.event_stream import OutgoingEvent, RunEventStream
 from backend.runtime.executor import RunExecutor
 from backend.runtime.log_follower import follow_log
 from backend.runtime.notifications import EventNotifications
+from backend.runtime.transcripts import checkpoint_transcript
 from backend.schemas.audit import AuditTrail
 from backend.schemas.events import ConsentEvent, ResyncEvent
 from backend.schemas.threads import ThreadDetail, ThreadList, Transcript, TranscriptMessage
@@ -23,6 +22,7 @@ from backend.storage import runs as runs_repo
 from backend.storage import threads as threads_repo
 from backend.storage.audit import list_audit
 from backend.storage.database import Database
+from backend.storage.transcript import read_transcript
 
 __all__ = ["ThreadReader"]
 
@@ -164,14 +164,13 @@ class ThreadReader:
     async def transcript(self, owner: Principal, thread_id: str) -> Transcript:
         async with self._db.read() as conn:
             row = await threads_repo.get_thread(conn, owner, thread_id)
-        state = await self._executor.graph(row.graph).aget_state(
-            {"configurable": {"thread_id": thread_id}}
+            entries = await read_transcript(conn, thread_id) if row.transcript_kept else None
+        if entries is None:  # a thread from before the transcript table, not written to since
+            entries = await checkpoint_transcript(self._executor.graph(row.graph), thread_id)
+        return Transcript(
+            thread_id=thread_id,
+            messages=[
+                TranscriptMessage(message_id=e.message_id, role=e.role, content=e.content)
+                for e in entries
+            ],
         )
-        messages: list[TranscriptMessage] = []
-        for message in state.values.get("messages", []):
-            if isinstance(message, HumanMessage | AIMessage) and message.text:
-                role = "user" if isinstance(message, HumanMessage) else "assistant"
-                messages.append(
-                    TranscriptMessage(message_id=str(message.id), role=role, content=message.text)
-                )
-        return Transcript(thread_id=thread_id, messages=messages)

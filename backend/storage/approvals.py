@@ -9,11 +9,11 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.principal import Principal
 from backend.schemas.approvals import Approval, RecordedDecision
 from backend.schemas.events import ConsentEvent
+from backend.storage.database import DbConnection
 from backend.storage.tables import UTCDateTime, approvals, threads
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
 ApprovalRow = Any
 
 
+_INSERT = approvals.insert()
 _FIND = approvals.select().where(
     approvals.c.id == sa.bindparam("p_id"),
     approvals.c.tenant == sa.bindparam("p_tenant"),
@@ -96,7 +97,7 @@ def to_approval(row: ApprovalRow) -> Approval:
 
 
 async def insert_approval(
-    conn: AsyncConnection,
+    conn: DbConnection,
     owner: Principal,
     event: ConsentEvent,
     *,
@@ -104,40 +105,41 @@ async def insert_approval(
     now: datetime,
 ) -> None:
     await conn.execute(
-        approvals.insert().values(
-            id=event.approval_id,
-            thread_id=event.thread_id,
-            run_id=event.run_id,
-            tenant=owner.tenant,
-            user_id=owner.user,
-            kind=event.kind,
-            status="pending",
-            event=event.model_dump(mode="json"),
-            proposal_hash=proposal_hash,
-            created_at=now,
-            expires_at=event.expires_at,
-        )
+        _INSERT,
+        {
+            "id": event.approval_id,
+            "thread_id": event.thread_id,
+            "run_id": event.run_id,
+            "tenant": owner.tenant,
+            "user_id": owner.user,
+            "kind": event.kind,
+            "status": "pending",
+            "event": event.model_dump(mode="json"),
+            "proposal_hash": proposal_hash,
+            "created_at": now,
+            "expires_at": event.expires_at,
+        },
     )
 
 
-async def existing_approval_ids(conn: AsyncConnection, ids: Sequence[str]) -> set[str]:
+async def existing_approval_ids(conn: DbConnection, ids: Sequence[str]) -> set[str]:
     rows = await conn.execute(sa.select(approvals.c.id).where(approvals.c.id.in_(ids)))
     return {row.id for row in rows}
 
 
 async def find_approval(
-    conn: AsyncConnection, owner: Principal, approval_id: str
+    conn: DbConnection, owner: Principal, approval_id: str
 ) -> ApprovalRow | None:
     params = {"p_id": approval_id, "p_tenant": owner.tenant, "p_user": owner.user}
     return (await conn.execute(_FIND, params)).first()
 
 
-async def pending_approvals(conn: AsyncConnection, thread_id: str) -> list[ApprovalRow]:
+async def pending_approvals(conn: DbConnection, thread_id: str) -> list[ApprovalRow]:
     return list(await conn.execute(_PENDING, {"p_thread": thread_id}))
 
 
 async def closed_approvals(
-    conn: AsyncConnection, thread_id: str, ids: Sequence[str]
+    conn: DbConnection, thread_id: str, ids: Sequence[str]
 ) -> list[ApprovalRow]:
     """Of ``ids``, the thread's approvals that were decided or expired."""
     rows = await conn.execute(
@@ -151,7 +153,7 @@ async def closed_approvals(
 
 
 async def list_approvals(
-    conn: AsyncConnection,
+    conn: DbConnection,
     owner: Principal,
     *,
     status: str | None,
@@ -178,7 +180,7 @@ async def list_approvals(
 
 
 async def decide_approval(
-    conn: AsyncConnection,
+    conn: DbConnection,
     approval_id: str,
     *,
     status: str,
@@ -202,7 +204,7 @@ async def decide_approval(
     return result.rowcount == 1
 
 
-async def expire_approval(conn: AsyncConnection, approval_id: str, *, now: datetime) -> bool:
+async def expire_approval(conn: DbConnection, approval_id: str, *, now: datetime) -> bool:
     """``pending → expired`` once its deadline passed; False when it was decided first."""
     result = await conn.execute(
         approvals.update()
@@ -227,7 +229,7 @@ async def expire_approval(conn: AsyncConnection, approval_id: str, *, now: datet
     return result.rowcount == 1
 
 
-async def cancel_approval(conn: AsyncConnection, approval_id: str, *, now: datetime) -> bool:
+async def cancel_approval(conn: DbConnection, approval_id: str, *, now: datetime) -> bool:
     """``pending → cancelled``: the graph no longer waits for it."""
     result = await conn.execute(
         approvals.update()
@@ -237,7 +239,7 @@ async def cancel_approval(conn: AsyncConnection, approval_id: str, *, now: datet
     return result.rowcount == 1
 
 
-async def cancel_run_approvals(conn: AsyncConnection, run_id: str, *, now: datetime) -> int:
+async def cancel_run_approvals(conn: DbConnection, run_id: str, *, now: datetime) -> int:
     """The pending approvals a cancelled run asked for become ``cancelled``."""
     result = await conn.execute(
         approvals.update()
@@ -248,7 +250,7 @@ async def cancel_run_approvals(conn: AsyncConnection, run_id: str, *, now: datet
 
 
 async def due_approvals(
-    conn: AsyncConnection, *, now: datetime, limit: int, graphs: Sequence[str]
+    conn: DbConnection, *, now: datetime, limit: int, graphs: Sequence[str]
 ) -> list[ApprovalRow]:
     """Pending approvals past their deadline, of every owner, on threads of the served
     ``graphs`` (for the expiry sweeper)."""
@@ -266,7 +268,7 @@ async def due_approvals(
     return list(rows)
 
 
-async def next_expiry(conn: AsyncConnection, *, graphs: Sequence[str]) -> datetime | None:
+async def next_expiry(conn: DbConnection, *, graphs: Sequence[str]) -> datetime | None:
     """The earliest deadline among pending approvals on threads of the served ``graphs``."""
     found: datetime | None = await conn.scalar(
         sa.select(sa.func.min(approvals.c.expires_at))

@@ -9,10 +9,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from backend.principal import Principal
 from backend.schemas.audit import AuditRecord
+from backend.storage.database import DbConnection
 from backend.storage.tables import audit
 
 __all__ = ["AuditAction", "list_audit", "record_audit"]
@@ -33,7 +32,7 @@ _INSERT = audit.insert()
 
 
 async def record_audit(
-    conn: AsyncConnection,
+    conn: DbConnection,
     owner: Principal,
     *,
     action: AuditAction,
@@ -60,7 +59,7 @@ async def record_audit(
     )
 
 
-async def list_audit(conn: AsyncConnection, owner: Principal, thread_id: str) -> list[AuditRecord]:
+async def list_audit(conn: DbConnection, owner: Principal, thread_id: str) -> list[AuditRecord]:
     rows = await conn.execute(
         audit.select()
         .where(

@@ -1,7 +1,7 @@
 """LangGraph's checkpointer, opened once per process on the same database as the app tables.
 
-SQLite: ``AsyncSqliteSaver`` on its own connection with our busy timeout (``from_conn_string``
-cannot set one). PostgreSQL: ``AsyncPostgresSaver`` on a psycopg pool whose connections are
+SQLite: LangGraph's ``SqliteSaver`` on its own connection thread with our busy timeout
+(``sqlite_saver``). PostgreSQL: ``AsyncPostgresSaver`` on a psycopg pool whose connections are
 ``autocommit=True, prepare_threshold=0, row_factory=dict_row`` (without autocommit its writes stay
 invisible to other connections); its ``setup()`` runs under an advisory lock, so replicas
 starting at once create its tables once.
@@ -14,10 +14,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import aiosqlite
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from backend.storage.database import BUSY_TIMEOUT_SECONDS, MIGRATION_LOCK, libpq_url
+from backend.storage.sqlite_saver import ThreadedSqliteSaver
 
 __all__ = ["open_checkpointer"]
 
@@ -47,15 +47,11 @@ async def open_checkpointer(
 
 @asynccontextmanager
 async def _sqlite_saver(path: str) -> AsyncIterator[BaseCheckpointSaver[Any]]:
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-    conn = await aiosqlite.connect(path, timeout=BUSY_TIMEOUT_SECONDS)
+    saver = await ThreadedSqliteSaver.open(path, timeout_seconds=BUSY_TIMEOUT_SECONDS)
     try:
-        saver = AsyncSqliteSaver(conn)
-        await saver.setup()
         yield saver
     finally:
-        await conn.close()
+        await saver.close()
 
 
 @asynccontextmanager

@@ -2,9 +2,11 @@
 
 Two backends, one code path:
 
-- **SQLite** (the default, a file under ``data/``) runs in WAL mode with a 30 s busy timeout.
-  Write transactions start with ``BEGIN IMMEDIATE`` so that two writers queue on the busy timeout
-  instead of failing halfway through a read-then-write transaction; read transactions stay
+- **SQLite** (the default, a file under ``data/``) runs in WAL mode with a 30 s busy timeout, on
+  connections that each belong to one thread (``sqlite_connection``): one writer, taken by one
+  write transaction at a time, and a few readers. Write transactions start with
+  ``BEGIN IMMEDIATE``, so a writer of another process waits on the busy timeout instead of
+  failing halfway through a read-then-write transaction; read transactions stay
   ``BEGIN DEFERRED`` and never block.
 - **PostgreSQL** (``postgresql://…``, for several replicas) through psycopg 3, ``READ COMMITTED``.
   Every cross-request invariant is a single-statement compare-and-set or an
@@ -14,6 +16,7 @@ Two backends, one code path:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.resources import files
@@ -26,16 +29,20 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from psycopg_pool import PoolTimeout
-from sqlalchemy import event
+from sqlalchemy import create_engine, event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
+
+from backend.storage.sqlite_connection import SqliteConnection, SqliteWorker
 
 __all__ = [
     "BUSY_TIMEOUT_SECONDS",
     "DATABASE_ERRORS",
     "MIGRATION_LOCK",
     "Database",
+    "DbConnection",
     "SchemaNotCurrentError",
     "head_revision",
     "is_database_unavailable",
@@ -43,11 +50,17 @@ __all__ = [
 
 BUSY_TIMEOUT_SECONDS = 30.0
 MIGRATION_LOCK = 0x636F6E73656E7472  # "consentr": the advisory lock key of schema changes
-_WRITE = "consentry_write"
+SQLITE_READERS = 2
+"""Read connections on SQLite, each on its own thread (WAL readers never block each other)."""
+
+DbConnection = AsyncConnection | SqliteConnection
+"""A transaction as ``Database.read()`` and ``Database.write()`` hand it out: SQLAlchemy's on
+PostgreSQL, one thread hop per statement on SQLite. The storage modules take either."""
 
 
 def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-    # Let SQLAlchemy's "begin" hook below issue BEGIN itself (pysqlite's own is too late/lazy).
+    # Transactions begin with our own BEGIN (``SqliteWorker.in_transaction``): pysqlite's
+    # implicit one comes too late (at the first write) to protect a read-then-write transaction.
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
@@ -57,51 +70,75 @@ def _on_connect(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def _on_begin(connection: Connection) -> None:
-    immediate = connection.get_execution_options().get(_WRITE, False)
-    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
-
-
 class Database:
     """Owns the engine. ``read()`` and ``write()`` hand out one transaction each."""
 
     def __init__(self, url: str, *, pool_size: int = 10) -> None:
         """``url``: ``sqlite:///<path>`` or ``postgresql://…`` (``CONSENTRY_DATABASE_URL``)."""
         self.dialect: Literal["sqlite", "postgresql"]
+        self._engine: AsyncEngine | None = None
+        self._sqlite_writer: SqliteWorker | None = None
+        self._sqlite_lock = asyncio.Lock()
+        self._sqlite_readers: asyncio.Queue[SqliteWorker] = asyncio.Queue()
+        self._sqlite_workers: list[SqliteWorker] = []
         if url.startswith("sqlite:///"):
             self.dialect = "sqlite"
             path = Path(url.removeprefix("sqlite:///"))
             path.parent.mkdir(parents=True, exist_ok=True)
-            self.engine: AsyncEngine = create_async_engine(
-                f"sqlite+aiosqlite:///{path}",
+            # Each worker holds its connection for the process's life: no pool to check out of.
+            engine = create_engine(
+                f"sqlite:///{path}",
                 connect_args={"timeout": BUSY_TIMEOUT_SECONDS},
-                pool_reset_on_return=None,
+                poolclass=NullPool,
             )
-            event.listen(self.engine.sync_engine, "connect", _on_connect)
-            event.listen(self.engine.sync_engine, "begin", _on_begin)
+            event.listen(engine, "connect", _on_connect)
+            self._sqlite_writer = SqliteWorker(engine, name="sqlite-writer", write=True)
+            self._sqlite_workers = [self._sqlite_writer] + [
+                SqliteWorker(engine, name=f"sqlite-reader-{n}", write=False)
+                for n in range(SQLITE_READERS)
+            ]
         else:
             self.dialect = "postgresql"
-            self.engine = create_async_engine(
+            self._engine = create_async_engine(
                 sqlalchemy_postgres_url(url),
                 pool_size=pool_size,
                 max_overflow=pool_size,
                 pool_pre_ping=True,
                 connect_args={"prepare_threshold": None},
             )
-        self._writer = self.engine.execution_options(**{_WRITE: True})
 
     @property
     def is_postgres(self) -> bool:
         return self.dialect == "postgresql"
 
-    @asynccontextmanager
-    async def read(self) -> AsyncIterator[AsyncConnection]:
-        async with self.engine.begin() as conn:
-            yield conn
+    async def open(self) -> None:
+        """Start SQLite's connection threads (PostgreSQL's pool connects on first use)."""
+        for worker in self._sqlite_workers:
+            await worker.start()
+        for worker in self._sqlite_workers[1:]:
+            self._sqlite_readers.put_nowait(worker)
 
     @asynccontextmanager
-    async def write(self) -> AsyncIterator[AsyncConnection]:
-        async with self._writer.begin() as conn:
+    async def read(self) -> AsyncIterator[DbConnection]:
+        if self._engine is not None:
+            async with self._engine.begin() as conn:
+                yield conn
+            return
+        worker = await self._sqlite_readers.get()
+        try:
+            async with _sqlite_transaction(worker) as conn:
+                yield conn
+        finally:
+            self._sqlite_readers.put_nowait(worker)
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[DbConnection]:
+        if self._engine is not None:
+            async with self._engine.begin() as conn:
+                yield conn
+            return
+        assert self._sqlite_writer is not None
+        async with self._sqlite_lock, _sqlite_transaction(self._sqlite_writer) as conn:
             yield conn
 
     async def ping(self) -> None:
@@ -129,7 +166,21 @@ class Database:
             )
 
     async def close(self) -> None:
-        await self.engine.dispose()
+        if self._engine is not None:
+            await self._engine.dispose()
+        for worker in reversed(self._sqlite_workers):
+            await worker.stop()
+
+
+@asynccontextmanager
+async def _sqlite_transaction(worker: SqliteWorker) -> AsyncIterator[SqliteConnection]:
+    conn = SqliteConnection(worker)
+    try:
+        yield conn
+        await conn.commit()
+    except BaseException:
+        conn.end_without_waiting()  # a no-op after a commit that went through
+        raise
 
 
 class SchemaNotCurrentError(RuntimeError):

@@ -6,12 +6,16 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-__all__ = ["insert"]
+from backend.storage.database import DbConnection
+
+__all__ = ["INSERTS", "insert"]
+
+INSERTS: dict[str, Any] = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
+"""Each database's ``INSERT`` construct, for statements built once per database at import."""
 
 
-def insert(conn: AsyncConnection, table: sa.Table) -> Any:
+def insert(conn: DbConnection, table: sa.Table) -> Any:
     """An ``INSERT`` with ``on_conflict_do_nothing`` / ``on_conflict_do_update`` for the
     connection's database (both speak ``ON CONFLICT``)."""
     if conn.dialect.name == "postgresql":

@@ -8,10 +8,10 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from pydantic import BaseModel
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.principal import Principal
 from backend.storage.audit import record_audit
+from backend.storage.database import DbConnection
 from backend.storage.tables import approvals, effects, threads
 
 __all__ = ["apply_once", "recall_effect", "remember_effect"]
@@ -20,7 +20,7 @@ ResultT = TypeVar("ResultT", bound=BaseModel)
 
 
 async def apply_once(
-    conn: AsyncConnection,
+    conn: DbConnection,
     owner: Principal,
     *,
     approval_id: str,
@@ -42,7 +42,7 @@ async def apply_once(
 
 
 async def recall_effect(
-    conn: AsyncConnection, owner: Principal, approval_id: str
+    conn: DbConnection, owner: Principal, approval_id: str
 ) -> dict[str, Any] | None:
     """The recorded result of the effect behind one of the owner's approvals, if it ran."""
     found = await conn.scalar(
@@ -58,7 +58,7 @@ async def recall_effect(
 
 
 async def remember_effect(
-    conn: AsyncConnection, *, approval_id: str, kind: str, result: dict[str, Any], now: datetime
+    conn: DbConnection, *, approval_id: str, kind: str, result: dict[str, Any], now: datetime
 ) -> None:
     """Record an effect's result, with its ``effect_applied`` audit record, in the caller's
     transaction (the one that made the effect, for effects on Consentry's own tables)."""

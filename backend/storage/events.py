@@ -8,8 +8,8 @@ from datetime import datetime
 from typing import Any, Protocol
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from backend.storage.database import DbConnection
 from backend.storage.leases import LeaseLostError
 from backend.storage.tables import events, threads
 
@@ -68,7 +68,7 @@ _INSERT_EVENTS_POSTGRES = sa.text(
 
 
 async def insert_events(
-    conn: AsyncConnection,
+    conn: DbConnection,
     run: RunIds,
     rows: Iterable[StoredEvent],
     *,
@@ -111,7 +111,7 @@ async def insert_events(
         raise LeaseLostError(run.run_id)
 
 
-async def run_events(conn: AsyncConnection, thread_id: str, run_id: str) -> list[Any]:
+async def run_events(conn: DbConnection, thread_id: str, run_id: str) -> list[Any]:
     """The stored (durable) events of one run, in order."""
     rows = await conn.execute(
         sa.select(events.c.seq, events.c.type, events.c.data)
@@ -121,7 +121,7 @@ async def run_events(conn: AsyncConnection, thread_id: str, run_id: str) -> list
     return list(rows)
 
 
-async def events_after(conn: AsyncConnection, thread_id: str, after_seq: int) -> list[Any]:
+async def events_after(conn: DbConnection, thread_id: str, after_seq: int) -> list[Any]:
     """The thread's stored events after ``after_seq``, in order (all runs)."""
     rows = await conn.execute(
         sa.select(events.c.seq, events.c.type, events.c.data, events.c.run_id)
@@ -131,14 +131,14 @@ async def events_after(conn: AsyncConnection, thread_id: str, after_seq: int) ->
     return list(rows)
 
 
-async def last_stored_seq(conn: AsyncConnection, thread_id: str) -> int:
+async def last_stored_seq(conn: DbConnection, thread_id: str) -> int:
     found = await conn.scalar(
         sa.select(sa.func.max(events.c.seq)).where(events.c.thread_id == thread_id)
     )
     return int(found or 0)
 
 
-async def prune_events(conn: AsyncConnection, *, older_than: datetime) -> int:
+async def prune_events(conn: DbConnection, *, older_than: datetime) -> int:
     """Forget stored events older than the retention window; each thread remembers how far its
     log was pruned, so a client asking for older events gets a ``resync``."""
     pruned = await conn.execute(

@@ -6,9 +6,9 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.principal import Principal
+from backend.storage.database import DbConnection
 from backend.storage.dialect import insert
 from backend.storage.tables import idempotency_keys
 
@@ -30,12 +30,12 @@ def _key(owner: Principal, key: str) -> sa.ColumnElement[bool]:
     )
 
 
-async def find_idempotency_key(conn: AsyncConnection, owner: Principal, key: str) -> Any | None:
+async def find_idempotency_key(conn: DbConnection, owner: Principal, key: str) -> Any | None:
     return (await conn.execute(idempotency_keys.select().where(_key(owner, key)))).first()
 
 
 async def claim_idempotency_key(
-    conn: AsyncConnection, owner: Principal, key: str, *, request_hash: str, now: datetime
+    conn: DbConnection, owner: Principal, key: str, *, request_hash: str, now: datetime
 ) -> bool:
     """Record the key as in flight; False when it exists already (one statement, so two
     requests racing with the same key get one True, on either database)."""
@@ -56,7 +56,7 @@ async def claim_idempotency_key(
 
 
 async def complete_idempotency_key(
-    conn: AsyncConnection,
+    conn: DbConnection,
     owner: Principal,
     key: str,
     *,
@@ -78,19 +78,19 @@ async def complete_idempotency_key(
     )
 
 
-async def release_idempotency_key(conn: AsyncConnection, owner: Principal, key: str) -> None:
+async def release_idempotency_key(conn: DbConnection, owner: Principal, key: str) -> None:
     """Forget a key whose request was refused: a retry runs it again."""
     await conn.execute(idempotency_keys.delete().where(_key(owner, key)))
 
 
-async def release_in_flight_keys(conn: AsyncConnection) -> int:
+async def release_in_flight_keys(conn: DbConnection) -> int:
     result = await conn.execute(
         idempotency_keys.delete().where(idempotency_keys.c.status == "in_flight")
     )
     return result.rowcount
 
 
-async def prune_idempotency_keys(conn: AsyncConnection, *, older_than: datetime) -> int:
+async def prune_idempotency_keys(conn: DbConnection, *, older_than: datetime) -> int:
     result = await conn.execute(
         idempotency_keys.delete().where(idempotency_keys.c.created_at < older_than)
     )

@@ -16,8 +16,8 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from backend.storage.database import DbConnection
 from backend.storage.tables import runs, threads
 
 __all__ = [
@@ -89,7 +89,7 @@ _CLAIM_THREAD = (
 
 
 async def claim_thread(
-    conn: AsyncConnection,
+    conn: DbConnection,
     thread_id: str,
     *,
     run_id: str,
@@ -125,7 +125,7 @@ async def claim_thread(
 
 
 async def extend_reservation(
-    conn: AsyncConnection, thread_id: str, *, run_id: str, fencing_token: int, reserve: int
+    conn: DbConnection, thread_id: str, *, run_id: str, fencing_token: int, reserve: int
 ) -> int:
     """Reserve ``reserve`` more sequence numbers for the thread's active run; return the new end."""
     result = await conn.execute(
@@ -142,7 +142,7 @@ async def extend_reservation(
 
 
 async def renew_leases(
-    conn: AsyncConnection, *, lease_owner: str, run_ids: Sequence[str], expires_at: datetime
+    conn: DbConnection, *, lease_owner: str, run_ids: Sequence[str], expires_at: datetime
 ) -> set[str]:
     """Extend the leases ``lease_owner`` holds on these runs; return the runs it still holds."""
     if not run_ids:
@@ -157,7 +157,7 @@ async def renew_leases(
 
 
 async def seize_lease(
-    conn: AsyncConnection,
+    conn: DbConnection,
     thread_id: str,
     *,
     run_id: str,
@@ -186,7 +186,7 @@ async def seize_lease(
 
 
 async def suspend_lease(
-    conn: AsyncConnection, thread_id: str, *, run_id: str, fencing_token: int, now: datetime
+    conn: DbConnection, thread_id: str, *, run_id: str, fencing_token: int, now: datetime
 ) -> None:
     """Give up the lease of a run stopped at a step boundary (the server is shutting down): the
     run stays ``running`` with an expired lease, for the next process to take over."""
@@ -197,7 +197,7 @@ async def suspend_lease(
 
 
 async def release_thread(
-    conn: AsyncConnection,
+    conn: DbConnection,
     thread_id: str,
     *,
     run_id: str,
@@ -228,7 +228,7 @@ async def release_thread(
         raise LeaseLostError(run_id)
 
 
-async def unfinished_runs(conn: AsyncConnection, *, lease_expired_by: datetime | None) -> list[Any]:
+async def unfinished_runs(conn: DbConnection, *, lease_expired_by: datetime | None) -> list[Any]:
     """Runs left ``running`` whose lease expired by ``lease_expired_by`` (their process stopped,
     crashed or stalled); with None, every run left ``running`` (this process is the only one)."""
     query = (
@@ -253,7 +253,7 @@ async def unfinished_runs(conn: AsyncConnection, *, lease_expired_by: datetime |
     return list(await conn.execute(query))
 
 
-async def earliest_lease_expiry(conn: AsyncConnection) -> datetime | None:
+async def earliest_lease_expiry(conn: DbConnection) -> datetime | None:
     """When the first lease among running threads expires (None: nothing runs)."""
     found = await conn.scalar(
         sa.select(sa.func.min(threads.c.lease_expires_at)).where(threads.c.status == "running")

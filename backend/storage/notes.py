@@ -12,11 +12,11 @@ from typing import Any
 from uuid import uuid4
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.errors import ConflictError, NotFoundError
 from backend.principal import Principal
 from backend.schemas.notes import Note, NoteVersion, Project, SearchHit
+from backend.storage.database import DbConnection
 from backend.storage.dialect import insert
 from backend.storage.effects import apply_once
 from backend.storage.tables import note_versions, notes, projects
@@ -113,7 +113,7 @@ def _note(row: sa.Row[Any]) -> Note:
 
 
 async def create_project(
-    conn: AsyncConnection, owner: Principal, *, name: str, now: datetime, is_default: bool = False
+    conn: DbConnection, owner: Principal, *, name: str, now: datetime, is_default: bool = False
 ) -> Project:
     values = {
         "id": str(uuid4()),
@@ -127,33 +127,40 @@ async def create_project(
     return Project(project_id=values["id"], name=name, is_default=is_default, created_at=now)
 
 
-async def list_projects(conn: AsyncConnection, owner: Principal) -> list[Project]:
+async def list_projects(conn: DbConnection, owner: Principal) -> list[Project]:
     rows = await conn.execute(
         projects.select().where(_owned(projects, owner)).order_by(projects.c.created_at)
     )
     return [_project(row) for row in rows]
 
 
-async def get_project(conn: AsyncConnection, owner: Principal, project_id: str) -> Project:
-    row = (
-        await conn.execute(
-            projects.select().where(projects.c.id == project_id, _owned(projects, owner))
-        )
-    ).first()
+_OWNED_PROJECT = projects.select().where(
+    projects.c.id == sa.bindparam("p_id"),
+    projects.c.tenant == sa.bindparam("p_tenant"),
+    projects.c.user_id == sa.bindparam("p_user"),
+)
+_DEFAULT_PROJECT = sa.select(projects.c.id).where(
+    projects.c.tenant == sa.bindparam("p_tenant"),
+    projects.c.user_id == sa.bindparam("p_user"),
+    projects.c.is_default,
+)
+
+
+async def get_project(conn: DbConnection, owner: Principal, project_id: str) -> Project:
+    owned = {"p_id": project_id, "p_tenant": owner.tenant, "p_user": owner.user}
+    row = (await conn.execute(_OWNED_PROJECT, owned)).first()
     if row is None:
         raise NotFoundError.of("project", project_id)
     return _project(row)
 
 
-async def find_default_project_id(conn: AsyncConnection, owner: Principal) -> str | None:
+async def find_default_project_id(conn: DbConnection, owner: Principal) -> str | None:
     """The owner's default project, if it exists yet (a read: no write transaction needed)."""
-    found = await conn.scalar(
-        sa.select(projects.c.id).where(_owned(projects, owner), projects.c.is_default)
-    )
+    found = await conn.scalar(_DEFAULT_PROJECT, {"p_tenant": owner.tenant, "p_user": owner.user})
     return None if found is None else str(found)
 
 
-async def default_project_id(conn: AsyncConnection, owner: Principal, *, now: datetime) -> str:
+async def default_project_id(conn: DbConnection, owner: Principal, *, now: datetime) -> str:
     """The owner's default project, created on first use (once, however many first requests
     race: a partial unique index and ``ON CONFLICT DO NOTHING``)."""
     found = await find_default_project_id(conn, owner)
@@ -179,7 +186,7 @@ async def default_project_id(conn: AsyncConnection, owner: Principal, *, now: da
 
 
 async def _insert_version(
-    conn: AsyncConnection, note: Note, *, author: str, approval_id: str | None
+    conn: DbConnection, note: Note, *, author: str, approval_id: str | None
 ) -> None:
     await conn.execute(
         note_versions.insert().values(
@@ -195,7 +202,7 @@ async def _insert_version(
 
 
 async def create_note(
-    conn: AsyncConnection,
+    conn: DbConnection,
     owner: Principal,
     *,
     project_id: str,
@@ -233,7 +240,7 @@ async def create_note(
     return note
 
 
-async def list_notes(conn: AsyncConnection, owner: Principal, project_id: str) -> list[Note]:
+async def list_notes(conn: DbConnection, owner: Principal, project_id: str) -> list[Note]:
     await get_project(conn, owner, project_id)
     rows = await conn.execute(
         notes.select()
@@ -243,14 +250,14 @@ async def list_notes(conn: AsyncConnection, owner: Principal, project_id: str) -
     return [_note(row) for row in rows]
 
 
-async def find_note(conn: AsyncConnection, owner: Principal, note_id: str) -> Note | None:
+async def find_note(conn: DbConnection, owner: Principal, note_id: str) -> Note | None:
     row = (
         await conn.execute(notes.select().where(notes.c.id == note_id, _owned(notes, owner)))
     ).first()
     return _note(row) if row is not None else None
 
 
-async def get_note(conn: AsyncConnection, owner: Principal, note_id: str) -> Note:
+async def get_note(conn: DbConnection, owner: Principal, note_id: str) -> Note:
     note = await find_note(conn, owner, note_id)
     if note is None:
         raise NotFoundError.of("note", note_id)
@@ -258,7 +265,7 @@ async def get_note(conn: AsyncConnection, owner: Principal, note_id: str) -> Not
 
 
 async def update_note(
-    conn: AsyncConnection,
+    conn: DbConnection,
     owner: Principal,
     note_id: str,
     *,
@@ -296,14 +303,14 @@ async def update_note(
     return current
 
 
-async def delete_note(conn: AsyncConnection, owner: Principal, note_id: str) -> None:
+async def delete_note(conn: DbConnection, owner: Principal, note_id: str) -> None:
     result = await conn.execute(notes.delete().where(notes.c.id == note_id, _owned(notes, owner)))
     if result.rowcount == 0:
         raise NotFoundError.of("note", note_id)
 
 
 async def list_note_versions(
-    conn: AsyncConnection, owner: Principal, note_id: str
+    conn: DbConnection, owner: Principal, note_id: str
 ) -> list[NoteVersion]:
     await get_note(conn, owner, note_id)
     rows = await conn.execute(
@@ -365,7 +372,7 @@ _SEARCH_POSTGRES = sa.text(
 
 
 async def search_notes(
-    conn: AsyncConnection, owner: Principal, project_id: str, query: str, *, limit: int
+    conn: DbConnection, owner: Principal, project_id: str, query: str, *, limit: int
 ) -> list[SearchHit]:
     postgres = conn.dialect.name == "postgresql"
     match = tsquery(query) if postgres else fts_query(query)
@@ -398,7 +405,7 @@ def note_snapshot(note: Note) -> NoteSnapshot:
 
 
 async def apply_note_edit(
-    conn: AsyncConnection,
+    conn: DbConnection,
     owner: Principal,
     *,
     approval_id: str,
@@ -443,7 +450,7 @@ async def apply_note_edit(
 
 
 async def apply_note_creation(
-    conn: AsyncConnection,
+    conn: DbConnection,
     owner: Principal,
     *,
     approval_id: str,
@@ -479,7 +486,7 @@ async def apply_note_creation(
 
 
 async def apply_note_deletion(
-    conn: AsyncConnection,
+    conn: DbConnection,
     owner: Principal,
     *,
     approval_id: str,

@@ -7,11 +7,11 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.principal import Principal
 from backend.schemas.events import TokenUsage
 from backend.storage.audit import record_audit
+from backend.storage.database import DbConnection
 from backend.storage.leases import _HOLDS_LEASE, LeaseLostError
 from backend.storage.tables import runs, threads
 from backend.storage.threads import add_tenant_usage
@@ -54,7 +54,7 @@ _END_RUN = (
 
 
 async def start_run(
-    conn: AsyncConnection, *, run_id: str, thread_id: str, trigger: str, now: datetime
+    conn: DbConnection, *, run_id: str, thread_id: str, trigger: str, now: datetime
 ) -> None:
     await conn.execute(
         _START_RUN,
@@ -69,7 +69,7 @@ async def start_run(
 
 
 async def end_run(
-    conn: AsyncConnection,
+    conn: DbConnection,
     run_id: str,
     *,
     reason: str,
@@ -91,7 +91,7 @@ async def end_run(
 
 
 async def record_run_end(
-    conn: AsyncConnection,
+    conn: DbConnection,
     owner: Principal,
     *,
     thread_id: str,
@@ -132,7 +132,7 @@ async def record_run_end(
         await add_tenant_usage(conn, owner.tenant, usage.input_tokens + usage.output_tokens)
 
 
-async def last_run_trigger(conn: AsyncConnection, thread_id: str) -> str | None:
+async def last_run_trigger(conn: DbConnection, thread_id: str) -> str | None:
     """How the thread's most recent run was started (``message`` or ``resume``), retries aside:
     a retry continues the run before it."""
     found = await conn.scalar(
@@ -145,7 +145,7 @@ async def last_run_trigger(conn: AsyncConnection, thread_id: str) -> str | None:
 
 
 async def queue_run(
-    conn: AsyncConnection,
+    conn: DbConnection,
     thread_id: str,
     *,
     run_id: str,
@@ -165,12 +165,12 @@ async def queue_run(
         await conn.execute(sa.select(sa.func.pg_notify(RUNS_CHANNEL, run_id)))
 
 
-async def request_cancel(conn: AsyncConnection, run_id: str) -> None:
+async def request_cancel(conn: DbConnection, run_id: str) -> None:
     """Tell whichever process executes ``run_id`` to cancel it (PostgreSQL ``NOTIFY``)."""
     await conn.execute(sa.select(sa.func.pg_notify(CANCELS_CHANNEL, run_id)))
 
 
-async def queued_runs(conn: AsyncConnection, *, limit: int) -> list[str]:
+async def queued_runs(conn: DbConnection, *, limit: int) -> list[str]:
     """Runs waiting for a worker, oldest first."""
     rows = await conn.execute(
         sa.select(runs.c.id)
@@ -182,7 +182,7 @@ async def queued_runs(conn: AsyncConnection, *, limit: int) -> list[str]:
 
 
 async def take_queued_run(
-    conn: AsyncConnection,
+    conn: DbConnection,
     run_id: str,
     *,
     lease_owner: str,
@@ -225,7 +225,7 @@ async def take_queued_run(
     return (taken, thread)
 
 
-async def recovery_of(conn: AsyncConnection, run_id: str) -> str | None:
+async def recovery_of(conn: DbConnection, run_id: str) -> str | None:
     """The run that continues ``run_id`` after its process died (trigger ``recovery``, the next
     run of the thread, claimed in the transaction that closed the dead one), if any."""
     dead = (
@@ -250,6 +250,6 @@ async def recovery_of(conn: AsyncConnection, run_id: str) -> str | None:
     return str(following.id)
 
 
-async def run_status(conn: AsyncConnection, run_id: str) -> str | None:
+async def run_status(conn: DbConnection, run_id: str) -> str | None:
     found = await conn.scalar(sa.select(runs.c.status).where(runs.c.id == run_id))
     return None if found is None else str(found)

@@ -21,6 +21,7 @@ __all__ = [
     "runs",
     "tenant_usage",
     "threads",
+    "transcript",
 ]
 
 
@@ -123,6 +124,9 @@ threads = sa.Table(
     sa.Column("lease_owner", sa.String(64), nullable=True),
     sa.Column("lease_expires_at", UTCDateTime, nullable=True),
     sa.Column("fencing_token", sa.Integer, nullable=False, server_default="0"),
+    # Whether the ``transcript`` table holds the whole conversation. False only for threads
+    # from before it existed, whose messages are still in their checkpoint (``transcript``).
+    sa.Column("transcript_kept", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
     sa.Index("ix_threads_owner_updated", "tenant", "user_id", "updated_at"),
@@ -149,6 +153,20 @@ runs = sa.Table(
     sa.Column("output_tokens", sa.Integer, nullable=False, server_default="0"),
     sa.Index("ix_runs_thread", "thread_id"),
     sa.Index("ix_runs_status", "status"),
+)
+
+transcript = sa.Table(
+    "transcript",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column(
+        "thread_id", sa.String(36), sa.ForeignKey("threads.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("message_id", sa.String(64), nullable=False),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Index("ix_transcript_thread", "thread_id", "id"),
 )
 
 events = sa.Table(

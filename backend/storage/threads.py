@@ -10,12 +10,12 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from backend.errors import NotFoundError
 from backend.principal import Principal
 from backend.schemas.threads import ThreadSummary
-from backend.storage.dialect import insert
+from backend.storage.database import DbConnection
+from backend.storage.dialect import INSERTS
 from backend.storage.tables import approvals, tenant_usage, threads
 
 __all__ = [
@@ -45,8 +45,11 @@ def summarize(row: ThreadRow) -> ThreadSummary:
     )
 
 
+_CREATE_THREAD = threads.insert()
+
+
 async def create_thread(
-    conn: AsyncConnection,
+    conn: DbConnection,
     owner: Principal,
     *,
     thread_id: str,
@@ -57,19 +60,21 @@ async def create_thread(
     now: datetime,
 ) -> None:
     await conn.execute(
-        threads.insert().values(
-            consent_policy=consent_policy,
-            id=thread_id,
-            tenant=owner.tenant,
-            user_id=owner.user,
-            graph=graph,
-            project_id=project_id,
-            title=title,
-            status="idle",
-            last_seq=0,
-            created_at=now,
-            updated_at=now,
-        )
+        _CREATE_THREAD,
+        {
+            "consent_policy": consent_policy,
+            "id": thread_id,
+            "tenant": owner.tenant,
+            "user_id": owner.user,
+            "graph": graph,
+            "project_id": project_id,
+            "title": title,
+            "status": "idle",
+            "last_seq": 0,
+            "transcript_kept": True,
+            "created_at": now,
+            "updated_at": now,
+        },
     )
 
 
@@ -82,7 +87,7 @@ _GET_THREAD = threads.select().where(
 )
 
 
-async def get_thread(conn: AsyncConnection, owner: Principal, thread_id: str) -> ThreadRow:
+async def get_thread(conn: DbConnection, owner: Principal, thread_id: str) -> ThreadRow:
     params = {"p_id": thread_id, "p_tenant": owner.tenant, "p_user": owner.user}
     row = (await conn.execute(_GET_THREAD, params)).first()
     if row is None:
@@ -91,7 +96,7 @@ async def get_thread(conn: AsyncConnection, owner: Principal, thread_id: str) ->
 
 
 async def list_threads(
-    conn: AsyncConnection, owner: Principal, *, limit: int, now: datetime
+    conn: DbConnection, owner: Principal, *, limit: int, now: datetime
 ) -> list[ThreadSummary]:
     """The owner's threads, newest activity first. A thread whose consents all expired reads
     ``idle``, as in the thread's own detail."""
@@ -118,7 +123,7 @@ async def list_threads(
     return [summarize(row) for row in rows]
 
 
-async def token_usage(conn: AsyncConnection, thread_id: str, tenant: str) -> tuple[int, int]:
+async def token_usage(conn: DbConnection, thread_id: str, tenant: str) -> tuple[int, int]:
     """Tokens used so far by the thread and by its tenant."""
     thread = await conn.scalar(sa.select(threads.c.tokens_used).where(threads.c.id == thread_id))
     owner = await conn.scalar(
@@ -127,13 +132,20 @@ async def token_usage(conn: AsyncConnection, thread_id: str, tenant: str) -> tup
     return int(thread or 0), int(owner or 0)
 
 
-async def add_tenant_usage(conn: AsyncConnection, tenant: str, tokens: int) -> None:
+async def add_tenant_usage(conn: DbConnection, tenant: str, tokens: int) -> None:
     """Add a run's model tokens to its tenant's total (a thread's own total is added by
     ``leases.release_thread``)."""
-    upsert = insert(conn, tenant_usage).values(tenant=tenant, tokens_used=tokens)
-    await conn.execute(
-        upsert.on_conflict_do_update(
-            index_elements=[tenant_usage.c.tenant],
-            set_={"tokens_used": tenant_usage.c.tokens_used + upsert.excluded.tokens_used},
-        )
+    await conn.execute(_ADD_TENANT_USAGE[conn.dialect.name], {"tenant": tenant, "tokens": tokens})
+
+
+def _add_tenant_usage(dialect_insert: Any) -> Any:
+    upsert = dialect_insert(tenant_usage).values(
+        tenant=sa.bindparam("tenant"), tokens_used=sa.bindparam("tokens")
     )
+    return upsert.on_conflict_do_update(
+        index_elements=[tenant_usage.c.tenant],
+        set_={"tokens_used": tenant_usage.c.tokens_used + upsert.excluded.tokens_used},
+    )
+
+
+_ADD_TENANT_USAGE = {name: _add_tenant_usage(build) for name, build in INSERTS.items()}

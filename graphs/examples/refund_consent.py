@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from graphs.consent import ConsentKind, run_effect_once
 from graphs.registry import GraphSpec
 from graphs.services import GraphContext
+from graphs.window import outside_window
 
 __all__ = ["REFUND", "PaymentProvider", "build_refund_graph", "graph_spec"]
 
@@ -70,17 +71,19 @@ def _say(text: str) -> AIMessage:
     return AIMessage(text, id=f"msg-{uuid4().hex}")
 
 
-async def draft_refund(state: RefundState) -> dict[str, Any]:
-    """Read the order and the amount from the user's message."""
+async def draft_refund(state: RefundState, runtime: Runtime[GraphContext]) -> dict[str, Any]:
+    """Read the order and the amount from the user's message (and let the oldest messages go)."""
+    forget = outside_window(state["messages"], runtime.context.conversation_window)
     text = next(
         (str(m.content) for m in reversed(state["messages"]) if isinstance(m, HumanMessage)), ""
     )
     match = _ORDER.search(text)
     if match is None:
         example = "\u201crefund order 7, 1500 cents\u201d"
-        return {"proposal": None, "messages": [_say(f"Which order, and how much? Say {example}.")]}
+        ask_again = _say(f"Which order, and how much? Say {example}.")
+        return {"proposal": None, "messages": [*forget, ask_again]}
     proposal = RefundProposal(order_id=match["order_id"], amount_cents=int(match["cents"]))
-    return {"proposal": proposal.model_dump(), "decision": None}
+    return {"proposal": proposal.model_dump(), "decision": None, "messages": forget}
 
 
 def route_after_draft_refund(state: RefundState) -> Literal["request_refund_consent", "__end__"]:

@@ -23,6 +23,7 @@ from graphs.services import GraphContext, NoteHit, NoteSnapshot
 from graphs.tutor import prompts
 from graphs.tutor.consents import NoteCreateProposal, NoteDeleteProposal, NoteEditProposal
 from graphs.tutor.state import Intent, TutorState
+from graphs.window import outside_window
 
 __all__ = ["IntentChoice", "TutorNodes", "report_no_open_note", "say"]
 
@@ -106,7 +107,10 @@ class TutorNodes:
         self.model = model
         self.classifier = json_mode(model)
 
-    async def analyze_message(self, state: TutorState) -> dict[str, Any]:
+    async def analyze_message(
+        self, state: TutorState, runtime: Runtime[GraphContext]
+    ) -> dict[str, Any]:
+        """Route the new message, and let the oldest messages go past the conversation window."""
         text = _last_user_text(state)
         reply = await self.classifier.ainvoke(
             [SystemMessage(prompts.CLASSIFY), HumanMessage(text)], config=_INTERNAL
@@ -118,6 +122,9 @@ class TutorNodes:
             "found_notes": [],
             "proposal": None,
             "decision": None,
+            "messages": outside_window(
+                state.get("messages", []), runtime.context.conversation_window
+            ),
         }
 
     async def answer_question(

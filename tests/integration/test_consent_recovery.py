@@ -127,7 +127,7 @@ async def test_a_cursor_without_a_time_zone_is_invalid(client: httpx.AsyncClient
     assert (response.status_code, response.json()["error"]["code"]) == (422, "invalid_cursor")
 
 
-async def test_a_thread_of_a_graph_no_longer_served_answers_422_and_is_not_swept(
+async def test_an_unserved_graphs_thread_keeps_its_transcript_refuses_runs_and_is_not_swept(
     open_client: Any, clock: Any
 ) -> None:
     async with open_client(graphs=PARALLEL, consent_ttl_seconds=60) as client:
@@ -136,7 +136,10 @@ async def test_a_thread_of_a_graph_no_longer_served_answers_422_and_is_not_swept
     clock.advance(seconds=120)
     async with open_client(consent_ttl_seconds=60) as client:
         messages = await client.get(f"/v1/threads/{thread_id}/messages")
-        assert (messages.status_code, messages.json()["error"]["code"]) == (422, "unknown_graph")
+        assert messages.status_code == 200
+        assert [(m["role"], m["content"]) for m in messages.json()["messages"]] == [("user", "3.0")]
+        refused = await client.post("/v1/chat", json={"thread_id": thread_id, "message": "4.0"})
+        assert (refused.status_code, refused.json()["error"]["code"]) == (422, "unknown_graph")
         assert await client.services.expiry.sweep() == 0  # type: ignore[attr-defined]
         pending = (await client.get("/v1/approvals", params={"status": "pending"})).json()
         assert len(pending["approvals"]) == 2
