@@ -21,6 +21,9 @@ from backend.storage.transcript import TranscriptEntry
 __all__ = ["OutgoingEvent", "RunEventStream", "RunSuspendedError"]
 
 
+_PROGRESS = frozenset({"run_started", "step"})
+
+
 class RunSuspendedError(Exception):
     """The run stopped without a ``final`` (the server shuts down, or another process took it
     over): its listener should reconnect with ``Last-Event-ID``."""
@@ -90,9 +93,14 @@ class RunEventStream:
             self._durable.append(outgoing)
         self._unsent.append(outgoing)
 
-    def flush(self) -> None:
-        """Hand every recorded event to the listeners (call it once they are stored)."""
-        unsent, self._unsent = self._unsent, []
+    def flush(self, *, through: int | None = None) -> None:
+        """Hand the recorded events (up to seq ``through``) to the listeners: call it once they
+        are stored."""
+        if through is None or not self._unsent or self._unsent[-1].seq <= through:
+            unsent, self._unsent = self._unsent, []
+        else:
+            cut = next(i for i, e in enumerate(self._unsent) if e.seq > through)
+            unsent, self._unsent = self._unsent[:cut], self._unsent[cut:]
         self.transcript = []
         for outgoing in unsent:
             if outgoing.type != "token":
@@ -115,6 +123,15 @@ class RunEventStream:
     def take_durable(self) -> list[OutgoingEvent]:
         taken, self._durable = self._durable, []
         return taken
+
+    def restore_durable(self, taken: list[OutgoingEvent]) -> None:
+        """Put back what :meth:`take_durable` gave, ahead of what was recorded since."""
+        self._durable = taken + self._durable
+
+    @property
+    def only_progress_unsent(self) -> bool:
+        """What waits to be sent is only ``run_started`` and ``step`` events."""
+        return bool(self._unsent) and all(e.type in _PROGRESS for e in self._unsent)
 
     def close(self, *, suspended: bool = False) -> None:
         """No more events: listeners end (``suspended``: without a ``final``, so they end with

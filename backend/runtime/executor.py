@@ -24,6 +24,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Literal, Protocol
 
 from langchain_core.messages import HumanMessage
@@ -44,6 +45,7 @@ from backend.runtime.event_stream import OutgoingEvent, RunEventStream
 from backend.runtime.leases import LeaseKeeper
 from backend.runtime.notes_store import OwnerNotesStore
 from backend.runtime.run_consents import consent_event, store_consent
+from backend.runtime.step_batching import ProgressBatcher
 from backend.runtime.stream_mapping import STREAM_MODES, ChunkMapper
 from backend.schemas.events import (
     ConsentEvent,
@@ -121,6 +123,7 @@ class _RunContext:
     fencing_token: int
     stop: StopReason | None = None
     task: asyncio.Task[None] | None = field(default=None, repr=False)
+    progress: ProgressBatcher = field(init=False, repr=False)
 
 
 @dataclass
@@ -234,6 +237,7 @@ class RunExecutor:
         run = _RunContext(
             owner, spec, events, context, trigger, consent_policy, meter, claim.fencing_token
         )
+        run.progress = ProgressBatcher(events, partial(self._store_rows, run))
         self._active[thread_id] = run
         self.leases.track(run_id)
         task = asyncio.create_task(
@@ -334,17 +338,10 @@ class RunExecutor:
         ):
             for event_type, fields in mapper.map(mode, chunk):
                 events.record(events.make(event_type, **fields))
-            if events.has_unstored:
-                # Durable events are stored before they are sent (one transaction per chunk; token
-                # chunks carry none and cost no write), so a client that rejoins after a crash
-                # finds everything it saw.
-                try:
-                    async with self._db.write() as conn:
-                        await self._store_events(conn, run)
-                except BaseException:
-                    events.discard_unsent()  # neither stored nor sent
-                    raise
-            events.flush()
+            # Durable events are stored before they are sent (at most one transaction per chunk,
+            # progress held for the next one: ``step_batching``; token chunks carry none and cost
+            # no write), so a client that rejoins after a crash finds everything it saw.
+            await run.progress.after_chunk()
             if mode == "updates" and run.stop is not None:
                 raise _StopRequestedError  # a step just ended: its checkpoint is saved
             if events.unreserved < SEQ_RESERVATION // 4:
@@ -358,9 +355,19 @@ class RunExecutor:
                     )
 
     async def _store_events(self, conn: DbConnection, run: _RunContext) -> None:
-        """Store the run's recorded durable events, fenced by its lease, and what they add to
-        the transcript: the user's messages given to the graph since, then ``message`` events."""
-        rows, now = run.events.take_durable(), self._clock()
+        """Store the run's recorded durable events, fenced by its lease."""
+        await self._insert_events(conn, run, run.events.take_durable())
+
+    async def _store_rows(self, run: _RunContext, rows: list[OutgoingEvent]) -> None:
+        async with self._db.write() as conn:
+            await self._insert_events(conn, run, rows)
+
+    async def _insert_events(
+        self, conn: DbConnection, run: _RunContext, rows: list[OutgoingEvent]
+    ) -> None:
+        """Insert events fenced by the run's lease, and what they add to the transcript: the
+        user's messages given to the graph since the last write, then ``message`` events."""
+        now = self._clock()
         await events_repo.insert_events(
             conn, run.events, rows, fencing_token=run.fencing_token, now=now
         )
@@ -416,6 +423,7 @@ class RunExecutor:
         events = run.events
         for consent in decided:
             events.record(consent)
+        await run.progress.settle()
         async with self._db.write() as conn:
             for consent in decided:
                 row = await store_consent(conn, run.owner, consent, now=now)
@@ -448,6 +456,7 @@ class RunExecutor:
         frees the thread (the events made so far are logged as lost); only if that fails too does
         the thread wait for the start-up recovery of the next process."""
         events = run.events
+        await run.progress.settle()
         final = events.make(FinalEvent, reason=outcome.reason, usage=run.meter.usage)
         for event in (*outcome.consents, final):
             events.record(event)
@@ -515,6 +524,7 @@ class RunExecutor:
         (the process that took the run over owns it now). Listeners get no ``final``: the stream
         ends, and the client rejoins with ``Last-Event-ID``."""
         events = run.events
+        await run.progress.settle()
         if run.stop == "lease_lost":
             events.discard_unsent()
         else:

@@ -137,11 +137,22 @@ async def _take_over(services: Services, thread_id: str) -> None:
 
 
 async def _held_run(app: App, stub: OpenAIStub) -> tuple[asyncio.Task[httpx.Response], str]:
-    """A chat request whose run is held mid-answer; the task and the thread id."""
+    """A chat request whose run is held mid-answer, once the run has sent its start and both
+    steps (progress goes out at most ``PROGRESS_DELAY_SECONDS`` late); the task and the thread
+    id."""
     request = asyncio.create_task(app.client.post("/v1/chat", json=QUESTION))
     await _within(stub.holding.wait())
     (run,) = app.services.executor._active.values()
+    await _within(_sent_steps(run.events, 2))
     return request, run.events.thread_id
+
+
+async def _sent_steps(events: Any, count: int) -> None:
+    steps = 0
+    async for event in events.join(after_seq=0):
+        steps += event.type == "step"
+        if steps == count:
+            return
 
 
 async def test_a_claim_leases_the_thread_to_this_process_with_a_new_fencing_token(

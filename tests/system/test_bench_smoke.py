@@ -65,7 +65,10 @@ def test_the_benchmark_measures_consentry_beside_the_baseline(
     for row in turns.values():
         assert (row["turns"], row["window"]) == (10, 2), row
         assert min(row["first_latency_ms"], row["last_latency_ms"]) > 0, row
-        assert min(row["first_bytes_per_turn"], row["last_bytes_per_turn"]) > 0, row
+        if row["server"] == "baseline":  # keeps every checkpoint: it grows every turn
+            assert min(row["first_bytes_per_turn"], row["last_bytes_per_turn"]) > 0, row
+        else:  # keeps the newest only: a turn may reuse what pruning the last one freed
+            assert None not in (row["first_bytes_per_turn"], row["last_bytes_per_turn"]), row
     table = result.stdout
     assert table.splitlines()[0].startswith("| server | C | conv | errors |")
     assert table.count("| consentry-pg |") == 3

@@ -1,0 +1,151 @@
+"""Progress batching as served (``backend.runtime.step_batching``): a run's ``run_started`` and
+``step`` events are stored with its next write instead of in writes of their own, and the SSE
+stream still carries every event, in seq order, with no gap; a rejoining client replays exactly
+what the stream sent.
+
+Which rows one write stored is read from the ``events`` table: the test clock ticks 1 µs on every
+call and a write stamps all its rows with one reading, so the rows of one write share one
+``created_at`` and those of two writes never do.
+"""
+
+from __future__ import annotations
+
+import itertools
+from functools import partial
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+import backend.runtime.executor
+from backend.runtime.step_batching import ProgressBatcher
+from backend.schemas.events import ConsentEvent, Event
+from backend.storage.tables import events as events_table
+from tests.sse import ask_for_note_edit, chat, kinds, parse_events
+
+QUESTION = "What is retrieval?"
+
+
+@pytest.fixture(autouse=True)
+def _progress_waits_for_the_next_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The offline model answers at once, but a loaded machine may take longer than
+    ``PROGRESS_DELAY_SECONDS`` between two chunks, and the progress would then be stored on its
+    own: give it a delay no run here reaches, so what goes in which write depends on the run only.
+    (The delay itself: ``tests/unit/test_progress_batching.py``.)"""
+    monkeypatch.setattr(
+        backend.runtime.executor, "ProgressBatcher", partial(ProgressBatcher, delay=3600.0)
+    )
+
+
+async def _writes(client: httpx.AsyncClient, run_id: str) -> list[list[str]]:
+    """The run's stored events, in seq order, grouped by the write that stored them."""
+    query = (
+        sa.select(events_table.c.type, events_table.c.created_at)
+        .where(events_table.c.run_id == run_id)
+        .order_by(events_table.c.seq)
+    )
+    async with client.services.db.read() as conn:  # type: ignore[attr-defined]
+        rows = list(await conn.execute(query))
+    return [
+        [row.type for row in group] for _, group in itertools.groupby(rows, lambda r: r.created_at)
+    ]
+
+
+def _numbered_without_gaps(events: list[Event]) -> bool:
+    """Every event of the stream (tokens included) is the one after the one before it."""
+    seqs = [e.seq for e in events]
+    return seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+
+
+def _durable(events: list[Event]) -> list[tuple[int, str]]:
+    return [(e.seq, e.type) for e in events if e.type != "token"]
+
+
+async def test_a_message_that_reaches_a_consent_stores_all_its_events_in_one_write(
+    client: httpx.AsyncClient,
+) -> None:
+    _, events = await ask_for_note_edit(client)
+
+    assert kinds(events, tokens=True) == [
+        "run_started",
+        "step",
+        "step",
+        "step",
+        "consent",
+        "final",
+    ]
+    assert _numbered_without_gaps(events)
+    assert await _writes(client, events[0].run_id) == [
+        ["run_started", "step", "step", "step", "consent", "final"]
+    ]
+
+
+async def test_an_approved_decision_stores_its_progress_with_the_note_then_the_message_and_end(
+    client: httpx.AsyncClient,
+) -> None:
+    _, asked = await ask_for_note_edit(client)
+    consent = asked[-2]
+    assert isinstance(consent, ConsentEvent)
+
+    events = await chat(
+        client,
+        {
+            "thread_id": consent.thread_id,
+            "resume": {"approval_id": consent.approval_id, "decision": "approve"},
+        },
+    )
+
+    assert kinds(events, tokens=True) == ["run_started", "step", "step", "note", "message", "final"]
+    assert events[0].seq == asked[-1].seq + 1
+    assert _numbered_without_gaps(events)
+    assert await _writes(client, events[0].run_id) == [
+        ["run_started", "step", "step", "note"],
+        ["message"],
+        ["final"],
+    ]
+
+
+async def test_a_question_stores_its_progress_before_the_first_token_then_the_message_and_end(
+    client: httpx.AsyncClient,
+) -> None:
+    events = await chat(client, {"message": QUESTION})
+
+    assert kinds(events) == ["run_started", "step", "step", "message", "final"]
+    streamed = kinds(events, tokens=True)
+    assert streamed[:4] == ["run_started", "step", "step", "token"]  # progress sent first
+    assert set(streamed[3:-2]) == {"token"}
+    assert _numbered_without_gaps(events)
+    assert await _writes(client, events[0].run_id) == [
+        ["run_started", "step", "step"],  # what the first token could not be sent before
+        ["message"],
+        ["final"],
+    ]
+
+
+async def test_a_client_replaying_from_zero_gets_exactly_the_durable_events_the_streams_sent(
+    client: httpx.AsyncClient,
+) -> None:
+    _, asked = await ask_for_note_edit(client)
+    consent = asked[-2]
+    assert isinstance(consent, ConsentEvent)
+    thread_id = consent.thread_id
+    streams: list[Any] = [asked]
+    streams.append(
+        await chat(
+            client,
+            {
+                "thread_id": thread_id,
+                "resume": {"approval_id": consent.approval_id, "decision": "approve"},
+            },
+        )
+    )
+    streams.append(await chat(client, {"thread_id": thread_id, "message": QUESTION}))
+    sent = [event for stream in streams for event in stream if event.type != "token"]
+
+    response = await client.get(f"/v1/threads/{thread_id}/stream", headers={"Last-Event-ID": "0"})
+
+    assert response.status_code == 200, response.text
+    replayed = parse_events(response.text)
+    assert _durable(replayed) == _durable(sent)
+    assert [e.model_dump() for e in replayed] == [e.model_dump() for e in sent]
