@@ -79,6 +79,8 @@ class Database:
         self._engine: AsyncEngine | None = None
         self._sqlite_writer: SqliteWorker | None = None
         self._sqlite_lock = asyncio.Lock()
+        self._sqlite_writing: asyncio.Task[Any] | None = None
+        """The task holding the write transaction (``_sqlite_lock``)."""
         self._sqlite_readers: asyncio.Queue[SqliteWorker] = asyncio.Queue()
         self._sqlite_workers: list[SqliteWorker] = []
         if url.startswith("sqlite:///"):
@@ -138,8 +140,17 @@ class Database:
                 yield conn
             return
         assert self._sqlite_writer is not None
-        async with self._sqlite_lock, _sqlite_transaction(self._sqlite_writer) as conn:
-            yield conn
+        task = asyncio.current_task()
+        if task is not None and task is self._sqlite_writing:
+            # It would wait for itself forever: one write transaction at a time, per process.
+            raise RuntimeError("a write transaction was opened inside another one (SQLite)")
+        async with self._sqlite_lock:
+            self._sqlite_writing = task
+            try:
+                async with _sqlite_transaction(self._sqlite_writer) as conn:
+                    yield conn
+            finally:
+                self._sqlite_writing = None
 
     async def ping(self) -> None:
         async with self.read() as conn:

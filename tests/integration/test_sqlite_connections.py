@@ -413,3 +413,22 @@ def test_sqlite_thread_outlives_a_caller_whose_event_loop_closed_before_its_call
         return answer
 
     assert asyncio.run(call_again()) == "still here"
+
+
+async def test_a_write_opened_inside_another_in_the_same_task_fails_instead_of_waiting_forever(
+    tmp_path: Path,
+) -> None:
+    db = Database(f"sqlite:///{tmp_path / 'nested.db'}")
+    await db.open()
+    try:
+        async with db.write() as outer:
+            await outer.exec_driver_sql("CREATE TABLE t (id INTEGER PRIMARY KEY)")
+            with pytest.raises(RuntimeError, match="inside another one"):
+                async with db.write():
+                    pass
+        async with db.write() as conn:  # the writer is free again
+            await conn.exec_driver_sql("INSERT INTO t (id) VALUES (1)")
+        async with db.read() as conn:
+            assert (await conn.exec_driver_sql("SELECT count(*) FROM t")).scalar() == 1
+    finally:
+        await db.close()
