@@ -164,7 +164,15 @@ class RunExecutor:
         checkpoint_retention: Literal["latest", "all"] = "latest",
     ) -> None:
         self._db = db
-        self._checkpoint_retention = checkpoint_retention
+        # Decided once, not per run: which graphs' checkpoints are pruned after each run. Not a
+        # graph with a DeltaChannel, whose checkpoints hold only changes (the older are needed).
+        self._prunable: dict[str, BaseCheckpointSaver[Any]] = {
+            name: graph.checkpointer
+            for name, graph in graphs.items()
+            if checkpoint_retention == "latest"
+            and isinstance(graph.checkpointer, BaseCheckpointSaver)
+            and not any(isinstance(c, DeltaChannel) for c in graph.channels.values())
+        }
         self.leases = LeaseKeeper(
             db=db, clock=clock, lease_seconds=lease_seconds, on_lost=self._leases_lost
         )
@@ -503,12 +511,9 @@ class RunExecutor:
         """With ``CONSENTRY_CHECKPOINT_RETENTION=latest``, keep only the thread's newest
         checkpoint: the one a resume, a retry or a takeover starts from. Best effort: a prune
         that fails (or loses a race to the next run) leaves the older ones for the next run's."""
-        graph = self.graph(run.spec.name)
-        saver = graph.checkpointer
-        if self._checkpoint_retention != "latest" or not isinstance(saver, BaseCheckpointSaver):
+        saver = self._prunable.get(run.spec.name)
+        if saver is None:
             return
-        if any(isinstance(channel, DeltaChannel) for channel in graph.channels.values()):
-            return  # its checkpoints hold only changes: the older ones are needed
         try:
             await saver.aprune([run.events.thread_id], strategy="keep_latest")
         except Exception:

@@ -18,6 +18,4 @@ INSERTS: dict[str, Any] = {"postgresql": postgresql.insert, "sqlite": sqlite.ins
 def insert(conn: DbConnection, table: sa.Table) -> Any:
     """An ``INSERT`` with ``on_conflict_do_nothing`` / ``on_conflict_do_update`` for the
     connection's database (both speak ``ON CONFLICT``)."""
-    if conn.dialect.name == "postgresql":
-        return postgresql.insert(table)
-    return sqlite.insert(table)
+    return INSERTS[conn.dialect.name](table)
