@@ -60,7 +60,8 @@ class RunEventStream:
         self._main = self._subscribe(after_seq=last_seq)
         self.transcript: list[TranscriptEntry] = []
         """User messages the run's graph was given, for the transcript: written with the next
-        stored events (so after the replies that came before them), forgotten at :meth:`flush`."""
+        stored events (so after the replies that came before them), see :meth:`take_transcript`."""
+        self._transcript_taken = 0
 
     @property
     def listeners(self) -> int:
@@ -101,7 +102,10 @@ class RunEventStream:
         else:
             cut = next(i for i, e in enumerate(self._unsent) if e.seq > through)
             unsent, self._unsent = self._unsent[:cut], self._unsent[cut:]
-        self.transcript = []
+        # Only what the store wrote: a message given meanwhile (a late progress write, then the
+        # run's next input) waits for the next store.
+        del self.transcript[: self._transcript_taken]
+        self._transcript_taken = 0
         for outgoing in unsent:
             if outgoing.type != "token":
                 self._history.append(outgoing)
@@ -115,6 +119,7 @@ class RunEventStream:
             self.last_seq = self._unsent[0].seq - 1
         self._unsent = []
         self._durable = []
+        self._transcript_taken = 0
 
     @property
     def has_unstored(self) -> bool:
@@ -127,6 +132,13 @@ class RunEventStream:
     def restore_durable(self, taken: list[OutgoingEvent]) -> None:
         """Put back what :meth:`take_durable` gave, ahead of what was recorded since."""
         self._durable = taken + self._durable
+        self._transcript_taken = 0
+
+    def take_transcript(self) -> list[TranscriptEntry]:
+        """The user messages to write with the events being stored; they are forgotten at the
+        next :meth:`flush` (written), or given again after a failed store."""
+        self._transcript_taken = len(self.transcript)
+        return list(self.transcript)
 
     @property
     def only_progress_unsent(self) -> bool:

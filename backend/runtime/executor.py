@@ -384,7 +384,7 @@ class RunExecutor:
             conn,
             run.events.thread_id,
             [
-                *run.events.transcript,
+                *run.events.take_transcript(),
                 *(TranscriptEntry(m["message_id"], "assistant", m["content"]) for m in said),
             ],
             now=now,
