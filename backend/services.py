@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 
-import anyio
 from langchain_core.language_models import BaseChatModel
 
+from backend.api.sse_response import OpenStreams
+from backend.exit_signals import forwarding_exit_signals
 from backend.runtime.approvals import ApprovalInbox
 from backend.runtime.clock import Clock, utc_now
-from backend.runtime.executor import RunExecutor, RunLimits
+from backend.runtime.executor import SHUTDOWN_GRACE_SECONDS, RunExecutor, RunLimits
 from backend.runtime.expiry import ExpirySweeper
 from backend.runtime.idempotency import KEY_RETENTION, IdempotencyGuard
 from backend.runtime.notifications import EventNotifications
@@ -43,9 +44,9 @@ class Services:
     idempotency: IdempotencyGuard
     expiry: ExpirySweeper
     clock: Clock
-    shutting_down: anyio.Event
     notifications: EventNotifications
-    """Set (by sse-starlette, for every open stream) when the server starts shutting down."""
+    open_streams: OpenStreams
+    """The event streams being sent; the ones still open after a shutdown's grace period end."""
 
 
 @asynccontextmanager
@@ -144,27 +145,27 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                 notifications.on_run_queued = worker.run_queued
                 worker.start()
                 takeover.start()
-            shutting_down = anyio.Event()
-            suspender = asyncio.create_task(_suspend_runs_on(shutting_down, executor))
+            open_streams = OpenStreams()
+            begin_shutdown = _shutdown_steps(executor, open_streams)
             try:
-                yield Services(
-                    settings=settings,
-                    db=db,
-                    graphs=graphs,
-                    executor=executor,
-                    runs=runs,
-                    threads=ThreadReader(
-                        db=db, executor=executor, clock=clock, notifications=notifications
-                    ),
-                    approvals=ApprovalInbox(db=db, runs=runs),
-                    idempotency=idempotency,
-                    expiry=expiry,
-                    clock=clock,
-                    shutting_down=shutting_down,
-                    notifications=notifications,
-                )
+                with forwarding_exit_signals(begin_shutdown):
+                    yield Services(
+                        settings=settings,
+                        db=db,
+                        graphs=graphs,
+                        executor=executor,
+                        runs=runs,
+                        threads=ThreadReader(
+                            db=db, executor=executor, clock=clock, notifications=notifications
+                        ),
+                        approvals=ApprovalInbox(db=db, runs=runs),
+                        idempotency=idempotency,
+                        expiry=expiry,
+                        clock=clock,
+                        notifications=notifications,
+                        open_streams=open_streams,
+                    )
             finally:
-                suspender.cancel()
                 await worker.stop()
                 await takeover.stop()
                 await notifications.stop()
@@ -174,8 +175,18 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
         await db.close()
 
 
-async def _suspend_runs_on(shutting_down: anyio.Event, executor: RunExecutor) -> None:
-    """Stop every run at its next step boundary as soon as the server starts shutting down,
-    while open streams are still being drained (the lifespan's end comes after them)."""
-    await shutting_down.wait()
-    executor.suspend_all()
+def _shutdown_steps(executor: RunExecutor, open_streams: OpenStreams) -> Callable[[], None]:
+    """What happens as soon as the server is asked to stop, while it still drains the open
+    streams (the lifespan's end comes after them): every run stops at its next step boundary,
+    and the streams still open after the grace period end with a reconnect hint."""
+    started = False
+
+    def begin_shutdown() -> None:
+        nonlocal started
+        if started:
+            return
+        started = True
+        executor.suspend_all()
+        asyncio.get_running_loop().call_later(SHUTDOWN_GRACE_SECONDS, open_streams.end_all)
+
+    return begin_shutdown

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from sse_starlette import EventSourceResponse
 
 from backend.api.deps import IdempotencyKey, PrincipalDep, ServicesDep
 from backend.api.responses import ERROR_RESPONSES
+from backend.api.sse_response import EventStreamResponse
 from backend.api.streaming import EVENT_STREAM_RESPONSE, stream_new_run
 from backend.runtime.executor import ActiveRun
 from backend.schemas.chat import ChatRequest
@@ -18,7 +18,7 @@ router = APIRouter(prefix="/v1", tags=["chat"])
 
 @router.post(
     "/chat",
-    response_class=EventSourceResponse,
+    response_class=EventStreamResponse,
     responses={**EVENT_STREAM_RESPONSE, **ERROR_RESPONSES},
 )
 async def chat(
@@ -26,7 +26,7 @@ async def chat(
     owner: PrincipalDep,
     services: ServicesDep,
     idempotency_key: IdempotencyKey = None,
-) -> EventSourceResponse:
+) -> EventStreamResponse:
     """Send a message (or a decision on a pending consent) and stream the run's events.
 
     With an `Idempotency-Key` that was used before, the first run's stored events are sent again

@@ -1,27 +1,28 @@
 """How run events go out as Server-Sent Events, for every streaming route.
 
 Each event is one SSE frame: ``id`` (the thread's seq), ``event`` (its type) and ``data`` (its
-JSON). When the server starts shutting down (SIGTERM), sse-starlette sets the app's shared
-``shutting_down`` event; the runs then stop at their next step boundary
-(``RunExecutor.suspend_all``), and a stream whose run stopped without a ``final`` ends with a
-``retry:`` hint, so the client reconnects (``GET /v1/threads/{id}/stream`` with
-``Last-Event-ID``) to whichever process continues the run.
+JSON). When the server starts shutting down (SIGTERM), the runs stop at their next step boundary
+(``RunExecutor.suspend_all``, see ``services``), and a stream whose run stopped without a
+``final`` ends with a ``retry:`` hint, so the client reconnects (``GET /v1/threads/{id}/stream``
+with ``Last-Event-ID``) to whichever process continues the run. How the frames are sent:
+``api.sse_response``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette import ServerSentEvent
 
+from backend.api.sse_response import RECONNECT_HINT, EventStreamResponse
 from backend.principal import Principal
 from backend.runtime.event_stream import OutgoingEvent, RunSuspendedError
-from backend.runtime.executor import SHUTDOWN_GRACE_SECONDS, ActiveRun
+from backend.runtime.executor import ActiveRun
 from backend.runtime.idempotency import StoredResponse, request_fingerprint
 from backend.services import Services
 
-__all__ = ["EVENT_STREAM_RESPONSE", "RECONNECT_AFTER_MS", "event_stream_response", "stream_new_run"]
+__all__ = ["EVENT_STREAM_RESPONSE", "event_stream_response", "stream_new_run"]
 
 EVENT_STREAM_RESPONSE: dict[int | str, dict[str, Any]] = {
     200: {
@@ -30,9 +31,6 @@ EVENT_STREAM_RESPONSE: dict[int | str, dict[str, Any]] = {
     }
 }
 
-RECONNECT_AFTER_MS = 2000
-"""The ``retry:`` a stream ends with when its run stopped without a ``final``."""
-
 
 def event_stream_response(
     events: AsyncIterator[OutgoingEvent],
@@ -40,13 +38,13 @@ def event_stream_response(
     services: Services,
     headers: dict[str, str],
     on_close: Callable[[], None] | None = None,
-) -> EventSourceResponse:
-    return EventSourceResponse(
-        _frames(events, on_close),
-        ping=services.settings.keepalive_seconds,
-        shutdown_event=services.shutting_down,
-        shutdown_grace_period=SHUTDOWN_GRACE_SECONDS,  # the runs reach a step boundary
+) -> EventStreamResponse:
+    return EventStreamResponse(
+        _frames(events),
+        keepalive_seconds=services.settings.keepalive_seconds,
+        open_streams=services.open_streams,
         headers=headers,
+        on_close=on_close,
     )
 
 
@@ -58,7 +56,7 @@ async def stream_new_run(
     idempotency_key: str | None,
     route: str,
     body: dict[str, Any],
-) -> EventSourceResponse:
+) -> EventStreamResponse:
     """Start a run and stream its events. With an ``Idempotency-Key`` that was used before (for
     the same route and body), the first run's stored events are sent again instead (token events
     are not stored, so a replay has none)."""
@@ -76,9 +74,10 @@ async def stream_new_run(
     assert result.thread_id is not None
     assert result.run_id is not None
     stored = await services.threads.stored_run(owner, result.thread_id, result.run_id)
-    return EventSourceResponse(
+    return EventStreamResponse(
         _replay(stored),
-        ping=services.settings.keepalive_seconds,
+        keepalive_seconds=services.settings.keepalive_seconds,
+        open_streams=services.open_streams,
         headers={
             "X-Thread-Id": result.thread_id,
             "X-Run-Id": result.run_id,
@@ -87,7 +86,7 @@ async def stream_new_run(
     )
 
 
-def _run_stream(services: Services, run: ActiveRun) -> EventSourceResponse:
+def _run_stream(services: Services, run: ActiveRun) -> EventStreamResponse:
     return event_stream_response(
         run.events.listen(),
         services=services,
@@ -96,22 +95,18 @@ def _run_stream(services: Services, run: ActiveRun) -> EventSourceResponse:
     )
 
 
-async def _replay(events: list[OutgoingEvent]) -> AsyncIterator[ServerSentEvent]:
+def _frame(event: OutgoingEvent) -> bytes:
+    return ServerSentEvent(data=event.data, event=event.type, id=str(event.seq)).encode()
+
+
+async def _replay(events: list[OutgoingEvent]) -> AsyncGenerator[bytes, None]:
     for event in events:
-        yield ServerSentEvent(data=event.data, event=event.type, id=str(event.seq))
+        yield _frame(event)
 
 
-async def _frames(
-    events: AsyncIterator[OutgoingEvent], on_close: Callable[[], None] | None
-) -> AsyncIterator[ServerSentEvent]:
+async def _frames(events: AsyncIterator[OutgoingEvent]) -> AsyncGenerator[bytes, None]:
     try:
         async for event in events:
-            yield ServerSentEvent(data=event.data, event=event.type, id=str(event.seq))
+            yield _frame(event)
     except RunSuspendedError:
-        yield ServerSentEvent(
-            comment="the run continues elsewhere: reconnect with Last-Event-ID",
-            retry=RECONNECT_AFTER_MS,
-        )
-    finally:
-        if on_close is not None:
-            on_close()
+        yield RECONNECT_HINT

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query
-from sse_starlette import EventSourceResponse
 
 from backend.api.deps import IdempotencyKey, PrincipalDep, ServicesDep
 from backend.api.responses import ERROR_RESPONSES
+from backend.api.sse_response import EventStreamResponse
 from backend.api.streaming import EVENT_STREAM_RESPONSE, event_stream_response, stream_new_run
 from backend.errors import BadRequestError
 from backend.runtime.executor import ActiveRun
@@ -44,7 +44,7 @@ async def get_messages(thread_id: str, owner: PrincipalDep, services: ServicesDe
 
 @router.get(
     "/{thread_id}/stream",
-    response_class=EventSourceResponse,
+    response_class=EventStreamResponse,
     responses={
         200: {
             "description": "The stored events after `Last-Event-ID`, then the active run live, "
@@ -60,7 +60,7 @@ async def join_stream(
     services: ServicesDep,
     last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
     last_event_id: Annotated[str | None, Query(description="Same as `Last-Event-ID`.")] = None,
-) -> EventSourceResponse:
+) -> EventStreamResponse:
     """Join a thread's stream: what the client missed (by `Last-Event-ID`), then what the active
     run does, until its `final`. Without an id the whole stored history comes first."""
     raw = last_event_id_header if last_event_id_header is not None else last_event_id
@@ -88,14 +88,14 @@ async def cancel_run(thread_id: str, owner: PrincipalDep, services: ServicesDep)
 
 
 @router.post(
-    "/{thread_id}/retry", response_class=EventSourceResponse, responses=EVENT_STREAM_RESPONSE
+    "/{thread_id}/retry", response_class=EventStreamResponse, responses=EVENT_STREAM_RESPONSE
 )
 async def retry_run(
     thread_id: str,
     owner: PrincipalDep,
     services: ServicesDep,
     idempotency_key: IdempotencyKey = None,
-) -> EventSourceResponse:
+) -> EventStreamResponse:
     """Run the thread's failed run again from its last good checkpoint (once the model provider
     is back, say) and stream the new run's events, as `POST /v1/chat` does. 409
     `nothing_to_retry` unless the thread's last run ended `failed` with work left to run; 409

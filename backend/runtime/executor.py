@@ -505,12 +505,15 @@ class RunExecutor:
         events.flush()
         events.close()
         self._ended(events.thread_id, events.run_id)  # the thread is free: a cancel finds nothing
-        await self._prune_checkpoints(run)
+        if outcome.reason != "interrupted":  # a consent's decision comes soon: prune after it
+            await self._prune_checkpoints(run)
 
     async def _prune_checkpoints(self, run: _RunContext) -> None:
         """With ``CONSENTRY_CHECKPOINT_RETENTION=latest``, keep only the thread's newest
-        checkpoint: the one a resume, a retry or a takeover starts from. Best effort: a prune
-        that fails (or loses a race to the next run) leaves the older ones for the next run's."""
+        checkpoint: the one a resume, a retry or a takeover starts from. Called when a run ends
+        without waiting for a consent, so a conversation that pauses for one is pruned once, after
+        its decision. Best effort: a prune that fails (or loses a race to the next run) leaves
+        the older ones for the next run's."""
         saver = self._prunable.get(run.spec.name)
         if saver is None:
             return

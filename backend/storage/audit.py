@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from backend.principal import Principal
 from backend.schemas.audit import AuditRecord
-from backend.storage.database import DbConnection
+from backend.storage.database import DbConnection, execute_unread
 from backend.storage.tables import audit
 
 __all__ = ["AuditAction", "list_audit", "record_audit"]
@@ -43,7 +43,8 @@ async def record_audit(
     approval_id: str | None = None,
     data: dict[str, Any] | None = None,
 ) -> None:
-    await conn.execute(
+    await execute_unread(
+        conn,
         _INSERT,
         {
             "thread_id": thread_id,

@@ -32,8 +32,10 @@ from psycopg_pool import PoolTimeout
 from sqlalchemy import create_engine, event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection
+from sqlalchemy.engine.interfaces import _CoreAnyExecuteParams
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
+from sqlalchemy.sql.base import Executable
 
 from backend.storage.sqlite_connection import SqliteConnection, SqliteWorker
 
@@ -44,6 +46,7 @@ __all__ = [
     "Database",
     "DbConnection",
     "SchemaNotCurrentError",
+    "execute_unread",
     "head_revision",
     "is_database_unavailable",
 ]
@@ -56,6 +59,19 @@ SQLITE_READERS = 2
 DbConnection = AsyncConnection | SqliteConnection
 """A transaction as ``Database.read()`` and ``Database.write()`` hand it out: SQLAlchemy's on
 PostgreSQL, one thread hop per statement on SQLite. The storage modules take either."""
+
+
+async def execute_unread(
+    conn: DbConnection, statement: Executable, parameters: _CoreAnyExecuteParams
+) -> None:
+    """Run a statement whose result nobody reads (no rows, no row count). On SQLite it goes with
+    the transaction's next statement or its commit instead of a thread hop of its own
+    (``SqliteConnection.defer``); a failure then surfaces there, and the transaction still
+    commits all or nothing."""
+    if isinstance(conn, SqliteConnection):
+        conn.defer(statement, parameters)
+    else:
+        await conn.execute(statement, parameters)
 
 
 def _on_connect(dbapi_connection: Any, _record: Any) -> None:

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from backend.principal import Principal
 from backend.schemas.events import TokenUsage
 from backend.storage.audit import record_audit
-from backend.storage.database import DbConnection
+from backend.storage.database import DbConnection, execute_unread
 from backend.storage.leases import _HOLDS_LEASE, LeaseLostError
 from backend.storage.tables import runs, threads
 from backend.storage.threads import add_tenant_usage
@@ -56,7 +56,8 @@ _END_RUN = (
 async def start_run(
     conn: DbConnection, *, run_id: str, thread_id: str, trigger: str, now: datetime
 ) -> None:
-    await conn.execute(
+    await execute_unread(
+        conn,
         _START_RUN,
         {
             "id": run_id,
@@ -77,7 +78,8 @@ async def end_run(
     now: datetime,
     usage: TokenUsage,
 ) -> None:
-    await conn.execute(
+    await execute_unread(
+        conn,
         _END_RUN,
         {
             "p_id": run_id,

@@ -14,6 +14,11 @@ they run unchanged on both databases. Its transaction begins with its first stat
 same hop) and is committed in one more. A failed or cancelled one is rolled back on the thread
 before the connection serves anyone else, because the thread runs its calls in order.
 
+A statement whose result nobody reads (an audit record, say) need not cost a hop of its own:
+``defer`` keeps it for the transaction's next hop, which runs it first, before that hop's own
+statement or the commit. It fails there, inside the same transaction, so the transaction still
+commits all or nothing (``database.execute_unread`` is how storage modules use it).
+
 A connection serves one transaction at a time: ``Database`` holds a lock (the writer) or takes
 an idle reader from a queue around each transaction, and nothing else touches the thread.
 """
@@ -100,6 +105,12 @@ class SqliteConnection:
         self._worker = worker
         self.dialect = worker.dialect
         self._used = False
+        self._deferred: list[tuple[Executable, _CoreAnyExecuteParams | None]] = []
+
+    def defer(self, statement: Executable, parameters: _CoreAnyExecuteParams | None) -> None:
+        """Run ``statement`` at the start of the transaction's next hop (see the module's
+        docstring): its result is not read, and its failure is that hop's."""
+        self._deferred.append((statement, parameters))
 
     async def execute(
         self,
@@ -134,18 +145,39 @@ class SqliteConnection:
     async def _call(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
+        worker, deferred = self._worker, self._take_deferred()
         self._used = True
-        worker = self._worker
-        return await worker.thread.call(lambda: worker.in_transaction(fn, *args, **kwargs))
+
+        def run() -> T:
+            if deferred:
+                worker.in_transaction(_execute_all, deferred)
+            return worker.in_transaction(fn, *args, **kwargs)
+
+        return await worker.thread.call(run)
 
     async def commit(self) -> None:
-        if self._used:
-            await self._worker.thread.call(self._worker.connection.commit)
+        worker, deferred = self._worker, self._take_deferred()
+        if deferred:
+            self._used = True
+
+            def run() -> None:
+                worker.in_transaction(_execute_all, deferred)
+                worker.connection.commit()
+
+            await worker.thread.call(run)
+        elif self._used:
+            await worker.thread.call(worker.connection.commit)
 
     def end_without_waiting(self) -> None:
-        """Roll back on the thread, ahead of any later transaction, without waiting for it."""
+        """Roll back on the thread, ahead of any later transaction, without waiting for it.
+        Deferred statements not run yet are dropped."""
+        self._deferred.clear()
         if self._used:
             self._worker.thread.post(self._worker.connection.rollback)
+
+    def _take_deferred(self) -> list[tuple[Executable, _CoreAnyExecuteParams | None]]:
+        deferred, self._deferred = self._deferred, []
+        return deferred
 
 
 def _execute(
@@ -155,6 +187,13 @@ def _execute(
     options: dict[str, Any] | None,
 ) -> SqliteResult:
     return _buffered(connection.execute(statement, parameters, execution_options=options))
+
+
+def _execute_all(
+    connection: Connection, statements: list[tuple[Executable, _CoreAnyExecuteParams | None]]
+) -> None:
+    for statement, parameters in statements:
+        connection.execute(statement, parameters)
 
 
 def _exec_driver_sql(

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from backend.errors import NotFoundError
 from backend.principal import Principal
 from backend.schemas.threads import ThreadSummary
-from backend.storage.database import DbConnection
+from backend.storage.database import DbConnection, execute_unread
 from backend.storage.dialect import INSERTS
 from backend.storage.tables import approvals, tenant_usage, threads
 
@@ -135,7 +135,9 @@ async def token_usage(conn: DbConnection, thread_id: str, tenant: str) -> tuple[
 async def add_tenant_usage(conn: DbConnection, tenant: str, tokens: int) -> None:
     """Add a run's model tokens to its tenant's total (a thread's own total is added by
     ``leases.release_thread``)."""
-    await conn.execute(_ADD_TENANT_USAGE[conn.dialect.name], {"tenant": tenant, "tokens": tokens})
+    await execute_unread(
+        conn, _ADD_TENANT_USAGE[conn.dialect.name], {"tenant": tenant, "tokens": tokens}
+    )
 
 
 def _add_tenant_usage(dialect_insert: Any) -> Any:

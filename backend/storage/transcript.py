@@ -13,7 +13,7 @@ from typing import Literal, NamedTuple
 
 import sqlalchemy as sa
 
-from backend.storage.database import DbConnection
+from backend.storage.database import DbConnection, execute_unread
 from backend.storage.tables import threads, transcript
 
 __all__ = ["TranscriptEntry", "add_to_transcript", "mark_transcript_kept", "read_transcript"]
@@ -56,7 +56,7 @@ async def add_to_transcript(
         for entry in entries
     ]
     if rows:
-        await conn.execute(_ADD, rows)
+        await execute_unread(conn, _ADD, rows)
 
 
 async def read_transcript(conn: DbConnection, thread_id: str) -> Sequence[TranscriptEntry]:

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from asgi_lifespan import LifespanManager
 
 import backend.runtime.executor
-from backend.api.streaming import RECONNECT_AFTER_MS
+from backend.api.sse_response import RECONNECT_AFTER_MS
 from backend.app import create_app
 from backend.runtime.dead_runs import close_dead_run, dead_runs
 from backend.schemas.events import ErrorEvent, Event, FinalEvent, RunStartedEvent, StepEvent

@@ -296,13 +296,15 @@ async def test_only_the_newest_checkpoint_of_a_thread_is_kept_after_each_run(
     ]
 
 
-async def test_a_consent_pending_across_the_prune_is_approved_from_the_kept_checkpoint(
+async def test_a_thread_waiting_for_a_consent_keeps_its_turn_until_the_decision_ran(
     client: httpx.AsyncClient,
 ) -> None:
     thread_id = await _answered(client, _question(1))
-    consent = await _asked_to_create_a_note(client, thread_id)
     await _settled(client)
     assert await _checkpoints(client, thread_id) == 1
+    consent = await _asked_to_create_a_note(client, thread_id)
+    await _settled(client)
+    assert await _checkpoints(client, thread_id) > 1  # no prune while the consent waits
 
     events = await _decide(client, consent, "approve")
     await _settled(client)
@@ -336,14 +338,16 @@ async def test_a_consent_pending_across_the_prune_is_approved_from_the_kept_chec
     ]
 
 
-async def test_a_rejection_after_the_prune_changes_nothing_and_ends_the_consent(
+async def test_a_rejection_changes_nothing_ends_the_consent_and_prunes_the_thread(
     client: httpx.AsyncClient,
 ) -> None:
     consent = await _asked_to_create_a_note(client)
     await _settled(client)
-    assert await _checkpoints(client, consent.thread_id) == 1
 
     events = await _decide(client, consent, "reject")
+    await _settled(client)
+
+    assert await _checkpoints(client, consent.thread_id) == 1
 
     assert kinds(events) == DECIDED
     assert _reason(events) == "completed"

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from backend.api.streaming import RECONNECT_AFTER_MS
+from backend.api.sse_response import RECONNECT_AFTER_MS
 from backend.app import create_app
 from backend.runtime.event_stream import RunEventStream
 from backend.schemas.events import Event, FinalEvent, StepEvent
