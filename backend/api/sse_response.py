@@ -8,9 +8,13 @@ cancel scope per frame). A second task per stream does everything that is not a 
 - it sends a keep-alive comment when no frame went out for ``keepalive_seconds`` (proxies close
   quiet connections), from the same timer that waits for the disconnect.
 
+The end of the body is sent by the response itself once both tasks are over, so nothing can
+follow it, and ``on_close`` runs however the stream ended (even if its frames never started).
+
 The server's shutdown does not pass through here: runs stop at their next step boundary and their
 streams end on their own with a reconnect hint. :class:`OpenStreams` ends whatever is still open
-after the grace period, with the same hint (``OpenStreams.end_all``).
+after the grace period, with the same hint (``OpenStreams.end_all``), including a stream that
+has not sent its first frame yet.
 
 Two ``send`` calls can overlap only when a keep-alive comes while a frame waits for a slow client
 to read; each call writes whole frames, so the client never sees one cut into another.

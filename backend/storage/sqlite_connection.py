@@ -17,7 +17,8 @@ before the connection serves anyone else, because the thread runs its calls in o
 A statement whose result nobody reads (an audit record, say) need not cost a hop of its own:
 ``defer`` keeps it for the transaction's next hop, which runs it first, before that hop's own
 statement or the commit. It fails there, inside the same transaction, so the transaction still
-commits all or nothing (``database.execute_unread`` is how storage modules use it).
+commits all or nothing (``database.execute_unread`` is how storage modules use it). Its
+parameters are read when it runs: give it values nobody changes afterwards.
 
 A connection serves one transaction at a time: ``Database`` holds a lock (the writer) or takes
 an idle reader from a queue around each transaction, and nothing else touches the thread.
