@@ -17,6 +17,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from backend.storage.database import BUSY_TIMEOUT_SECONDS, MIGRATION_LOCK, libpq_url
+from backend.storage.idle_checks import IdleConnectionCheck
 from backend.storage.sqlite_saver import ThreadedSqliteSaver
 
 __all__ = ["open_checkpointer"]
@@ -61,13 +62,16 @@ async def _postgres_saver(dsn: str, *, pool_size: int) -> AsyncIterator[BaseChec
     from psycopg.rows import dict_row
     from psycopg_pool import AsyncConnectionPool
 
+    idle_check = IdleConnectionCheck()
     pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
         dsn,
         min_size=1,
         max_size=pool_size,
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
-        # A connection broken by a database restart is replaced before a run gets it.
-        check=AsyncConnectionPool.check_connection,
+        # A connection broken by a database restart is replaced before a run gets it (checked
+        # when it sat idle: not a round trip per checkpointer call).
+        check=idle_check.check,
+        reset=idle_check.reset,
         open=False,
     )
     await pool.open(wait=True)

@@ -37,6 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.pool import NullPool
 from sqlalchemy.sql.base import Executable
 
+from backend.storage.idle_checks import check_idle_connections
 from backend.storage.sqlite_connection import SqliteConnection, SqliteWorker
 
 __all__ = [
@@ -121,9 +122,9 @@ class Database:
                 sqlalchemy_postgres_url(url),
                 pool_size=pool_size,
                 max_overflow=pool_size,
-                pool_pre_ping=True,
                 connect_args={"prepare_threshold": None},
             )
+            check_idle_connections(self._engine)  # not a ping per transaction
 
     @property
     def is_postgres(self) -> bool:

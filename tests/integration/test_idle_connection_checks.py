@@ -1,0 +1,346 @@
+"""PostgreSQL connections are checked before use only after they sat idle in their pool
+(``backend/storage/idle_checks.py``), in both pools: SQLAlchemy's for the app tables
+(``Database``) and psycopg's for LangGraph's checkpointer (``open_checkpointer``).
+
+- A connection taken again less than ``IDLE_CHECK_SECONDS`` after it was given back is used
+  without a check; one that sat idle longer is checked once.
+- A connection that fails its check is replaced, and the transaction runs on a new connection:
+  no error reaches the caller. So a backend that died while its connection sat idle (terminated,
+  or a database restart) costs nothing but the check.
+- The trade-off: a backend that died and whose connection is taken again within the threshold
+  fails that one transaction with a database error, and the pool drops the connection.
+
+PostgreSQL only. Pings are counted by wrapping the engine dialect's ``do_ping`` (SQLAlchemy) and
+``AsyncConnectionPool.check_connection`` (psycopg); connections are told apart by their backend's
+pid. Sleeping here is the behaviour under test: it lets a connection sit idle past the threshold.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import psycopg
+import pytest
+import pytest_asyncio
+from psycopg_pool import AsyncConnectionPool
+from sqlalchemy import exc as sa_exc
+
+from backend.storage import idle_checks
+from backend.storage.checkpointer import open_checkpointer
+from backend.storage.database import Database, is_database_unavailable
+from backend.storage.idle_checks import IDLE_CHECK_SECONDS
+from tests.postgres import PostgresCluster, postgres_cluster
+
+IDLE = IDLE_CHECK_SECONDS + 0.05
+"""Long enough for a connection given back to its pool to count as idle."""
+TERMINATE_WAIT_MS = 5000
+
+Outcome = Literal["answered", "failed"]
+
+
+@dataclass
+class Checks:
+    """Every check a pool made before handing a connection out: whose (its backend's pid) and
+    whether the connection answered. ``fail_next`` (pings only) makes the next ping fail
+    without asking the database."""
+
+    made: list[tuple[int, Outcome]] = field(default_factory=list)
+    fail_next: Literal["raise", "answer_false"] | None = None
+
+
+async def _terminate(cluster: PostgresCluster, pid: int) -> None:
+    """Terminate a backend from another connection and wait until it is gone."""
+    async with await psycopg.AsyncConnection.connect(cluster.admin_url, autocommit=True) as admin:
+        cursor = await admin.execute(
+            "SELECT pg_terminate_backend(%s, %s)", (pid, TERMINATE_WAIT_MS)
+        )
+        row = await cursor.fetchone()
+        assert row == (True,), f"backend {pid} did not exit"
+
+
+# --- SQLAlchemy's pool (the app tables) -------------------------------------------------------
+
+
+@pytest_asyncio.fixture
+async def db(postgres: PostgresCluster) -> AsyncIterator[Database]:
+    database = Database(postgres.new_database())
+    await database.open()
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+def _count_pings(db: Database, monkeypatch: pytest.MonkeyPatch) -> Checks:
+    """Wrap the engine dialect's ``do_ping``, the ping ``check_idle_connections`` makes."""
+    assert db._engine is not None
+    dialect = db._engine.dialect
+    real_ping = dialect.do_ping
+    checks = Checks()
+
+    def counting_ping(dbapi_connection: Any) -> bool:
+        pid = dbapi_connection.info.backend_pid
+        failure, checks.fail_next = checks.fail_next, None
+        if failure == "raise":
+            checks.made.append((pid, "failed"))
+            raise psycopg.OperationalError("the server went away")
+        if failure == "answer_false":
+            checks.made.append((pid, "failed"))
+            return False
+        try:
+            alive = real_ping(dbapi_connection)
+        except Exception:
+            checks.made.append((pid, "failed"))
+            raise
+        checks.made.append((pid, "answered" if alive else "failed"))
+        return alive
+
+    monkeypatch.setattr(dialect, "do_ping", counting_ping)
+    return checks
+
+
+async def _transaction_pid(db: Database) -> int:
+    """Run one read transaction; the pid of the backend that served it."""
+    async with db.read() as conn:
+        pid: int = (await conn.exec_driver_sql("SELECT pg_backend_pid()")).scalar_one()
+    return pid
+
+
+async def test_transactions_in_quick_succession_reuse_the_connection_without_a_ping(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pings = _count_pings(db, monkeypatch)
+
+    pids = [await _transaction_pid(db) for _ in range(5)]
+
+    assert len(set(pids)) == 1  # one pooled connection, taken again each time
+    assert pings.made == []  # a new connection is not pinged, nor one given back a moment ago
+
+
+async def test_a_connection_idle_past_the_threshold_is_pinged_once_before_its_next_transaction(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pings = _count_pings(db, monkeypatch)
+    pid = await _transaction_pid(db)
+
+    await asyncio.sleep(IDLE)
+    after_idle = await _transaction_pid(db)
+    right_after = await _transaction_pid(db)
+
+    assert after_idle == right_after == pid
+    assert pings.made == [(pid, "answered")]
+
+
+@pytest.mark.parametrize("failure", ["raise", "answer_false"])
+async def test_an_idle_connection_whose_ping_fails_is_replaced_and_the_transaction_succeeds(
+    db: Database,
+    monkeypatch: pytest.MonkeyPatch,
+    failure: Literal["raise", "answer_false"],
+) -> None:
+    pings = _count_pings(db, monkeypatch)
+    old_pid = await _transaction_pid(db)
+
+    await asyncio.sleep(IDLE)
+    pings.fail_next = failure
+    new_pid = await _transaction_pid(db)
+
+    assert new_pid != old_pid
+    assert pings.made == [(old_pid, "failed")]  # the new connection is not pinged
+    assert await _transaction_pid(db) == new_pid  # the replacement stays in the pool
+
+
+async def test_an_idle_connection_whose_backend_was_terminated_is_replaced_without_an_error(
+    db: Database, postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pings = _count_pings(db, monkeypatch)
+    old_pid = await _transaction_pid(db)
+
+    await _terminate(postgres, old_pid)
+    await asyncio.sleep(IDLE)
+    new_pid = await _transaction_pid(db)
+
+    assert new_pid != old_pid
+    assert pings.made == [(old_pid, "failed")]  # a real ping, on a dead connection
+
+
+async def test_a_dead_connection_reused_within_the_threshold_fails_one_transaction(
+    db: Database, postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # However long the test waits, the connection counts as given back a moment ago.
+    monkeypatch.setattr(idle_checks, "IDLE_CHECK_SECONDS", 3600.0)
+    pings = _count_pings(db, monkeypatch)
+    old_pid = await _transaction_pid(db)
+
+    await _terminate(postgres, old_pid)
+    with pytest.raises(sa_exc.OperationalError) as failed:
+        await _transaction_pid(db)
+    new_pid = await _transaction_pid(db)
+
+    assert isinstance(failed.value.orig, psycopg.OperationalError)
+    assert is_database_unavailable(failed.value)  # a 503 database_unavailable, not a 500
+    assert failed.value.connection_invalidated  # the pool dropped the dead connection
+    assert new_pid != old_pid
+    assert pings.made == []
+
+
+# --- psycopg's pool (LangGraph's checkpointer) ------------------------------------------------
+
+
+def _count_checks(monkeypatch: pytest.MonkeyPatch) -> Checks:
+    """Wrap ``AsyncConnectionPool.check_connection``, the check ``IdleConnectionCheck`` makes."""
+    real_check = AsyncConnectionPool.check_connection
+    checks = Checks()
+
+    async def counting_check(conn: psycopg.AsyncConnection[Any]) -> None:
+        pid = conn.info.backend_pid
+        try:
+            await real_check(conn)
+        except Exception:
+            checks.made.append((pid, "failed"))
+            raise
+        checks.made.append((pid, "answered"))
+
+    monkeypatch.setattr(AsyncConnectionPool, "check_connection", staticmethod(counting_check))
+    return checks
+
+
+@asynccontextmanager
+async def _checkpointer_pool(url: str) -> AsyncIterator[AsyncConnectionPool[Any]]:
+    """The pool of the real checkpointer (``AsyncPostgresSaver.conn``), at one connection so
+    which connection a use gets is deterministic (a bigger pool grows a second one when a use
+    comes right after another)."""
+    async with open_checkpointer(url, pool_size=1) as saver:
+        pool = saver.conn  # type: ignore[attr-defined]
+        assert isinstance(pool, AsyncConnectionPool)
+        yield pool
+
+
+async def _use_pid(pool: AsyncConnectionPool[Any]) -> int:
+    """Use a pooled connection once; the pid of its backend."""
+    async with pool.connection() as conn:
+        row = await (await conn.execute("SELECT pg_backend_pid() AS pid")).fetchone()
+    assert row is not None
+    pid: int = row["pid"]
+    return pid
+
+
+@pytest.fixture
+def checks(monkeypatch: pytest.MonkeyPatch) -> Checks:
+    return _count_checks(monkeypatch)
+
+
+@pytest_asyncio.fixture
+async def checkpointer_pool(
+    postgres: PostgresCluster, checks: Checks
+) -> AsyncIterator[AsyncConnectionPool[Any]]:
+    """Opened after ``checks`` wraps ``check_connection``: a pool given ``check_connection``
+    itself would keep the unwrapped one, and its checks would go uncounted."""
+    async with _checkpointer_pool(postgres.new_database()) as pool:
+        yield pool
+
+
+async def test_checkpointer_connections_used_in_quick_succession_are_not_checked(
+    checkpointer_pool: AsyncConnectionPool[Any], checks: Checks
+) -> None:
+    pid = await _use_pid(checkpointer_pool)  # checked or not, depending on the setup's timing
+    checks.made.clear()
+
+    pids = [await _use_pid(checkpointer_pool) for _ in range(5)]
+
+    assert pids == [pid] * 5
+    assert checks.made == []
+
+
+async def test_a_checkpointer_connection_idle_past_the_threshold_is_checked_once_before_use(
+    checkpointer_pool: AsyncConnectionPool[Any], checks: Checks
+) -> None:
+    pid = await _use_pid(checkpointer_pool)
+    checks.made.clear()
+
+    await asyncio.sleep(IDLE)
+    after_idle = await _use_pid(checkpointer_pool)
+    right_after = await _use_pid(checkpointer_pool)
+
+    assert after_idle == right_after == pid
+    assert checks.made == [(pid, "answered")]
+
+
+async def test_a_checkpointer_connection_whose_backend_was_terminated_while_idle_is_replaced(
+    checkpointer_pool: AsyncConnectionPool[Any], checks: Checks, postgres: PostgresCluster
+) -> None:
+    old_pid = await _use_pid(checkpointer_pool)
+    checks.made.clear()
+
+    await _terminate(postgres, old_pid)
+    await asyncio.sleep(IDLE)
+    new_pid = await _use_pid(checkpointer_pool)
+
+    assert new_pid != old_pid
+    # The replacement, opened in the background and never used, is checked too: a connection
+    # the pool opened may wait in it for a long time before its first use.
+    assert checks.made == [(old_pid, "failed"), (new_pid, "answered")]
+    assert checkpointer_pool.get_stats()["connections_lost"] == 1
+
+
+async def test_a_dead_checkpointer_connection_reused_within_the_threshold_fails_one_use(
+    checkpointer_pool: AsyncConnectionPool[Any],
+    checks: Checks,
+    postgres: PostgresCluster,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # However long the test waits, the connection counts as given back a moment ago.
+    monkeypatch.setattr(idle_checks, "IDLE_CHECK_SECONDS", 3600.0)
+    old_pid = await _use_pid(checkpointer_pool)
+    checks.made.clear()
+
+    await _terminate(postgres, old_pid)
+    with pytest.raises(psycopg.OperationalError) as failed:
+        await _use_pid(checkpointer_pool)
+    new_pid = await _use_pid(checkpointer_pool)
+
+    assert is_database_unavailable(failed.value)  # the run fails retryably
+    assert new_pid != old_pid
+    assert checks.made == [(new_pid, "answered")]  # only the replacement, never used yet
+    assert checkpointer_pool.get_stats()["returns_bad"] == 1  # the pool dropped the dead one
+
+
+# --- A database restart -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def cluster() -> Iterator[PostgresCluster]:
+    """A cluster of its own, so no other test sees the restart."""
+    with postgres_cluster() as running:
+        yield running
+
+
+async def test_after_a_database_restart_the_first_use_of_either_pool_succeeds(
+    cluster: PostgresCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unlike a terminated backend, a restart is never within the threshold: it takes longer."""
+    url = cluster.new_database()
+    db = Database(url)
+    await db.open()
+    pings = _count_pings(db, monkeypatch)
+    checks = _count_checks(monkeypatch)
+    try:
+        async with _checkpointer_pool(url) as pool:
+            old_db_pid = await _transaction_pid(db)
+            old_pool_pid = await _use_pid(pool)
+            checks.made.clear()
+
+            await asyncio.to_thread(cluster.stop, "fast")
+            await asyncio.to_thread(cluster.start)
+            new_db_pid = await _transaction_pid(db)
+            new_pool_pid = await _use_pid(pool)
+
+            assert new_db_pid != old_db_pid
+            assert pings.made == [(old_db_pid, "failed")]
+            assert new_pool_pid != old_pool_pid
+            assert checks.made == [(old_pool_pid, "failed"), (new_pool_pid, "answered")]
+    finally:
+        await db.close()
