@@ -18,6 +18,8 @@ from graphs.registry import GraphSpec
 
 __all__ = ["RunTarget", "RunTargets", "refuse_if_running", "run_in_progress"]
 
+_DEFAULT_PROJECTS_KEPT = 10_000
+
 
 @dataclass(frozen=True)
 class RunTarget:
@@ -59,6 +61,9 @@ class RunTargets:
         self._db = db
         self._graphs = graphs
         self._clock = clock
+        self._default_projects: dict[Principal, str] = {}
+        """Each owner's default project, once read: it is never deleted nor replaced (one per
+        owner, ``0009_one_default_project``), so a new thread needs no read to find it."""
 
     async def resolve(self, owner: Principal, request: ChatRequest) -> RunTarget:
         """The thread ``request`` is for: checked (404, 422) and read once; a new thread's
@@ -98,15 +103,23 @@ class RunTargets:
                     raise NotFoundError.of("note", note_id)
             default_project = None
             if not target.project_id:
-                default_project = await notes_repo.find_default_project_id(conn, owner)
+                default_project = self._default_projects.get(owner)
+                if default_project is None:
+                    default_project = await notes_repo.find_default_project_id(conn, owner)
         if not target.project_id:
             if default_project is None:  # first use: create it
                 async with self._db.write() as conn:
                     default_project = await notes_repo.default_project_id(
                         conn, owner, now=self._clock()
                     )
+            self._remember_default_project(owner, default_project)
             target = replace(target, project_id=default_project)
         return target
+
+    def _remember_default_project(self, owner: Principal, project_id: str) -> None:
+        if len(self._default_projects) >= _DEFAULT_PROJECTS_KEPT:
+            self._default_projects.clear()  # bounded: owners beyond it are read again
+        self._default_projects[owner] = project_id
 
     def _check_thread_matches(self, row: Any, request: ChatRequest) -> None:
         fields = request.model_fields_set
