@@ -146,8 +146,8 @@ class SqliteConnection:
     async def _call(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
-        worker, deferred = self._worker, self._take_deferred()
-        self._used = True
+        worker, deferred = self._worker, self._deferred
+        self._deferred, self._used = [], True
 
         def run() -> T:
             if deferred:
@@ -157,17 +157,9 @@ class SqliteConnection:
         return await worker.thread.call(run)
 
     async def commit(self) -> None:
-        worker, deferred = self._worker, self._take_deferred()
-        if deferred:
-            self._used = True
-
-            def run() -> None:
-                worker.in_transaction(_execute_all, deferred)
-                worker.connection.commit()
-
-            await worker.thread.call(run)
-        elif self._used:
-            await worker.thread.call(worker.connection.commit)
+        """Commit, after the deferred statements (in the same hop)."""
+        if self._deferred or self._used:
+            await self._call(_commit)
 
     def end_without_waiting(self) -> None:
         """Roll back on the thread, ahead of any later transaction, without waiting for it.
@@ -175,10 +167,6 @@ class SqliteConnection:
         self._deferred.clear()
         if self._used:
             self._worker.thread.post(self._worker.connection.rollback)
-
-    def _take_deferred(self) -> list[tuple[Executable, _CoreAnyExecuteParams | None]]:
-        deferred, self._deferred = self._deferred, []
-        return deferred
 
 
 def _execute(
@@ -188,6 +176,10 @@ def _execute(
     options: dict[str, Any] | None,
 ) -> SqliteResult:
     return _buffered(connection.execute(statement, parameters, execution_options=options))
+
+
+def _commit(connection: Connection) -> None:
+    connection.commit()
 
 
 def _execute_all(

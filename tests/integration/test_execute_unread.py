@@ -12,6 +12,7 @@ On both databases (a SQLite file and a fresh PostgreSQL database) unless the nam
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,43 +45,38 @@ PLUS_ONE = text("UPDATE items SET n = n + 1 WHERE name = :name")
 COUNT_ITEMS = "SELECT count(*) FROM items"
 
 
-async def _open(url: str) -> Database:
+@asynccontextmanager
+async def _opened(url: str) -> AsyncIterator[Database]:
     """A migrated database with a scratch table: ``items``, unique names, ``n`` never null."""
     db = Database(url)
     await db.open()
-    await db.migrate()
-    async with db.write() as conn:
-        await conn.exec_driver_sql(
-            "CREATE TABLE items (name VARCHAR(40) PRIMARY KEY, n INTEGER NOT NULL)"
-        )
-    return db
+    try:
+        await db.migrate()
+        async with db.write() as conn:
+            await conn.exec_driver_sql(
+                "CREATE TABLE items (name VARCHAR(40) PRIMARY KEY, n INTEGER NOT NULL)"
+            )
+        yield db
+    finally:
+        await db.close()
 
 
 @pytest_asyncio.fixture
 async def db(db_url: str) -> AsyncIterator[Database]:
-    database = await _open(db_url)
-    try:
+    async with _opened(db_url) as database:
         yield database
-    finally:
-        await database.close()
 
 
 @pytest_asyncio.fixture
 async def sqlite_db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = await _open(f"sqlite:///{tmp_path / 'unread.db'}")
-    try:
+    async with _opened(f"sqlite:///{tmp_path / 'unread.db'}") as database:
         yield database
-    finally:
-        await database.close()
 
 
 @pytest_asyncio.fixture
 async def postgres_db(postgres: PostgresCluster) -> AsyncIterator[Database]:
-    database = await _open(postgres.new_database())
-    try:
+    async with _opened(postgres.new_database()) as database:
         yield database
-    finally:
-        await database.close()
 
 
 async def _items(db: Database) -> list[tuple[str, int]]:
