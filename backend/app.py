@@ -13,7 +13,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from backend.api import approvals, chat, consent_kinds, health, notes, threads
+from backend.api import approvals, chat, consent_kinds, health, notes, threads, web
 from backend.errors import ConsentryError
 from backend.runtime.clock import Clock, utc_now
 from backend.schemas.errors import ErrorBody, ErrorDetail
@@ -122,7 +122,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock = utc_now) -> F
     for database_error in DATABASE_ERRORS:
         app.add_exception_handler(database_error, _on_database_error)
     app.add_exception_handler(Exception, _on_unexpected_error)
-    for module in (chat, threads, approvals, consent_kinds, notes, health):
+    for module in (chat, threads, approvals, consent_kinds, notes, health, web):
         app.include_router(module.router)
+    app.mount("/web", web.WebFiles(), name="web")
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

@@ -1,7 +1,14 @@
-"""``consentry``: serve the API, or print the protocol's JSON Schema.
+"""``consentry``: serve the API, talk to a running server, or print the protocol's JSON Schema.
 
 consentry serve [--host H] [--port P] [--role all|api|worker]
                                           start the server (defaults from settings)
+consentry chat [--url URL] [--api-key KEY] [--thread ID] [--note ID] [--project ID] [--graph G]
+               [--color auto|always|never]
+                                          chat with a running server, decide its consents
+                                          (docs/terminal.md)
+consentry approvals list [--status S] | show ID | approve ID [--comment C] | reject ID [--comment C]
+               [--url URL] [--api-key KEY] [--color auto|always|never]
+                                          the approvals inbox of a running server
 consentry schema                          print docs/protocol.schema.json to stdout
 consentry db upgrade                      apply database migrations and exit
 consentry bench [--concurrency 1,10,100] [--conversations N] [--postgres URL] [--url URL] …
@@ -121,6 +128,71 @@ def _bench(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
+def _chat(args: argparse.Namespace) -> int:
+    from backend.terminal.commands import chat_command
+
+    return chat_command(
+        url=args.url,
+        api_key=args.api_key,
+        color=args.color,
+        thread_id=args.thread,
+        note_id=args.note,
+        project_id=args.project,
+        graph=args.graph,
+    )
+
+
+def _approvals(args: argparse.Namespace) -> int:
+    from backend.terminal.commands import approvals_command
+
+    return approvals_command(
+        args.action,
+        url=args.url,
+        api_key=args.api_key,
+        color=args.color,
+        approval_id=getattr(args, "approval_id", None),
+        status=getattr(args, "status", None),
+        comment=getattr(args, "comment", None),
+    )
+
+
+def _add_client_options(parser: argparse.ArgumentParser) -> None:
+    """How a client command reaches the server (docs/terminal.md)."""
+    parser.add_argument("--url", help="the server (default: CONSENTRY_URL, http://127.0.0.1:8000)")
+    parser.add_argument("--api-key", help="sent as a bearer token (default: CONSENTRY_API_KEY)")
+    parser.add_argument(
+        "--color",
+        choices=["auto", "always", "never"],
+        default="auto",
+        help="auto: only on a terminal and without NO_COLOR (default)",
+    )
+
+
+def _add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    chat = commands.add_parser("chat", help="chat with a running server and decide its consents")
+    _add_client_options(chat)
+    chat.add_argument("--thread", help="go on with this thread (its id is printed at its start)")
+    chat.add_argument("--note", help="the note you are looking at (the tutor edits it)")
+    chat.add_argument("--project", help="the project of a new thread")
+    chat.add_argument("--graph", help="the graph of a new thread (default: tutor)")
+    chat.set_defaults(run=_chat)
+    approvals = commands.add_parser("approvals", help="the approvals inbox of a running server")
+    actions = approvals.add_subparsers(dest="action", required=True)
+    listing = actions.add_parser("list", help="list approvals, newest first")
+    listing.add_argument(
+        "--status", choices=["pending", "approved", "edited", "rejected", "expired", "cancelled"]
+    )
+    show = actions.add_parser("show", help="one approval, with its proposal as a diff")
+    show.add_argument("approval_id")
+    for action in ("approve", "reject"):
+        decide = actions.add_parser(action, help=f"{action} a pending consent")
+        decide.add_argument("approval_id")
+        decide.add_argument("--comment", help="recorded with the decision")
+    for parser in (listing, show, *(actions.choices[a] for a in ("approve", "reject"))):
+        _add_client_options(parser)
+        parser.set_defaults(run=_approvals)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="consentry", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -158,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--json", help="also write the results as JSON to this file")
     bench.add_argument("--url", help="drive this running server instead (no CPU figures)")
     bench.set_defaults(run=_bench)
+    _add_client_commands(commands)
     args = parser.parse_args(argv)
     result: int = args.run(args)
     return result

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from pydantic import TypeAdapter
+from pydantic.json_schema import JsonSchemaMode
 
 from backend.schemas.approvals import Approval, ApprovalList, DecisionAccepted, DecisionRequest
 from backend.schemas.audit import AuditTrail
@@ -50,7 +51,9 @@ def _consent_kind_models() -> dict[str, Any]:
 def protocol_schema() -> dict[str, Any]:
     definitions: dict[str, Any] = {}
     for name, model in {**_MODELS, **_consent_kind_models()}.items():
-        schema = TypeAdapter(model).json_schema(ref_template="#/$defs/{model}")
+        # Events as the server sends them: every field present (see ``_Envelope``).
+        mode: JsonSchemaMode = "serialization" if name == "Event" else "validation"
+        schema = TypeAdapter(model).json_schema(ref_template="#/$defs/{model}", mode=mode)
         definitions.update(schema.pop("$defs", {}))
         definitions[name] = schema
     return {

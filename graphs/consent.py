@@ -30,6 +30,8 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict, Field
 
+from graphs.wire_types import Decision
+
 __all__ = [
     "ConsentDecision",
     "ConsentKind",
@@ -43,8 +45,6 @@ __all__ = [
     "run_effect_once",
 ]
 
-Decision = Literal["approve", "edit", "reject"]
-"""What a person (or a thread's policy) may decide."""
 
 Outcome = Literal["approve", "edit", "reject", "expire"]
 """What a consent node receives: a decision, or ``expire`` when nobody decided in time."""

@@ -8,7 +8,7 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from backend.schemas.requests import RequestModel
-from graphs.consent import Decision
+from graphs.wire_types import Decision
 
 __all__ = [
     "Approval",

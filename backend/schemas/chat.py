@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import ConfigDict, Field, model_validator
 
 from backend.schemas.requests import RequestModel
-from graphs.consent import Decision
+from graphs.wire_types import Decision
 
 __all__ = ["ChatRequest", "ConsentPolicy", "ResumeDecision"]
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from graphs.consent import ConsentKind, Decision
+from graphs.wire_types import Decision
+
+if TYPE_CHECKING:  # only for annotations: the wire models load without LangGraph
+    from graphs.consent import ConsentKind
 
 __all__ = ["ConsentKindDetail", "ConsentKindList"]
 

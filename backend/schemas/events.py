@@ -10,10 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from graphs.consent import Decision
-from graphs.models import ModelFaultCode
+from graphs.wire_types import Decision, ModelFaultCode
 
 __all__ = [
     "EVENT_ADAPTER",
@@ -57,6 +56,9 @@ Trigger = Literal["message", "resume", "expiry", "recovery", "retry"]
 
 
 class _Envelope(BaseModel):
+    # The server always sends every field: a default is not "optional" to a reader of events.
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
+
     thread_id: str
     run_id: str
     seq: int = Field(ge=1, description="Per-thread sequence number; also the SSE `id:`.")
@@ -144,6 +146,8 @@ class ResyncEvent(_Envelope):
 
 class TokenUsage(BaseModel):
     """Model tokens, as the provider reported them (the offline model counts words)."""
+
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
 
     input_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import email.utils
 import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import httpx
 import openai
@@ -34,15 +34,10 @@ from langchain_core.exceptions import (
     ModelTimeoutError,
 )
 
+from graphs.wire_types import ModelFaultCode
+
 __all__ = ["ModelFault", "ModelFaultCode", "classify_fault"]
 
-ModelFaultCode = Literal[
-    "model_rate_limited",
-    "model_quota_exhausted",
-    "model_unavailable",
-    "model_auth_failed",
-    "model_rejected",
-]
 _RETRYABLE_STATUSES = frozenset({408, 409})  # besides 5xx; 429 is decided above
 _QUOTA_CODES = frozenset({"insufficient_quota", "quota_exceeded", "billing_hard_limit_reached"})
 

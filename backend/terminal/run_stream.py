@@ -1,0 +1,87 @@
+"""A run's events, in order, to its ``final``, even across a cut stream.
+
+When the stream ends before the run's ``final`` (the server restarted, another process took the
+run over, a proxy cut the connection), :class:`RunStream` waits the stream's ``retry:`` (2 s if
+none came) and rejoins the thread's stream with the last ``id:`` it received as
+``Last-Event-ID`` (docs/protocol.md), so the caller sees every stored event once; ``token``
+events are not stored, so a rejoined run's answer comes whole with its ``message``. It gives up
+after :data:`REJOIN_ATTEMPTS` rejoins in a row that brought nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import httpx
+from pydantic import ValidationError
+
+from backend.schemas.events import EVENT_ADAPTER, Event, FinalEvent
+from backend.terminal.errors import ServerUnreachableError
+from backend.terminal.sse import SseFrame, SseParser
+
+if TYPE_CHECKING:
+    from backend.terminal.api_client import ConsentryClient
+
+__all__ = ["REJOIN_ATTEMPTS", "RunStream"]
+
+REJOIN_ATTEMPTS = 15
+"""How often a cut stream is rejoined in a row before giving up (``retry:`` apart, 2 s)."""
+DEFAULT_RETRY_MS = 2000
+
+
+class RunStream:
+    """The events of one run, in order, ending with its ``final``; ``thread_id`` once known."""
+
+    def __init__(self, client: ConsentryClient, request: httpx.Request) -> None:
+        self._client = client
+        self._request = request
+        self.thread_id: str | None = None
+
+    def __iter__(self) -> Iterator[Event]:
+        parser = SseParser()
+        request, rejoins = self._request, 0
+        while True:
+            try:
+                response = self._client.open_stream(request)
+            except ServerUnreachableError:
+                if request is self._request or rejoins >= REJOIN_ATTEMPTS:
+                    raise
+                rejoins += 1
+                time.sleep((parser.retry_ms or DEFAULT_RETRY_MS) / 1000)
+                continue
+            self.thread_id = self.thread_id or response.headers.get("X-Thread-Id")
+            try:
+                for frame in parser.frames(response.iter_lines()):
+                    event = _parse_event(frame)
+                    if event is None:
+                        continue
+                    rejoins = 0
+                    self.thread_id = event.thread_id or self.thread_id
+                    yield event
+                    if isinstance(event, FinalEvent):
+                        return
+            except httpx.TransportError:
+                pass  # cut in the middle: rejoin below
+            finally:
+                response.close()
+            if self.thread_id is None or parser.last_event_id is None:
+                raise ServerUnreachableError(
+                    f"the stream from {self._client.base_url} ended before the run started"
+                )
+            rejoins += 1
+            if rejoins > REJOIN_ATTEMPTS:
+                raise ServerUnreachableError(
+                    f"the stream from {self._client.base_url} keeps ending before the run's end"
+                )
+            time.sleep((parser.retry_ms or DEFAULT_RETRY_MS) / 1000)
+            request = self._client.rejoin_request(self.thread_id, parser.last_event_id)
+
+
+def _parse_event(frame: SseFrame) -> Event | None:
+    """The frame's event; ``None`` for one this client does not know (a newer server's)."""
+    try:
+        return EVENT_ADAPTER.validate_json(frame.data)
+    except ValidationError:
+        return None

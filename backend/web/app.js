@@ -1,0 +1,91 @@
+// The built-in web app: notes beside a chat with the tutor, and an approvals inbox.
+// It talks to the server only through the public API, with the reference client.
+
+import { ChatPane } from "./chat.js";
+import { tick } from "./consent-card.js";
+import { ConsentryClient } from "./consentry.js";
+import { $ } from "./dom.js";
+import { Inbox } from "./inbox.js";
+import { NotesPane } from "./notes.js";
+
+const KEY = "consentry.apiKey";
+const client = new ConsentryClient({ apiKey: sessionStorage.getItem(KEY) });
+
+const app = {
+  toast(message, kind = "info") {
+    const toast = $("#toast");
+    toast.textContent = message;
+    toast.dataset.kind = kind;
+    toast.classList.add("shown");
+    clearTimeout(app.toastTimer);
+    app.toastTimer = setTimeout(() => toast.classList.remove("shown"), kind === "error" ? 8000 : 3000);
+  },
+  noteOpened: (note, project) => guard(chat.open(note, project)),
+  noteApplied: (event) => guard(notes.applied(event)),
+  noteSaved: (note) => chat.renamed(note),
+  runEnded() {
+    app.inboxChanged();
+    guard(notes.afterRun());
+  },
+  openNote: () => notes.note,
+  inboxCount(count) {
+    const badge = $("#inbox-count");
+    badge.textContent = String(count);
+    badge.hidden = count === 0;
+  },
+  inboxChanged() {
+    clearTimeout(app.inboxTimer); // several events at once: one request
+    app.inboxTimer = setTimeout(() => guard(inbox.pending().then((list) => app.inboxCount(list.length))), 200);
+  },
+};
+
+const notes = new NotesPane(client, app);
+const chat = new ChatPane(client, app);
+const inbox = new Inbox(client, app);
+
+async function guard(promise) {
+  try {
+    await promise;
+  } catch (error) {
+    if (error.code === "unauthorized") askForKey();
+    else app.toast(error.message ?? String(error), "error");
+  }
+}
+
+function askForKey() {
+  const dialog = $("#key-dialog");
+  $("#key-error").hidden = !client.apiKey;
+  if (!dialog.open) dialog.showModal();
+  $("#key-input").focus();
+}
+
+$("#key-form").addEventListener("submit", () => {
+  client.apiKey = $("#key-input").value.trim();
+  sessionStorage.setItem(KEY, client.apiKey);
+  $("#key-input").value = "";
+  $("#change-key").hidden = false;
+  guard(start());
+});
+$("#change-key").addEventListener("click", askForKey);
+$("#change-key").hidden = !client.apiKey;
+
+function route() {
+  const inboxShown = location.hash === "#/inbox";
+  $("#inbox-view").hidden = !inboxShown;
+  $("#notes-view").hidden = inboxShown;
+  for (const link of [$("#nav-notes"), $("#nav-inbox")]) {
+    if (link.getAttribute("href") === (inboxShown ? "#/inbox" : "#/notes")) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  return inboxShown ? inbox.load() : Promise.resolve();
+}
+window.addEventListener("hashchange", () => guard(route()));
+
+async function start() {
+  await notes.load();
+  await route();
+  app.inboxChanged();
+}
+
+setInterval(() => tick(document), 1000);
+guard(start());

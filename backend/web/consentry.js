@@ -1,0 +1,303 @@
+// Consentry's reference client: a small ES module with no dependencies, used by the built-in
+// web app and meant to be copied or imported by any frontend (docs/frontend.md).
+//
+//   import { ConsentryClient } from "/web/consentry.js";
+//   const client = new ConsentryClient({ apiKey });
+//   const run = await client.chat({ message: "What is RAG?" }, {
+//     token: (e) => append(e.message_id, e.delta),
+//     consent: (e) => showConsentCard(e),
+//     final: (e) => done(e.reason),
+//   });
+//
+// What it does for you:
+// - POST and stream over fetch (the browser's EventSource cannot POST), parsing SSE frames;
+// - typed dispatch: handlers[event.type](event), plus handlers.event(event) for every event;
+// - reconnects a stream cut before its `final` with GET /v1/threads/{id}/stream and the
+//   Last-Event-ID it saw, after the server's `retry:` delay, so no event is lost or repeated;
+// - an Idempotency-Key on every message and decision, so a retried request never runs twice.
+// The event types are declared in consentry-protocol.d.ts, generated from the protocol's JSON Schema.
+
+/** A refused request: the HTTP status and the API's `{"error": {code, message, details}}`. */
+export class ConsentryError extends Error {
+  constructor(status, code, message, details = {}) {
+    super(message);
+    this.name = "ConsentryError";
+    this.status = status;
+    this.code = code;
+    this.details = details;
+  }
+}
+
+/** Frames of a text/event-stream, from a ReadableStream of bytes. */
+export async function* readServerSentEvents(body, { signal } = {}) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  const abort = () => reader.cancel().catch(() => {});
+  signal?.addEventListener("abort", abort, { once: true });
+  let buffer = "";
+  let finished = false;
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) {
+        finished = true;
+        break;
+      }
+      buffer += value;
+      const frames = buffer.split(/\r\n\r\n|\n\n|\r\r/);
+      buffer = frames.pop();
+      for (const frame of frames) {
+        const parsed = parseFrame(frame);
+        if (parsed) yield parsed;
+      }
+    }
+  } finally {
+    signal?.removeEventListener("abort", abort);
+    if (!finished) await reader.cancel().catch(() => {}); // stopped early: close the connection
+    reader.releaseLock();
+  }
+}
+
+function parseFrame(frame) {
+  const result = { event: "message", id: null, data: null, retry: null };
+  const data = [];
+  for (const line of frame.split(/\r\n|\n|\r/)) {
+    if (line === "" || line.startsWith(":")) continue; // a comment (keep-alive or hint)
+    const colon = line.indexOf(":");
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "data") data.push(value);
+    else if (field === "event") result.event = value;
+    else if (field === "id") result.id = value;
+    else if (field === "retry" && /^\d+$/.test(value)) result.retry = Number(value);
+  }
+  if (data.length) result.data = data.join("\n");
+  return result.data === null && result.retry === null ? null : result;
+}
+
+/** A fresh idempotency key. */
+export function newIdempotencyKey() {
+  return globalThis.crypto?.randomUUID?.() ?? `${Date.now()}-${Math.random().toString(16).slice(2)}`;
+}
+
+const DEFAULT_RETRY_MS = 2000;
+
+export class ConsentryClient {
+  /**
+   * @param {object} [options]
+   * @param {string} [options.baseUrl] where the API is ("" for the page's own server)
+   * @param {string|null} [options.apiKey] a key of CONSENTRY_API_KEYS, sent as a bearer token
+   * @param {number} [options.maxReconnects] consecutive reconnects without a new event
+   * @param {(key: string|null) => void} [options.onUnauthorized] called on a 401
+   */
+  constructor({ baseUrl = "", apiKey = null, maxReconnects = 5, onUnauthorized = null } = {}) {
+    this.baseUrl = baseUrl.replace(/\/$/, "");
+    this.apiKey = apiKey;
+    this.maxReconnects = maxReconnects;
+    this.onUnauthorized = onUnauthorized;
+  }
+
+  headers(extra = {}) {
+    const headers = { Accept: "application/json", ...extra };
+    if (this.apiKey) headers.Authorization = `Bearer ${this.apiKey}`;
+    return headers;
+  }
+
+  async fetch(method, path, { body, headers = {}, signal } = {}) {
+    const init = { method, headers: this.headers(headers), signal };
+    if (body !== undefined) {
+      init.body = JSON.stringify(body);
+      init.headers["Content-Type"] = "application/json";
+    }
+    const response = await fetch(this.baseUrl + path, init);
+    if (!response.ok) throw await this.errorOf(response);
+    return response;
+  }
+
+  async errorOf(response) {
+    let error = { code: "http_error", message: `HTTP ${response.status}`, details: {} };
+    try {
+      const body = await response.json();
+      if (body && body.error) error = body.error;
+    } catch {
+      // not the API's JSON body (a proxy's page, say): keep the generic error
+    }
+    if (response.status === 401) this.onUnauthorized?.(this.apiKey);
+    return new ConsentryError(response.status, error.code, error.message, error.details ?? {});
+  }
+
+  /** A JSON request; resolves to the parsed body (null for 204). */
+  async request(method, path, body, options = {}) {
+    const response = await this.fetch(method, path, { ...options, body });
+    return response.status === 204 ? null : response.json();
+  }
+
+  // ---- streams ----
+
+  /**
+   * Send a message or a decision (POST /v1/chat) and stream the run's events to `handlers`.
+   * Resolves with {threadId, lastEventId, final} once the stream ended after the run's `final`
+   * (a stream cut before it is rejoined with Last-Event-ID), or rejects with a ConsentryError
+   * when the request is refused (`error.code` says why: consent_pending, already_decided…).
+   */
+  async chat(body, handlers = {}, { idempotencyKey = newIdempotencyKey(), signal } = {}) {
+    const response = await this.fetch("POST", "/v1/chat", {
+      body,
+      headers: { "Idempotency-Key": idempotencyKey, Accept: "text/event-stream" },
+      signal,
+    });
+    const state = {
+      threadId: response.headers.get("X-Thread-Id") ?? body.thread_id ?? null,
+      runId: response.headers.get("X-Run-Id"), // until its first event: see follow()
+      lastEventId: null,
+    };
+    return this.follow(response, state, handlers, signal);
+  }
+
+  /** Decide a consent on the thread's stream: its resumed run streams back to `handlers`. */
+  decide(threadId, approvalId, decision, { edited, comment, ...rest } = {}, handlers = {}) {
+    const resume = { approval_id: approvalId, decision };
+    if (edited !== undefined) resume.edited = edited;
+    if (comment) resume.comment = comment;
+    return this.chat({ thread_id: threadId, resume }, handlers, rest);
+  }
+
+  /**
+   * Join a thread's stream (GET /v1/threads/{id}/stream): the stored events after
+   * `lastEventId` (all of them when it is null), then its active run live until its `final`.
+   * An idle thread's stream ends after the replay. `final` is the last `final` event seen
+   * (null when none came).
+   */
+  async joinStream(threadId, handlers = {}, { lastEventId = null, signal } = {}) {
+    const state = { threadId, lastEventId };
+    const response = await this.openStream(state, signal);
+    return this.follow(response, state, handlers, signal);
+  }
+
+  openStream(state, signal) {
+    const headers = { Accept: "text/event-stream" };
+    if (state.lastEventId !== null && state.lastEventId !== undefined) {
+      headers["Last-Event-ID"] = String(state.lastEventId);
+    }
+    const path = `/v1/threads/${encodeURIComponent(state.threadId)}/stream`;
+    return this.fetch("GET", path, { headers, signal });
+  }
+
+  /**
+   * Read a stream to its end, dispatching each event. The server ends a stream after its run's
+   * `final` (or, for a join of an idle thread, after the replay). A stream that ends any other
+   * way (a `retry:` hint because the server is shutting down and the run goes on elsewhere, a
+   * broken connection, a proxy that closed it early) is rejoined with the last event id seen,
+   * after the hinted delay, so every event arrives once. An exception thrown by a handler is
+   * the app's: it stops the stream and rejects, never mistaken for a network fault.
+   */
+  async follow(response, state, handlers, signal) {
+    let retryMs = DEFAULT_RETRY_MS;
+    let final = null;
+    let quietRejoins = 0;
+    let joining = response.url?.includes("/stream") ?? false;
+    for (;;) {
+      let lastType = null;
+      let broken = null;
+      const frames = readServerSentEvents(response.body, { signal });
+      try {
+        for (;;) {
+          let next;
+          try {
+            next = await frames.next();
+          } catch (error) {
+            if (signal?.aborted) throw error;
+            broken = error; // the connection broke: rejoin below
+            break;
+          }
+          if (next.done) break;
+          const frame = next.value;
+          if (frame.retry !== null) retryMs = frame.retry;
+          if (frame.data === null) continue;
+          const event = JSON.parse(frame.data);
+          if (frame.id !== null) state.lastEventId = frame.id;
+          if (event.thread_id) state.threadId = event.thread_id;
+          if (state.runId) {
+            // a rejoin with no id seen yet replays the thread: skip the runs before this one
+            if (event.run_id !== state.runId) continue;
+            state.runId = null;
+          }
+          lastType = event.type;
+          if (event.type === "final") final = event;
+          handlers[event.type]?.(event);
+          handlers.event?.(event);
+        }
+      } finally {
+        await frames.return(); // cancels the body if a handler threw
+      }
+      if (!broken && (lastType === "final" || (joining && lastType === null))) {
+        return { threadId: state.threadId, lastEventId: state.lastEventId, final };
+      }
+      quietRejoins = lastType !== null ? 1 : quietRejoins + 1;
+      if (!state.threadId || quietRejoins > this.maxReconnects) {
+        throw broken ?? new ConsentryError(0, "stream_ended", "The stream ended before its run did.");
+      }
+      handlers.reconnecting?.({ threadId: state.threadId, lastEventId: state.lastEventId, retryMs });
+      await sleep(retryMs, signal);
+      joining = true;
+      try {
+        response = await this.openStream(state, signal);
+      } catch (error) {
+        if (error instanceof ConsentryError || signal?.aborted) throw error;
+        response = { body: brokenBody(error) }; // the network is down: wait and try again
+      }
+    }
+  }
+
+  // ---- REST ----
+
+  listProjects() { return this.request("GET", "/v1/projects"); }
+  createProject(name) { return this.request("POST", "/v1/projects", { name }); }
+  listNotes(projectId) { return this.request("GET", `/v1/projects/${enc(projectId)}/notes`); }
+  createNote(projectId, { title, content }) {
+    return this.request("POST", `/v1/projects/${enc(projectId)}/notes`, { title, content });
+  }
+  searchNotes(projectId, q, { limit = 10 } = {}) {
+    const query = new URLSearchParams({ q, limit: String(limit) });
+    return this.request("GET", `/v1/projects/${enc(projectId)}/search?${query}`);
+  }
+  getNote(noteId) { return this.request("GET", `/v1/notes/${enc(noteId)}`); }
+  /** `version` is the version the edit is based on: a stale one gets 409 version_conflict. */
+  updateNote(noteId, { version, title, content }) {
+    return this.request("PUT", `/v1/notes/${enc(noteId)}`, { version, title, content });
+  }
+  deleteNote(noteId) { return this.request("DELETE", `/v1/notes/${enc(noteId)}`); }
+  listNoteVersions(noteId) { return this.request("GET", `/v1/notes/${enc(noteId)}/versions`); }
+  listThreads() { return this.request("GET", "/v1/threads"); }
+  getThread(threadId) { return this.request("GET", `/v1/threads/${enc(threadId)}`); }
+  getMessages(threadId) { return this.request("GET", `/v1/threads/${enc(threadId)}/messages`); }
+  cancelRun(threadId) { return this.request("POST", `/v1/threads/${enc(threadId)}/cancel`); }
+  listApprovals({ status = "pending", cursor = null, limit = 50 } = {}) {
+    const query = new URLSearchParams({ status, limit: String(limit) });
+    if (cursor) query.set("cursor", cursor);
+    return this.request("GET", `/v1/approvals?${query}`);
+  }
+  getApproval(approvalId) { return this.request("GET", `/v1/approvals/${enc(approvalId)}`); }
+  /** Decide from the inbox: 202, the run goes on in the background. */
+  decideApproval(approvalId, decision, { edited, comment, idempotencyKey = newIdempotencyKey() } = {}) {
+    const body = { decision };
+    if (edited !== undefined) body.edited = edited;
+    if (comment) body.comment = comment;
+    return this.request("POST", `/v1/approvals/${enc(approvalId)}/decision`, body, {
+      headers: { "Idempotency-Key": idempotencyKey },
+    });
+  }
+}
+
+const enc = encodeURIComponent;
+
+function sleep(ms, signal) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => { clearTimeout(timer); reject(signal.reason); }, { once: true });
+  });
+}
+
+function brokenBody(error) {
+  return new ReadableStream({ start: (controller) => controller.error(error) });
+}

@@ -1,0 +1,562 @@
+"""The built-in web app in real headless Chromium against a real server process.
+
+Each test works on its own note in a fresh browser context (``tests/system/browser.py``), and
+leaves a screenshot of its final page in ``test-artifacts/screenshots/``. The offline model is
+deterministic: a question gets an answer from the notes, and "Add a summary of our discussion to
+my note" with a note open asks a ``note_edit`` consent.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Locator, Page, Request, expect
+
+from tests.sse import ASK_FOR_SUMMARY, parse_events
+from tests.system.browser import ARTIFACTS, PHONE, WatchedPage, watched_page
+from tests.system.server import serve
+
+README_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "images" / "web-app.png"
+SUMMARY_HEADING = "## Summary of our discussion"
+API_KEY = "k1"
+
+
+# ---- fixtures: one server and one browser per module, a fresh page per test ----
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with serve(tmp_path_factory.mktemp("web") / "c.db") as base_url:
+        yield base_url
+
+
+@pytest.fixture(scope="module")
+def key_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with serve(
+        tmp_path_factory.mktemp("web-keys") / "c.db", env={"CONSENTRY_API_KEYS": f"{API_KEY}=t:u"}
+    ) as base_url:
+        yield base_url
+
+
+# ---- helpers: what a person does, and what the API says ----
+
+
+def create_note(api: httpx.Client, title: str, content: str) -> dict[str, Any]:
+    projects = api.get("/v1/projects").json()["projects"]
+    default = next(p for p in projects if p["is_default"])
+    response = api.post(
+        f"/v1/projects/{default['project_id']}/notes", json={"title": title, "content": content}
+    )
+    assert response.status_code == 201, response.text
+    note: dict[str, Any] = response.json()
+    return note
+
+
+def versions_of(api: httpx.Client, note_id: str) -> list[dict[str, Any]]:
+    versions: list[dict[str, Any]] = api.get(f"/v1/notes/{note_id}/versions").json()["versions"]
+    return versions
+
+
+def open_app(page: Page, base_url: str, route: str = "") -> None:
+    page.goto(f"{base_url}/{route}")
+    expect(page.locator("#project-select")).not_to_have_value("")  # the notes are loaded
+
+
+def open_note(page: Page, base_url: str, note: dict[str, Any]) -> None:
+    open_app(page, base_url)
+    page.locator(f'#note-list li[data-note-id="{note["note_id"]}"] button').click()
+    expect(page.locator("#note-version")).to_have_text(f"Version {note['version']}")
+    expect(page.locator("#chat-context")).to_have_text(f"About “{note['title']}”")
+
+
+def send(page: Page, message: str) -> None:
+    page.locator("#chat-input").fill(message)
+    page.locator("#chat-input").press("Enter")
+
+
+def ask_a_question(page: Page, question: str) -> Locator:
+    """Send a question; the answer, once its run ended."""
+    send(page, question)
+    answer = page.locator("#chat-log .msg.assistant .text").last
+    expect(answer).to_contain_text("I'm the offline model")
+    expect(page.locator("#chat-send")).to_be_enabled()
+    return answer
+
+
+def ask_for_a_summary(page: Page) -> Locator:
+    """Ask the tutor to add a summary to the open note; its pending consent card."""
+    send(page, ASK_FOR_SUMMARY)
+    card = page.locator("#chat-log .consent-card")
+    expect(card).to_have_attribute("data-kind", "note_edit")
+    expect(page.locator("#chat-send")).to_be_enabled()  # the run ended, waiting for consent
+    return card
+
+
+def note_id_open_in(page: Page) -> str:
+    note_id = page.locator('#note-list li:has(button[aria-current="page"])').get_attribute(
+        "data-note-id"
+    )
+    assert note_id
+    return note_id
+
+
+def record_assistant_text_lengths(page: Page) -> None:
+    """From now on, note every length the last assistant bubble's text goes through."""
+    page.evaluate(
+        """() => {
+          window.assistantTextLengths = [];
+          const log = document.querySelector("#chat-log");
+          new MutationObserver(() => {
+            const bubbles = log.querySelectorAll(".msg.assistant .text");
+            const last = bubbles[bubbles.length - 1];
+            if (last) window.assistantTextLengths.push(last.textContent.length);
+          }).observe(log, { childList: true, subtree: true, characterData: true });
+        }"""
+    )
+
+
+def recorded_assistant_text_lengths(page: Page) -> list[int]:
+    lengths: list[int] = page.evaluate("() => window.assistantTextLengths")
+    return lengths
+
+
+def record_decisions_sent(page: Page) -> list[dict[str, Any]]:
+    """From now on, collect every decision the page sends (a chat request with a ``resume``)."""
+    decisions: list[dict[str, Any]] = []
+
+    def on_request(request: Request) -> None:
+        if request.method == "POST" and request.url.endswith("/v1/chat"):
+            body = request.post_data_json
+            if "resume" in body:
+                decisions.append(body["resume"])
+
+    page.on("request", on_request)
+    return decisions
+
+
+def focus_by_tabbing(page: Page, target: Locator, *, key: str = "Tab", limit: int = 30) -> None:
+    """Press Tab (or Shift+Tab) until ``target`` has the focus, as a keyboard user would."""
+    for _ in range(limit):
+        if target.evaluate("element => element === document.activeElement"):
+            return
+        page.keyboard.press(key)
+    raise AssertionError(f"{key} pressed {limit} times never reached {target}")
+
+
+# ---- the consent flows ----
+
+
+def test_an_approved_note_edit_shows_in_the_note_at_once_and_in_its_history(
+    watched: WatchedPage, api: httpx.Client, server: str
+) -> None:
+    page = watched.page
+    open_app(page, server)
+    page.once("dialog", lambda dialog: dialog.accept("Machine learning"))
+    page.locator("#new-project").click()
+    expect(page.locator("#project-select option:checked")).to_have_text("Machine learning")
+    expect(page.locator("#note-list-empty")).to_be_visible()
+    page.locator("#new-note").click()
+    expect(page.locator("#note-version")).to_have_text("Version 1")
+    page.locator("#note-title").fill("Retrieval-augmented generation")
+    page.locator("#note-content").fill("RAG retrieves passages first, then generates an answer.")
+    expect(page.locator("#note-status")).to_have_text("Unsaved changes")
+    page.locator("#note-save").click()
+    expect(page.locator("#note-version")).to_have_text("Version 2")
+    note_id = note_id_open_in(page)
+
+    record_assistant_text_lengths(page)
+    answer = ask_a_question(page, "What does retrieval do?")
+    expect(answer).to_contain_text("Here is what your notes say")
+    expect(page.locator("#chat-log p.step").first).to_be_visible()
+    lengths = recorded_assistant_text_lengths(page)
+    assert len(set(lengths)) > 2, f"the answer did not stream token by token: {lengths}"
+    assert lengths == sorted(lengths), f"the answer shrank while streaming: {lengths}"
+
+    card = ask_for_a_summary(page)
+    expect(card.locator(".consent-title")).to_have_text(
+        "Add a summary to your note “Retrieval-augmented generation”?"
+    )
+    expect(card.locator(".diff .diff-line.same")).to_have_text(
+        ["RAG retrieves passages first, then generates an answer."]
+    )
+    expect(card.locator(".diff .diff-line.add").filter(has_text=SUMMARY_HEADING)).to_have_count(1)
+    expect(card.locator(".diff .diff-line.del")).to_have_count(0)
+    expect(card.locator(".countdown")).to_have_text(re.compile(r"^Expires in \d\d:\d\d:\d\d$"))
+    expect(page.locator("#toast")).not_to_have_class(re.compile(r"\bshown\b"))
+    # The README's picture: a test artifact on every run, the committed file when asked for
+    # (`UPDATE_README_SCREENSHOT=1 make test`), so a test run leaves the work tree clean.
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=ARTIFACTS / README_SCREENSHOT.name)
+    if os.environ.get("UPDATE_README_SCREENSHOT") == "1":
+        page.screenshot(path=README_SCREENSHOT)
+
+    card.locator(".approve").click()
+    expect(card).to_have_attribute("data-state", "decided")
+    expect(card.locator(".consent-status")).to_have_text("Approved")
+    expect(page.locator("#note-version")).to_have_text("Version 3")
+    expect(page.locator("#note-content")).to_have_value(re.compile(re.escape(SUMMARY_HEADING)))
+    expect(page.locator("#chat-log p.applied")).to_have_text(
+        "Saved “Retrieval-augmented generation”, version 3."
+    )
+    page.locator("#note-history").click()
+    expect(page.locator('#version-list li[data-version="3"]')).to_contain_text(
+        "by the tutor (approved)"
+    )
+
+    versions = versions_of(api, note_id)
+    assert [(v["version"], v["author"]) for v in versions] == [
+        (1, "user"),
+        (2, "user"),
+        (3, "assistant"),
+    ]
+    assert versions[2]["approval_id"] == card.get_attribute("data-approval-id")
+    assert versions[2]["content"] == page.locator("#note-content").input_value()
+
+
+def test_an_edited_proposal_writes_exactly_the_persons_text(
+    watched: WatchedPage, api: httpx.Client, server: str
+) -> None:
+    page = watched.page
+    note = create_note(api, "Edit flow", "Line one.")
+    open_note(page, server, note)
+    card = ask_for_a_summary(page)
+
+    card.locator(".edit").click()
+    editor = card.locator(".consent-editor")
+    expect(editor).to_be_visible()
+    expect(editor.locator("textarea.edit-content")).to_have_value(
+        re.compile(r"^Line one\.\n\n" + re.escape(SUMMARY_HEADING))
+    )
+    mine = "Line one.\n\nMy own summary: retrieval comes first."
+    editor.locator("textarea.edit-content").fill(mine)
+    editor.locator(".edit-send").click()
+
+    expect(card).to_have_attribute("data-state", "decided")
+    expect(card.locator(".consent-status")).to_have_text("Approved with your edit")
+    expect(page.locator("#note-version")).to_have_text("Version 2")
+    expect(page.locator("#note-content")).to_have_value(mine)
+    assert api.get(f"/v1/notes/{note['note_id']}").json()["content"] == mine
+    assert [v["author"] for v in versions_of(api, note["note_id"])] == ["user", "assistant"]
+
+
+def test_a_rejection_keeps_the_note_and_records_the_comment(
+    watched: WatchedPage, api: httpx.Client, server: str
+) -> None:
+    page = watched.page
+    note = create_note(api, "Reject flow", "Keep me as I am.")
+    open_note(page, server, note)
+    card = ask_for_a_summary(page)
+    approval_id = card.get_attribute("data-approval-id")
+
+    card.locator("input.consent-comment").fill("Not in this note, please.")
+    card.locator(".reject").click()
+
+    expect(card).to_have_attribute("data-state", "decided")
+    expect(card.locator(".consent-status")).to_have_text("Rejected")
+    expect(page.locator("#chat-send")).to_be_enabled()  # the resumed run ended
+    expect(page.locator("#note-version")).to_have_text("Version 1")
+    expect(page.locator("#note-content")).to_have_value("Keep me as I am.")
+    assert [v["version"] for v in versions_of(api, note["note_id"])] == [1]
+    approval = api.get(f"/v1/approvals/{approval_id}").json()
+    assert approval["status"] == "rejected"
+    assert approval["decided"]["decision"] == "reject"
+    assert approval["decided"]["comment"] == "Not in this note, please."
+
+
+def test_a_reload_shows_the_pending_consent_and_the_transcript_again(
+    watched: WatchedPage, api: httpx.Client, server: str
+) -> None:
+    page = watched.page
+    note = create_note(api, "Reload", "Attention weighs tokens.")
+    open_note(page, server, note)
+    ask_a_question(page, "What does attention weigh?")
+    card = ask_for_a_summary(page)
+    approval_id = card.get_attribute("data-approval-id")
+    title = card.locator(".consent-title").inner_text()
+    messages = page.locator("#chat-log .msg")
+    before = [(m.get_attribute("class"), m.locator(".text").inner_text()) for m in messages.all()]
+
+    page.reload()
+
+    card = page.locator(f'#chat-log .consent-card[data-approval-id="{approval_id}"]')
+    expect(card.locator(".consent-title")).to_have_text(title)
+    expect(page.locator("#chat-log .consent-card")).to_have_count(1)
+    for button in (card.locator(".approve"), card.locator(".edit"), card.locator(".reject")):
+        expect(button).to_be_enabled()
+    expect(messages).to_have_count(len(before))
+    after = [(m.get_attribute("class"), m.locator(".text").inner_text()) for m in messages.all()]
+    assert after == before
+    assert [kind for kind, _ in before] == ["msg user", "msg assistant", "msg user"]
+
+    card.locator(".approve").click()
+    expect(card).to_have_attribute("data-state", "decided")
+    expect(page.locator("#note-version")).to_have_text("Version 2")
+    assert [v["author"] for v in versions_of(api, note["note_id"])] == ["user", "assistant"]
+
+
+@pytest.mark.parametrize("clicks", ["dblclick", "two rapid clicks"])
+def test_a_double_click_on_approve_writes_one_note_version(
+    watched: WatchedPage, api: httpx.Client, server: str, clicks: str
+) -> None:
+    page = watched.page
+    note = create_note(api, f"Double click ({clicks})", "One version more, not two.")
+    open_note(page, server, note)
+    card = ask_for_a_summary(page)
+    approve = card.locator(".approve")
+    decisions = record_decisions_sent(page)
+
+    if clicks == "dblclick":
+        approve.dblclick()
+    else:  # two separate clicks at the mouse, with no waiting in between
+        box = approve.bounding_box()
+        assert box
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        page.mouse.click(x, y)
+        page.mouse.click(x, y)
+
+    expect(page.locator("#chat-log p.applied")).to_have_count(1)
+    expect(page.locator("#chat-send")).to_be_enabled()
+    expect(card).to_have_attribute("data-state", "decided")
+    expect(card.locator(".consent-status")).to_have_text("Approved")
+    expect(page.locator("#chat-log p.error")).to_have_count(0)
+    assert decisions == [
+        {"approval_id": card.get_attribute("data-approval-id"), "decision": "approve"}
+    ]
+    assert [v["author"] for v in versions_of(api, note["note_id"])] == ["user", "assistant"]
+
+
+def test_the_inbox_decides_a_consent_asked_elsewhere(
+    watched: WatchedPage, api: httpx.Client, server: str
+) -> None:
+    page = watched.page
+    asked = []
+    for title in ("Inbox one", "Inbox two"):  # two threads, both waiting
+        note = create_note(api, title, f"{title} before the summary.")
+        response = api.post(
+            "/v1/chat", json={"message": ASK_FOR_SUMMARY, "note_id": note["note_id"]}
+        )
+        assert response.status_code == 200, response.text
+        events = parse_events(response.text)
+        assert [e.type for e in events[-2:]] == ["consent", "final"], events
+        asked.append((note, events[-2], events[-1]))
+    (note, consent, final), (_, other, _) = asked
+
+    open_app(page, server, "#/inbox")
+    page.wait_for_load_state("networkidle")  # the page's own start-up refresh of the badge is done
+    card = page.locator(f'#inbox-list .consent-card[data-approval-id="{consent.approval_id}"]')
+    other_card = page.locator(f'#inbox-list .consent-card[data-approval-id="{other.approval_id}"]')
+    expect(other_card).to_be_visible()
+    expect(card.locator(".consent-title")).to_have_text("Add a summary to your note “Inbox one”?")
+    expect(card.locator(".diff .diff-line.same")).to_have_text(["Inbox one before the summary."])
+    expect(card.locator(".diff .diff-line.add").filter(has_text=SUMMARY_HEADING)).to_have_count(1)
+    badge = page.locator("#inbox-count")
+    pending = int(badge.inner_text())
+    assert pending >= 2
+
+    with page.expect_response(lambda response: "/decision" in response.url) as decision:
+        card.locator(".approve").click()
+
+    assert decision.value.status == 202
+    expect(card).to_have_attribute("data-state", "decided")
+    expect(card.locator(".consent-status")).to_have_text("Approved: the tutor carries it out now.")
+    expect(badge).to_have_text(str(pending - 1))
+    expect(other_card.locator(".approve")).to_be_enabled()
+    # the run goes on in the background: follow the thread's stream to its end
+    joined = api.get(
+        f"/v1/threads/{consent.thread_id}/stream", headers={"Last-Event-ID": str(final.seq)}
+    )
+    assert [e.type for e in parse_events(joined.text)][-3:] == ["note", "message", "final"]
+    versions = versions_of(api, note["note_id"])
+    assert [(v["author"], v["approval_id"]) for v in versions] == [
+        ("user", None),
+        ("assistant", consent.approval_id),
+    ]
+
+
+# ---- notes: stale saves, search, history ----
+
+
+def test_a_stale_save_shows_the_conflict_and_overwrites_only_when_asked(
+    watched: WatchedPage, api: httpx.Client, server: str
+) -> None:
+    page = watched.page
+    watched.expect_http_status(409)
+    note = create_note(api, "Stale save", "The first text.")
+    open_note(page, server, note)
+    theirs = api.put(
+        f"/v1/notes/{note['note_id']}",
+        json={"version": 1, "title": "Stale save", "content": "Their text."},
+    )
+    assert theirs.status_code == 200, theirs.text
+
+    page.locator("#note-content").fill("My text.")
+    page.locator("#note-save").click()
+
+    expect(page.locator("#note-conflict")).to_be_visible()
+    expect(page.locator("#conflict-text")).to_contain_text("it is now at version 2")
+    expect(page.locator("#note-version")).to_have_text("Version 1")
+    assert api.get(f"/v1/notes/{note['note_id']}").json()["content"] == "Their text."
+
+    page.locator("#conflict-overwrite").click()
+
+    expect(page.locator("#note-conflict")).to_be_hidden()
+    expect(page.locator("#note-version")).to_have_text("Version 3")
+    saved = api.get(f"/v1/notes/{note['note_id']}").json()
+    assert (saved["version"], saved["content"]) == (3, "My text.")
+
+
+def test_a_stale_save_can_drop_mine_and_reload_theirs(
+    watched: WatchedPage, api: httpx.Client, server: str
+) -> None:
+    page = watched.page
+    watched.expect_http_status(409)
+    note = create_note(api, "Reload theirs", "The first text.")
+    open_note(page, server, note)
+    api.put(
+        f"/v1/notes/{note['note_id']}",
+        json={"version": 1, "title": "Reload theirs", "content": "Their text."},
+    ).raise_for_status()
+
+    page.locator("#note-content").fill("My text.")
+    page.locator("#note-content").press("Control+s")
+    expect(page.locator("#note-conflict")).to_be_visible()
+    page.locator("#conflict-reload").click()
+
+    expect(page.locator("#note-conflict")).to_be_hidden()
+    expect(page.locator("#note-content")).to_have_value("Their text.")
+    expect(page.locator("#note-version")).to_have_text("Version 2")
+    assert [v["content"] for v in versions_of(api, note["note_id"])] == [
+        "The first text.",
+        "Their text.",
+    ]
+
+
+def test_search_finds_a_note_by_a_word_and_opens_it(
+    watched: WatchedPage, api: httpx.Client, server: str
+) -> None:
+    page = watched.page
+    note = create_note(api, "Search target", "Zeugma is a figure of speech.")
+    open_app(page, server)
+
+    page.locator("#search-input").fill("zeugma")
+    page.locator("#search-input").press("Enter")
+    results = page.locator("#search-results li")
+    expect(results).to_have_count(1)
+    expect(results).to_contain_text("Search target")
+    expect(results.locator("mark")).to_have_text(["Zeugma"])
+    results.locator("button").click()
+
+    expect(page.locator("#note-title")).to_have_value("Search target")
+    expect(page.locator("#note-content")).to_have_value("Zeugma is a figure of speech.")
+    assert note_id_open_in(page) == note["note_id"]
+
+
+def test_an_old_version_can_be_viewed_and_restored_as_a_new_version(
+    watched: WatchedPage, api: httpx.Client, server: str
+) -> None:
+    page = watched.page
+    note = create_note(api, "History", "The old text.")
+    api.put(
+        f"/v1/notes/{note['note_id']}",
+        json={"version": 1, "title": "History", "content": "The new text."},
+    ).raise_for_status()
+    open_note(page, server, {**note, "version": 2})
+
+    page.locator("#note-history").click()
+    expect(page.locator("#version-list li")).to_have_count(2)
+    page.locator('#version-list li[data-version="1"] button').click()
+    expect(page.locator("#version-view")).to_contain_text("The old text.")
+    page.locator("#version-restore").click()
+
+    expect(page.locator("#note-version")).to_have_text("Version 3")
+    expect(page.locator("#note-content")).to_have_value("The old text.")
+    assert [(v["version"], v["content"]) for v in versions_of(api, note["note_id"])] == [
+        (1, "The old text."),
+        (2, "The new text."),
+        (3, "The old text."),
+    ]
+
+
+# ---- API keys, phone width, keyboard ----
+
+
+def test_the_app_asks_for_an_api_key_and_keeps_it_for_the_session(
+    watched: WatchedPage, key_server: str
+) -> None:
+    page = watched.page
+    watched.expect_http_status(401)
+    headers = {"Authorization": f"Bearer {API_KEY}"}
+    with httpx.Client(base_url=key_server, headers=headers, timeout=30) as keyed:
+        note = create_note(keyed, "Behind a key", "Only for key holders.")
+    page.goto(key_server)
+    dialog = page.locator("#key-dialog")
+    expect(dialog).to_be_visible()
+    expect(page.locator("#key-error")).to_be_hidden()
+
+    page.locator("#key-input").fill("not-a-key")
+    page.locator("#key-submit").click()
+    expect(page.locator("#key-error")).to_be_visible()
+    expect(dialog).to_be_visible()
+
+    page.locator("#key-input").fill(API_KEY)
+    page.locator("#key-submit").click()
+    expect(dialog).to_be_hidden()
+    note_link = page.locator(f'#note-list li[data-note-id="{note["note_id"]}"]')
+    expect(note_link).to_have_text("Behind a key")
+
+    page.reload()
+    expect(note_link).to_have_text("Behind a key")
+    expect(dialog).to_be_hidden()
+
+
+def test_at_phone_width_nothing_overflows_and_a_consent_can_be_approved(
+    browser: Browser, api: httpx.Client, server: str, request: pytest.FixtureRequest
+) -> None:
+    note = create_note(api, "Phone", "A note read on a phone, with a rather long first line.")
+    with watched_page(browser, request.node.name, viewport=PHONE) as watched:
+        page = watched.page
+        open_note(page, server, note)
+        ask_a_question(page, "What is on my phone?")
+        card = ask_for_a_summary(page)
+        width = page.evaluate("() => document.documentElement.scrollWidth")
+        assert width <= PHONE["width"], (
+            f"the page is {width} px wide on a {PHONE['width']} px screen"
+        )
+
+        card.locator(".approve").click()
+        expect(card).to_have_attribute("data-state", "decided")
+        expect(page.locator("#note-version")).to_have_text("Version 2")
+    assert [v["author"] for v in versions_of(api, note["note_id"])] == ["user", "assistant"]
+
+
+def test_the_chat_and_a_consent_work_with_the_keyboard_alone(
+    watched: WatchedPage, api: httpx.Client, server: str
+) -> None:
+    page = watched.page
+    note = create_note(api, "Keyboard", "Typed, never clicked.")
+    open_note(page, server, note)  # the focus is now in the note's content
+
+    chat_input = page.locator("#chat-input")
+    focus_by_tabbing(page, chat_input)
+    page.keyboard.type("What did I type?")
+    page.keyboard.press("Enter")
+    expect(page.locator("#chat-log .msg.user .text")).to_have_text(["What did I type?"])
+    expect(page.locator("#chat-log .msg.assistant .text")).to_contain_text("I'm the offline model")
+    expect(page.locator("#chat-send")).to_be_enabled()
+
+    page.keyboard.type(ASK_FOR_SUMMARY)
+    page.keyboard.press("Enter")
+    card = page.locator("#chat-log .consent-card")
+    expect(card.locator(".approve")).to_be_enabled()
+    focus_by_tabbing(page, card.locator(".approve"), key="Shift+Tab")
+    page.keyboard.press("Space")
+
+    expect(card).to_have_attribute("data-state", "decided")
+    expect(page.locator("#note-version")).to_have_text("Version 2")
+    assert [v["author"] for v in versions_of(api, note["note_id"])] == ["user", "assistant"]
