@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel, SecretStr, ValidationError
@@ -80,10 +81,10 @@ class ConsentryClient:
         self._send("GET", "/v1/threads", params={"limit": 1})
 
     def thread(self, thread_id: str) -> ThreadDetail:
-        return _parse(self._send("GET", f"/v1/threads/{thread_id}"), ThreadDetail)
+        return _parse(self._send("GET", f"/v1/threads/{_segment(thread_id)}"), ThreadDetail)
 
     def approval(self, approval_id: str) -> Approval:
-        return _parse(self._send("GET", f"/v1/approvals/{approval_id}"), Approval)
+        return _parse(self._send("GET", f"/v1/approvals/{_segment(approval_id)}"), Approval)
 
     def approvals(self, *, status: str | None = None) -> Iterator[Approval]:
         """Every approval (of ``status``), newest first, following ``next_cursor``."""
@@ -100,7 +101,7 @@ class ConsentryClient:
 
     def decide(self, approval_id: str, decision: DecisionRequest) -> DecisionAccepted:
         """``POST /v1/approvals/{id}/decision``; the graph resumes in the background."""
-        path = f"/v1/approvals/{approval_id}/decision"
+        path = f"/v1/approvals/{_segment(approval_id)}/decision"
         body = decision.model_dump(mode="json", exclude_none=True)
         headers = {"Idempotency-Key": new_idempotency_key()}
         for attempt in range(1, DECISION_ATTEMPTS + 1):
@@ -138,10 +139,11 @@ class ConsentryClient:
             raise _api_error(response)
         return response
 
-    def rejoin_request(self, thread_id: str, last_event_id: str) -> httpx.Request:
-        return self._http.build_request(
-            "GET", f"/v1/threads/{thread_id}/stream", headers={"Last-Event-ID": last_event_id}
-        )
+    def rejoin_request(self, thread_id: str, last_event_id: int | None) -> httpx.Request:
+        """The thread's stream after ``last_event_id`` (from its start when None)."""
+        headers = {} if last_event_id is None else {"Last-Event-ID": str(last_event_id)}
+        path = f"/v1/threads/{_segment(thread_id)}/stream"
+        return self._http.build_request("GET", path, headers=headers)
 
     def _send(
         self,
@@ -192,3 +194,8 @@ def _unreachable(base_url: str, exc: httpx.TransportError) -> ServerUnreachableE
     if isinstance(exc, httpx.ConnectError):
         return ServerUnreachableError(f"cannot reach the Consentry server at {base_url}: {reason}")
     return ServerUnreachableError(f"lost the connection to {base_url}: {reason}")
+
+
+def _segment(value: str) -> str:
+    """An id typed by a person, as one path segment (a `/` or `?` in it stays in it)."""
+    return quote(value, safe="")

@@ -148,6 +148,7 @@ class ChatSession:
     def _follow(self, events: Iterable[Event]) -> list[ConsentEvent]:
         """Show a run's events; the consents it stopped at (those a person must decide)."""
         asking: list[ConsentEvent] = []
+        waiting: list[ConsentEvent] = []
         for event in events:
             if self.thread_id is None:
                 self.thread_id = event.thread_id
@@ -168,8 +169,9 @@ class ChatSession:
                 continue
             self._view.show(event)
             if isinstance(event, FinalEvent):
-                return asking if event.reason == "interrupted" else []
-        return []
+                # after a takeover a rejoined stream goes on with the run that continues it
+                waiting, asking = (asking if event.reason == "interrupted" else []), []
+        return waiting
 
     def _edit_fields(self, kind: str) -> list[str] | None:
         if self._edit_schemas is None:

@@ -9,7 +9,10 @@ import { Inbox } from "./inbox.js";
 import { NotesPane } from "./notes.js";
 
 const KEY = "consentry.apiKey";
-const client = new ConsentryClient({ apiKey: sessionStorage.getItem(KEY) });
+const client = new ConsentryClient({
+  apiKey: sessionStorage.getItem(KEY),
+  onUnauthorized: () => askForKey(), // a key revoked mid-session asks again
+});
 
 const app = {
   toast(message, kind = "info") {
@@ -54,6 +57,7 @@ async function guard(promise) {
 
 function askForKey() {
   const dialog = $("#key-dialog");
+  $("#change-key").hidden = false; // closed with Escape, it can be opened again
   $("#key-error").hidden = !client.apiKey;
   if (!dialog.open) dialog.showModal();
   $("#key-input").focus();
@@ -69,15 +73,20 @@ $("#key-form").addEventListener("submit", () => {
 $("#change-key").addEventListener("click", askForKey);
 $("#change-key").hidden = !client.apiKey;
 
+let inboxWasShown = false;
+
 function route() {
   const inboxShown = location.hash === "#/inbox";
+  const back = inboxWasShown && !inboxShown;
+  inboxWasShown = inboxShown;
   $("#inbox-view").hidden = !inboxShown;
   $("#notes-view").hidden = inboxShown;
   for (const link of [$("#nav-notes"), $("#nav-inbox")]) {
     if (link.getAttribute("href") === (inboxShown ? "#/inbox" : "#/notes")) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
-  return inboxShown ? inbox.load() : Promise.resolve();
+  if (inboxShown) return inbox.load();
+  return back ? notes.refresh() : Promise.resolve(); // decisions there may have changed notes
 }
 window.addEventListener("hashchange", () => guard(route()));
 
@@ -88,4 +97,7 @@ async function start() {
 }
 
 setInterval(() => tick(document), 1000);
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "visible") app.inboxChanged(); // consents asked elsewhere
+});
 guard(start());

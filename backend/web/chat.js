@@ -29,14 +29,14 @@ export class ChatPane {
     this.log = $("#chat-log");
     this.input = $("#chat-input");
     this.threadId = null;
-    this.following = null; // the AbortController of the stream this page follows
+    this.streams = new Set(); // the AbortControllers of the streams this page follows
     this.generation = 0; // bumped on every switch, so a late answer never lands in another chat
     $("#chat-form").addEventListener("submit", (e) => {
       e.preventDefault();
       this.send();
     });
     this.input.addEventListener("keydown", (e) => {
-      if (e.key === "Enter" && !e.shiftKey) {
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { // not while an IME composes
         e.preventDefault();
         this.send();
       }
@@ -47,33 +47,40 @@ export class ChatPane {
 
   /** Switch to the conversation of `note` (or of the project when no note is open). */
   async open(note, project) {
-    this.following?.abort();
-    this.following = null;
+    for (const stream of this.streams) stream.abort(); // the runs go on; this page moves on
+    this.streams.clear();
     const generation = ++this.generation;
+    const key = threadKey(note, project);
+    const threadId = localStorage.getItem(key);
     this.note = note;
     this.project = project;
-    this.key = threadKey(note, project);
-    this.threadId = localStorage.getItem(this.key);
+    this.key = key;
+    this.threadId = threadId;
     this.log.replaceChildren();
-    this.setBusy(false);
+    this.setBusy();
     $("#chat-context").textContent = note ? `About “${note.title}”` : `Project “${project.name}”`;
-    if (!this.threadId) return this.hint();
+    if (!threadId) return this.hint();
     let thread;
+    let messages;
     try {
-      thread = await this.client.getThread(this.threadId);
+      [thread, { messages }] = await Promise.all([
+        this.client.getThread(threadId),
+        this.client.getMessages(threadId),
+      ]);
     } catch (error) {
       if (error.code !== "thread_not_found") throw error;
-      localStorage.removeItem(this.key);
+      if (localStorage.getItem(key) === threadId) localStorage.removeItem(key);
+      if (generation !== this.generation) return;
       this.threadId = null;
       return this.hint();
     }
-    const { messages } = await this.client.getMessages(this.threadId);
-    if (generation !== this.generation) return;
+    if (generation !== this.generation) return; // another note was opened meanwhile
     for (const message of messages) this.bubble(message.role, message.message_id).textContent = message.content;
     for (const consent of thread.pending_consents) this.consent(consent);
     if (thread.status === "running") {
-      const lastEventId = localStorage.getItem(seqKey(this.threadId));
-      this.follow((handlers, signal) => this.client.joinStream(this.threadId, handlers, { lastEventId, signal }));
+      const lastEventId = localStorage.getItem(seqKey(threadId));
+      this.follow((handlers, signal) => this.client.joinStream(threadId, handlers, { lastEventId, signal }))
+        .catch((error) => { if (generation === this.generation) this.line("error", error.message); });
     }
     this.scroll();
   }
@@ -103,7 +110,8 @@ export class ChatPane {
     if (!text || this.busy) return;
     this.input.value = "";
     this.log.querySelector(".hint")?.remove();
-    this.bubble("user").textContent = text;
+    const bubble = this.bubble("user");
+    bubble.textContent = text;
     const body = { message: text };
     if (this.threadId) body.thread_id = this.threadId;
     else body.project_id = this.project.project_id;
@@ -111,6 +119,9 @@ export class ChatPane {
     try {
       await this.follow((handlers, signal) => this.client.chat(body, handlers, { signal }));
     } catch (error) {
+      if (error.name === "AbortError") return;
+      bubble.closest(".msg").remove(); // refused: it was never sent, give the text back
+      if (!this.input.value) this.input.value = text;
       this.line("error", error.message);
     }
   }
@@ -125,15 +136,15 @@ export class ChatPane {
   }
 
   /**
-   * Follow a stream that `start(handlers, signal)` opens. Resolves once its first event came
-   * (the request was accepted), rejects if it was refused; the stream is followed on.
+   * Follow a stream that `start(handlers, signal)` opens, beside any other this page follows.
+   * Resolves once the request was accepted, rejects if it was refused; the stream is followed
+   * on until it ends.
    */
   follow(start) {
-    this.following?.abort();
     const controller = new AbortController();
-    this.following = controller;
+    this.streams.add(controller);
+    this.setBusy();
     const generation = this.generation;
-    this.setBusy(true);
     return new Promise((resolve, reject) => {
       let accepted = false;
       const handlers = this.handlers(generation, () => {
@@ -149,25 +160,31 @@ export class ChatPane {
           else reject(error);
         },
       ).finally(() => {
-        if (this.following === controller) {
-          this.following = null;
-          this.setBusy(false);
-        }
+        this.streams.delete(controller);
+        this.setBusy();
       });
     });
   }
 
   handlers(generation, accepted) {
     const here = () => generation === this.generation;
+    const remember = (threadId) => {
+      if (here() && threadId && threadId !== this.threadId) {
+        this.threadId = threadId;
+        localStorage.setItem(this.key, threadId);
+      }
+    };
     return {
+      accepted: ({ threadId }) => { // the response's headers: before its first event
+        accepted();
+        remember(threadId);
+      },
       event: (e) => {
         accepted();
         if (!here()) return;
-        if (e.thread_id && e.thread_id !== this.threadId) {
-          this.threadId = e.thread_id;
-          localStorage.setItem(this.key, e.thread_id);
-        }
-        if (e.seq) localStorage.setItem(seqKey(e.thread_id), String(e.seq));
+        remember(e.thread_id);
+        // tokens are not stored: a join names the last stored event it saw
+        if (e.seq && e.type !== "token") localStorage.setItem(seqKey(e.thread_id), String(e.seq));
         this.scroll();
       },
       step: (e) => here() && this.line("step", e.label),
@@ -225,7 +242,8 @@ export class ChatPane {
     this.scroll();
   }
 
-  setBusy(busy) {
+  setBusy() {
+    const busy = this.streams.size > 0;
     this.busy = busy;
     $("#chat-send").disabled = busy;
     $("#chat-stop").hidden = !busy;

@@ -1,8 +1,16 @@
 // A consent card: what the graph asks, as a diff; its expiry as a countdown; approve, edit and
 // reject. The buttons lock on the first click, so a double click sends one decision.
 
+import { newIdempotencyKey } from "./consentry.js";
 import { lineDiff } from "./diff.js";
 import { countdown, h } from "./dom.js";
+
+/** Refusals that end the card: anything else (a network error, 503, an invalid edit) leaves
+ * it open to try again. */
+const FINAL_REFUSALS = new Set([
+  "already_decided", "consent_expired", "approval_not_pending", "no_pending_consent",
+  "approval_not_found", "thread_not_found",
+]);
 
 const STATUS_TEXT = {
   approve: "Approved",
@@ -19,7 +27,7 @@ const STATUS_TEXT = {
  */
 export function consentCard(consent, { send, note = null }) {
   const allowed = new Set(consent.allowed_decisions);
-  const status = h("p.consent-status", { role: "status" });
+  const status = h("p.consent-status", { role: "status", tabindex: "-1" });
   const comment = h("input.consent-comment", {
     type: "text",
     placeholder: "Comment (optional)",
@@ -41,24 +49,38 @@ export function consentCard(consent, { send, note = null }) {
   );
 
   let locked = false;
-  const lock = () => {
-    locked = true;
-    for (const button of card.querySelectorAll("button")) button.disabled = true;
-    comment.disabled = true;
+  const setLocked = (value) => {
+    locked = value;
+    for (const button of card.querySelectorAll("button")) button.disabled = value;
+    comment.disabled = value;
   };
+  const lock = () => {
+    setLocked(true);
+    status.focus(); // the focused button is disabled: keep the keyboard user's place
+  };
+  // One idempotency key per decision: sent again after a lost answer, it is answered once.
+  const keys = new Map();
   const decide = async (decision, extra) => {
     if (locked) return; // the second click of a double click
     lock();
     card.dataset.state = "sending";
+    status.classList.remove("error");
     status.textContent = "Sending…";
+    const fingerprint = JSON.stringify([decision, extra]);
+    if (!keys.has(fingerprint)) keys.set(fingerprint, newIdempotencyKey());
     try {
-      const line = await send(decision, extra);
+      const line = await send(decision, { ...extra, idempotencyKey: keys.get(fingerprint) });
       card.dataset.state = "decided";
       status.textContent = line ?? STATUS_TEXT[decision];
     } catch (error) {
-      card.dataset.state = "refused";
       status.textContent = refusalText(error);
       status.classList.add("error");
+      if (FINAL_REFUSALS.has(error?.code)) {
+        card.dataset.state = "refused";
+      } else {
+        card.dataset.state = "pending"; // nothing was decided: try again
+        setLocked(false);
+      }
     }
   };
   const withComment = () => (comment.value.trim() ? { comment: comment.value.trim() } : {});
@@ -152,6 +174,11 @@ function editorFor(consent) {
   }
   const send = h("button.edit-send.primary", { type: "button" }, "Save my version");
   const cancel = h("button.edit-cancel", { type: "button" }, "Cancel");
+  cancel.addEventListener("click", () => {
+    const opener = element.closest(".consent-card")?.querySelector("button.edit");
+    opener?.setAttribute("aria-expanded", "false");
+    opener?.focus();
+  });
   if (content === null) return { element: null, edited: null, onSend: () => {}, focus: () => {} };
   const titleInput = title === null ? null
     : h("input.edit-title", { type: "text", value: title, "aria-label": "Title of the new note" });

@@ -151,6 +151,7 @@ export class ConsentryClient {
       runId: response.headers.get("X-Run-Id"), // until its first event: see follow()
       lastEventId: null,
     };
+    handlers.accepted?.({ threadId: state.threadId, runId: state.runId });
     return this.follow(response, state, handlers, signal);
   }
 
@@ -198,6 +199,7 @@ export class ConsentryClient {
     let joining = response.url?.includes("/stream") ?? false;
     for (;;) {
       let lastType = null;
+      let hinted = false;
       let broken = null;
       const frames = readServerSentEvents(response.body, { signal });
       try {
@@ -212,10 +214,14 @@ export class ConsentryClient {
           }
           if (next.done) break;
           const frame = next.value;
-          if (frame.retry !== null) retryMs = frame.retry;
+          if (frame.retry !== null) {
+            retryMs = frame.retry;
+            hinted = true;
+          }
           if (frame.data === null) continue;
           const event = JSON.parse(frame.data);
-          if (frame.id !== null) state.lastEventId = frame.id;
+          // Tokens are not stored: a rejoin (on another replica, say) names a stored event.
+          if (frame.id !== null && event.type !== "token") state.lastEventId = frame.id;
           if (event.thread_id) state.threadId = event.thread_id;
           if (state.runId) {
             // a rejoin with no id seen yet replays the thread: skip the runs before this one
@@ -230,7 +236,8 @@ export class ConsentryClient {
       } finally {
         await frames.return(); // cancels the body if a handler threw
       }
-      if (!broken && (lastType === "final" || (joining && lastType === null))) {
+      if (signal?.aborted) throw abortReason(signal);
+      if (!broken && !hinted && (lastType === "final" || (joining && lastType === null))) {
         return { threadId: state.threadId, lastEventId: state.lastEventId, final };
       }
       quietRejoins = lastType !== null ? 1 : quietRejoins + 1;
@@ -243,8 +250,11 @@ export class ConsentryClient {
       try {
         response = await this.openStream(state, signal);
       } catch (error) {
-        if (error instanceof ConsentryError || signal?.aborted) throw error;
-        response = { body: brokenBody(error) }; // the network is down: wait and try again
+        if (signal?.aborted) throw abortReason(signal);
+        // a refusal is final; the network down, or a server or proxy that is restarting
+        // (5xx: database_unavailable, a gateway's 502), is waited out like a cut stream
+        if (error instanceof ConsentryError && error.status < 500) throw error;
+        response = { body: brokenBody(error) };
       }
     }
   }
@@ -291,10 +301,22 @@ export class ConsentryClient {
 
 const enc = encodeURIComponent;
 
+function abortReason(signal) {
+  return signal.reason ?? new DOMException("The stream was aborted.", "AbortError");
+}
+
 function sleep(ms, signal) {
+  if (signal?.aborted) return Promise.reject(abortReason(signal));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => { clearTimeout(timer); reject(signal.reason); }, { once: true });
+    const aborted = () => {
+      clearTimeout(timer);
+      reject(abortReason(signal));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", aborted);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", aborted, { once: true });
   });
 }
 

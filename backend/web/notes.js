@@ -156,6 +156,11 @@ export class NotesPane {
 
   async save({ overwrite = false } = {}) {
     if (!this.note) return;
+    if (!overwrite && !this.dirty) {
+      // nothing changed: a new version would only make a pending proposal stale
+      this.app.toast("No changes to save.");
+      return;
+    }
     const base = overwrite ? Number(this.conflict.dataset.currentVersion) : this.note.version;
     try {
       const saved = await this.client.updateNote(this.note.note_id, {
@@ -179,6 +184,16 @@ export class NotesPane {
   }
 
   async reload() {
+    this.show(await this.client.getNote(this.note.note_id));
+  }
+
+  /** Back from the inbox: decisions there may have changed notes. Unsaved text stays. */
+  async refresh() {
+    const { notes } = await this.refreshList();
+    if (!this.note) return this.app.noteOpened(null, this.project);
+    const current = notes.find((n) => n.note_id === this.note.note_id);
+    if (!current) return this.afterRun();
+    if (this.dirty) return this.app.noteOpened(this.note, this.project);
     this.show(await this.client.getNote(this.note.note_id));
   }
 

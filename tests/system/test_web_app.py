@@ -245,6 +245,47 @@ def test_an_edited_proposal_writes_exactly_the_persons_text(
     assert [v["author"] for v in versions_of(api, note["note_id"])] == ["user", "assistant"]
 
 
+def test_a_refused_edit_leaves_the_card_open_and_the_consent_pending(
+    watched: WatchedPage, api: httpx.Client, server: str
+) -> None:
+    """A blank edit is refused (422 ``invalid_edit``): nothing was decided, so the card opens
+    again, says why, and approving afterwards works."""
+    watched.expect_http_status(422)
+    page = watched.page
+    note = create_note(api, "Blank edit", "Keep me.")
+    open_note(page, server, note)
+    card = ask_for_a_summary(page)
+
+    card.locator(".edit").click()
+    card.locator("textarea.edit-content").fill("   ")
+    card.locator(".edit-send").click()
+
+    expect(card).to_have_attribute("data-state", "pending")
+    expect(card.locator(".consent-status")).to_have_class(re.compile(r"\berror\b"))
+    expect(card.locator(".approve")).to_be_enabled()
+    approval_id = card.get_attribute("data-approval-id")
+    assert api.get(f"/v1/approvals/{approval_id}").json()["status"] == "pending"
+
+    card.locator(".approve").click()
+    expect(card).to_have_attribute("data-state", "decided")
+    expect(page.locator("#note-version")).to_have_text("Version 2")
+
+
+def test_saving_an_unchanged_note_writes_no_version(
+    watched: WatchedPage, api: httpx.Client, server: str
+) -> None:
+    """A habitual Ctrl+S would otherwise make a pending proposal stale."""
+    page = watched.page
+    note = create_note(api, "Unchanged", "As it was.")
+    open_note(page, server, note)
+
+    page.locator("#note-content").press("Control+s")
+
+    expect(page.locator("#toast")).to_have_text("No changes to save.")
+    expect(page.locator("#note-version")).to_have_text("Version 1")
+    assert [v["version"] for v in versions_of(api, note["note_id"])] == [1]
+
+
 def test_a_rejection_keeps_the_note_and_records_the_comment(
     watched: WatchedPage, api: httpx.Client, server: str
 ) -> None:

@@ -29,7 +29,14 @@ from playwright.sync_api import Page, Request, Route
 from sse_starlette import ServerSentEvent
 
 from backend.api.web import SECURITY_HEADERS
-from backend.schemas.events import Event, FinalEvent, MessageEvent, RunStartedEvent, StepEvent
+from backend.schemas.events import (
+    Event,
+    FinalEvent,
+    MessageEvent,
+    RunStartedEvent,
+    StepEvent,
+    TokenEvent,
+)
 from tests.sse import ASK_FOR_SUMMARY, parse_frames
 from tests.system.browser import WatchedPage
 from tests.system.server import serve
@@ -639,6 +646,74 @@ def test_a_handler_that_throws_rejects_the_chat_and_is_not_taken_for_a_network_f
     assert rejoins == []
     assert outcome["reconnects"] == []
     assert [c["event"]["seq"] for c in outcome["calls"]] == [1, 1]  # run_started, then nothing
+
+
+def test_a_rejoin_names_the_last_stored_event_never_a_token(page: Page, server: str) -> None:
+    """Tokens are not stored: another replica refuses a ``Last-Event-ID`` that names one."""
+    run = scripted_run()
+    token = TokenEvent(
+        thread_id=SCRIPTED_THREAD,
+        run_id=SCRIPTED_RUN,
+        seq=3,
+        ts=run[0].ts,
+        message_id="m-1",
+        delta="Retrieval ",
+    )
+    message = run[2].model_copy(update={"seq": 4})
+    final = run[3].model_copy(update={"seq": 5})
+    script_chat(page, server, frames(run[0], run[1], token) + reconnect_hint(10))
+    rejoins = script_rejoins(page, server, frames(message, final))
+
+    streamed = run_in_page(page, CHAT)
+
+    assert rejoins == ["2"]
+    assert dispatched(streamed) == [as_json(e) for e in (run[0], run[1], token, message, final)]
+    assert streamed["result"]["lastEventId"] == "5"
+
+
+def test_a_rejoin_that_brings_only_another_hint_is_rejoined_again(page: Page, server: str) -> None:
+    """A server still draining answers the rejoin with a hint alone: the run is not over."""
+    run = scripted_run()
+    script_chat(page, server, frames(run[0], run[1]) + reconnect_hint(10))
+    answers = iter([reconnect_hint(10), frames(run[2], run[3])])
+    last_event_ids: list[str | None] = []
+
+    def rejoin(route: Route) -> None:
+        last_event_ids.append(route.request.headers.get("last-event-id"))
+        fulfil_stream(route, next(answers))
+
+    page.context.route(f"{server}/v1/threads/{SCRIPTED_THREAD}/stream", rejoin)
+
+    streamed = run_in_page(page, CHAT)
+
+    assert last_event_ids == ["2", "2"]
+    assert dispatched(streamed) == [as_json(e) for e in run]
+    assert streamed["result"]["final"] == as_json(run[3])
+
+
+def test_an_aborted_chat_rejects_at_once_and_never_rejoins(page: Page, server: str) -> None:
+    run = scripted_run()
+    script_chat(page, server, frames(run[0], run[1]) + reconnect_hint(5_000))
+    rejoins = script_rejoins(page, server, frames(run[2], run[3]))
+
+    outcome = run_in_page(
+        page,
+        """
+        const recording = recorder();
+        const controller = new AbortController();
+        recording.handlers.step = () => controller.abort();
+        const client = new consentry.ConsentryClient();
+        const started = Date.now();
+        const refused = await refusal(client.chat(
+          { message: "What is RAG?" }, recording.handlers, { signal: controller.signal }));
+        return { refused, waitedMs: Date.now() - started, ...recording };
+        """,
+    )
+
+    assert outcome["refused"]["name"] == "AbortError"
+    assert outcome["waitedMs"] < 4_000  # not the hinted 5 s before noticing
+    assert outcome["reconnects"] == []
+    assert rejoins == []
 
 
 # ---- the SSE parser ----
