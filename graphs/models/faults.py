@@ -18,12 +18,12 @@ code                        provider answer                                     
 from __future__ import annotations
 
 import email.utils
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
-import openai
 from langchain_core.exceptions import (
     ModelAPIError,
     ModelAuthenticationError,
@@ -66,12 +66,21 @@ def classify_fault(exc: BaseException) -> ModelFault | None:
     if (
         isinstance(exc, ModelAPIError | ModelConnectionError | ModelTimeoutError)
         or (status is not None and (status >= 500 or status in _RETRYABLE_STATUSES))
-        or isinstance(exc, httpx.TransportError | openai.APIConnectionError)
+        or isinstance(exc, httpx.TransportError)
+        or _is_openai_error(exc, "APIConnectionError")
     ):
         return ModelFault("model_unavailable", retryable=True, retry_after=_retry_after(exc))
     if isinstance(exc, ModelError) or status is not None:
         return ModelFault("model_rejected", retryable=False)
     return None
+
+
+def _is_openai_error(exc: BaseException, name: str) -> bool:
+    """Whether ``exc`` is the OpenAI SDK's error class ``name``. The SDK is looked up, not
+    imported: its errors exist only once something loaded it, and importing it costs about a
+    second of start-up in a server that never calls a model provider (the offline model)."""
+    sdk = sys.modules.get("openai")
+    return sdk is not None and isinstance(exc, getattr(sdk, name))
 
 
 def _status(exc: BaseException) -> int | None:
@@ -87,8 +96,8 @@ def _quota_exhausted(exc: BaseException) -> bool:
     """Whether the provider's machine-readable error code (OpenAI's ``error.code`` or
     ``error.type``) says the account is out of quota: waiting will not help."""
     values: list[Any] = []
-    if isinstance(exc, openai.APIError):
-        values += [exc.code, exc.type]
+    if _is_openai_error(exc, "APIError"):
+        values += [getattr(exc, "code", None), getattr(exc, "type", None)]
     body: Any = getattr(exc, "body", None)
     error = body.get("error", body) if isinstance(body, dict) else None
     if isinstance(error, dict):
