@@ -18,6 +18,7 @@ from backend.runtime.executor import SHUTDOWN_GRACE_SECONDS, RunExecutor, RunLim
 from backend.runtime.expiry import ExpirySweeper
 from backend.runtime.idempotency import KEY_RETENTION, IdempotencyGuard
 from backend.runtime.notifications import EventNotifications
+from backend.runtime.readiness import BackgroundTask, Readiness
 from backend.runtime.runs import RunStarter
 from backend.runtime.takeover import RunTakeover
 from backend.runtime.threads import ThreadReader
@@ -47,6 +48,7 @@ class Services:
     notifications: EventNotifications
     open_streams: OpenStreams
     """The event streams being sent; the ones still open after a shutdown's grace period end."""
+    readiness: Readiness
 
 
 @asynccontextmanager
@@ -145,8 +147,14 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                 notifications.on_run_queued = worker.run_queued
                 worker.start()
                 takeover.start()
+            background: dict[str, BackgroundTask] = {"expiry_sweeper": expiry}
+            if notifications.enabled:
+                background["notifications"] = notifications
+            if db.is_postgres and settings.role != "api":
+                background |= {"run_worker": worker, "run_takeover": takeover}
+            readiness = Readiness(db, background=background)
             open_streams = OpenStreams()
-            begin_shutdown = _shutdown_steps(executor, open_streams)
+            begin_shutdown = _shutdown_steps(executor, open_streams, readiness)
             try:
                 with forwarding_exit_signals(begin_shutdown):
                     yield Services(
@@ -164,6 +172,7 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                         clock=clock,
                         notifications=notifications,
                         open_streams=open_streams,
+                        readiness=readiness,
                     )
             finally:
                 await worker.stop()
@@ -175,7 +184,9 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
         await db.close()
 
 
-def _shutdown_steps(executor: RunExecutor, open_streams: OpenStreams) -> Callable[[], None]:
+def _shutdown_steps(
+    executor: RunExecutor, open_streams: OpenStreams, readiness: Readiness
+) -> Callable[[], None]:
     """What happens as soon as the server is asked to stop, while it still drains the open
     streams (the lifespan's end comes after them): every run stops at its next step boundary,
     and the streams still open after the grace period end with a reconnect hint."""
@@ -186,6 +197,7 @@ def _shutdown_steps(executor: RunExecutor, open_streams: OpenStreams) -> Callabl
         if started:
             return
         started = True
+        readiness.draining = True  # GET /readyz answers 503: the balancer sends nothing new
         executor.suspend_all()
         asyncio.get_running_loop().call_later(SHUTDOWN_GRACE_SECONDS, open_streams.end_all)
 

@@ -133,6 +133,11 @@ class ExpirySweeper:
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="consent-expiry-sweeper")
 
+    @property
+    def running(self) -> bool:
+        """Its task was started and has not ended (``GET /readyz``)."""
+        return self._task is not None and not self._task.done()
+
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()

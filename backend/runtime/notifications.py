@@ -63,6 +63,11 @@ class EventNotifications:
         async with asyncio.timeout(30):
             await self._listening.wait()
 
+    @property
+    def running(self) -> bool:
+        """Its listener was started and has not ended (``GET /readyz``)."""
+        return self._task is not None and not self._task.done()
+
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()

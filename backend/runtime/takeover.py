@@ -73,6 +73,11 @@ class RunTakeover:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="run-takeover")
 
+    @property
+    def running(self) -> bool:
+        """Its task was started and has not ended (``GET /readyz``)."""
+        return self._task is not None and not self._task.done()
+
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()

@@ -107,6 +107,11 @@ class RunWorker:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="run-worker")
 
+    @property
+    def running(self) -> bool:
+        """Its task was started and has not ended (``GET /readyz``)."""
+        return self._task is not None and not self._task.done()
+
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()

@@ -182,10 +182,14 @@ class Database:
                 await conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
             await conn.run_sync(_upgrade)
 
+    async def schema_revision(self) -> str | None:
+        """The migration the database is at (None before the first)."""
+        async with self.read() as conn:
+            return await conn.run_sync(_current_revision)
+
     async def require_current_schema(self) -> None:
         """For a server told not to migrate: refuse to start on a schema that is not current."""
-        async with self.read() as conn:
-            current = await conn.run_sync(_current_revision)
+        current = await self.schema_revision()
         if current != head_revision():
             raise SchemaNotCurrentError(
                 f"the database schema is at {current or 'nothing'}, this Consentry needs "
