@@ -16,6 +16,7 @@ import logging
 from datetime import datetime, timedelta
 
 from backend.principal import Principal
+from backend.runtime.background import BackgroundLoop
 from backend.runtime.clock import Clock
 from backend.runtime.runs import RunStarter
 from backend.storage import approvals as approvals_repo
@@ -31,7 +32,7 @@ BUSY_RETRY_SECONDS = 1.0
 BATCH = 100
 
 
-class ExpirySweeper:
+class ExpirySweeper(BackgroundLoop):
     def __init__(
         self,
         *,
@@ -132,11 +133,6 @@ class ExpirySweeper:
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="consent-expiry-sweeper")
-
-    @property
-    def running(self) -> bool:
-        """Its task was started and has not ended (``GET /readyz``)."""
-        return self._task is not None and not self._task.done()
 
     async def stop(self) -> None:
         if self._task is not None:

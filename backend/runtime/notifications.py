@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from backend.runtime.background import BackgroundLoop
 from backend.storage.database import libpq_url
 from backend.storage.runs import CANCELS_CHANNEL, RUNS_CHANNEL
 
@@ -39,7 +40,7 @@ CONSENTS_CHANNEL = "consentry_consents"
 RECONNECT_SECONDS = 1.0
 
 
-class EventNotifications:
+class EventNotifications(BackgroundLoop):
     def __init__(self, database_url: str | None) -> None:
         """``database_url``: the PostgreSQL URL, or None (SQLite: nothing to listen to)."""
         self._dsn = libpq_url(database_url) if database_url else None
@@ -62,11 +63,6 @@ class EventNotifications:
         self._task = asyncio.create_task(self._listen(self._dsn), name="event-notifications")
         async with asyncio.timeout(30):
             await self._listening.wait()
-
-    @property
-    def running(self) -> bool:
-        """Its listener was started and has not ended (``GET /readyz``)."""
-        return self._task is not None and not self._task.done()
 
     async def stop(self) -> None:
         if self._task is not None:

@@ -14,6 +14,7 @@ import asyncio
 import logging
 from datetime import timedelta
 
+from backend.runtime.background import BackgroundLoop
 from backend.runtime.clock import Clock
 from backend.runtime.executor import RunExecutor
 from backend.runtime.runs import RunStarter
@@ -26,7 +27,7 @@ log = logging.getLogger(__name__)
 MIN_SLEEP_SECONDS = 0.2
 
 
-class RunTakeover:
+class RunTakeover(BackgroundLoop):
     def __init__(
         self,
         *,
@@ -72,11 +73,6 @@ class RunTakeover:
     def start(self) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="run-takeover")
-
-    @property
-    def running(self) -> bool:
-        """Its task was started and has not ended (``GET /readyz``)."""
-        return self._task is not None and not self._task.done()
 
     async def stop(self) -> None:
         if self._task is not None:

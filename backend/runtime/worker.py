@@ -16,6 +16,7 @@ import logging
 from collections.abc import Mapping
 
 from backend.principal import Principal
+from backend.runtime.background import BackgroundLoop
 from backend.runtime.clock import Clock
 from backend.runtime.executor import SEQ_RESERVATION, RunExecutor
 from backend.runtime.run_inputs import load_inputs
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 BATCH = 50
 
 
-class RunWorker:
+class RunWorker(BackgroundLoop):
     def __init__(
         self,
         *,
@@ -106,11 +107,6 @@ class RunWorker:
     def start(self) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="run-worker")
-
-    @property
-    def running(self) -> bool:
-        """Its task was started and has not ended (``GET /readyz``)."""
-        return self._task is not None and not self._task.done()
 
     async def stop(self) -> None:
         if self._task is not None:

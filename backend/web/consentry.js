@@ -172,7 +172,7 @@ export class ConsentryClient {
   async joinStream(threadId, handlers = {}, { lastEventId = null, signal } = {}) {
     const state = { threadId, lastEventId };
     const response = await this.openStream(state, signal);
-    return this.follow(response, state, handlers, signal);
+    return this.follow(response, state, handlers, signal, { joining: true });
   }
 
   openStream(state, signal) {
@@ -192,11 +192,10 @@ export class ConsentryClient {
    * after the hinted delay, so every event arrives once. An exception thrown by a handler is
    * the app's: it stops the stream and rejects, never mistaken for a network fault.
    */
-  async follow(response, state, handlers, signal) {
+  async follow(response, state, handlers, signal, { joining = false } = {}) {
     let retryMs = DEFAULT_RETRY_MS;
     let final = null;
     let quietRejoins = 0;
-    let joining = response.url?.includes("/stream") ?? false;
     for (;;) {
       let lastType = null;
       let hinted = false;

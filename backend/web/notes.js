@@ -200,7 +200,7 @@ export class NotesPane {
   /** A `note` event: an approved edit was written. The open note follows it at once, unless
    * the person has unsaved changes (their next save then shows the conflict). */
   async applied(event) {
-    await this.refreshList();
+    // the notes list follows at the run's end (afterRun), once per run
     if (!this.note || this.note.note_id !== event.note_id) return;
     if (this.dirty) {
       this.app.toast(`The tutor's edit is saved as version ${event.version}; you have unsaved changes.`);

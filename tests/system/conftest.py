@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import Browser
 
 from tests.system.browser import WatchedPage, launched_chromium, watched_page
+from tests.system.server import API_KEY, serve
 
 
 @pytest.fixture(scope="module")
@@ -31,3 +32,11 @@ def api(server: str) -> Iterator[httpx.Client]:
     """The module's server, over HTTP."""
     with httpx.Client(base_url=server, timeout=30.0) as client:
         yield client
+
+
+@pytest.fixture(scope="module")
+def key_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server of the module's own that needs ``API_KEY``."""
+    keys = {"CONSENTRY_API_KEYS": f"{API_KEY}=t:u"}
+    with serve(tmp_path_factory.mktemp("keys") / "c.db", env=keys) as base_url:
+        yield base_url

@@ -15,6 +15,8 @@ from pathlib import Path
 import httpx
 
 STARTUP_TIMEOUT_SECONDS = 60.0
+API_KEY = "k1"
+"""The one key of the servers started with ``CONSENTRY_API_KEYS`` (principal ``t:u``)."""
 
 
 def free_port() -> int:

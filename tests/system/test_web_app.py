@@ -20,11 +20,10 @@ from playwright.sync_api import Browser, Locator, Page, Request, expect
 
 from tests.sse import ASK_FOR_SUMMARY, parse_events
 from tests.system.browser import ARTIFACTS, PHONE, WatchedPage, watched_page
-from tests.system.server import serve
+from tests.system.server import API_KEY, serve
 
 README_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "images" / "web-app.png"
 SUMMARY_HEADING = "## Summary of our discussion"
-API_KEY = "k1"
 
 
 # ---- fixtures: one server and one browser per module, a fresh page per test ----
@@ -33,14 +32,6 @@ API_KEY = "k1"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with serve(tmp_path_factory.mktemp("web") / "c.db") as base_url:
-        yield base_url
-
-
-@pytest.fixture(scope="module")
-def key_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with serve(
-        tmp_path_factory.mktemp("web-keys") / "c.db", env={"CONSENTRY_API_KEYS": f"{API_KEY}=t:u"}
-    ) as base_url:
         yield base_url
 
 

@@ -39,9 +39,8 @@ from backend.schemas.events import (
 )
 from tests.sse import ASK_FOR_SUMMARY, parse_frames
 from tests.system.browser import WatchedPage
-from tests.system.server import serve
+from tests.system.server import API_KEY, serve
 
-API_KEY = "k1"
 WAIT_MS = 20_000
 TEST_PAGE = "/__test__/client.html"
 TEST_PAGE_HTML = (
@@ -100,13 +99,6 @@ function timeout(ms) {
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with serve(tmp_path_factory.mktemp("web-client") / "c.db") as base_url:
-        yield base_url
-
-
-@pytest.fixture(scope="module")
-def key_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    keys = {"CONSENTRY_API_KEYS": f"{API_KEY}=t:u"}
-    with serve(tmp_path_factory.mktemp("web-client-keys") / "c.db", env=keys) as base_url:
         yield base_url
 
 
