@@ -297,13 +297,18 @@ async def test_a_fault_that_another_attempt_cannot_fix_fails_at_once_without_ret
 
 # --- a provider that hangs ------------------------------------------------------------------
 
+# The per-call timeout the hang tests set. It also bounds the replies that must NOT time out, and
+# under CI load (the stub shares the test's event loop, and two cores with a browser) a plain reply
+# once took longer than 0.5 s; 2 s leaves a wide margin and costs each hang 2 s of waiting.
+HANG_TIMEOUT = 2.0
+
 
 async def test_a_hung_request_times_out_and_is_retried(open_app: OpenApp, stub: OpenAIStub) -> None:
     stub.reply(CLASSIFIED_AS_ANSWER)
     stub.hang()
     stub.reply(ANSWER)
 
-    async with open_app(llm_timeout_seconds=0.5) as client:
+    async with open_app(llm_timeout_seconds=HANG_TIMEOUT) as client:
         events = await chat(client, {"message": QUESTION})
 
     assert kinds(events, tokens=True) == [*START, "model_retry", *ANSWERED[len(START) :]]
@@ -311,7 +316,7 @@ async def test_a_hung_request_times_out_and_is_retried(open_app: OpenApp, stub: 
     assert (retry.code, retry.attempt, retry.discard_message_id) == ("model_unavailable", 1, None)
     assert _message(events).content == ANSWER
     stub.assert_calls(3)
-    assert stub.arrivals[2] - stub.arrivals[1] >= 0.5  # the client waited out its timeout
+    assert stub.arrivals[2] - stub.arrivals[1] >= HANG_TIMEOUT  # the client waited out its timeout
 
 
 async def test_a_model_hanging_on_every_attempt_fails_after_three_timeouts(
@@ -321,7 +326,7 @@ async def test_a_model_hanging_on_every_attempt_fails_after_three_timeouts(
     for _ in range(3):
         stub.hang()
 
-    async with open_app(llm_timeout_seconds=0.5) as client:
+    async with open_app(llm_timeout_seconds=HANG_TIMEOUT) as client:
         body, events = await chat_raw(client, {"message": QUESTION})
 
     assert kinds(events, tokens=True) == [*START, "model_retry", "model_retry", "error", "final"]
