@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -13,8 +14,13 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from backend.api import approvals, chat, consent_kinds, health, notes, threads, web
-from backend.errors import ConsentryError
+from backend.api import approvals, chat, consent_kinds, health, metrics, notes, threads, web
+from backend.api.body_limit import RequestBodyLimits
+from backend.api.deps import authenticate, bearer_credentials, needs_principal
+from backend.api.request_ids import RequestIds
+from backend.api.url_text import UnstorableTextInUrl
+from backend.errors import ConsentryError, UnauthorizedError
+from backend.observability.tracing import Tracing, TracingMiddleware
 from backend.runtime.clock import Clock, utc_now
 from backend.schemas.errors import ErrorBody, ErrorDetail
 from backend.schemas.events import EVENT_ADAPTER
@@ -22,6 +28,9 @@ from backend.schemas.requests import UNSTORABLE_TEXT
 from backend.services import open_services
 from backend.settings import Settings
 from backend.storage.database import DATABASE_ERRORS, is_database_unavailable
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace.export import SpanExporter
 
 __all__ = ["create_app"]
 
@@ -43,11 +52,22 @@ def _error(
 
 async def _on_consentry_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ConsentryError)
-    return _error(exc.status_code, exc.code, exc.message, exc.details)
+    response = _error(exc.status_code, exc.code, exc.message, exc.details)
+    response.headers.update(exc.headers)
+    return response
 
 
-async def _on_validation_error(_: Request, exc: Exception) -> JSONResponse:
+async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
+    if needs_principal(request.scope.get("route")):
+        # FastAPI reads the body before it resolves dependencies: a caller without a valid key
+        # hears 401, never what was wrong with its body.
+        try:
+            authenticate(
+                request.app.state.services.settings.api_keys, await bearer_credentials(request)
+            )
+        except UnauthorizedError as refused:
+            return await _on_consentry_error(request, refused)
     errors = [
         {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
         for e in exc.errors()
@@ -72,8 +92,11 @@ async def _on_http_error(_: Request, exc: Exception) -> JSONResponse:
 
 async def _on_database_error(request: Request, exc: Exception) -> JSONResponse:
     """A database that cannot be reached is a 503 the client may retry, not a bug."""
+    metrics = request.app.state.services.metrics
     if not is_database_unavailable(exc):
+        metrics.database_error("query")
         return await _on_unexpected_error(request, exc)
+    metrics.database_error("unavailable")
     log.warning("database unavailable on %s %s: %r", request.method, request.url.path, exc)
     response = _error(
         503, "database_unavailable", "The database cannot be reached; try again shortly."
@@ -101,14 +124,25 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
     return app.openapi_schema
 
 
-def create_app(settings: Settings | None = None, *, clock: Clock = utc_now) -> FastAPI:
+def create_app(
+    settings: Settings | None = None,
+    *,
+    clock: Clock = utc_now,
+    span_exporter: SpanExporter | None = None,
+) -> FastAPI:
+    """The app. With ``span_exporter`` (tests) or ``OTEL_EXPORTER_OTLP_ENDPOINT``, traced."""
     settings = settings or Settings()
+    tracing = _tracing(settings, span_exporter)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with open_services(settings, clock=clock) as services:
-            app.state.services = services
-            yield
+        try:
+            async with open_services(settings, clock=clock, tracing=tracing) as services:
+                app.state.services = services
+                yield
+        finally:
+            if tracing is not None:  # its last export is blocking I/O: not on the loop
+                await asyncio.to_thread(tracing.shutdown)
 
     app = FastAPI(
         title="Consentry",
@@ -122,8 +156,30 @@ def create_app(settings: Settings | None = None, *, clock: Clock = utc_now) -> F
     for database_error in DATABASE_ERRORS:
         app.add_exception_handler(database_error, _on_database_error)
     app.add_exception_handler(Exception, _on_unexpected_error)
-    for module in (chat, threads, approvals, consent_kinds, notes, health, web):
+    for module in (chat, threads, approvals, consent_kinds, notes, health, metrics, web):
         app.include_router(module.router)
     app.mount("/web", web.WebFiles(), name="web")
+    # Limits that answer before any route parses the request (docs/limits.md); the last added
+    # runs first.
+    app.add_middleware(
+        RequestBodyLimits,
+        max_bytes=settings.max_body_bytes,
+        max_json_depth=settings.max_json_depth,
+        max_list_items=settings.max_list_items,
+    )
+    app.add_middleware(UnstorableTextInUrl)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    if tracing is not None:
+        app.add_middleware(TracingMiddleware, tracing=tracing)
+    app.add_middleware(RequestIds)
     return app
+
+
+def _tracing(settings: Settings, exporter: SpanExporter | None) -> Tracing | None:
+    if exporter is not None:  # spans exported as they end, for a test to read at once
+        return Tracing(exporter, service_name=settings.otel_service_name, batch=False)
+    if settings.otel_exporter_otlp_endpoint is not None:
+        return Tracing.over_otlp(
+            settings.otel_exporter_otlp_endpoint, service_name=settings.otel_service_name
+        )
+    return None

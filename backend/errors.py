@@ -12,9 +12,15 @@ stream the same information arrives as an ``error`` event followed by the run's 
     │                                  approval_not_pending, already_decided,
     │                                  request_in_progress, version_conflict
     ├── GoneError                  410 consent_expired
-    └── InvalidRequestError        422 request_invalid, decision_not_allowed, invalid_edit,
-                                       unknown_graph, graph_mismatch, policy_mismatch,
-                                       message_too_long, idempotency_key_reused
+    ├── PayloadTooLargeError       413 body_too_large
+    ├── InvalidRequestError        422 request_invalid, decision_not_allowed, invalid_edit,
+    │                                  unknown_graph, graph_mismatch, policy_mismatch,
+    │                                  message_too_long, idempotency_key_reused,
+    │                                  limit_exceeded, unstorable_text
+    └── TooManyRequestsError       429 rate_limited, too_many_streams, too_many_active_runs
+                                       (with ``Retry-After``)
+
+An error may carry response ``headers`` (``Retry-After``); the app sends them with the body.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ __all__ = [
     "GoneError",
     "InvalidRequestError",
     "NotFoundError",
+    "PayloadTooLargeError",
+    "TooManyRequestsError",
     "UnauthorizedError",
 ]
 
@@ -45,6 +53,11 @@ class ConsentryError(Exception):
         self.message = message
         self.code = code or self.default_code
         self.details = details or {}
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """Response headers that go with the error body."""
+        return {}
 
 
 class BadRequestError(ConsentryError):
@@ -83,3 +96,30 @@ class GoneError(ConsentryError):
 class InvalidRequestError(ConsentryError):
     status_code = 422
     default_code = "request_invalid"
+
+
+class PayloadTooLargeError(ConsentryError):
+    status_code = 413
+    default_code = "body_too_large"
+
+
+class TooManyRequestsError(ConsentryError):
+    """Refused for now: the client may try again after ``retry_after`` seconds."""
+
+    status_code = 429
+    default_code = "rate_limited"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retry_after: int,
+        code: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message, code=code, details=details)
+        self.retry_after = max(1, retry_after)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}

@@ -11,13 +11,17 @@ from datetime import timedelta
 from langchain_core.language_models import BaseChatModel
 
 from backend.api.sse_response import OpenStreams
+from backend.api.stream_slots import StreamSlots
 from backend.exit_signals import forwarding_exit_signals
+from backend.observability.metrics import Metrics
+from backend.observability.tracing import Tracing
 from backend.runtime.approvals import ApprovalInbox
 from backend.runtime.clock import Clock, utc_now
 from backend.runtime.executor import SHUTDOWN_GRACE_SECONDS, RunExecutor, RunLimits
 from backend.runtime.expiry import ExpirySweeper
 from backend.runtime.idempotency import KEY_RETENTION, IdempotencyGuard
 from backend.runtime.notifications import EventNotifications
+from backend.runtime.rate_limits import RateLimiter, rate_limiter
 from backend.runtime.readiness import BackgroundTask, Readiness
 from backend.runtime.runs import RunStarter
 from backend.runtime.takeover import RunTakeover
@@ -49,13 +53,20 @@ class Services:
     open_streams: OpenStreams
     """The event streams being sent; the ones still open after a shutdown's grace period end."""
     readiness: Readiness
+    metrics: Metrics
+    rate_limits: RateLimiter
+    """Per-principal token buckets of messages and decisions, in this process."""
+    stream_slots: StreamSlots
+    """The event streams each principal holds open in this process, capped."""
 
 
 @asynccontextmanager
-async def open_services(settings: Settings, *, clock: Clock = utc_now) -> AsyncIterator[Services]:
+async def open_services(
+    settings: Settings, *, clock: Clock = utc_now, tracing: Tracing | None = None
+) -> AsyncIterator[Services]:
     """Open the database (migrated), the checkpointer and the compiled graphs, once."""
     with serving_lock(settings.sqlite_path):
-        async with _open(settings, clock) as services:
+        async with _open(settings, clock, tracing) as services:
             yield services
 
 
@@ -72,8 +83,11 @@ def chat_model(settings: Settings) -> BaseChatModel:
 
 
 @asynccontextmanager
-async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
+async def _open(
+    settings: Settings, clock: Clock, tracing: Tracing | None
+) -> AsyncIterator[Services]:
     graphs: Mapping[str, GraphSpec] = load_graphs(settings.graphs)
+    metrics = Metrics()
     db = Database(settings.database_url, pool_size=settings.database_pool_size)
     try:
         await db.open()
@@ -99,6 +113,8 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                 ),
                 checkpoint_retention=settings.checkpoint_retention,
                 lease_seconds=settings.lease_seconds,
+                metrics=metrics,
+                tracing=tracing,
             )
             idempotency = IdempotencyGuard(db, clock)
             await idempotency.release_abandoned()
@@ -110,7 +126,9 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                 graphs=dict(graphs),
                 clock=clock,
                 max_message_chars=settings.max_message_chars,
+                metrics=metrics,
                 queue_for=notifications if settings.role == "api" else None,
+                max_active_runs_per_tenant=settings.max_active_runs_per_tenant,
             )
             # On SQLite this process is the only one on the file (serving_lock): every run left
             # open is dead, whatever its lease says. On PostgreSQL only expired leases are.
@@ -154,6 +172,9 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                 background |= {"run_worker": worker, "run_takeover": takeover}
             readiness = Readiness(db, background=background)
             open_streams = OpenStreams()
+            metrics.watch(
+                open_streams=lambda: len(open_streams), active_runs=lambda: executor.running
+            )
             begin_shutdown = _shutdown_steps(executor, open_streams, readiness)
             try:
                 with forwarding_exit_signals(begin_shutdown):
@@ -164,7 +185,11 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                         executor=executor,
                         runs=runs,
                         threads=ThreadReader(
-                            db=db, executor=executor, clock=clock, notifications=notifications
+                            db=db,
+                            executor=executor,
+                            clock=clock,
+                            notifications=notifications,
+                            metrics=metrics,
                         ),
                         approvals=ApprovalInbox(db=db, runs=runs),
                         idempotency=idempotency,
@@ -173,6 +198,9 @@ async def _open(settings: Settings, clock: Clock) -> AsyncIterator[Services]:
                         notifications=notifications,
                         open_streams=open_streams,
                         readiness=readiness,
+                        metrics=metrics,
+                        rate_limits=rate_limiter(settings, clock),
+                        stream_slots=StreamSlots(settings.max_streams_per_principal),
                     )
             finally:
                 await worker.stop()

@@ -107,7 +107,72 @@ class Settings(BaseSettings):
     consent_ttl_seconds: int = Field(
         default=86_400, gt=0, description="How long a consent request stays open."
     )
-    max_message_chars: int = Field(default=20_000, gt=0)
+    max_message_chars: int = Field(
+        default=20_000, gt=0, description="Longest chat message, in characters (docs/limits.md)."
+    )
+    # Request limits and abuse limits: docs/limits.md says what each refusal looks like.
+    max_body_bytes: int = Field(
+        default=1_048_576,
+        ge=1024,
+        le=64 * 1_048_576,
+        description="Largest request body, in bytes; a larger one gets 413 before it is parsed.",
+    )
+    max_json_depth: int = Field(
+        default=32,
+        ge=2,
+        le=200,
+        description="Deepest nesting of objects and arrays in a JSON body (the body itself is 1).",
+    )
+    max_list_items: int = Field(
+        default=1000, ge=1, le=1_000_000, description="Most items of any array in a JSON body."
+    )
+    max_note_chars: int = Field(
+        default=200_000, gt=0, description="Longest note content a client may write, in characters."
+    )
+    max_edit_chars: int = Field(
+        default=200_000,
+        gt=0,
+        description="Longest text in a decision's `edited` value (an edited note's content).",
+    )
+    max_page_size: int = Field(
+        default=200,
+        ge=1,
+        le=10_000,
+        description="Largest `limit` of a listing (threads, approvals).",
+    )
+    max_search_results: int = Field(
+        default=50, ge=1, le=1000, description="Largest `limit` of a note search."
+    )
+    rate_limit_messages_per_minute: int = Field(
+        default=60,
+        ge=0,
+        description="Runs one principal may start per minute and replica (messages, retries); "
+        "0: no limit.",
+    )
+    rate_limit_messages_burst: int = Field(
+        default=30,
+        ge=1,
+        description="Runs one principal may start at once before the rate applies.",
+    )
+    rate_limit_decisions_per_minute: int = Field(
+        default=120,
+        ge=0,
+        description="Decisions one principal may send per minute and replica; 0: no limit.",
+    )
+    rate_limit_decisions_burst: int = Field(
+        default=60, ge=1, description="Decisions one principal may send at once."
+    )
+    max_streams_per_principal: int = Field(
+        default=100,
+        ge=0,
+        description="Event streams one principal may hold open at once, per replica; 0: no limit.",
+    )
+    max_active_runs_per_tenant: int = Field(
+        default=100,
+        ge=0,
+        description="Runs of one tenant that may be active (running or queued) at once, across "
+        "every replica; 0: no limit.",
+    )
     max_steps_per_run: int = Field(
         default=50, gt=0, le=10_000, description="Graph steps (supersteps) one run may take."
     )
@@ -144,6 +209,30 @@ class Settings(BaseSettings):
         "run whose process died is taken over once its lease expired.",
     )
     keepalive_seconds: float = Field(default=15.0, gt=0, le=15.0)
+    log_format: Literal["json", "text"] = Field(
+        default="json",
+        description="`json`: one JSON object per line with request, principal, thread and run "
+        "ids (docs/operations.md); `text`: plain lines for a terminal.",
+    )
+    otel_exporter_otlp_endpoint: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices(
+            "CONSENTRY_OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"
+        ),
+        description="Send OpenTelemetry traces over OTLP/HTTP to this collector (e.g. "
+        "`http://collector:4318`); needs `pip install 'consentry[otel]'`. Unset: no tracing, "
+        "at no cost.",
+    )
+    otel_service_name: str = Field(
+        default="consentry",
+        validation_alias=AliasChoices("CONSENTRY_OTEL_SERVICE_NAME", "OTEL_SERVICE_NAME"),
+        description="The `service.name` of the traces.",
+    )
+    metrics_token: SecretStr | None = Field(
+        default=None,
+        description="When set, `GET /metrics` wants it as a bearer token (unset: open, like "
+        "`/healthz`).",
+    )
 
     @field_validator("api_keys", mode="before")
     @classmethod

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response, status
 
 from backend.api.deps import IdempotencyKey, PrincipalDep, ServicesDep
+from backend.api.limits import check_edits, page_limit
 from backend.api.responses import ERROR_RESPONSES
 from backend.runtime.idempotency import StoredResponse, request_fingerprint
 from backend.schemas.approvals import (
@@ -26,8 +27,8 @@ router = APIRouter(prefix="/v1/approvals", tags=["approvals"], responses=ERROR_R
 async def list_approvals(
     owner: PrincipalDep,
     services: ServicesDep,
+    limit: Annotated[int, page_limit(50)],
     status: ApprovalStatus | None = None,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
 ) -> ApprovalList:
     """The caller's consents, newest first; `status=pending` is the inbox."""
@@ -53,8 +54,11 @@ async def decide(
     idempotency_key: IdempotencyKey = None,
 ) -> DecisionAccepted:
     """Record a decision; the graph resumes in the background (202 with its run id)."""
+    check_edits(services.settings, [("edited", body.edited)])
 
     async def action() -> DecisionAccepted:
+        # Only a request that runs is counted: an idempotent replay is not.
+        services.rate_limits.charge(owner, "decisions")
         return await services.approvals.decide(owner, approval_id, body)
 
     if idempotency_key is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from backend.api.deps import IdempotencyKey, PrincipalDep, ServicesDep
+from backend.api.limits import check_chat_edits
 from backend.api.responses import ERROR_RESPONSES
 from backend.api.sse_response import EventStreamResponse
 from backend.api.streaming import EVENT_STREAM_RESPONSE, stream_new_run
@@ -32,14 +33,21 @@ async def chat(
     With an `Idempotency-Key` that was used before, the first run's stored events are sent again
     (token events are not stored, so a replay has none)."""
 
+    check_chat_edits(services.settings, request)
+
     async def start() -> ActiveRun:
+        # Only a request that runs is counted: an idempotent replay is not.
+        services.rate_limits.charge(owner, "decisions" if request.decisions else "messages")
         return await services.runs.start(owner, request)
 
-    return await stream_new_run(
-        services,
+    return await services.stream_slots.open(
         owner,
-        start,
-        idempotency_key=idempotency_key,
-        route="/v1/chat",
-        body=request.model_dump(mode="json"),
+        lambda: stream_new_run(
+            services,
+            owner,
+            start,
+            idempotency_key=idempotency_key,
+            route="/v1/chat",
+            body=request.model_dump(mode="json"),
+        ),
     )

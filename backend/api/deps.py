@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import hmac
+from collections.abc import Mapping
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from backend.errors import UnauthorizedError
+from backend.observability.logs import bind_principal
 from backend.principal import LOCAL_PRINCIPAL, Principal
 from backend.services import Services
 
-__all__ = ["IdempotencyKey", "PrincipalDep", "ServicesDep"]
+__all__ = ["IdempotencyKey", "PrincipalDep", "ServicesDep", "authenticate", "needs_principal"]
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from CONSENTRY_API_KEYS.")
 
@@ -29,7 +32,15 @@ async def get_principal(
     services: ServicesDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
-    keys = services.settings.api_keys
+    principal = authenticate(services.settings.api_keys, credentials)
+    bind_principal(principal.display)  # on this request's log lines
+    return principal
+
+
+def authenticate(
+    keys: Mapping[str, Principal], credentials: HTTPAuthorizationCredentials | None
+) -> Principal:
+    """The principal of the bearer token, or ``UnauthorizedError`` (no keys: the local user)."""
     if not keys:
         return LOCAL_PRINCIPAL
     if credentials is None:
@@ -38,6 +49,21 @@ async def get_principal(
         if hmac.compare_digest(token.encode(), credentials.credentials.encode()):
             return principal
     raise UnauthorizedError("Unknown API key.")
+
+
+async def bearer_credentials(request: Request) -> HTTPAuthorizationCredentials | None:
+    return await _bearer(request)
+
+
+def needs_principal(route: object) -> bool:
+    """Whether a route authenticates its caller (depends on ``get_principal``)."""
+    pending = [route.dependant] if isinstance(route, APIRoute) else []
+    while pending:
+        dependant = pending.pop()
+        if dependant.call is get_principal:
+            return True
+        pending.extend(dependant.dependencies)
+    return False
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]

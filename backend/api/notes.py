@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response, status
 
 from backend.api.deps import PrincipalDep, ServicesDep
+from backend.api.limits import check_note_text, page_limit
 from backend.api.responses import ERROR_RESPONSES
 from backend.schemas.notes import (
     Note,
@@ -49,6 +50,7 @@ async def list_projects(owner: PrincipalDep, services: ServicesDep) -> ProjectLi
 async def create_note(
     project_id: str, body: NoteCreateRequest, owner: PrincipalDep, services: ServicesDep
 ) -> Note:
+    check_note_text(services.settings, body.content)
     async with services.db.write() as conn:
         return await repo.create_note(
             conn,
@@ -72,7 +74,7 @@ async def search_notes(
     owner: PrincipalDep,
     services: ServicesDep,
     q: Annotated[str, Query(min_length=1, max_length=500)],
-    limit: Annotated[int, Query(ge=1, le=50)] = 10,
+    limit: Annotated[int, page_limit(10, setting="max_search_results")],
 ) -> SearchResults:
     """Full-text search over the project's notes, best match first, with snippets."""
     async with services.db.read() as conn:
@@ -92,6 +94,7 @@ async def update_note(
     note_id: str, body: NoteUpdateRequest, owner: PrincipalDep, services: ServicesDep
 ) -> Note:
     """Write a new version based on `version`; a stale `version` gets 409 `version_conflict`."""
+    check_note_text(services.settings, body.content)
     async with services.db.write() as conn:
         return await repo.update_note(
             conn,

@@ -99,6 +99,19 @@ class EventStreamResponse(Response):
         self._sender: asyncio.Task[None] | None = None
         self._reconnect = False
 
+    def also_on_close(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` too once the stream is over (after ``on_close``), however it ended."""
+        first = self._on_close
+
+        def both() -> None:
+            try:
+                if first is not None:
+                    first()
+            finally:
+                callback()
+
+        self._on_close = both
+
     def end_with_reconnect_hint(self) -> None:
         """Stop sending frames; the stream ends with :data:`RECONNECT_HINT`."""
         self._reconnect = True

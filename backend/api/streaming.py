@@ -74,6 +74,7 @@ async def stream_new_run(
     assert result.thread_id is not None
     assert result.run_id is not None
     stored = await services.threads.stored_run(owner, result.thread_id, result.run_id)
+    services.metrics.stream_replayed("idempotent")
     return EventStreamResponse(
         _replay(stored),
         keepalive_seconds=services.settings.keepalive_seconds,

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query
 
 from backend.api.deps import IdempotencyKey, PrincipalDep, ServicesDep
+from backend.api.limits import page_limit
 from backend.api.responses import ERROR_RESPONSES
 from backend.api.sse_response import EventStreamResponse
 from backend.api.streaming import EVENT_STREAM_RESPONSE, event_stream_response, stream_new_run
@@ -24,7 +25,7 @@ router = APIRouter(prefix="/v1/threads", tags=["threads"], responses=ERROR_RESPO
 async def list_threads(
     owner: PrincipalDep,
     services: ServicesDep,
-    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    limit: Annotated[int, page_limit(100)],
 ) -> ThreadList:
     """The caller's threads, most recently active first."""
     return await services.threads.list_threads(owner, limit=limit)
@@ -65,8 +66,12 @@ async def join_stream(
     run does, until its `final`. Without an id the whole stored history comes first."""
     raw = last_event_id_header if last_event_id_header is not None else last_event_id
     after = _parse_event_id(raw)
-    events = await services.threads.join(owner, thread_id, after_seq=after)
-    return event_stream_response(events, services=services, headers={"X-Thread-Id": thread_id})
+
+    async def join() -> EventStreamResponse:
+        events = await services.threads.join(owner, thread_id, after_seq=after)
+        return event_stream_response(events, services=services, headers={"X-Thread-Id": thread_id})
+
+    return await services.stream_slots.open(owner, join)
 
 
 def _parse_event_id(raw: str | None) -> int:
@@ -102,15 +107,20 @@ async def retry_run(
     `run_in_progress` while a run is active."""
 
     async def start() -> ActiveRun:
+        # Only a request that runs is counted: an idempotent replay is not.
+        services.rate_limits.charge(owner, "messages")
         return await services.runs.retry(owner, thread_id)
 
-    return await stream_new_run(
-        services,
+    return await services.stream_slots.open(
         owner,
-        start,
-        idempotency_key=idempotency_key,
-        route=f"/v1/threads/{thread_id}/retry",
-        body={},
+        lambda: stream_new_run(
+            services,
+            owner,
+            start,
+            idempotency_key=idempotency_key,
+            route=f"/v1/threads/{thread_id}/retry",
+            body={},
+        ),
     )
 
 

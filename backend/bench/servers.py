@@ -18,6 +18,16 @@ import httpx
 __all__ = ["LocalServer", "start_baseline", "start_consentry"]
 
 _START_TIMEOUT_SECONDS = 60.0
+_NO_ABUSE_LIMITS = {
+    f"CONSENTRY_{name}": "0"
+    for name in (
+        "RATE_LIMIT_MESSAGES_PER_MINUTE",
+        "RATE_LIMIT_DECISIONS_PER_MINUTE",
+        "MAX_STREAMS_PER_PRINCIPAL",
+        "MAX_ACTIVE_RUNS_PER_TENANT",
+    )
+}
+"""Rate limits and caps (docs/limits.md) would refuse the load generator's one user."""
 
 
 @dataclass
@@ -67,12 +77,14 @@ class LocalServer:
 
 
 def start_consentry(database_url: str, *, env: dict[str, str] | None = None) -> LocalServer:
-    """``consentry serve`` with every guarantee on (its defaults), on a free loopback port."""
+    """``consentry serve`` with every guarantee on (its defaults), on a free loopback port.
+    The abuse limits are off (the load is one user sending as fast as the server answers)."""
     port = _free_port()
     command = [sys.executable, "-m", "backend.cli", "serve", "--port", str(port)]
     command += ["--log-level", "warning"]
     environment = {
         **os.environ,
+        **_NO_ABUSE_LIMITS,
         **(env or {}),
         "CONSENTRY_DATABASE_URL": database_url,
     }

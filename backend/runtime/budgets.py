@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.outputs import LLMResult
 
+from backend.observability.usage import ModelCallHandler, reported_usage
 from backend.schemas.events import TokenUsage
 
 __all__ = ["BudgetExhaustedError", "TokenMeter"]
@@ -24,7 +24,7 @@ class BudgetExhaustedError(Exception):
     """A token budget is used up; the run stops before the next model call."""
 
 
-class TokenMeter(AsyncCallbackHandler):
+class TokenMeter(ModelCallHandler):
     """Counts a run's tokens and refuses a model call once a budget is reached."""
 
     raise_error = True
@@ -47,14 +47,6 @@ class TokenMeter(AsyncCallbackHandler):
         # one). With one, concurrently with the other handlers, as LangChain expects of a handler
         # that raises (an inline one that raises leaves the others' coroutines never awaited).
         self.run_inline = not self.limited
-
-    # Only model calls matter here: LangChain then skips this handler for every chain (each node
-    # and runnable of a graph), agent, retriever, retry and custom event.
-    ignore_chain = True
-    ignore_agent = True
-    ignore_retriever = True
-    ignore_retry = True
-    ignore_custom_event = True
 
     @property
     def limited(self) -> bool:
@@ -87,9 +79,6 @@ class TokenMeter(AsyncCallbackHandler):
             self._check()
 
     async def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        for generations in response.generations:
-            for generation in generations:
-                usage = getattr(getattr(generation, "message", None), "usage_metadata", None)
-                if usage:
-                    self.input_tokens += int(usage.get("input_tokens", 0))
-                    self.output_tokens += int(usage.get("output_tokens", 0))
+        prompt, completion = reported_usage(response)
+        self.input_tokens += prompt
+        self.output_tokens += completion

@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Literal, Protocol
 
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels.delta import DeltaChannel
@@ -35,6 +36,10 @@ from langgraph.errors import GraphRecursionError
 from langgraph.types import Command
 
 from backend.errors import InvalidRequestError
+from backend.observability.logs import bind_run
+from backend.observability.metrics import Metrics, ModelCallMetrics
+from backend.observability.run_observer import RunObserver
+from backend.observability.tracing import ModelCallSpans, Tracing
 from backend.principal import Principal
 from backend.runtime.budgets import BudgetExhaustedError, TokenMeter
 from backend.runtime.clock import Clock
@@ -121,6 +126,7 @@ class _RunContext:
     consent_policy: str
     meter: TokenMeter
     fencing_token: int
+    observer: RunObserver
     stop: StopReason | None = None
     task: asyncio.Task[None] | None = field(default=None, repr=False)
     progress: ProgressBatcher = field(init=False, repr=False)
@@ -162,8 +168,13 @@ class RunExecutor:
         limits: RunLimits | None = None,
         lease_seconds: float = 30.0,
         checkpoint_retention: Literal["latest", "all"] = "latest",
+        metrics: Metrics | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         self._db = db
+        self._tracing = tracing
+        self._metrics = metrics or Metrics()
+        self._model_metrics = ModelCallMetrics(self._metrics)
         # Decided once, not per run: which graphs' checkpoints are pruned after each run. Not a
         # graph with a DeltaChannel, whose checkpoints hold only changes (the older are needed).
         self._prunable: dict[str, BaseCheckpointSaver[Any]] = {
@@ -194,6 +205,11 @@ class RunExecutor:
                 details={"graph": name, "available": sorted(self._graphs)},
             )
         return graph
+
+    @property
+    def running(self) -> int:
+        """How many runs this process is executing."""
+        return len(self._running)
 
     @property
     def graph_names(self) -> list[str]:
@@ -242,8 +258,22 @@ class RunExecutor:
             thread_budget=self._limits.thread_token_budget,
             tenant_budget=self._limits.tenant_token_budget,
         )
+        spans = None
+        if self._tracing is not None:
+            spans = self._tracing.run(
+                graph=spec.name, trigger=trigger, thread_id=thread_id, run_id=run_id
+            )
+        observer = RunObserver(self._metrics, graph=spec.name, trigger=trigger, spans=spans)
         run = _RunContext(
-            owner, spec, events, context, trigger, consent_policy, meter, claim.fencing_token
+            owner,
+            spec,
+            events,
+            context,
+            trigger,
+            consent_policy,
+            meter,
+            claim.fencing_token,
+            observer,
         )
         run.progress = ProgressBatcher(events, partial(self._store_rows, run))
         self._active[thread_id] = run
@@ -260,6 +290,7 @@ class RunExecutor:
 
     async def _execute(self, run: _RunContext, graph_inputs: list[GraphInput]) -> None:
         events = run.events
+        bind_run(thread=events.thread_id, run=events.run_id)  # this task's log lines name it
         outcome = _Outcome()
         mapper = ChunkMapper(run.spec)
         inputs = list(graph_inputs)
@@ -330,7 +361,10 @@ class RunExecutor:
         events = run.events
         config = _config(events.thread_id)
         config["recursion_limit"] = self._limits.max_steps
-        config["callbacks"] = [run.meter]
+        callbacks: list[BaseCallbackHandler] = [run.meter, self._model_metrics]
+        if run.observer.spans is not None:
+            callbacks.append(ModelCallSpans(run.observer.spans))
+        config["callbacks"] = callbacks
         if isinstance(graph_input, dict):
             events.transcript.extend(
                 TranscriptEntry(str(m.id), "user", m.text)
@@ -344,6 +378,7 @@ class RunExecutor:
             stream_mode=STREAM_MODES,
             durability="sync",
         ):
+            run.observer.chunk(mode, chunk)
             for event_type, fields in mapper.map(mode, chunk):
                 events.record(events.make(event_type, **fields))
             # Durable events are stored before they are sent (at most one transaction per chunk,
@@ -445,6 +480,11 @@ class RunExecutor:
                 )
             await self._store_events(conn, run)
         events.flush()
+        for consent in decided:
+            self._metrics.consent_requested(run.spec.name, consent.kind)
+            self._metrics.decided(
+                kind=consent.kind, decision=decision, decided_by="policy", asked_at=now, now=now
+            )
         return Command(resume={i: a.model_dump(mode="json") for i, a in answers.items()})
 
     def _consent(self, run: _RunContext, approval_id: str, value: Any) -> ConsentEvent:
@@ -475,6 +515,7 @@ class RunExecutor:
                 "a run lost its lease before it could store its end; another process has it",
                 extra={"thread_id": events.thread_id, "run_id": events.run_id},
             )
+            run.observer.stopped()
             events.discard_unsent()
             events.close(suspended=True)
             return
@@ -483,6 +524,8 @@ class RunExecutor:
                 "could not store the end of a run",
                 extra={"thread_id": events.thread_id, "run_id": events.run_id},
             )
+            self._metrics.database_error("run_end")
+            outcome = _Outcome("failed", "storage_error")
             events.discard_unsent()
             events.record(
                 events.make(
@@ -494,13 +537,15 @@ class RunExecutor:
             )
             events.record(events.make(FinalEvent, reason="failed", usage=run.meter.usage))
             try:
-                await self._store_end(run, _Outcome("failed", "storage_error"))
+                await self._store_end(run, outcome)
             except Exception:
                 log.exception(
                     "could not record the failure of a run either; the next start recovers it",
                     extra={"thread_id": events.thread_id, "run_id": events.run_id},
                 )
+        run.observer.ended(outcome.reason)
         for consent in outcome.consents:
+            self._metrics.consent_requested(run.spec.name, consent.kind)
             self.on_consent_requested(consent.expires_at)
         events.flush()
         events.close()
@@ -532,6 +577,7 @@ class RunExecutor:
         (the process that took the run over owns it now). Listeners get no ``final``: the stream
         ends, and the client rejoins with ``Last-Event-ID``."""
         events = run.events
+        run.observer.stopped()
         await run.progress.settle()
         if run.stop == "lease_lost":
             events.discard_unsent()

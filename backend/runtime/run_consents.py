@@ -5,6 +5,7 @@ close the pending ones before a new message."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,7 +24,13 @@ from backend.storage.database import DbConnection
 from graphs.consent import ConsentDecision, ConsentRequest, proposal_hash
 from graphs.registry import GraphSpec
 
-__all__ = ["consent_event", "recorded_decisions", "settle_pending", "store_consent"]
+__all__ = [
+    "SettledConsents",
+    "consent_event",
+    "recorded_decisions",
+    "settle_pending",
+    "store_consent",
+]
 
 
 def consent_event(
@@ -95,6 +102,19 @@ async def recorded_decisions(
     return {row.id: row.decision for row in rows if row.decision}
 
 
+@dataclass
+class SettledConsents:
+    """The consents a new message closed: the graph's resume values, and each row with its
+    decision (counted once the transaction commits)."""
+
+    resumes: dict[str, Any] = field(default_factory=dict)
+    closed: list[tuple[Any, ConsentDecision]] = field(default_factory=list)
+
+    def add(self, row: Any, decision: ConsentDecision) -> None:
+        self.resumes[row.id] = decision.model_dump(mode="json")
+        self.closed.append((row, decision))
+
+
 async def settle_pending(
     conn: DbConnection,
     owner: Principal,
@@ -103,13 +123,14 @@ async def settle_pending(
     run_id: str,
     waiting: frozenset[str],
     now: datetime,
-) -> dict[str, Any]:
+) -> SettledConsents:
     """Before a message, every consent of the thread is closed: overdue ones expire, live ones
     are rejected when the request says so (else 409 ``consent_pending``), ones the graph no
     longer waits for are cancelled. Returns the resume values that take the graph down those
     paths."""
+    settled = SettledConsents()
     if target.is_new:
-        return {}
+        return settled
     pending = await approvals_repo.pending_approvals(conn, target.thread_id)
     live = [row for row in pending if row.expires_at > now and row.id in waiting]
     if live and (
@@ -122,14 +143,14 @@ async def settle_pending(
             code="consent_pending",
             details={"approval_id": live[0].id, "pending": [row.id for row in live]},
         )
-    resumes: dict[str, Any] = {}
     for row in pending:
         if row.id not in waiting:
             await cancel_consent(conn, owner, row=row, now=now)
         elif row.expires_at <= now:
             await expire_consent(conn, owner, row=row, run_id=run_id, now=now)
-            expiry = ConsentDecision(approval_id=row.id, decision="expire", decided_by="system")
-            resumes[row.id] = expiry.model_dump(mode="json")
+            settled.add(
+                row, ConsentDecision(approval_id=row.id, decision="expire", decided_by="system")
+            )
         else:
             rejection = ConsentDecision(
                 approval_id=row.id,
@@ -138,5 +159,5 @@ async def settle_pending(
                 decided_by=owner.display,
             )
             await record_decision(conn, owner, row=row, decision=rejection, run_id=run_id, now=now)
-            resumes[row.id] = rejection.model_dump(mode="json")
-    return resumes
+            settled.add(row, rejection)
+    return settled

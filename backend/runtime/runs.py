@@ -19,6 +19,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.types import Command
 
 from backend.errors import ConflictError, GoneError, InvalidRequestError, NotFoundError
+from backend.observability.metrics import Metrics
 from backend.principal import Principal
 from backend.runtime.clock import Clock
 from backend.runtime.consent_gate import (
@@ -42,6 +43,7 @@ from backend.runtime.run_claims import claim_run
 from backend.runtime.run_consents import recorded_decisions, settle_pending
 from backend.runtime.run_inputs import dump_inputs
 from backend.runtime.run_targets import RunTarget, RunTargets, refuse_if_running, run_in_progress
+from backend.runtime.tenant_runs import refuse_if_tenant_at_cap
 from backend.runtime.transcripts import checkpoint_transcript
 from backend.schemas.approvals import DecisionRequest
 from backend.schemas.chat import ChatRequest, ResumeDecision
@@ -70,16 +72,22 @@ class RunStarter:
         graphs: dict[str, GraphSpec],
         clock: Clock,
         max_message_chars: int,
+        metrics: Metrics,
         queue_for: EventNotifications | None = None,
+        max_active_runs_per_tenant: int = 0,
     ) -> None:
         """With ``queue_for`` (an API-only replica), runs are queued for the worker replicas and
-        their events followed through the log, woken by those notifications."""
+        their events followed through the log, woken by those notifications.
+        ``max_active_runs_per_tenant``: runs a client starts are refused with 429 while its tenant
+        has that many active (0: no cap; see ``tenant_runs``)."""
         self._db = db
         self._queue_for = queue_for
         self._executor = executor
         self._targets = RunTargets(db=db, graphs=graphs, clock=clock)
         self._clock = clock
         self._max_message_chars = max_message_chars
+        self._max_active_runs_per_tenant = max_active_runs_per_tenant
+        self._metrics = metrics
         self.on_overdue: Callable[[], None] = lambda: None
         """Called when a decision found its consent overdue (the expiry sweeper wakes)."""
 
@@ -142,6 +150,7 @@ class RunStarter:
                 claim = await self._try_claim(
                     conn, owner, target, run_id, "recovery", now, (status,)
                 )
+        self._metrics.run_closed_after_crash(dead.graph)
         if target is not None and claim is not None:
             run = await self._launch(owner, target, run_id, claim, "recovery", inputs)
             run.events.detach()  # nobody listens yet; clients join with GET .../stream
@@ -220,6 +229,7 @@ class RunStarter:
             if claim is None:
                 raise _ThreadBusyError  # roll the expiry back: it happens when the thread is free
             recorded = await recorded_decisions(conn, target, waiting - {row.id})
+        self._metrics.expired(row.kind)
         decision = ConsentDecision(approval_id=row.id, decision="expire", decided_by="system")
         command: Command[Any] = Command(
             resume={**recorded, row.id: decision.model_dump(mode="json")}
@@ -232,9 +242,10 @@ class RunStarter:
         message = request.message or ""
         if len(message) > self._max_message_chars:
             raise InvalidRequestError(
-                f"The message is longer than {self._max_message_chars} characters.",
+                f"The message is longer than {self._max_message_chars} characters "
+                "(max_message_chars).",
                 code="message_too_long",
-                details={"max_chars": self._max_message_chars},
+                details={"limit": "max_message_chars", "max": self._max_message_chars},
             )
         run_id, now = str(uuid4()), self._clock()
         refuse_if_running(target)
@@ -258,6 +269,7 @@ class RunStarter:
             settled = await settle_pending(
                 conn, owner, target, request, run_id, waiting - recorded.keys(), now
             )
+            closed = settled.closed
             continue_decision = (
                 target.stopped_half_way
                 and await runs_repo.last_run_trigger(conn, target.thread_id) == "resume"
@@ -266,9 +278,10 @@ class RunStarter:
             # started or ended in between, this one gets `run_in_progress` instead of acting on
             # stale facts (e.g. cancelling a consent that was asked a moment ago).
             claim = await self._claim(conn, owner, target, run_id, "message", now)
+        self._count_decisions(closed, now)
         inputs: list[GraphInput] = []
-        if recorded or settled:
-            inputs.append(Command(resume={**recorded, **settled}))
+        if recorded or settled.resumes:
+            inputs.append(Command(resume={**recorded, **settled.resumes}))
         # A decided consent whose run stopped half-way is honoured before the new message.
         elif continue_decision and position.unfinished:
             inputs.append(None)
@@ -349,6 +362,7 @@ class RunStarter:
                     conn, owner, row=row, decision=decision, run_id=run_id, now=now
                 )
             claim = await self._claim(conn, owner, target, run_id, "resume", now)
+        self._count_decisions(list(zip(rows, decisions, strict=True)), now)
         values = {d.approval_id: d.model_dump(mode="json") for d in decisions}
         command: Command[Any] = Command(resume={**recorded, **values})
         return await self._launch(owner, target, run_id, claim, "resume", [command])
@@ -373,6 +387,20 @@ class RunStarter:
         async with self._db.write() as conn:
             claim = await self._claim(conn, owner, target, run_id, trigger, now)
         return await self._launch(owner, target, run_id, claim, trigger, inputs)
+
+    def _count_decisions(self, decided: list[tuple[Any, ConsentDecision]], now: datetime) -> None:
+        """Count decisions once their transaction committed (an expiry is not a decision)."""
+        for row, decision in decided:
+            if decision.decision == "expire":
+                self._metrics.expired(row.kind)
+            else:
+                self._metrics.decided(
+                    kind=row.kind,
+                    decision=decision.decision,
+                    decided_by=decision.decided_by,
+                    asked_at=row.created_at,
+                    now=now,
+                )
 
     async def _launch(
         self,
@@ -450,7 +478,11 @@ class RunStarter:
         trigger: Trigger,
         now: datetime,
     ) -> Claim:
-        """Claim the thread as this request found it (``target.status``), or 409."""
+        """Claim the thread as this request found it (``target.status``), or 409; 429 when the
+        tenant has as many active runs as it may."""
+        await refuse_if_tenant_at_cap(
+            conn, owner, thread_id=target.thread_id, cap=self._max_active_runs_per_tenant
+        )
         claim = await self._try_claim(conn, owner, target, run_id, trigger, now, (target.status,))
         if claim is None:
             raise run_in_progress(target.thread_id)

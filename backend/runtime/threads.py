@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from backend.errors import BadRequestError, ConflictError
+from backend.observability.metrics import Metrics
 from backend.principal import Principal
 from backend.runtime.clock import Clock
 from backend.runtime.event_stream import OutgoingEvent, RunEventStream
@@ -35,8 +36,10 @@ class ThreadReader:
         executor: RunExecutor,
         clock: Clock,
         notifications: EventNotifications,
+        metrics: Metrics,
     ) -> None:
         self._db = db
+        self._metrics = metrics
         self._executor = executor
         self._clock = clock
         self._notifications = notifications
@@ -93,6 +96,7 @@ class ThreadReader:
                 resync = OutgoingEvent(event.seq, event.type, event.model_dump_json())
             else:
                 stored = await events_repo.events_after(conn, thread_id, after_seq)
+        self._metrics.stream_replayed("resync" if resync is not None else "join")
         if active is None and thread.status == "running" and self._notifications.enabled:
             # The run executes in another process: follow it through the stored log.
             return self._replay_then_follow(

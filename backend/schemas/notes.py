@@ -26,7 +26,7 @@ __all__ = [
 MAX_VERSION = 2**31 - 1
 """Versions are 32-bit integers on every database (PostgreSQL `integer`)."""
 Title = Field(min_length=1, max_length=200)
-Content = Field(max_length=200_000)
+Content = Field(description="At most `CONSENTRY_MAX_NOTE_CHARS` characters (default 200,000).")
 
 
 class ProjectCreateRequest(RequestModel):
@@ -55,7 +55,9 @@ class NoteUpdateRequest(RequestModel):
     model_config = ConfigDict(extra="forbid")
     version: int = Field(ge=1, le=MAX_VERSION, description="The version this edit is based on.")
     title: str | None = Field(default=None, min_length=1, max_length=200)
-    content: str | None = Field(default=None, max_length=200_000)
+    content: str | None = Field(
+        default=None, description="At most `CONSENTRY_MAX_NOTE_CHARS` characters."
+    )
 
     @model_validator(mode="after")
     def _changes_something(self) -> Self:

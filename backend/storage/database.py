@@ -123,6 +123,7 @@ class Database:
                 pool_size=pool_size,
                 max_overflow=pool_size,
                 connect_args={"prepare_threshold": None},
+                hide_parameters=True,  # errors never carry a message's or a note's text
             )
             check_idle_connections(self._engine)  # not a ping per transaction
 

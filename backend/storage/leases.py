@@ -235,6 +235,7 @@ async def unfinished_runs(conn: DbConnection, *, lease_expired_by: datetime | No
         sa.select(
             runs.c.id,
             runs.c.thread_id,
+            threads.c.graph,
             threads.c.last_seq,
             threads.c.tenant,
             threads.c.user_id,

@@ -131,6 +131,13 @@ threads = sa.Table(
     sa.Column("updated_at", UTCDateTime, nullable=False),
     sa.Index("ix_threads_owner_updated", "tenant", "user_id", "updated_at"),
     sa.Index("ix_threads_lease", "status", "lease_expires_at"),
+    # A tenant's active runs (CONSENTRY_MAX_ACTIVE_RUNS_PER_TENANT): only running threads.
+    sa.Index(
+        "ix_threads_running_tenant",
+        "tenant",
+        sqlite_where=sa.text("status = 'running'"),
+        postgresql_where=sa.text("status = 'running'"),
+    ),
 )
 
 runs = sa.Table(

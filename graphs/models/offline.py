@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LangSmithParams
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
@@ -131,6 +131,12 @@ class OfflineChatModel(BaseChatModel):
     @property
     def _identifying_params(self) -> dict[str, Any]:
         return {"model_name": OFFLINE_MODEL_NAME}
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        """The model's name in callbacks' metadata (``ls_model_name``: metrics, traces)."""
+        return LangSmithParams(
+            ls_provider="consentry", ls_model_name=OFFLINE_MODEL_NAME, ls_model_type="chat"
+        )
 
     def _respond(self, messages: Sequence[BaseMessage]) -> str:
         system = next((str(m.content) for m in messages if m.type == "system"), "")

@@ -26,7 +26,7 @@ from typing import Any
 from uuid import uuid4
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models import BaseChatModel, LangSmithParams, LanguageModelInput
 from langchain_core.language_models.chat_models import generate_from_stream
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
@@ -87,6 +87,16 @@ class RetryingChatModel(BaseChatModel):
     @property
     def _identifying_params(self) -> dict[str, Any]:
         return {**self.model._identifying_params, "max_attempts": self.policy.max_attempts}
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        """The provider's model and name (``ls_model_name``: metrics, traces), not this
+        wrapper's."""
+        return self.model._get_ls_params(stop=stop, **kwargs)
+
+    @property
+    def model_name(self) -> str:
+        """The provider's model name, as callbacks see it (``ls_model_name``)."""
+        return str(self._get_ls_params().get("ls_model_name") or self.model._llm_type)
 
     def bind_tools(
         self,
@@ -177,6 +187,7 @@ class RetryingChatModel(BaseChatModel):
         _stream_writer()(
             {
                 "event": MODEL_RETRY_EVENT,
+                "model": self.model_name,
                 "code": fault.code,
                 "attempt": attempt,
                 "max_attempts": self.policy.max_attempts,

@@ -605,7 +605,7 @@ async def test_a_message_longer_than_the_limit_is_message_too_long(
 
         for response in (on_thread, new_thread):
             error = _error_of(response, 422, "message_too_long")
-            assert error["details"] == {"max_chars": 50}
+            assert error["details"] == {"limit": "max_message_chars", "max": 50}
         assert await _stored(client, pending.thread_id, pending.note_id) == before
         at_limit = await chat(client, {"thread_id": pending.thread_id, "message": "y" * 50})
         assert at_limit[-1].reason == "completed"

@@ -35,6 +35,7 @@ async def test_openapi_describes_every_route_and_the_event_union(
         ("/v1/threads/{thread_id}/stream", "get"),
         ("/healthz", "get"),
         ("/readyz", "get"),
+        ("/metrics", "get"),
     }
     schemas = spec["components"]["schemas"]
     event_refs = {ref["$ref"] for ref in schemas["Event"]["oneOf"]}

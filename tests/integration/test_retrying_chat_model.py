@@ -148,9 +148,12 @@ def _client_view(items: list[StreamItem]) -> dict[str, AIMessageChunk]:
     return view
 
 
-def _retry(attempt: int, discard_message_id: str | None) -> tuple[str, int, dict[str, Any]]:
+def _retry(
+    attempt: int, discard_message_id: str | None, *, model: str = "stub"
+) -> tuple[str, int, dict[str, Any]]:
     announcement = {
         "event": "model_retry",
+        "model": model,  # the provider's model name (metrics count retries by it)
         "code": "model_unavailable",
         "attempt": attempt,
         "max_attempts": 3,
@@ -617,7 +620,7 @@ async def test_a_stream_cut_mid_tool_call_names_the_partial_message_to_discard()
     assert provider.attempts == 2
     assert answer.id is not None
     assert _client_view(items)[answer.id].tool_calls == [LOOKUP_CALL]
-    assert _timeline(items) == [_retry(1, answer.id)]
+    assert _timeline(items) == [_retry(1, answer.id, model="tool-call-cut-once")]
 
 
 # --- JSON mode --------------------------------------------------------------------------------

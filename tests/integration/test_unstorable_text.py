@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.sse import ask_for_note_edit
+from tests.sse import ask_for_note_edit, chat
 
 
 async def _project(client: httpx.AsyncClient) -> str:
@@ -81,3 +81,68 @@ async def test_a_nul_deep_in_an_edit_is_refused_and_the_consent_stays_pending(
     assert approval["status"] == "pending"
     versions = (await client.get(f"/v1/notes/{note['note_id']}/versions")).json()["versions"]
     assert [v["version"] for v in versions] == [1]
+
+
+INVALID_UTF8 = b'{"message": "caf\xe9 \xff"}'  # Latin-1 bytes, not UTF-8
+
+
+async def test_a_body_that_is_not_utf8_is_refused_as_unstorable_text(
+    client: httpx.AsyncClient,
+) -> None:
+    note, asked = await ask_for_note_edit(client)
+    consent = asked[-2]
+    headers = {"Content-Type": "application/json"}
+    bodies = {
+        "/v1/chat": INVALID_UTF8,
+        f"/v1/projects/{note['project_id']}/notes": b'{"title": "\xff", "content": ""}',
+        f"/v1/approvals/{consent.approval_id}/decision": (
+            b'{"decision": "edit", "edited": {"content": "\xc3"}}'
+        ),
+    }
+
+    for path, body in bodies.items():
+        response = await client.post(path, content=body, headers=headers)
+
+        _assert_unstorable(response, "UTF-8")
+    assert len((await client.get("/v1/threads")).json()["threads"]) == 1
+    notes = (await client.get(f"/v1/projects/{note['project_id']}/notes")).json()["notes"]
+    assert [n["note_id"] for n in notes] == [note["note_id"]]
+    approval = (await client.get(f"/v1/approvals/{consent.approval_id}")).json()
+    assert approval["status"] == "pending"
+
+
+async def test_a_nul_in_a_query_parameter_or_an_id_is_refused_on_both_databases(
+    client: httpx.AsyncClient,
+) -> None:
+    note, asked = await ask_for_note_edit(client)
+    thread_id = asked[0].thread_id
+
+    search = await client.get(
+        f"/v1/projects/{note['project_id']}/search", params={"q": "retrieval\x00"}
+    )
+    thread = await client.get(f"/v1/threads/{thread_id[:8]}%00")
+    approval = await client.get("/v1/approvals/a%00b")
+    stream = await client.get(f"/v1/threads/{thread_id}/stream", params={"last_event_id": "1\x00"})
+
+    _assert_unstorable(search, "query string")
+    _assert_unstorable(thread, "URL path")
+    _assert_unstorable(approval, "URL path")
+    _assert_unstorable(stream, "query string")
+    found = await client.get(f"/v1/projects/{note['project_id']}/search", params={"q": "retrieval"})
+    assert [hit["note_id"] for hit in found.json()["hits"]] == [note["note_id"]]
+
+
+@pytest.mark.parametrize("header", ["Last-Event-ID", "Idempotency-Key"])
+async def test_a_nul_in_a_header_is_refused_and_nothing_runs(
+    client: httpx.AsyncClient, header: str
+) -> None:
+    events = await chat(client, {"message": "What is RAG?"})
+    thread_id = events[0].thread_id
+    value = "1\x002"
+
+    joined = await client.get(f"/v1/threads/{thread_id}/stream", headers={header: value})
+    sent = await client.post("/v1/chat", json={"message": "Again"}, headers={header: value})
+
+    _assert_unstorable(joined, f"header {header.lower()}")
+    _assert_unstorable(sent, f"header {header.lower()}")
+    assert len((await client.get("/v1/threads")).json()["threads"]) == 1

@@ -1,0 +1,45 @@
+"""``consentry serve`` writes its log as JSON lines: uvicorn's lines, the access lines with their
+ids, the start-up and shutdown, and nothing a person wrote."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+import httpx
+
+from tests.system.server import serve_process
+
+PRIVATE = "the code to the safe is 2718"
+
+
+def test_a_served_request_is_one_json_access_line_and_every_line_is_json(tmp_path: Path) -> None:
+    env = {"CONSENTRY_API_KEYS": "key-a=acme:alice"}
+    with serve_process(tmp_path / "db.sqlite", env=env, args=["--log-level", "info"]) as (
+        base_url,
+        process,
+    ):
+        response = httpx.post(
+            f"{base_url}/v1/chat",
+            json={"message": PRIVATE},
+            headers={"Authorization": "Bearer key-a", "X-Request-ID": "sys-1"},
+            timeout=30,
+        )
+        assert response.status_code == 200
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=30)
+
+    lines = [line for line in output.decode().splitlines() if line.strip()]
+    records = [json.loads(line) for line in lines]  # every line parses
+    (access,) = [r for r in records if r.get("request_id") == "sys-1" and "status" in r]
+    assert (access["logger"], access["principal"], access["path"], access["status"]) == (
+        "consentry.access",
+        "acme/alice",
+        "/v1/chat",
+        200,
+    )
+    assert any(r["logger"].startswith("uvicorn") for r in records)  # uvicorn's lines too
+    assert not [r for r in records if r["logger"] == "uvicorn.access"]
+    assert PRIVATE not in output.decode()
+    assert "key-a" not in output.decode()
