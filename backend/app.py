@@ -13,6 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match, Mount
 
 from backend.api import approvals, chat, consent_kinds, health, metrics, notes, threads, web
 from backend.api.body_limit import RequestBodyLimits
@@ -41,6 +42,7 @@ _HTTP_CODES = {
     404: "not_found",
     405: "method_not_allowed",
 }
+_HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE")
 
 
 def _error(
@@ -50,8 +52,9 @@ def _error(
     return JSONResponse(body.model_dump(mode="json"), status_code=status)
 
 
-async def _on_consentry_error(_: Request, exc: Exception) -> JSONResponse:
+async def _on_consentry_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ConsentryError)
+    request.app.state.services.metrics.refused(exc.code, exc.status_code)
     response = _error(exc.status_code, exc.code, exc.message, exc.details)
     response.headers.update(exc.headers)
     return response
@@ -84,10 +87,35 @@ async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse
     )
 
 
-async def _on_http_error(_: Request, exc: Exception) -> JSONResponse:
+async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400 and isinstance(exc.__cause__, UnicodeDecodeError):
+        # UTF-8 that Python's JSON parser takes for UTF-16 or UTF-32 (it guesses the encoding
+        # from NUL bytes: b"\x00a\x00bc"): not JSON. Bytes that are not UTF-8 at all never get
+        # here (422 `unstorable_text`, ``api.json_limits``).
+        return _error(422, "malformed_json", "The request body is not valid JSON.")
     code = _HTTP_CODES.get(exc.status_code, "http_error")
-    return _error(exc.status_code, code, str(exc.detail))
+    response = _error(exc.status_code, code, str(exc.detail))
+    response.headers.update(exc.headers or {})
+    if exc.status_code == 405 and (allowed := _allowed_methods(request)):
+        response.headers["Allow"] = allowed
+    return response
+
+
+def _allowed_methods(request: Request) -> str:
+    """The methods the request's path answers, for a 405's ``Allow``: the ones with which some
+    route matches the path fully.
+
+    FastAPI makes one route per method, and Starlette's ``Allow`` names only the methods of the
+    first route of the path. Computed on each 405 (an error path): a few dozen matches. Mounts
+    match any method, whatever the app behind them allows: they say it in their own 405."""
+    routes = [route for route in request.app.router.routes if not isinstance(route, Mount)]
+
+    def answers(method: str) -> bool:
+        scope = {**request.scope, "method": method}
+        return any(route.matches(scope)[0] is Match.FULL for route in routes)
+
+    return ", ".join(filter(answers, _HTTP_METHODS))
 
 
 async def _on_database_error(request: Request, exc: Exception) -> JSONResponse:

@@ -14,9 +14,9 @@ stream the same information arrives as an ``error`` event followed by the run's 
     ├── GoneError                  410 consent_expired
     ├── PayloadTooLargeError       413 body_too_large
     ├── InvalidRequestError        422 request_invalid, decision_not_allowed, invalid_edit,
-    │                                  unknown_graph, graph_mismatch, policy_mismatch,
-    │                                  message_too_long, idempotency_key_reused,
-    │                                  limit_exceeded, unstorable_text
+    │                                  duplicate_decision, unknown_graph, graph_mismatch,
+    │                                  policy_mismatch, message_too_long,
+    │                                  idempotency_key_reused, limit_exceeded, unstorable_text
     └── TooManyRequestsError       429 rate_limited, too_many_streams, too_many_active_runs
                                        (with ``Retry-After``)
 

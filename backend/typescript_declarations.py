@@ -3,7 +3,9 @@ JSON Schema.
 
 A small JSON Schema → TypeScript translator for the constructs pydantic writes into
 ``docs/protocol.schema.json``: ``$defs``/``$ref``, objects, ``anyOf``/``oneOf`` (with a
-``discriminator``), ``const``, ``enum``, arrays, ``additionalProperties`` and the scalar types.
+``discriminator``), ``const``, ``enum``, arrays, ``additionalProperties`` and the scalar types;
+and the ``anyOf``/``oneOf`` a request model adds beside its properties (``json_schema_extra``),
+whose cases narrow some of them: the object's properties ``&`` the union of its cases.
 Anything else raises :class:`UnsupportedSchemaError` naming where it is: a new construct is taught
 here, never guessed as ``any``. ``unknown`` stands only for values the schema leaves open.
 
@@ -142,21 +144,16 @@ class _Generator:
             parts = [self.render(m, f"{where}/{i}") for i, m in enumerate(union)]
             lines = [f"  | {part}" for part in dict.fromkeys(parts)]
             return [*_jsdoc(docs, ""), f"export type {name} =", *lines[:-1], lines[-1] + ";"]
+        cases = next((union for union in ("oneOf", "anyOf") if union in schema), None)
         keywords = {"type", "properties", "required", "additionalProperties"}
+        keywords |= {cases} if cases else set()
         if unknown := sorted(set(schema) - _ANNOTATIONS - keywords):
             raise UnsupportedSchemaError(f"{where}: unsupported keywords {unknown} here")
         properties, required = schema["properties"], set(schema.get("required", []))
         if undeclared := sorted(required - set(properties)):
             raise UnsupportedSchemaError(f"{where}: required {undeclared} are no properties")
         required.add(self.tags.get(key, ""))  # a discriminator is always there
-        lines = [f"export interface {name} {{"]
-        for prop, prop_schema in properties.items():
-            optional = prop not in required
-            text = self.render(prop_schema, f"{where}/properties/{prop}")
-            notes = [prop_schema.get("description", ""), _OPEN_NOTE if "unknown" in text else ""]
-            lines += _jsdoc([*notes, *_tags(prop_schema, optional=optional)], "  ")
-            label = prop if _IDENTIFIER.match(prop) else json.dumps(prop)
-            lines.append(f"  {label}{'?' if optional else ''}: {text};")
+        lines = self._members(properties, required, where, indent="  ")
         extra = schema.get("additionalProperties")
         if extra is False:
             docs.append("Closed: the server rejects properties not declared here.")
@@ -167,7 +164,49 @@ class _Generator:
             ]
         elif extra is not None:
             raise UnsupportedSchemaError(f"{where}: typed additionalProperties beside properties")
-        return [*_jsdoc(docs, ""), *lines, "}"]
+        if cases is None:
+            return [*_jsdoc(docs, ""), f"export interface {name} {{", *lines, "}"]
+        if not schema[cases]:
+            raise UnsupportedSchemaError(f"{where}: an empty {cases}")
+        lines = [*_jsdoc(docs, ""), f"export type {name} = {{", *lines, "} & ("]
+        for index, case in enumerate(schema[cases]):
+            lines += self._case(case, properties, required, f"{where}/{cases}/{index}")
+        return [*lines, ");"]
+
+    def _members(
+        self, properties: Mapping[str, Any], required: set[str], where: str, *, indent: str
+    ) -> list[str]:
+        """The lines of an object type's properties, each with its JSDoc."""
+        lines: list[str] = []
+        for prop, prop_schema in properties.items():
+            optional = prop not in required
+            text = self.render(prop_schema, f"{where}/properties/{prop}")
+            notes = [prop_schema.get("description", ""), _OPEN_NOTE if "unknown" in text else ""]
+            lines += _jsdoc([*notes, *_tags(prop_schema, optional=optional)], indent)
+            label = prop if _IDENTIFIER.match(prop) else json.dumps(prop)
+            lines.append(f"{indent}{label}{'?' if optional else ''}: {text};")
+        return lines
+
+    def _case(
+        self, case: Any, properties: Mapping[str, Any], required: set[str], where: str
+    ) -> list[str]:
+        """One case of an object's ``anyOf``/``oneOf``, as a member of a union: the properties it
+        narrows (``properties``) or requires (``required``; one it does not narrow keeps the
+        object's schema). What the object requires stays required."""
+        if not isinstance(case, Mapping):
+            raise UnsupportedSchemaError(f"{where}: {case!r} is not a schema object")
+        if unknown := sorted(set(case) - {"properties", "required"}):
+            raise UnsupportedSchemaError(f"{where}: unsupported keywords {unknown} in a case")
+        narrowed, demanded = case.get("properties", {}), set(case.get("required", []))
+        if strangers := sorted((set(narrowed) | demanded) - set(properties)):
+            raise UnsupportedSchemaError(f"{where}: {strangers} are no properties of the object")
+        members = {
+            prop: narrowed.get(prop, properties[prop])
+            for prop in properties
+            if prop in narrowed or prop in demanded
+        }
+        lines = self._members(members, required | demanded, where, indent="      ")
+        return ["  | {", *lines, "    }"]
 
 
 def _only(schema: Mapping[str, Any], allowed: set[str], where: str) -> None:

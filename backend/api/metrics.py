@@ -30,6 +30,8 @@ _scraper = HTTPBearer(
 @router.get(
     "/metrics",
     response_class=Response,
+    # The token is wanted only when CONSENTRY_METRICS_TOKEN is set: no security is a choice too.
+    openapi_extra={"security": [{}]},  # FastAPI adds MetricsToken: either will do
     responses={
         200: {
             "description": "Prometheus text format, or OpenMetrics if `Accept` asks for it.",

@@ -14,6 +14,9 @@ __all__ = ["send_error"]
 
 
 async def send_error(error: ConsentryError, scope: Scope, receive: Receive, send: Send) -> None:
+    services = getattr(scope["app"].state, "services", None)  # absent only before start-up
+    if services is not None:
+        services.metrics.refused(error.code, error.status_code)
     body = ErrorBody(
         error=ErrorDetail(code=error.code, message=error.message, details=error.details)
     )

@@ -24,12 +24,37 @@ from backend.services import Services
 
 __all__ = ["EVENT_STREAM_RESPONSE", "event_stream_response", "stream_new_run"]
 
+_EVENT_STREAM_CONTENT: dict[str, Any] = {
+    "text/event-stream": {
+        # OpenAPI 3.1 describes an event stream by its events, each as the object of its fields.
+        # Keep-alive comments and the `retry:` hint a stream may end with carry no `data`: they
+        # are no events.
+        "schema": {
+            "type": "object",
+            "required": ["id", "event", "data"],
+            "properties": {
+                "id": {
+                    "type": "string",
+                    "pattern": "^[0-9]+$",
+                    "description": "The event's `seq`.",
+                },
+                "event": {"type": "string", "description": "The event's `type`."},
+                "data": {
+                    "type": "string",
+                    "contentMediaType": "application/json",
+                    "contentSchema": {"$ref": "#/components/schemas/Event"},
+                },
+            },
+        }
+    }
+}
 EVENT_STREAM_RESPONSE: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "`text/event-stream` of run events; the last one is `final`.",
-        "content": {"text/event-stream": {"schema": {"$ref": "#/components/schemas/Event"}}},
+        "content": _EVENT_STREAM_CONTENT,
     }
 }
+"""The answer of every streaming route: one SSE frame per run event (``_frame``)."""
 
 
 def event_stream_response(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query
+from pydantic.config import JsonDict
 
 from backend.api.deps import IdempotencyKey, PrincipalDep, ServicesDep
 from backend.api.limits import page_limit
@@ -19,6 +21,17 @@ from backend.schemas.threads import CancelAccepted, ThreadDetail, ThreadList, Tr
 __all__ = ["router"]
 
 router = APIRouter(prefix="/v1/threads", tags=["threads"], responses=ERROR_RESPONSES)
+
+_LAST_EVENT_ID = re.compile("[0-9]{0,18}")
+"""A ``Last-Event-ID``: the seq of an event of the thread, or empty for none."""
+
+
+def _last_event_id_schema(schema: JsonDict) -> None:
+    """The schema of the ``Last-Event-ID`` header and query parameter: a string (absent, not
+    null) of the pattern. Documented only: a value outside it is 400 ``invalid_last_event_id``
+    (``_parse_event_id``), not FastAPI's 422."""
+    schema.pop("anyOf", None)
+    schema.update(type="string", pattern=f"^{_LAST_EVENT_ID.pattern}$")
 
 
 @router.get("")
@@ -48,9 +61,9 @@ async def get_messages(thread_id: str, owner: PrincipalDep, services: ServicesDe
     response_class=EventStreamResponse,
     responses={
         200: {
+            **EVENT_STREAM_RESPONSE[200],
             "description": "The stored events after `Last-Event-ID`, then the active run live, "
             "until its `final`.",
-            "content": {"text/event-stream": {"schema": {"$ref": "#/components/schemas/Event"}}},
         },
         400: ERROR_RESPONSES[422] | {"description": "`Last-Event-ID` is not a seq of this thread."},
     },
@@ -59,13 +72,24 @@ async def join_stream(
     thread_id: str,
     owner: PrincipalDep,
     services: ServicesDep,
-    last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
-    last_event_id: Annotated[str | None, Query(description="Same as `Last-Event-ID`.")] = None,
+    last_event_id_header: Annotated[
+        str | None,
+        Header(
+            alias="Last-Event-ID",
+            description="The `id:` of the last event the client has.",
+            json_schema_extra=_last_event_id_schema,
+        ),
+    ] = None,
+    last_event_id: Annotated[
+        str | None,
+        Query(description="Same as `Last-Event-ID`.", json_schema_extra=_last_event_id_schema),
+    ] = None,
 ) -> EventStreamResponse:
     """Join a thread's stream: what the client missed (by `Last-Event-ID`), then what the active
     run does, until its `final`. Without an id the whole stored history comes first."""
-    raw = last_event_id_header if last_event_id_header is not None else last_event_id
-    after = _parse_event_id(raw)
+    after = _parse_event_id(last_event_id)
+    if last_event_id_header is not None:  # the header wins: what a reconnecting EventSource sends
+        after = _parse_event_id(last_event_id_header)
 
     async def join() -> EventStreamResponse:
         events = await services.threads.join(owner, thread_id, after_seq=after)
@@ -77,7 +101,7 @@ async def join_stream(
 def _parse_event_id(raw: str | None) -> int:
     if raw is None or raw == "":
         return 0
-    if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
+    if not _LAST_EVENT_ID.fullmatch(raw):
         raise BadRequestError(
             "Last-Event-ID must be the `id:` of an event of this thread (a number).",
             code="invalid_last_event_id",

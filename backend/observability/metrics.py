@@ -51,6 +51,9 @@ _WAIT_SECONDS = (
 )
 
 
+_LIMIT_CODES = frozenset({"limit_exceeded", "message_too_long"})
+
+
 def decider_of(decided_by: str) -> Decider:
     """``decided_by`` as a label: ``policy`` and ``system`` as such, anyone else a person."""
     if decided_by == "policy":
@@ -143,6 +146,13 @@ class Metrics:
             "`idempotent` (a repeated request got its first run's events again).",
             ("kind",),
         )
+        self.refusals = counter(
+            "consentry_limit_refusals",
+            "Requests refused by a limit (docs/limits.md), by code: `body_too_large`, "
+            "`limit_exceeded`, `message_too_long`, `rate_limited`, `too_many_streams`, "
+            "`too_many_active_runs`.",
+            ("code",),
+        )
         self.database_errors = counter(
             "consentry_database_errors",
             "Database errors: `unavailable` (answered 503), `query` (answered 500), "
@@ -188,6 +198,11 @@ class Metrics:
 
     def stream_replayed(self, kind: Literal["join", "resync", "idempotent"]) -> None:
         self.replays.labels(kind).inc()
+
+    def refused(self, code: str, status: int) -> None:
+        """An error answered: counted when it is a limit's (413, 429 or a size limit's 422)."""
+        if status in (413, 429) or code in _LIMIT_CODES:
+            self.refusals.labels(code).inc()
 
     def database_error(self, kind: Literal["unavailable", "query", "run_end"]) -> None:
         self.database_errors.labels(kind).inc()

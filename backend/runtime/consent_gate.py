@@ -1,6 +1,7 @@
 """The consent gate: a decision is checked, then recorded exactly once, before any resume.
 
-Checks, in order, each with its own answer: the approval exists and is the caller's (404
+A request decides each consent once (422 ``duplicate_decision``). Then, for each decision,
+checks in order, each with its own answer: the approval exists and is the caller's (404
 ``approval_not_found``); it belongs to the thread (409 ``approval_not_pending``); it is still
 pending (409 ``already_decided``, naming the winning decision; 410 ``consent_expired``); its
 deadline has not passed (410); the decision is allowed and the edit fits the kind's edit schema
@@ -33,6 +34,7 @@ __all__ = [
     "already_decided",
     "cancel_consent",
     "check_decision",
+    "check_each_consent_once",
     "expire_consent",
     "record_decision",
 ]
@@ -59,6 +61,20 @@ def expired(row: Any) -> GoneError:
         code="consent_expired",
         details={"approval_id": row.id, "expired_at": row.expires_at.isoformat()},
     )
+
+
+def check_each_consent_once(resumes: list[ResumeDecision]) -> None:
+    """Refuse a list of decisions that names a consent twice. A rule of the product, not of the
+    request's schema: JSON Schema cannot say that the items of a list differ in one field."""
+    seen: set[str] = set()
+    for resume in resumes:
+        if resume.approval_id in seen:
+            raise InvalidRequestError(
+                f"Consent {resume.approval_id} is decided more than once in this request.",
+                code="duplicate_decision",
+                details={"approval_id": resume.approval_id},
+            )
+        seen.add(resume.approval_id)
 
 
 def check_decision(

@@ -69,12 +69,7 @@ class RunTargets:
         """The thread ``request`` is for: checked (404, 422) and read once; a new thread's
         default project is created on first use."""
         async with self._db.read() as conn:
-            if request.thread_id is None:
-                if request.decisions:
-                    raise InvalidRequestError(
-                        "A `resume` needs the `thread_id` of its consent.",
-                        details={"field": "thread_id"},
-                    )
+            if request.thread_id is None:  # a message (a `resume` names its thread: ChatRequest)
                 spec = self.spec(request.graph)
                 project_id = request.project_id
                 if project_id is not None:

@@ -26,6 +26,7 @@ from backend.runtime.consent_gate import (
     already_decided,
     cancel_consent,
     check_decision,
+    check_each_consent_once,
     expire_consent,
     record_decision,
 )
@@ -297,6 +298,7 @@ class RunStarter:
     async def _start_decisions(
         self, owner: Principal, target: RunTarget, resumes: list[ResumeDecision]
     ) -> ActiveRun:
+        check_each_consent_once(resumes)
         now = self._clock()
         if target.status == "running":
             # A decision that lost a race to another one is told who won (the winner's run is

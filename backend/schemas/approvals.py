@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.config import JsonDict
 
 from backend.schemas.requests import RequestModel
 from graphs.wire_types import Decision
@@ -17,15 +18,33 @@ __all__ = [
     "DecisionAccepted",
     "DecisionRequest",
     "RecordedDecision",
+    "edited_goes_with_edit",
 ]
 
 ApprovalStatus = Literal["pending", "approved", "edited", "rejected", "expired", "cancelled"]
 
 
+def edited_goes_with_edit(schema: JsonDict) -> None:
+    """The JSON Schema of a decision (``DecisionRequest``, ``ResumeDecision``) says what their
+    ``_edited_goes_with_edit`` checks: `edit` comes with `edited`, the other decisions without."""
+    schema["oneOf"] = [
+        {
+            "required": ["edited"],
+            "properties": {"decision": {"const": "edit"}, "edited": {"type": "object"}},
+        },
+        {
+            "properties": {
+                "decision": {"enum": [d for d in get_args(Decision) if d != "edit"]},
+                "edited": {"type": "null"},
+            }
+        },
+    ]
+
+
 class DecisionRequest(RequestModel):
     """A decision on one consent (the body of ``POST /v1/approvals/{id}/decision``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=edited_goes_with_edit)
 
     decision: Decision
     edited: dict[str, Any] | None = Field(

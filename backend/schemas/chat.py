@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Self
+from copy import deepcopy
+from typing import Annotated, Any, Literal, Self, cast
 
 from pydantic import ConfigDict, Field, model_validator
+from pydantic.config import JsonDict
 
+from backend.schemas.approvals import edited_goes_with_edit
 from backend.schemas.requests import RequestModel
 from graphs.wire_types import Decision
 
@@ -17,7 +20,7 @@ ConsentPolicy = Literal["ask", "auto_approve", "auto_reject"]
 class ResumeDecision(RequestModel):
     """A person's answer to a ``consent`` event."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=edited_goes_with_edit)
 
     approval_id: str = Field(min_length=1, max_length=64, description="From the consent event.")
     decision: Decision
@@ -37,10 +40,36 @@ class ResumeDecision(RequestModel):
         return self
 
 
+def _one_input(schema: JsonDict) -> None:
+    """The JSON Schema of ``ChatRequest`` says what its ``_exactly_one_input`` checks: a
+    ``message``, or a ``resume`` with the ``thread_id`` of its consents."""
+    resume = cast("dict[str, Any]", schema["properties"])["resume"]
+    decisions = [member for member in resume["anyOf"] if member != {"type": "null"}]
+    schema["oneOf"] = [
+        {
+            "required": ["message"],
+            "properties": {"message": {"type": "string"}, "resume": {"type": "null"}},
+        },
+        {
+            "required": ["resume", "thread_id"],
+            "properties": {
+                "message": {"type": "null"},
+                "resume": {"anyOf": deepcopy(decisions)},
+                "thread_id": {"type": "string"},
+            },
+        },
+    ]
+
+
 class ChatRequest(RequestModel):
     """Start a run: exactly one of ``message`` or ``resume``."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Python's regex engine for the pattern of `message`: blank is what `str.isspace` says, as
+    # Python clients of the document (schemathesis) read `\S`. Rust's engine, pydantic's default,
+    # takes fewer characters for spaces (U+001C).
+    model_config = ConfigDict(
+        extra="forbid", regex_engine="python-re", json_schema_extra=_one_input
+    )
 
     thread_id: str | None = Field(
         default=None, min_length=1, max_length=36, description="Omit to start a new thread."
@@ -50,11 +79,14 @@ class ChatRequest(RequestModel):
     note_id: str | None = Field(
         default=None, min_length=1, max_length=36, description="The note the user is looking at."
     )
-    message: str | None = Field(default=None, min_length=1)
-    resume: ResumeDecision | Annotated[list[ResumeDecision], Field(max_length=50)] | None = Field(
+    message: str | None = Field(default=None, pattern=r"\S", description="Not blank.")
+    resume: (
+        ResumeDecision | Annotated[list[ResumeDecision], Field(min_length=1, max_length=50)] | None
+    ) = Field(
         default=None,
         description="A decision on a pending consent, or a list of decisions on several pending "
-        "consents of the thread (parallel branches), applied together.",
+        "consents of the thread (parallel branches), applied together; each consent once "
+        "(422 `duplicate_decision`).",
     )
     consent_policy: ConsentPolicy | None = Field(
         default=None,
@@ -72,12 +104,8 @@ class ChatRequest(RequestModel):
     def _exactly_one_input(self) -> Self:
         if (self.message is None) == (self.resume is None):
             raise ValueError("send exactly one of `message` or `resume`")
-        if self.message is not None and not self.message.strip():
-            raise ValueError("`message` must not be blank")
-        if isinstance(self.resume, list):
-            ids = [decision.approval_id for decision in self.resume]
-            if not ids or len(set(ids)) != len(ids):
-                raise ValueError("`resume` lists each pending consent once")
+        if self.resume is not None and self.thread_id is None:
+            raise ValueError("a `resume` needs the `thread_id` of its consent")
         return self
 
     @property

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.config import JsonDict
 
 from backend.schemas.requests import RequestModel
 
@@ -51,8 +52,16 @@ class NoteCreateRequest(RequestModel):
     content: str = Content
 
 
+def _changes_something(schema: JsonDict) -> None:
+    """The JSON Schema of ``NoteUpdateRequest`` says what its ``_changes_something`` checks."""
+    schema["anyOf"] = [
+        {"required": [name], "properties": {name: {"type": "string"}}}
+        for name in ("title", "content")
+    ]
+
+
 class NoteUpdateRequest(RequestModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_changes_something)
     version: int = Field(ge=1, le=MAX_VERSION, description="The version this edit is based on.")
     title: str | None = Field(default=None, min_length=1, max_length=200)
     content: str | None = Field(

@@ -53,7 +53,7 @@ export interface AuditTrail {
  * Start a run: exactly one of ``message`` or ``resume``.
  * Closed: the server rejects properties not declared here.
  */
-export interface ChatRequest {
+export type ChatRequest = {
   /**
    * Omit to start a new thread.
    * @minLength 1
@@ -81,12 +81,14 @@ export interface ChatRequest {
    */
   note_id?: string | null;
   /**
-   * @minLength 1
+   * Not blank.
+   * @pattern \S
    * @default null
    */
   message?: string | null;
   /**
-   * A decision on a pending consent, or a list of decisions on several pending consents of the thread (parallel branches), applied together.
+   * A decision on a pending consent, or a list of decisions on several pending consents of the thread (parallel branches), applied together; each consent once (422 `duplicate_decision`).
+   * @minItems 1
    * @maxItems 50
    * @default null
    */
@@ -101,7 +103,21 @@ export interface ChatRequest {
    * @default "fail"
    */
   on_pending_consent?: "fail" | "reject";
-}
+} & (
+  | {
+      message: string;
+      resume?: null;
+    }
+  | {
+      thread_id: string;
+      message?: null;
+      /**
+       * @minItems 1
+       * @maxItems 50
+       */
+      resume: ResumeDecision | ResumeDecision[];
+    }
+);
 
 export interface ConsentEvent {
   thread_id: string;
@@ -185,7 +201,7 @@ export interface DecisionAccepted {
  * A decision on one consent (the body of ``POST /v1/approvals/{id}/decision``).
  * Closed: the server rejects properties not declared here.
  */
-export interface DecisionRequest {
+export type DecisionRequest = {
   decision: "approve" | "edit" | "reject";
   /**
    * With `edit`: the person's version, in the kind's edit schema.
@@ -198,7 +214,17 @@ export interface DecisionRequest {
    * @default null
    */
   comment?: string | null;
-}
+} & (
+  | {
+      decision: "edit";
+      /** Open: the schema does not fix these values, hence `unknown`. */
+      edited: Record<string, unknown>;
+    }
+  | {
+      decision: "approve" | "reject";
+      edited?: null;
+    }
+);
 
 export interface ErrorBody {
   error: ErrorDetail;
@@ -401,7 +427,7 @@ export interface RecordedDecision {
  * A person's answer to a ``consent`` event.
  * Closed: the server rejects properties not declared here.
  */
-export interface ResumeDecision {
+export type ResumeDecision = {
   /**
    * From the consent event.
    * @minLength 1
@@ -420,7 +446,17 @@ export interface ResumeDecision {
    * @default null
    */
   comment?: string | null;
-}
+} & (
+  | {
+      decision: "edit";
+      /** Open: the schema does not fix these values, hence `unknown`. */
+      edited: Record<string, unknown>;
+    }
+  | {
+      decision: "approve" | "reject";
+      edited?: null;
+    }
+);
 
 /**
  * Sent first when a client rejoins from an id older than the stored log (retention): the

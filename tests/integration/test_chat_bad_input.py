@@ -238,6 +238,24 @@ REFUSED_REQUESTS: list[Any] = [
         id="resume-without-thread-is-request_invalid",
     ),
     pytest.param(
+        lambda p: {"thread_id": p.thread_id, "resume": []},
+        422,
+        "request_invalid",
+        id="empty-resume-list-is-request_invalid",
+    ),
+    pytest.param(
+        lambda p: {
+            "thread_id": p.thread_id,
+            "resume": [
+                {"approval_id": p.approval_id, "decision": "approve"},
+                {"approval_id": p.approval_id, "decision": "reject"},
+            ],
+        },
+        422,
+        "duplicate_decision",
+        id="resume-list-deciding-a-consent-twice-is-duplicate_decision",
+    ),
+    pytest.param(
         lambda p: {
             "thread_id": p.thread_id,
             "resume": {"approval_id": UNKNOWN_APPROVAL_ID, "decision": "approve"},
@@ -324,12 +342,23 @@ async def test_a_refused_request_changes_nothing(
     assert before["thread"]["pending_consents"] == [pending.consent.model_dump(mode="json")]
 
 
-async def test_malformed_json_is_refused_as_malformed_json(client: httpx.AsyncClient) -> None:
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(b'{"message": ', id="cut-short"),
+        # UTF-8 text that Python's JSON parser decodes as UTF-16 (it guesses by the NUL bytes) and
+        # fails on: FastAPI's 400 "error parsing the body", which the document does not list.
+        pytest.param(b"\x00a\x00bc", id="taken-for-utf-16"),
+    ],
+)
+async def test_malformed_json_is_refused_as_malformed_json(
+    client: httpx.AsyncClient, body: bytes
+) -> None:
     pending = await _pending_consent(client)
     before = await _stored(client, pending.thread_id, pending.note_id)
 
     response = await client.post(
-        "/v1/chat", content=b'{"message": ', headers={"content-type": "application/json"}
+        "/v1/chat", content=body, headers={"content-type": "application/json"}
     )
 
     _error_of(response, 422, "malformed_json")

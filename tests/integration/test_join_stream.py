@@ -74,12 +74,17 @@ async def test_bad_last_event_ids_are_refused_clearly(open_client: Any) -> None:
         events = await chat(client, {"message": "What is RAG?"}, headers=alice)
         url = f"/v1/threads/{events[0].thread_id}/stream"
 
-        for value in ("abc", "-1", "1.5", str(events[-1].seq + 1)):
+        for value in ("abc", "-1", "1.5", "null", "1" * 19, str(events[-1].seq + 1)):
             response = await client.get(url, headers={**alice, "Last-Event-ID": value})
             assert (response.status_code, response.json()["error"]["code"]) == (
                 400,
                 "invalid_last_event_id",
             ), value
+        # The header wins over the query parameter, and both are checked.
+        both = await client.get(
+            url, headers={**alice, "Last-Event-ID": "1"}, params={"last_event_id": "abc"}
+        )
+        assert (both.status_code, both.json()["error"]["code"]) == (400, "invalid_last_event_id")
         foreign = await client.get(url, headers={"Authorization": "Bearer kb"})
         assert (foreign.status_code, foreign.json()["error"]["code"]) == (404, "thread_not_found")
         last = await client.get(url, headers={**alice, "Last-Event-ID": str(events[-1].seq)})

@@ -162,7 +162,9 @@ def _objects(
         seen, where = seen | {name}, name
     if schema.get("type") == "object" or "properties" in schema:
         yield where, schema
-    for key in ("anyOf", "oneOf", "allOf"):
+    # The `oneOf`/`anyOf` beside an object's properties (ChatRequest's) are cases of that same
+    # object, which narrow its properties: no objects of their own.
+    for key in () if "properties" in schema else ("anyOf", "oneOf", "allOf"):
         for variant in schema.get(key, []):
             yield from _objects(spec, variant, where, seen)
     if "items" in schema:

@@ -273,3 +273,29 @@ async def test_the_gauges_count_the_streams_and_runs_open_at_the_scrape(
     gauges = ("consentry_open_streams", "consentry_active_runs")
     assert [during[(g, frozenset())] for g in gauges] == [1, 1]
     assert [after[(g, frozenset())] for g in gauges] == [0, 0]
+
+
+async def test_refusals_by_a_limit_are_counted_by_code_whether_middleware_or_route_refused(
+    open_client: Callable[..., Any],
+) -> None:
+    limits = {
+        "max_body_bytes": 2048,
+        "rate_limit_messages_per_minute": 1,
+        "rate_limit_messages_burst": 1,
+    }
+    async with open_client(**limits) as client:
+        before = await _samples(client)
+        too_large = await client.post("/v1/chat", json={"message": "x" * 4096})
+        too_many = await client.get("/v1/threads", params={"limit": 10_000})
+        first = await client.post("/v1/chat", json={"message": "What is retrieval?"})
+        second = await client.post("/v1/chat", json={"message": "What is retrieval?"})
+        unknown = await client.get("/v1/threads/00000000-0000-4000-8000-000000000000")
+        after = await _samples(client)
+
+    statuses = [r.status_code for r in (too_large, too_many, first, second, unknown)]
+    assert statuses == [413, 422, 200, 429, 404]
+    assert _delta(before, after, "consentry_limit_refusals_total") == {
+        _labels(code="body_too_large"): 1,
+        _labels(code="limit_exceeded"): 1,
+        _labels(code="rate_limited"): 1,
+    }

@@ -42,15 +42,38 @@ async def test_openapi_describes_every_route_and_the_event_union(
     assert "#/components/schemas/ConsentEvent" in event_refs
     assert "approval_id" in schemas["ConsentEvent"]["properties"]
     chat = spec["paths"]["/v1/chat"]["post"]
-    stream = chat["responses"]["200"]["content"]["text/event-stream"]["schema"]
-    assert stream == {"$ref": "#/components/schemas/Event"}
     assert chat["responses"]["409"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/ErrorBody"
     }
     retry = spec["paths"]["/v1/threads/{thread_id}/retry"]["post"]
-    stream = retry["responses"]["200"]["content"]["text/event-stream"]["schema"]
-    assert stream == {"$ref": "#/components/schemas/Event"}
     assert {"404", "409"} <= set(retry["responses"])
+    streams = {
+        path: spec["paths"][path][method]["responses"]["200"]["content"]["text/event-stream"]
+        for path, method in [
+            ("/v1/chat", "post"),
+            ("/v1/threads/{thread_id}/retry", "post"),
+            ("/v1/threads/{thread_id}/stream", "get"),
+        ]
+    }
+    for path, content in streams.items():
+        # Each SSE frame: `id` (the seq), `event` (the type), `data` (the event as JSON).
+        assert content["schema"] == {
+            "type": "object",
+            "required": ["id", "event", "data"],
+            "properties": {
+                "id": {
+                    "type": "string",
+                    "pattern": "^[0-9]+$",
+                    "description": "The event's `seq`.",
+                },
+                "event": {"type": "string", "description": "The event's `type`."},
+                "data": {
+                    "type": "string",
+                    "contentMediaType": "application/json",
+                    "contentSchema": {"$ref": "#/components/schemas/Event"},
+                },
+            },
+        }, path
     docs = await client.get("/docs")
     assert docs.status_code == 200
     assert "swagger" in docs.text.lower()

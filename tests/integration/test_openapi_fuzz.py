@@ -17,7 +17,8 @@ allow_header_conformance, use_after_free, ensure_resource_availability, ignored_
 request without the key, and with a wrong one, gets 401) and object_level_authorization (idle: it
 needs a second identity; owners are kept apart by tests/integration/test_owner_isolation.py). One
 is narrowed, in tests/openapi_fuzz.toml: positive_data_acceptance also accepts 422, the answer to
-a well-formed request that breaks a rule of the product (``unknown_graph``...). Two checks of our
+a well-formed request that breaks a rule of the product (``unknown_graph``...), and on the
+thread's stream 400, the answer to a ``Last-Event-ID`` past its last event. Two checks of our
 own (tests/openapi_fuzz_checks.py): such a 422 is never ``request_invalid``, and every stream ends
 on its own with ``final``.
 
@@ -59,7 +60,17 @@ def _settings(database_url: str) -> Settings:
         for name in list(os.environ):
             if name.startswith("CONSENTRY_") or name == "OPENAI_API_KEY":
                 env.delenv(name)
-        return Settings(database_url=database_url, api_keys=f"{API_KEY}=acme:alice")
+        return Settings(
+            database_url=database_url,
+            api_keys=f"{API_KEY}=acme:alice",
+            # Off (0): a fuzz run sends hundreds of requests as one principal, and each 429 (as
+            # documented as it is) is a case that tried nothing else. The limits have their own
+            # tests (test_rate_limits.py, test_stream_and_run_caps.py).
+            rate_limit_messages_per_minute=0,
+            rate_limit_decisions_per_minute=0,
+            max_streams_per_principal=0,
+            max_active_runs_per_tenant=0,
+        )
 
 
 def _config() -> schemathesis.Config:

@@ -205,6 +205,43 @@ def test_a_discriminated_union_lists_its_members_whose_tag_is_always_present() -
     assert code.endswith("export type Tagged =\n  | A\n  | B\n  | C;\n")
 
 
+def test_an_object_with_cases_is_its_properties_and_the_union_of_its_cases() -> None:
+    """A request model's ``oneOf`` (or ``anyOf``) beside its properties: each case narrows some
+    of them or requires them; a required one it does not narrow keeps the object's type."""
+    greeting = {
+        "type": "object",
+        "properties": {
+            "text": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+            "to": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+            "mood": {"enum": ["calm", "busy"]},
+        },
+        "required": ["mood"],
+        "additionalProperties": False,
+        "oneOf": [
+            {"required": ["text"], "properties": {"text": {"type": "string"}}},
+            {"properties": {"text": {"type": "null"}, "mood": {"const": "busy"}}},
+        ],
+    }
+    assert _declare(Greeting=greeting) == (
+        "/** Closed: the server rejects properties not declared here. */\n"
+        "export type Greeting = {\n"
+        "  /** @default null */\n"
+        "  text?: string | null;\n"
+        "  /** @default null */\n"
+        "  to?: string | null;\n"
+        '  mood: "calm" | "busy";\n'
+        "} & (\n"
+        "  | {\n"
+        "      text: string;\n"
+        "    }\n"
+        "  | {\n"
+        "      text?: null;\n"
+        '      mood: "busy";\n'
+        "    }\n"
+        ");\n"
+    )
+
+
 def test_a_discriminator_that_does_not_match_its_members_is_refused() -> None:
     union = {
         "oneOf": [{"$ref": "#/$defs/A"}],
@@ -237,6 +274,18 @@ def test_a_discriminator_that_does_not_match_its_members_is_refused() -> None:
         (
             {"type": "object", "properties": {}, "required": ["a"]},
             r"required \['a'\] are no properties",
+        ),
+        (
+            {"type": "object", "properties": {"a": {}}, "oneOf": [{"type": "object"}]},
+            r"#/\$defs/X/oneOf/0: unsupported keywords \['type'\] in a case",
+        ),
+        (
+            {"type": "object", "properties": {"a": {}}, "anyOf": [{"required": ["b"]}]},
+            r"#/\$defs/X/anyOf/0: \['b'\] are no properties of the object",
+        ),
+        (
+            {"type": "object", "properties": {"a": {}}, "oneOf": [{}], "anyOf": [{}]},
+            r"#/\$defs/X: unsupported keywords \['anyOf'\] here",
         ),
     ],
 )
@@ -334,6 +383,17 @@ export function reasonOf(event: ConsentryEventOf<"final">): string {{
 export const undecided: ResumeDecision = {{ approval_id: "a1" }};
 // @ts-expect-error: not one of the decisions
 export const unsure: ResumeDecision = {{ approval_id: "a1", decision: "maybe" }};
+// @ts-expect-error: `edit` comes with `edited`
+export const editless: ResumeDecision = {{ approval_id: "a1", decision: "edit" }};
+// @ts-expect-error: `edited` comes with `edit` only
+export const edited: ResumeDecision = {{ approval_id: "a1", decision: "reject", edited: {{}} }};
+const approve: ResumeDecision = {{ approval_id: "a1", decision: "approve" }};
+// @ts-expect-error: a message or a resume, not both
+export const both: ChatRequest = {{ thread_id: "t1", message: "hi", resume: approve }};
+// @ts-expect-error: a message or a resume, not neither
+export const neither: ChatRequest = {{ thread_id: "t1" }};
+// @ts-expect-error: a resume comes with its thread
+export const threadless: ChatRequest = {{ resume: approve }};
 """
 
 
