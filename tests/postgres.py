@@ -2,17 +2,20 @@
 
 ``initdb``/``pg_ctl`` refuse to run as root, so as root they run as the ``postgres`` user. The
 cluster listens on 127.0.0.1 at a free port, without fsync (its data dies with the tests), and
-is stopped with ``-m immediate``. Each test gets its own database, made from ``template1``.
+is stopped with ``-m immediate``. Each test gets its own database, made from ``template1``
+(empty) or, for the integration tests' ``db_url``, from a database an app already migrated.
 """
 
 from __future__ import annotations
 
+import asyncio
 import glob
 import os
 import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -46,6 +49,7 @@ class PostgresCluster:
     port: int
     as_user: list[str]
     _names: Iterator[int]
+    _template: str | None = None
 
     @property
     def admin_url(self) -> str:
@@ -54,12 +58,28 @@ class PostgresCluster:
     def url(self, database: str) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
-    def new_database(self) -> str:
-        """A fresh, empty database; its URL."""
+    def new_database(self, *, migrated: bool = False) -> str:
+        """A fresh database; its URL. Empty, or ``migrated``: a copy of a database an app has
+        already started on once (schema and checkpointer tables, no rows of its own), which
+        saves each test the migrations (about 0.35 s on PostgreSQL)."""
         name = f"test_{next(self._names)}"
+        template = f' TEMPLATE "{self._migrated_template()}"' if migrated else ""
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}"{template}')
         return self.url(name)
+
+    def _migrated_template(self) -> str:
+        if self._template is None:
+            name = f"template_{os.getpid()}"
+            with psycopg.connect(self.admin_url, autocommit=True) as conn:
+                conn.execute(f'CREATE DATABASE "{name}"')
+            # An app's start-up migrates it; in a thread of its own, with its own event loop
+            # (a test's loop may be running).
+            started = threading.Thread(target=asyncio.run, args=(_start_once(self.url(name)),))
+            started.start()
+            started.join()
+            self._template = name
+        return self._template
 
     def pg_ctl(self, *args: str) -> None:
         subprocess.run(
@@ -81,6 +101,16 @@ class PostgresCluster:
         """``immediate`` drops what the cluster did not flush (it runs without fsync and with
         asynchronous commits); ``fast`` shuts down cleanly and keeps every commit."""
         self.pg_ctl("-m", mode, "-w", "stop")
+
+
+async def _start_once(url: str) -> None:
+    from asgi_lifespan import LifespanManager
+
+    from backend.app import create_app
+    from backend.settings import Settings
+
+    async with LifespanManager(create_app(Settings(database_url=url))):
+        pass
 
 
 @contextmanager

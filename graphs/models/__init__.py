@@ -38,13 +38,17 @@ def build_chat_model(
     model. The client itself never retries: ``RetryingChatModel`` is the only layer that does."""
     if base_url is None and api_key is None:
         return OfflineChatModel()
+    import httpx
     from langchain_openai import ChatOpenAI
 
     provider = ChatOpenAI(
         model=model,
         base_url=base_url,
         api_key=api_key or SecretStr("not-needed"),
-        timeout=timeout_seconds,
+        # An httpx.Timeout, not a float: langchain-openai then builds this model its own HTTP
+        # client instead of sharing one cached per (URL, timeout) by the whole process, whose
+        # pooled connections belong to the event loop that opened them.
+        timeout=httpx.Timeout(timeout_seconds),
         max_retries=0,
         stream_usage=True,
     )
