@@ -7,6 +7,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,12 @@ SECRET_MESSAGE = "my bank PIN is 4711, what is retrieval?"
 SECRET_NOTE = "Diary: the surprise party is on Friday."
 API_KEYS = "key-alice=acme:alice"
 ALICE = {"Authorization": "Bearer key-alice"}
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    """What this file tests does not depend on the database: SQLite only (the suite's time)."""
+    return f"sqlite:///{tmp_path / 'consentry.db'}"
 
 
 class _Lines(logging.Handler):

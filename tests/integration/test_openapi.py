@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
+import pytest
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    """What this file tests does not depend on the database: SQLite only (the suite's time)."""
+    return f"sqlite:///{tmp_path / 'consentry.db'}"
 
 
 async def test_openapi_describes_every_route_and_the_event_union(

@@ -9,9 +9,11 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from asgi_lifespan import LifespanManager
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
@@ -30,6 +32,12 @@ from tests.live_server import serve_app
 from tests.sse import ask_for_note_edit, chat
 
 Opener = Callable[..., Any]
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    """What this file tests does not depend on the database: SQLite only (the suite's time)."""
+    return f"sqlite:///{tmp_path / 'consentry.db'}"
 
 
 def _opener(db_url: str, clock: ManualClock, exporter: InMemorySpanExporter) -> Opener:

@@ -4,6 +4,7 @@ icon under ``/web/``, with a Content Security Policy that lets the browser load 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import httpx
 import pytest
@@ -14,6 +15,12 @@ _SRC_OR_HREF = re.compile(r'(?:src|href)="([^"#]+)"')
 _IMPORT = re.compile(r'^import .* from "\./([^"]+)";$', re.MULTILINE)
 _ABSOLUTE_URL = re.compile(r"\b(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}", re.IGNORECASE)
 _TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    """What this file tests does not depend on the database: SQLite only (the suite's time)."""
+    return f"sqlite:///{tmp_path / 'consentry.db'}"
 
 
 async def test_the_page_is_served_at_the_root_with_a_strict_content_security_policy(
