@@ -17,7 +17,7 @@ from uuid import UUID
 from langchain_core.outputs import LLMResult
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
-from backend.observability.usage import ModelCallHandler, reported_usage
+from backend.observability.usage import ModelCallHandler, model_name, reported_usage
 
 __all__ = ["Decider", "Metrics", "ModelCallMetrics", "decider_of"]
 
@@ -225,8 +225,7 @@ class ModelCallMetrics(ModelCallHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        model = str((metadata or {}).get("ls_model_name") or "unknown")
-        self._calls[run_id] = (model, time.perf_counter())
+        self._calls[run_id] = (model_name(metadata), time.perf_counter())
 
     async def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         call = self._calls.pop(run_id, None)

@@ -23,7 +23,7 @@ from langchain_core.outputs import LLMResult
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from backend.observability.logs import request_id
-from backend.observability.usage import ModelCallHandler, reported_usage
+from backend.observability.usage import ModelCallHandler, model_name, reported_usage
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -166,7 +166,7 @@ class ModelCallSpans(ModelCallHandler):
         _, _, task_id = str(metadata.get("langgraph_checkpoint_ns", "")).partition(":")
         self._spans.model_started(
             run_id,
-            model=str(metadata.get("ls_model_name") or "unknown"),
+            model=model_name(metadata),
             task_id=task_id.split("|")[0],
             node=str(metadata.get("langgraph_node", "")),
         )

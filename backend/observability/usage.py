@@ -3,10 +3,12 @@ used as its provider reported them (``usage_metadata``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.outputs import LLMResult
 
-__all__ = ["ModelCallHandler", "reported_usage"]
+__all__ = ["ModelCallHandler", "model_name", "reported_usage"]
 
 
 class ModelCallHandler(AsyncCallbackHandler):
@@ -20,6 +22,12 @@ class ModelCallHandler(AsyncCallbackHandler):
     ignore_retriever = True
     ignore_retry = True
     ignore_custom_event = True
+
+
+def model_name(metadata: dict[str, Any] | None) -> str:
+    """The model a call went to, from the callback's metadata (``ls_model_name``: the
+    provider's model name, or the offline model's)."""
+    return str((metadata or {}).get("ls_model_name") or "unknown")
 
 
 def reported_usage(response: LLMResult) -> tuple[int, int]:
