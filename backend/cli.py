@@ -55,12 +55,15 @@ def _serve(args: argparse.Namespace) -> int:
     except DatabaseInUseError as exc:
         print(f"consentry: {exc}", file=sys.stderr)
         return 2
+    from backend.http_protocol import HttpLimits, bounded_http_protocol
     from backend.observability.logs import logging_config
 
     uvicorn.run(
         create_app(settings),
         host=settings.host,
         port=settings.port,
+        http=bounded_http_protocol(HttpLimits.of(settings)),  # head, body and keep-alive limits
+        timeout_keep_alive=settings.http_keepalive_timeout_seconds,
         log_level=args.log_level,
         log_config=logging_config(level=args.log_level, log_format=settings.log_format),
         access_log=False,  # one line per request comes from api.request_ids, with its ids

@@ -5,9 +5,10 @@ stable machine-readable string (see docs/protocol.md), ``message`` is for people
 stream the same information arrives as an ``error`` event followed by the run's ``final`` event.
 
     ConsentryError                 500 internal_error
-    ├── BadRequestError            400 invalid_last_event_id
+    ├── BadRequestError            400 invalid_last_event_id, malformed_request
     ├── UnauthorizedError          401 unauthorized
     ├── NotFoundError              404 <thing>_not_found (another owner's id answers the same)
+    ├── RequestTimeoutError        408 request_timeout
     ├── ConflictError              409 run_in_progress, consent_pending, no_pending_consent,
     │                                  approval_not_pending, already_decided,
     │                                  request_in_progress, version_conflict
@@ -17,10 +18,13 @@ stream the same information arrives as an ``error`` event followed by the run's 
     │                                  duplicate_decision, unknown_graph, graph_mismatch,
     │                                  policy_mismatch, message_too_long,
     │                                  idempotency_key_reused, limit_exceeded, unstorable_text
-    └── TooManyRequestsError       429 rate_limited, too_many_streams, too_many_active_runs
-                                       (with ``Retry-After``)
+    ├── TooManyRequestsError       429 rate_limited, too_many_streams, too_many_active_runs
+    │                                  (with ``Retry-After``)
+    └── HeadersTooLargeError       431 headers_too_large
 
 An error may carry response ``headers`` (``Retry-After``); the app sends them with the body.
+``malformed_request``, 408 and 431 come from below the app, from the HTTP protocol
+(``backend/http_protocol.py``), with the same body.
 """
 
 from __future__ import annotations
@@ -32,9 +36,11 @@ __all__ = [
     "ConflictError",
     "ConsentryError",
     "GoneError",
+    "HeadersTooLargeError",
     "InvalidRequestError",
     "NotFoundError",
     "PayloadTooLargeError",
+    "RequestTimeoutError",
     "TooManyRequestsError",
     "UnauthorizedError",
 ]
@@ -83,6 +89,11 @@ class NotFoundError(ConsentryError):
         )
 
 
+class RequestTimeoutError(ConsentryError):
+    status_code = 408
+    default_code = "request_timeout"
+
+
 class ConflictError(ConsentryError):
     status_code = 409
     default_code = "conflict"
@@ -123,3 +134,8 @@ class TooManyRequestsError(ConsentryError):
     @property
     def headers(self) -> dict[str, str]:
         return {"Retry-After": str(self.retry_after)}
+
+
+class HeadersTooLargeError(ConsentryError):
+    status_code = 431
+    default_code = "headers_too_large"

@@ -117,7 +117,8 @@ async def _open(
                 tracing=tracing,
             )
             idempotency = IdempotencyGuard(db, clock)
-            await idempotency.release_abandoned()
+            if not db.is_postgres:  # the only process on the file: no key is really in flight
+                await idempotency.release_abandoned()
             notifications = EventNotifications(settings.database_url if db.is_postgres else None)
             await notifications.start()
             runs = RunStarter(

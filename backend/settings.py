@@ -143,6 +143,49 @@ class Settings(BaseSettings):
     max_search_results: int = Field(
         default=50, ge=1, le=1000, description="Largest `limit` of a note search."
     )
+    # HTTP limits of `consentry serve`, enforced below the app (backend/http_protocol.py).
+    max_header_bytes: int = Field(
+        default=65_536,
+        ge=4096,
+        le=1_048_576,
+        description="Largest request head (request line and headers), in bytes; past it 431.",
+    )
+    max_header_count: int = Field(
+        default=100, ge=16, le=1000, description="Most headers of one request; past it 431."
+    )
+    http_header_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=120,
+        description="Time a request's head may take to arrive, from its first byte (from the "
+        "connection's opening for the first request); past it 408, or a silent close when "
+        "nothing came.",
+    )
+    http_body_idle_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=600,
+        description="Time a request body may go without a byte; past it 408.",
+    )
+    http_body_timeout_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        le=3600,
+        description="Time a whole request body may take to arrive; past it 408.",
+    )
+    http_keepalive_timeout_seconds: int = Field(
+        default=5,
+        ge=1,
+        le=600,
+        description="Time an idle keep-alive connection stays open after a response.",
+    )
+    max_requests_per_connection: int = Field(
+        default=1000,
+        ge=1,
+        le=1_000_000,
+        description="Requests one keep-alive connection may carry; the last is answered with "
+        "`Connection: close`.",
+    )
     rate_limit_messages_per_minute: int = Field(
         default=60,
         ge=0,
@@ -307,6 +350,15 @@ class Settings(BaseSettings):
             max_delay_seconds=self.llm_retry_max_seconds,
             retry_after_cap_seconds=self.llm_retry_after_cap_seconds,
         )
+
+    @model_validator(mode="after")
+    def _body_idle_timeout_within_the_body_timeout(self) -> Settings:
+        if self.http_body_idle_timeout_seconds > self.http_body_timeout_seconds:
+            raise ValueError(
+                "CONSENTRY_HTTP_BODY_IDLE_TIMEOUT_SECONDS must not exceed "
+                "CONSENTRY_HTTP_BODY_TIMEOUT_SECONDS (the time the whole body may take)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _roles_need_a_shared_database(self) -> Settings:

@@ -48,6 +48,27 @@ def parse_events(body: str) -> list[Event]:
     return events
 
 
+def numbering(events: list[Event]) -> list[int]:
+    """The seqs the protocol gives ``events`` (a stream as a client got it): each stored event
+    (all but ``token``) the next number after the first event's, with no gap; each ``token``
+    the number of the stored event before it. Compare with ``[e.seq for e in events]``."""
+    expected: list[int] = []
+    last = events[0].seq - 1 if events else 0
+    for event in events:
+        if event.type != "token":
+            last += 1
+        expected.append(last)
+    return expected
+
+
+def assert_numbered(events: list[Event], *, first: int | None = None) -> None:
+    """``events`` are numbered as the protocol says (``numbering``), from ``first`` if given."""
+    seqs = [e.seq for e in events]
+    assert seqs == numbering(events), seqs
+    if first is not None:
+        assert events[0].seq == first, seqs
+
+
 def kinds(events: list[Event], *, tokens: bool = False) -> list[str]:
     """The event types in order; token events collapsed unless asked for."""
     return [e.type for e in events if tokens or e.type != "token"]

@@ -9,7 +9,8 @@ from fastapi import APIRouter, Query, Response, status
 from backend.api.deps import IdempotencyKey, PrincipalDep, ServicesDep
 from backend.api.limits import check_edits, page_limit
 from backend.api.responses import ERROR_RESPONSES
-from backend.runtime.idempotency import StoredResponse, request_fingerprint
+from backend.runtime.approvals import accepted
+from backend.runtime.idempotency import KeyHold, StoredResponse, request_fingerprint
 from backend.schemas.approvals import (
     Approval,
     ApprovalList,
@@ -56,13 +57,13 @@ async def decide(
     """Record a decision; the graph resumes in the background (202 with its run id)."""
     check_edits(services.settings, [("edited", body.edited)])
 
-    async def action() -> DecisionAccepted:
+    async def action(key: KeyHold | None) -> DecisionAccepted:
         # Only a request that runs is counted: an idempotent replay is not.
         services.rate_limits.charge(owner, "decisions")
-        return await services.approvals.decide(owner, approval_id, body)
+        return await services.approvals.decide(owner, approval_id, body, key=key)
 
     if idempotency_key is None:
-        return await action()
+        return await action(None)
     fingerprint = request_fingerprint(
         f"/v1/approvals/{approval_id}/decision", body.model_dump(mode="json")
     )
@@ -71,8 +72,11 @@ async def decide(
         idempotency_key,
         fingerprint,
         action,
-        lambda accepted: StoredResponse(
-            202, accepted.model_dump(mode="json"), accepted.thread_id, accepted.run_id
+        lambda thread_id, run_id: StoredResponse(
+            202,
+            accepted(approval_id, body, thread_id=thread_id, run_id=run_id).model_dump(mode="json"),
+            thread_id,
+            run_id,
         ),
     )
     if isinstance(result, StoredResponse):

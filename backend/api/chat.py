@@ -10,6 +10,7 @@ from backend.api.responses import ERROR_RESPONSES
 from backend.api.sse_response import EventStreamResponse
 from backend.api.streaming import EVENT_STREAM_RESPONSE, stream_new_run
 from backend.runtime.executor import ActiveRun
+from backend.runtime.idempotency import KeyHold
 from backend.schemas.chat import ChatRequest
 
 __all__ = ["router"]
@@ -30,15 +31,15 @@ async def chat(
 ) -> EventStreamResponse:
     """Send a message (or a decision on a pending consent) and stream the run's events.
 
-    With an `Idempotency-Key` that was used before, the first run's stored events are sent again
-    (token events are not stored, so a replay has none)."""
+    With an `Idempotency-Key` that was used before, the run the first request started is sent
+    again from its first event, live while it goes on (stored events only: no tokens)."""
 
     check_chat_edits(services.settings, request)
 
-    async def start() -> ActiveRun:
+    async def start(key: KeyHold | None) -> ActiveRun:
         # Only a request that runs is counted: an idempotent replay is not.
         services.rate_limits.charge(owner, "decisions" if request.decisions else "messages")
-        return await services.runs.start(owner, request)
+        return await services.runs.start(owner, request, key=key)
 
     return await services.stream_slots.open(
         owner,

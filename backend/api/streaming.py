@@ -19,7 +19,7 @@ from backend.api.sse_response import RECONNECT_HINT, EventStreamResponse
 from backend.principal import Principal
 from backend.runtime.event_stream import OutgoingEvent, RunSuspendedError
 from backend.runtime.executor import ActiveRun
-from backend.runtime.idempotency import StoredResponse, request_fingerprint
+from backend.runtime.idempotency import KeyHold, StoredResponse, request_fingerprint
 from backend.services import Services
 
 __all__ = ["EVENT_STREAM_RESPONSE", "event_stream_response", "stream_new_run"]
@@ -76,34 +76,34 @@ def event_stream_response(
 async def stream_new_run(
     services: Services,
     owner: Principal,
-    start: Callable[[], Awaitable[ActiveRun]],
+    start: Callable[[KeyHold | None], Awaitable[ActiveRun]],
     *,
     idempotency_key: str | None,
     route: str,
     body: dict[str, Any],
 ) -> EventStreamResponse:
     """Start a run and stream its events. With an ``Idempotency-Key`` that was used before (for
-    the same route and body), the first run's stored events are sent again instead (token events
-    are not stored, so a replay has none)."""
+    the same route and body), the run that first request started is streamed again instead,
+    from its first event (and the run that continued it after a crash), live while it goes on;
+    token events are not stored, so the stored part has none."""
     if idempotency_key is None:
-        return _run_stream(services, await start())
+        return _run_stream(services, await start(None))
     result = await services.idempotency.run(
         owner,
         idempotency_key,
         request_fingerprint(route, body),
         start,
-        lambda run: StoredResponse(200, None, run.thread_id, run.run_id),
+        lambda thread_id, run_id: StoredResponse(200, None, thread_id, run_id),
     )
     if isinstance(result, ActiveRun):
         return _run_stream(services, result)
     assert result.thread_id is not None
     assert result.run_id is not None
-    stored = await services.threads.stored_run(owner, result.thread_id, result.run_id)
+    replayed = await services.threads.replay_run(owner, result.thread_id, result.run_id)
     services.metrics.stream_replayed("idempotent")
-    return EventStreamResponse(
-        _replay(stored),
-        keepalive_seconds=services.settings.keepalive_seconds,
-        open_streams=services.open_streams,
+    return event_stream_response(
+        replayed,
+        services=services,
         headers={
             "X-Thread-Id": result.thread_id,
             "X-Run-Id": result.run_id,
@@ -123,11 +123,6 @@ def _run_stream(services: Services, run: ActiveRun) -> EventStreamResponse:
 
 def _frame(event: OutgoingEvent) -> bytes:
     return ServerSentEvent(data=event.data, event=event.type, id=str(event.seq)).encode()
-
-
-async def _replay(events: list[OutgoingEvent]) -> AsyncGenerator[bytes, None]:
-    for event in events:
-        yield _frame(event)
 
 
 async def _frames(events: AsyncIterator[OutgoingEvent]) -> AsyncGenerator[bytes, None]:

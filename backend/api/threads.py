@@ -15,6 +15,7 @@ from backend.api.sse_response import EventStreamResponse
 from backend.api.streaming import EVENT_STREAM_RESPONSE, event_stream_response, stream_new_run
 from backend.errors import BadRequestError
 from backend.runtime.executor import ActiveRun
+from backend.runtime.idempotency import KeyHold
 from backend.schemas.audit import AuditTrail
 from backend.schemas.threads import CancelAccepted, ThreadDetail, ThreadList, Transcript
 
@@ -130,10 +131,10 @@ async def retry_run(
     `nothing_to_retry` unless the thread's last run ended `failed` with work left to run; 409
     `run_in_progress` while a run is active."""
 
-    async def start() -> ActiveRun:
+    async def start(key: KeyHold | None) -> ActiveRun:
         # Only a request that runs is counted: an idempotent replay is not.
         services.rate_limits.charge(owner, "messages")
-        return await services.runs.retry(owner, thread_id)
+        return await services.runs.retry(owner, thread_id, key=key)
 
     return await services.stream_slots.open(
         owner,

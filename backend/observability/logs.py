@@ -47,6 +47,7 @@ _FIELDS = (
     "method",
     "path",
     "status",
+    "outcome",
     "duration_ms",
     "client",
 )

@@ -172,9 +172,10 @@ class Metrics:
         self.runs_ended.labels(graph, reason).inc()
         self.run_duration.labels(graph, reason).observe(seconds)
 
-    def run_closed_after_crash(self, graph: str) -> None:
-        """A run whose process died was closed ``failed`` by another (its duration is unknown)."""
-        self.runs_ended.labels(graph, "failed").inc()
+    def run_closed_after_crash(self, graph: str, reason: str) -> None:
+        """A run whose process died was closed by another, as far as its graph got (``failed``
+        when a new run continues it; its duration is unknown)."""
+        self.runs_ended.labels(graph, reason).inc()
 
     def consent_requested(self, graph: str, kind: str) -> None:
         self.consents_requested.labels(graph, kind).inc()

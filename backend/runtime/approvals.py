@@ -7,6 +7,8 @@ from datetime import datetime
 
 from backend.errors import InvalidRequestError, NotFoundError
 from backend.principal import Principal
+from backend.runtime.consent_gate import STATUS_OF
+from backend.runtime.idempotency import KeyHold
 from backend.runtime.runs import RunStarter
 from backend.schemas.approvals import (
     Approval,
@@ -18,7 +20,7 @@ from backend.schemas.approvals import (
 from backend.storage import approvals as repo
 from backend.storage.database import Database
 
-__all__ = ["ApprovalInbox"]
+__all__ = ["ApprovalInbox", "accepted"]
 
 
 def _cursor(created_at: datetime, approval_id: str) -> str:
@@ -66,14 +68,24 @@ class ApprovalInbox:
         return repo.to_approval(row)
 
     async def decide(
-        self, owner: Principal, approval_id: str, decision: DecisionRequest
+        self,
+        owner: Principal,
+        approval_id: str,
+        decision: DecisionRequest,
+        *,
+        key: KeyHold | None = None,
     ) -> DecisionAccepted:
         """Record the decision and resume the graph in the background; its events are stored."""
-        run = await self._runs.decide(owner, approval_id, decision)
+        run = await self._runs.decide(owner, approval_id, decision, key=key)
         run.events.detach()
-        status: ApprovalStatus = {"approve": "approved", "edit": "edited", "reject": "rejected"}[
-            decision.decision
-        ]  # type: ignore[assignment]
-        return DecisionAccepted(
-            approval_id=approval_id, thread_id=run.thread_id, run_id=run.run_id, status=status
-        )
+        return accepted(approval_id, decision, thread_id=run.thread_id, run_id=run.run_id)
+
+
+def accepted(
+    approval_id: str, decision: DecisionRequest, *, thread_id: str, run_id: str
+) -> DecisionAccepted:
+    """The 202 of a decision taken from the inbox (and what its idempotent replay answers)."""
+    status: ApprovalStatus = STATUS_OF[decision.decision]  # type: ignore[assignment]
+    return DecisionAccepted(
+        approval_id=approval_id, thread_id=thread_id, run_id=run_id, status=status
+    )

@@ -30,6 +30,7 @@ from graphs.consent import ConsentDecision
 from graphs.registry import GraphSpec
 
 __all__ = [
+    "DECIDED",
     "STATUS_OF",
     "already_decided",
     "cancel_consent",
@@ -40,6 +41,8 @@ __all__ = [
 ]
 
 STATUS_OF = {"approve": "approved", "edit": "edited", "reject": "rejected"}
+DECIDED = frozenset(STATUS_OF.values())
+"""The statuses of a consent a person (or a policy) decided."""
 
 
 def already_decided(row: Any) -> ConflictError:

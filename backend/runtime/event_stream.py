@@ -1,6 +1,10 @@
 """The events of one run: numbering, buffering for storage, and hand-off to the open stream.
 
-Every event gets the thread's next ``seq``. A recorded event waits in two buffers: durable ones
+Every durable event (all but ``token``) gets the thread's next ``seq``: a thread's stored events
+are numbered 1, 2, 3, ... with no gap, across its runs and across crashes. A ``token`` is never
+stored, so it takes no number of its own: it carries the ``seq`` of the event before it, and a
+client that rejoins after it (``Last-Event-ID``) misses nothing stored. A recorded event waits in
+two buffers: durable ones
 (all but ``token``) until the executor stores them, and every one until :meth:`flush` hands it
 to the listening SSE responses. The executor flushes only after storing, so a client never sees
 an event the log could lose. A run never waits for its listeners: a client that goes away only
@@ -74,9 +78,10 @@ class RunEventStream:
         return self.reserved_until - self.last_seq
 
     def make(self, event_type: type[Event], **fields: Any) -> Event:
-        if self.last_seq >= self.reserved_until:
-            raise RuntimeError("event sequence reservation exhausted")
-        self.last_seq += 1
+        if event_type is not TokenEvent:
+            if self.last_seq >= self.reserved_until:
+                raise RuntimeError("event sequence reservation exhausted")
+            self.last_seq += 1
         event: Event = event_type(
             thread_id=self.thread_id,
             run_id=self.run_id,
@@ -115,8 +120,9 @@ class RunEventStream:
     def discard_unsent(self) -> None:
         """Forget the events recorded since the last flush (they could not be stored): their
         numbers are given out again."""
-        if self._unsent:
-            self.last_seq = self._unsent[0].seq - 1
+        first = next((e.seq for e in self._unsent if e.type != "token"), None)
+        if first is not None:
+            self.last_seq = first - 1
         self._unsent = []
         self._durable = []
         self._transcript_taken = 0

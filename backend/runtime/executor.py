@@ -33,7 +33,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.errors import GraphRecursionError
-from langgraph.types import Command
+from langgraph.types import Command, Interrupt
 
 from backend.errors import InvalidRequestError
 from backend.observability.logs import bind_run
@@ -146,9 +146,20 @@ class GraphPosition:
     unfinished: bool
     """Nodes are left to run and no consent is awaited: a run stopped half-way (a failure, a
     crash) and ``astream(None)`` would continue it."""
+    interrupts: tuple[Interrupt, ...] = ()
+    """The interrupts the graph waits for, with their values."""
+    written_by: str | None = None
+    """The run whose graph input wrote the newest checkpoint (``RUN_MARK``), if any."""
+    input_index: int | None = None
+    """Which of that run's graph inputs (0, 1, ...) it was."""
 
 
 NOWHERE = GraphPosition(waiting=frozenset(), unfinished=False)
+
+RUN_MARK = "consentry_run_id"
+INPUT_MARK = "consentry_input"
+"""Keys of the checkpoint metadata naming the run and the graph input that wrote it: after a
+crash they tell how far a run's inputs got (``runtime.recovery``)."""
 
 GraphInput = dict[str, Any] | Command[Any] | None
 """What one ``astream`` call starts with; ``None`` continues a run that stopped half-way."""
@@ -207,6 +218,11 @@ class RunExecutor:
         return graph
 
     @property
+    def consent_ttl(self) -> timedelta:
+        """How long a consent waits for a decision when its request names no deadline."""
+        return self._consent_ttl
+
+    @property
     def running(self) -> int:
         """How many runs this process is executing."""
         return len(self._running)
@@ -218,11 +234,16 @@ class RunExecutor:
     async def position(self, spec: GraphSpec, thread_id: str) -> GraphPosition:
         """Where the thread's graph stands, from one checkpoint read."""
         state = await self.graph(spec.name).aget_state(_config(thread_id))
+        metadata: Mapping[str, Any] = state.metadata or {}
+        written_by, input_index = metadata.get(RUN_MARK), metadata.get(INPUT_MARK)
         return GraphPosition(
             waiting=frozenset(interrupt.id for interrupt in state.interrupts),
             # ``tasks`` (not ``next``): a step whose tasks all finished but whose checkpoint was
             # not written yet (the run stopped at that boundary) lists them with their writes.
             unfinished=bool(state.tasks) and not state.interrupts,
+            interrupts=tuple(state.interrupts),
+            written_by=written_by if isinstance(written_by, str) else None,
+            input_index=input_index if isinstance(input_index, int) else None,
         )
 
     def launch(
@@ -297,9 +318,11 @@ class RunExecutor:
         try:
             async with asyncio.timeout(self._limits.timeout_seconds):
                 await self._load_usage(run)
+                index = 0
                 while inputs:
                     mapper.interrupts.clear()
-                    await self._stream(run, mapper, inputs.pop(0))
+                    await self._stream(run, mapper, inputs.pop(0), index)
+                    index += 1
                     if mapper.interrupts and (command := await self._decide_by_policy(run, mapper)):
                         inputs.append(command)
             # Only a resume can meet a consent asked before (a parallel branch re-raising it).
@@ -357,15 +380,22 @@ class RunExecutor:
             )
         await asyncio.shield(self._finish(run, outcome))
 
-    async def _stream(self, run: _RunContext, mapper: ChunkMapper, graph_input: GraphInput) -> None:
+    async def _stream(
+        self, run: _RunContext, mapper: ChunkMapper, graph_input: GraphInput, index: int
+    ) -> None:
+        """Stream the run's graph input number ``index``: its checkpoints name the run and the
+        input (``RUN_MARK``, ``INPUT_MARK``)."""
         events = run.events
         config = _config(events.thread_id)
         config["recursion_limit"] = self._limits.max_steps
+        config["metadata"] = {RUN_MARK: events.run_id, INPUT_MARK: index}
         callbacks: list[BaseCallbackHandler] = [run.meter, self._model_metrics]
         if run.observer.spans is not None:
             callbacks.append(ModelCallSpans(run.observer.spans))
         config["callbacks"] = callbacks
-        if isinstance(graph_input, dict):
+        if isinstance(graph_input, dict) and run.trigger == "message":
+            # A message is the transcript's once, from the run the client started: a recovery
+            # or a retry that gives it to the graph again finds it there already.
             events.transcript.extend(
                 TranscriptEntry(str(m.id), "user", m.text)
                 for m in graph_input.get("messages", [])

@@ -1,9 +1,19 @@
-"""``Idempotency-Key`` on ``POST /v1/chat`` and on decisions, with Stripe's and the IETF draft's
-semantics: the same key and body give the stored response again; the same key with another body
-gets 422 ``idempotency_key_reused``; the same key while the first request is still running gets
-409 ``request_in_progress``. Keys belong to one owner and are kept at least 24 hours. A request
-that is refused (4xx), fails or is cancelled is not stored, so a retry runs it again; keys left
-in flight by a process that died are released when the next one starts.
+"""``Idempotency-Key`` on ``POST /v1/chat``, on decisions and on retries, with Stripe's and the
+IETF draft's semantics, kept across crashes and replicas: one key means one request.
+
+- The first request with a key holds it (``in_flight``, by its attempt id) while it is checked.
+  The run it starts completes the key **in the transaction that claims the run**
+  (:meth:`KeyHold.complete`), so a key either names its run or no run was ever claimed for it.
+- The same key and body again give the first request's answer (``Idempotent-Replayed``): a
+  chat replays its run (and the run that continues it after a crash) from its first event, live
+  while it goes on; a decision's 202 is returned again.
+- The same key with another body gets 422 ``idempotency_key_reused``; while the first request is
+  checked and has not claimed its run yet, 409 ``request_in_progress`` (retry in a moment).
+- A request refused (4xx), failing or cancelled before it claimed a run releases its key, so a
+  retry runs it again. A key whose process died before claiming is released at start-up (SQLite:
+  no other process can hold one) or taken over by a retry once it is ``STALE_AFTER`` old (any
+  database); a request whose key was taken over cannot claim its run (its compare-and-set fails).
+Keys belong to one owner and are kept at least 24 hours.
 """
 
 from __future__ import annotations
@@ -12,20 +22,40 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
+from uuid import uuid4
 
 from backend.errors import ConflictError, InvalidRequestError
 from backend.principal import Principal
 from backend.runtime.clock import Clock
 from backend.storage import idempotency as repo
-from backend.storage.database import Database
+from backend.storage.database import Database, DbConnection
 
-__all__ = ["IdempotencyGuard", "StoredResponse", "request_fingerprint"]
+__all__ = [
+    "KEY_RETENTION",
+    "STALE_AFTER",
+    "IdempotencyGuard",
+    "KeyHold",
+    "StoredResponse",
+    "request_fingerprint",
+]
 
 KEY_RETENTION = timedelta(hours=24)
-T = TypeVar("T")
+STALE_AFTER = timedelta(seconds=30)
+"""How long a key may stay in flight before a retry takes it over: a request claims its run
+within a second or two, unless its process died."""
+
+
+class StartsRun(Protocol):
+    @property
+    def thread_id(self) -> str: ...
+    @property
+    def run_id(self) -> str: ...
+
+
+T = TypeVar("T", bound=StartsRun)
 
 
 def request_fingerprint(route: str, body: dict[str, Any]) -> str:
@@ -43,6 +73,44 @@ class StoredResponse:
     run_id: str | None
 
 
+def _in_progress(key: str) -> ConflictError:
+    return ConflictError(
+        "A request with this Idempotency-Key is still in progress.",
+        code="request_in_progress",
+        details={"idempotency_key": key},
+    )
+
+
+@dataclass
+class KeyHold:
+    """A key this request holds while it runs; the run it claims completes it."""
+
+    owner: Principal
+    key: str
+    attempt: str
+    respond: Callable[[str, str], StoredResponse]
+    """What a replay answers, from the thread and run the request started."""
+    completed: bool = field(default=False, init=False)
+
+    async def complete(self, conn: DbConnection, *, thread_id: str, run_id: str) -> None:
+        """In the caller's transaction (the one that claims the run): the key names the run.
+        409 ``request_in_progress`` (the transaction must roll back) when a retry took the key
+        over, as it may after ``STALE_AFTER``."""
+        response = self.respond(thread_id, run_id)
+        if not await repo.complete_idempotency_key(
+            conn,
+            self.owner,
+            self.key,
+            attempt=self.attempt,
+            response_status=response.status,
+            response_body=response.body,
+            thread_id=response.thread_id,
+            run_id=response.run_id,
+        ):
+            raise _in_progress(self.key)
+        self.completed = True
+
+
 class IdempotencyGuard:
     def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
@@ -53,62 +121,64 @@ class IdempotencyGuard:
         owner: Principal,
         key: str,
         fingerprint: str,
-        action: Callable[[], Awaitable[T]],
-        describe: Callable[[T], StoredResponse],
+        action: Callable[[KeyHold], Awaitable[T]],
+        respond: Callable[[str, str], StoredResponse],
     ) -> T | StoredResponse:
-        """Run ``action`` once per key: a repeat returns the first run's :class:`StoredResponse`."""
-        stored = await self._claim(owner, key, fingerprint)
-        if stored is not None:
-            return stored
+        """Run ``action`` once per key, holding it: a repeat returns the first request's
+        :class:`StoredResponse`. ``action`` passes the hold to the run it claims."""
+        hold = await self._hold(owner, key, fingerprint, respond)
+        if isinstance(hold, StoredResponse):
+            return hold
         try:
-            result = await action()
+            result = await action(hold)
         except BaseException:
-            # Refused, failed or cancelled: nothing is stored, so a retry runs the request again.
-            await asyncio.shield(self._release(owner, key))
+            if not hold.completed:
+                # Refused, failed or cancelled before claiming a run: a retry runs it again.
+                await asyncio.shield(self._release(hold))
             raise
-        response = describe(result)
-        async with self._db.write() as conn:
-            await repo.complete_idempotency_key(
-                conn,
-                owner,
-                key,
-                response_status=response.status,
-                response_body=response.body,
-                thread_id=response.thread_id,
-                run_id=response.run_id,
-            )
+        if not hold.completed:  # (every keyed action claims a run; this is the safety net)
+            async with self._db.write() as conn:
+                await hold.complete(conn, thread_id=result.thread_id, run_id=result.run_id)
         return result
 
-    async def _release(self, owner: Principal, key: str) -> None:
+    async def _release(self, hold: KeyHold) -> None:
         async with self._db.write() as conn:
-            await repo.release_idempotency_key(conn, owner, key)
+            await repo.release_idempotency_key(conn, hold.owner, hold.key, attempt=hold.attempt)
 
     async def release_abandoned(self) -> int:
-        """At start-up: keys whose request was in flight when the last process stopped are
-        forgotten (one process serves the database, so none is really in flight)."""
+        """At start-up, when this process is the only one on the database (SQLite): keys left in
+        flight by the last process never claimed a run; forget them."""
         async with self._db.write() as conn:
             return await repo.release_in_flight_keys(conn)
 
-    async def _claim(self, owner: Principal, key: str, fingerprint: str) -> StoredResponse | None:
+    async def _hold(
+        self,
+        owner: Principal,
+        key: str,
+        fingerprint: str,
+        respond: Callable[[str, str], StoredResponse],
+    ) -> KeyHold | StoredResponse:
+        attempt, now = uuid4().hex, self._clock()
+        hold = KeyHold(owner, key, attempt, respond)
         async with self._db.write() as conn:
             if await repo.claim_idempotency_key(
-                conn, owner, key, request_hash=fingerprint, now=self._clock()
+                conn, owner, key, request_hash=fingerprint, attempt=attempt, now=now
             ):
-                return None
+                return hold
             row = await repo.find_idempotency_key(conn, owner, key)
-        assert row is not None
-        if row.request_hash != fingerprint:
-            raise InvalidRequestError(
-                "This Idempotency-Key was used with a different request.",
-                code="idempotency_key_reused",
-                details={"idempotency_key": key},
-            )
-        if row.status != "done":
-            raise ConflictError(
-                "A request with this Idempotency-Key is still in progress.",
-                code="request_in_progress",
-                details={"idempotency_key": key},
-            )
+            assert row is not None
+            if row.request_hash != fingerprint:
+                raise InvalidRequestError(
+                    "This Idempotency-Key was used with a different request.",
+                    code="idempotency_key_reused",
+                    details={"idempotency_key": key},
+                )
+            if row.status != "done":
+                if row.created_at <= now - STALE_AFTER and await repo.take_over_idempotency_key(
+                    conn, owner, key, stale_attempt=row.attempt, attempt=attempt, now=now
+                ):
+                    return hold
+                raise _in_progress(key)
         return StoredResponse(
             status=row.response_status,
             body=row.response_body,

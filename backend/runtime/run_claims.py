@@ -1,10 +1,12 @@
 """Claiming a thread for a new run, in the caller's transaction: one compare-and-set that leases
-the thread to this process (bumping its fencing token, reserving event numbers), then the run's row
-and its ``run_started`` audit record. Nothing is written when the thread is not as expected."""
+the thread to this process (bumping its fencing token, reserving event numbers), then the run's
+row (with the graph inputs it starts with) and its ``run_started`` audit record. Nothing is
+written when the thread is not as expected."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from backend.principal import Principal
 from backend.runtime.executor import SEQ_RESERVATION
@@ -27,12 +29,14 @@ async def claim_run(
     *,
     run_id: str,
     trigger: Trigger,
+    inputs: list[dict[str, Any]],
     leases: LeaseKeeper,
     now: datetime,
     expected: tuple[str, ...],
 ) -> Claim | None:
     """Lease ``target``'s thread for run ``run_id`` if its status is one of ``expected``, and
-    record the run's start; None (and nothing written) when it is not."""
+    record the run's start with its graph ``inputs`` (``run_inputs.dump_inputs``); None (and
+    nothing written) when it is not."""
     claim = await leases_repo.claim_thread(
         conn,
         target.thread_id,
@@ -46,7 +50,7 @@ async def claim_run(
     if claim is None:
         return None
     await runs_repo.start_run(
-        conn, run_id=run_id, thread_id=target.thread_id, trigger=trigger, now=now
+        conn, run_id=run_id, thread_id=target.thread_id, trigger=trigger, inputs=inputs, now=now
     )
     await record_audit(
         conn,

@@ -23,6 +23,7 @@ from backend.observability.metrics import Metrics
 from backend.principal import Principal
 from backend.runtime.clock import Clock
 from backend.runtime.consent_gate import (
+    DECIDED,
     already_decided,
     cancel_consent,
     check_decision,
@@ -30,19 +31,15 @@ from backend.runtime.consent_gate import (
     expire_consent,
     record_decision,
 )
-from backend.runtime.dead_runs import close_dead_run, dead_runs
-from backend.runtime.executor import (
-    NOWHERE,
-    ActiveRun,
-    GraphInput,
-    GraphPosition,
-    RunExecutor,
-)
+from backend.runtime.continuation import continuation
+from backend.runtime.dead_runs import Recovery, close_dead_run, dead_runs, read_recovery
+from backend.runtime.executor import NOWHERE, ActiveRun, GraphInput, RunExecutor
+from backend.runtime.idempotency import KeyHold
 from backend.runtime.log_follower import FollowedRun
 from backend.runtime.notifications import EventNotifications
 from backend.runtime.run_claims import claim_run
 from backend.runtime.run_consents import recorded_decisions, settle_pending
-from backend.runtime.run_inputs import dump_inputs
+from backend.runtime.run_inputs import dump_inputs, load_inputs
 from backend.runtime.run_targets import RunTarget, RunTargets, refuse_if_running, run_in_progress
 from backend.runtime.tenant_runs import refuse_if_tenant_at_cap
 from backend.runtime.transcripts import checkpoint_transcript
@@ -92,15 +89,24 @@ class RunStarter:
         self.on_overdue: Callable[[], None] = lambda: None
         """Called when a decision found its consent overdue (the expiry sweeper wakes)."""
 
-    async def start(self, owner: Principal, request: ChatRequest) -> ActiveRun:
+    async def start(
+        self, owner: Principal, request: ChatRequest, *, key: KeyHold | None = None
+    ) -> ActiveRun:
+        """Start the run a chat request asks for. ``key``: the request's ``Idempotency-Key``,
+        completed in the transaction that claims the run."""
         target = await self._targets.resolve(owner, request)
         if request.decisions:
-            return await self._start_decisions(owner, target, request.decisions)
+            return await self._start_decisions(owner, target, request.decisions, key)
         assert request.message is not None
-        return await self._start_message(owner, target, request)
+        return await self._start_message(owner, target, request, key)
 
     async def decide(
-        self, owner: Principal, approval_id: str, decision: DecisionRequest
+        self,
+        owner: Principal,
+        approval_id: str,
+        decision: DecisionRequest,
+        *,
+        key: KeyHold | None = None,
     ) -> ActiveRun:
         """A decision from the approvals inbox: same checks and records as a chat resume."""
         async with self._db.read() as conn:
@@ -109,7 +115,7 @@ class RunStarter:
                 raise NotFoundError.of("approval", approval_id)
             thread = await threads_repo.get_thread(conn, owner, row.thread_id)
         resume = ResumeDecision(approval_id=approval_id, **decision.model_dump())
-        return await self._start_decisions(owner, self._targets.of(thread), [resume])
+        return await self._start_decisions(owner, self._targets.of(thread), [resume], key)
 
     async def take_over_dead_runs(self, *, lease_expired_by: datetime | None) -> int:
         """Take over every run whose process died (``dead_runs.dead_runs``); how many this
@@ -124,36 +130,51 @@ class RunStarter:
         return taken
 
     async def take_over(self, dead: Any) -> None:
-        """Close a run a dead process left open and continue its thread from the last checkpoint,
-        in one transaction (so nobody sees the thread idle in between): the consents it had
-        decided are resumed with the recorded decisions, other unfinished nodes run again.
-        Nothing is continued when nothing is left to run or the graph is no longer served (the
-        run stays ``failed``). ``LeaseLostError`` when another process took it first."""
+        """Close a run a dead process left open as far as its graph got, and continue its work
+        from the last checkpoint, in one transaction (so nobody sees the thread idle in
+        between): see ``dead_runs``. Nothing is continued when nothing is left to run or the
+        graph is no longer served. ``LeaseLostError`` when another process took it first."""
         owner = Principal(dead.tenant, dead.user_id)
         async with self._db.read() as conn:
             thread = await threads_repo.get_thread(conn, owner, dead.thread_id)
-        inputs: list[GraphInput] = []
+        recovery = Recovery()
         target: RunTarget | None = None
         with contextlib.suppress(InvalidRequestError):  # a graph no longer served: just close
-            # As the thread will be once the dead run is closed (its last run failed).
+            # As the thread will be once the dead run is closed (its last run stopped).
             target = replace(self._targets.of(thread), last_reason="failed")
-            position = await self._executor.position(target.spec, target.thread_id)
-            async with self._db.read() as conn:
-                recorded = await recorded_decisions(conn, target, position.waiting)
-            inputs = self._continuation(position, recorded)
+            recovery = await read_recovery(
+                self._db,
+                self._executor.graph(target.spec.name),
+                target,
+                dead,
+                position=await self._executor.position(target.spec, target.thread_id),
+                consent_ttl=self._executor.consent_ttl,
+            )
         now, run_id = self._clock(), str(uuid4())
         async with self._db.write() as conn:
-            status = await close_dead_run(
-                conn, dead, leases=self._executor.leases, clock=self._clock
+            closed = await close_dead_run(
+                conn, dead, recovery, leases=self._executor.leases, clock=self._clock
             )
             claim = None
-            if target is not None and inputs:
+            if target is not None and recovery.continuation:
                 claim = await self._try_claim(
-                    conn, owner, target, run_id, "recovery", now, (status,)
+                    conn,
+                    owner,
+                    target,
+                    run_id,
+                    "recovery",
+                    now,
+                    (closed.status,),
+                    recovery.continuation,
                 )
-        self._metrics.run_closed_after_crash(dead.graph)
+        self._metrics.run_closed_after_crash(dead.graph, closed.reason)
+        for consent in closed.consents:
+            self._metrics.consent_requested(dead.graph, consent.kind)
+            self._executor.on_consent_requested(consent.expires_at)
         if target is not None and claim is not None:
-            run = await self._launch(owner, target, run_id, claim, "recovery", inputs)
+            run = await self._launch(
+                owner, target, run_id, claim, "recovery", recovery.continuation
+            )
             run.events.detach()  # nobody listens yet; clients join with GET .../stream
 
     async def cancel(self, owner: Principal, thread_id: str) -> CancelAccepted:
@@ -174,9 +195,12 @@ class RunStarter:
             )
         return CancelAccepted(thread_id=thread_id, run_id=run_id)
 
-    async def retry(self, owner: Principal, thread_id: str) -> ActiveRun:
+    async def retry(
+        self, owner: Principal, thread_id: str, *, key: KeyHold | None = None
+    ) -> ActiveRun:
         """Run a failed run's remaining work again, from the thread's last checkpoint: the step
-        that failed (a model provider that gave up, say) and whatever follows it."""
+        that failed (a model provider that gave up, say) and whatever follows it, or the whole
+        run when its graph never got its inputs (``runtime.continuation``)."""
         async with self._db.read() as conn:
             target = self._targets.of(await threads_repo.get_thread(conn, owner, thread_id))
         refuse_if_running(target)
@@ -185,7 +209,15 @@ class RunStarter:
             position = await self._executor.position(target.spec, thread_id)
             async with self._db.read() as conn:
                 recorded = await recorded_decisions(conn, target, position.waiting)
-            inputs = self._continuation(position, recorded)
+                failed = await runs_repo.last_run(conn, thread_id)
+            inputs = continuation(
+                position,
+                recorded,
+                run_id=failed.id if failed is not None else None,
+                inputs=load_inputs(failed.inputs)
+                if failed is not None and failed.inputs is not None
+                else None,
+            )
         if not inputs:
             raise ConflictError(
                 "This thread has no failed run to retry: its last run ended "
@@ -193,7 +225,7 @@ class RunStarter:
                 code="nothing_to_retry",
                 details={"thread_id": thread_id, "last_reason": target.last_reason},
             )
-        return await self._start_continuation(owner, target, self._clock(), inputs, "retry")
+        return await self._start_continuation(owner, target, self._clock(), inputs, "retry", key)
 
     async def expire(self, owner: Principal, row: Any) -> ActiveRun | None:
         """Expire one overdue consent and resume its graph down the expired path. Returns None
@@ -224,21 +256,21 @@ class RunStarter:
                 return None
             if not await expire_consent(conn, owner, row=row, run_id=run_id, now=now):
                 return None
+            recorded = await recorded_decisions(conn, target, waiting - {row.id})
+            decision = ConsentDecision(approval_id=row.id, decision="expire", decided_by="system")
+            command: Command[Any] = Command(
+                resume={**recorded, row.id: decision.model_dump(mode="json")}
+            )
             claim = await self._try_claim(
-                conn, owner, target, run_id, "expiry", now, ("awaiting_consent",)
+                conn, owner, target, run_id, "expiry", now, ("awaiting_consent",), [command]
             )
             if claim is None:
                 raise _ThreadBusyError  # roll the expiry back: it happens when the thread is free
-            recorded = await recorded_decisions(conn, target, waiting - {row.id})
         self._metrics.expired(row.kind)
-        decision = ConsentDecision(approval_id=row.id, decision="expire", decided_by="system")
-        command: Command[Any] = Command(
-            resume={**recorded, row.id: decision.model_dump(mode="json")}
-        )
         return await self._launch(owner, target, run_id, claim, "expiry", [command])
 
     async def _start_message(
-        self, owner: Principal, target: RunTarget, request: ChatRequest
+        self, owner: Principal, target: RunTarget, request: ChatRequest, key: KeyHold | None
     ) -> ActiveRun:
         message = request.message or ""
         if len(message) > self._max_message_chars:
@@ -275,28 +307,32 @@ class RunStarter:
                 target.stopped_half_way
                 and await runs_repo.last_run_trigger(conn, target.thread_id) == "resume"
             )
+            inputs: list[GraphInput] = []
+            if recorded or settled.resumes:
+                inputs.append(Command(resume={**recorded, **settled.resumes}))
+            # A decided consent whose run stopped half-way is honoured before the new message.
+            elif continue_decision and position.unfinished:
+                inputs.append(None)
+            inputs.append(
+                {
+                    "messages": [HumanMessage(message, id=f"msg-{uuid4().hex}")],
+                    "project_id": target.project_id,
+                    "note_id": target.note_id,
+                }
+            )
             # The claim expects the status this request was checked against: if another run
             # started or ended in between, this one gets `run_in_progress` instead of acting on
             # stale facts (e.g. cancelling a consent that was asked a moment ago).
-            claim = await self._claim(conn, owner, target, run_id, "message", now)
+            claim = await self._claim(conn, owner, target, run_id, "message", now, inputs, key)
         self._count_decisions(closed, now)
-        inputs: list[GraphInput] = []
-        if recorded or settled.resumes:
-            inputs.append(Command(resume={**recorded, **settled.resumes}))
-        # A decided consent whose run stopped half-way is honoured before the new message.
-        elif continue_decision and position.unfinished:
-            inputs.append(None)
-        inputs.append(
-            {
-                "messages": [HumanMessage(message, id=f"msg-{uuid4().hex}")],
-                "project_id": target.project_id,
-                "note_id": target.note_id,
-            }
-        )
         return await self._launch(owner, target, run_id, claim, "message", inputs)
 
     async def _start_decisions(
-        self, owner: Principal, target: RunTarget, resumes: list[ResumeDecision]
+        self,
+        owner: Principal,
+        target: RunTarget,
+        resumes: list[ResumeDecision],
+        key: KeyHold | None,
     ) -> ActiveRun:
         check_each_consent_once(resumes)
         now = self._clock()
@@ -306,8 +342,8 @@ class RunStarter:
             async with self._db.read() as conn:
                 for resume in resumes:
                     row = await approvals_repo.find_approval(conn, owner, resume.approval_id)
-                    if row is not None and row.status in ("approved", "rejected"):
-                        raise already_decided(row)
+                    if row is not None and row.status in DECIDED:
+                        raise already_decided(row)  # approved, edited or rejected
             refuse_if_running(target)
         # What the graph waits for is read first: a row read after it that is still pending was
         # pending in that checkpoint too, so a concurrent winner shows as `already_decided`.
@@ -325,9 +361,9 @@ class RunStarter:
             and _same_decision(first, resumes[0])
             and target.stopped_half_way
         ):
-            continuation = self._continuation(position, recorded)
-            if continuation:
-                return await self._start_continuation(owner, target, now, continuation)
+            remaining = continuation(position, recorded, run_id=None, inputs=None)
+            if remaining:
+                return await self._start_continuation(owner, target, now, remaining, "resume", key)
         if not pending and all(row is None for row in rows):
             raise ConflictError(
                 "This thread has no pending consent to decide.",
@@ -358,24 +394,16 @@ class RunStarter:
             for resume in resumes
         ]
         run_id = str(uuid4())
+        values = {d.approval_id: d.model_dump(mode="json") for d in decisions}
+        command: Command[Any] = Command(resume={**recorded, **values})
         async with self._db.write() as conn:
             for row, decision in zip(rows, decisions, strict=True):
                 await record_decision(
                     conn, owner, row=row, decision=decision, run_id=run_id, now=now
                 )
-            claim = await self._claim(conn, owner, target, run_id, "resume", now)
+            claim = await self._claim(conn, owner, target, run_id, "resume", now, [command], key)
         self._count_decisions(list(zip(rows, decisions, strict=True)), now)
-        values = {d.approval_id: d.model_dump(mode="json") for d in decisions}
-        command: Command[Any] = Command(resume={**recorded, **values})
         return await self._launch(owner, target, run_id, claim, "resume", [command])
-
-    @staticmethod
-    def _continuation(position: GraphPosition, recorded: dict[str, Any]) -> list[GraphInput]:
-        """How to continue a graph whose run stopped half-way: resume the consents it still waits
-        for with their recorded decisions, or run its remaining nodes; [] if nothing is left."""
-        if recorded:
-            return [Command(resume=recorded)]
-        return [None] if position.unfinished else []
 
     async def _start_continuation(
         self,
@@ -383,11 +411,12 @@ class RunStarter:
         target: RunTarget,
         now: datetime,
         inputs: list[GraphInput],
-        trigger: Trigger = "resume",
+        trigger: Trigger,
+        key: KeyHold | None,
     ) -> ActiveRun:
         run_id = str(uuid4())
         async with self._db.write() as conn:
-            claim = await self._claim(conn, owner, target, run_id, trigger, now)
+            claim = await self._claim(conn, owner, target, run_id, trigger, now, inputs, key)
         return await self._launch(owner, target, run_id, claim, trigger, inputs)
 
     def _count_decisions(self, decided: list[tuple[Any, ConsentDecision]], now: datetime) -> None:
@@ -417,11 +446,7 @@ class RunStarter:
         if self._queue_for is not None:
             async with self._db.write() as conn:
                 await runs_repo.queue_run(
-                    conn,
-                    target.thread_id,
-                    run_id=run_id,
-                    fencing_token=claim.fencing_token,
-                    inputs=dump_inputs(inputs),
+                    conn, target.thread_id, run_id=run_id, fencing_token=claim.fencing_token
                 )
             followed = FollowedRun(
                 self._db,
@@ -451,6 +476,7 @@ class RunStarter:
         trigger: Trigger,
         now: datetime,
         expected: tuple[str, ...],
+        inputs: list[GraphInput],
     ) -> Claim | None:
         claim = await claim_run(
             conn,
@@ -458,6 +484,7 @@ class RunStarter:
             target,
             run_id=run_id,
             trigger=trigger,
+            inputs=dump_inputs(inputs),
             leases=self._executor.leases,
             now=now,
             expected=expected,
@@ -479,15 +506,22 @@ class RunStarter:
         run_id: str,
         trigger: Trigger,
         now: datetime,
+        inputs: list[GraphInput],
+        key: KeyHold | None,
     ) -> Claim:
         """Claim the thread as this request found it (``target.status``), or 409; 429 when the
-        tenant has as many active runs as it may."""
+        tenant has as many active runs as it may. The request's idempotency key, if any, names
+        the run in the same transaction."""
         await refuse_if_tenant_at_cap(
             conn, owner, thread_id=target.thread_id, cap=self._max_active_runs_per_tenant
         )
-        claim = await self._try_claim(conn, owner, target, run_id, trigger, now, (target.status,))
+        claim = await self._try_claim(
+            conn, owner, target, run_id, trigger, now, (target.status,), inputs
+        )
         if claim is None:
             raise run_in_progress(target.thread_id)
+        if key is not None:
+            await key.complete(conn, thread_id=target.thread_id, run_id=run_id)
         return claim
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from backend.errors import BadRequestError, ConflictError
+from backend.errors import BadRequestError
 from backend.observability.metrics import Metrics
 from backend.principal import Principal
 from backend.runtime.clock import Clock
@@ -65,7 +66,15 @@ class ThreadReader:
     async def join(
         self, owner: Principal, thread_id: str, *, after_seq: int
     ) -> AsyncIterator[OutgoingEvent]:
-        """What a client that has seen up to ``after_seq`` missed, then the active run live.
+        """What a client that has seen up to ``after_seq`` missed, then the active run live."""
+        events, resynced = await self._catch_up(owner, thread_id, after_seq=after_seq)
+        self._metrics.stream_replayed("resync" if resynced else "join")
+        return events
+
+    async def _catch_up(
+        self, owner: Principal, thread_id: str, *, after_seq: int
+    ) -> tuple[AsyncIterator[OutgoingEvent], bool]:
+        """``join``'s events, and whether they start with a ``resync``.
 
         The active run is looked up before the stored events are read: a run that ends in
         between still hands over its events, and the seq filter drops any seen twice."""
@@ -96,13 +105,13 @@ class ThreadReader:
                 resync = OutgoingEvent(event.seq, event.type, event.model_dump_json())
             else:
                 stored = await events_repo.events_after(conn, thread_id, after_seq)
-        self._metrics.stream_replayed("resync" if resync is not None else "join")
         if active is None and thread.status == "running" and self._notifications.enabled:
             # The run executes in another process: follow it through the stored log.
-            return self._replay_then_follow(
+            followed = self._replay_then_follow(
                 resync, stored, thread_id, thread.active_run_id, after_seq
             )
-        return self._replay_then_live(resync, stored, active, after_seq)
+            return followed, resync is not None
+        return self._replay_then_live(resync, stored, active, after_seq), resync is not None
 
     async def _replay_then_follow(
         self,
@@ -140,24 +149,38 @@ class ThreadReader:
             yield OutgoingEvent(row.seq, row.type, row.data)
         if active is not None:
             async for event in active.join(after_seq=seen):
-                if event.seq > seen:
+                # A token carries the seq of the stored event before it: it is new when that
+                # event is the last one sent (or a later one).
+                if event.seq > seen or (event.type == "token" and event.seq == seen):
                     seen = event.seq
                     yield event
 
-    async def stored_run(
+    async def replay_run(
         self, owner: Principal, thread_id: str, run_id: str
-    ) -> list[OutgoingEvent]:
-        """The stored events of a finished run (409 ``request_in_progress`` while it runs)."""
+    ) -> AsyncIterator[OutgoingEvent]:
+        """Run ``run_id`` again for the client that started it (an idempotent retry): its events
+        from its first, then those of the runs that continue it after a crash (trigger
+        ``recovery``), live while one of them goes on, until the last one's ``final``."""
         async with self._db.read() as conn:
-            await threads_repo.get_thread(conn, owner, thread_id)
-            if await runs_repo.run_status(conn, run_id) != "ended":
-                raise ConflictError(
-                    "The run started by this request is still going.",
-                    code="request_in_progress",
-                    details={"run_id": run_id},
-                )
-            rows = await events_repo.run_events(conn, thread_id, run_id)
-        return [OutgoingEvent(row.seq, row.type, row.data) for row in rows]
+            first = await events_repo.first_run_seq(conn, thread_id, run_id)
+            if first is None:  # nothing of it stored yet: it is the thread's newest run
+                after_seq = await events_repo.last_stored_seq(conn, thread_id)
+            else:
+                after_seq = first - 1
+        events, _ = await self._catch_up(owner, thread_id, after_seq=after_seq)
+        return self._through_final(events, run_id)
+
+    async def _through_final(
+        self, events: AsyncIterator[OutgoingEvent], run_id: str
+    ) -> AsyncIterator[OutgoingEvent]:
+        async for event in events:
+            yield event
+            if event.type == "final" and json.loads(event.data)["run_id"] == run_id:
+                async with self._db.read() as conn:
+                    successor = await runs_repo.recovery_of(conn, run_id)
+                if successor is None:
+                    return
+                run_id = successor
 
     async def audit(self, owner: Principal, thread_id: str) -> AuditTrail:
         async with self._db.read() as conn:

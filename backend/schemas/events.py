@@ -1,8 +1,9 @@
 """The SSE events of a run: a ``type``-discriminated union.
 
-On the wire each event is ``event: <type>``, ``id: <seq>``, ``data: <the model as JSON>``. ``seq``
-grows by one per event within a thread, across runs. Every run ends with exactly one ``final``.
-``token`` events are ephemeral (not stored); every other event is stored with the thread.
+On the wire each event is ``event: <type>``, ``id: <seq>``, ``data: <the model as JSON>``. Every
+run ends with exactly one ``final``. ``token`` events are ephemeral (not stored); every other event
+is stored with the thread and takes its next ``seq`` (1, 2, 3, ... across runs, with no gap); a
+``token`` carries the ``seq`` of the stored event before it.
 """
 
 from __future__ import annotations
@@ -61,7 +62,11 @@ class _Envelope(BaseModel):
 
     thread_id: str
     run_id: str
-    seq: int = Field(ge=1, description="Per-thread sequence number; also the SSE `id:`.")
+    seq: int = Field(
+        ge=1,
+        description="Per-thread number of the stored event, one more than the stored event "
+        "before it (a `token`, never stored, carries that event's); also the SSE `id:`.",
+    )
     ts: datetime
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "RunIds",
     "StoredEvent",
     "events_after",
+    "first_run_seq",
     "insert_events",
     "last_stored_seq",
     "prune_events",
@@ -136,6 +137,16 @@ async def last_stored_seq(conn: DbConnection, thread_id: str) -> int:
         sa.select(sa.func.max(events.c.seq)).where(events.c.thread_id == thread_id)
     )
     return int(found or 0)
+
+
+async def first_run_seq(conn: DbConnection, thread_id: str, run_id: str) -> int | None:
+    """The seq of the run's first stored event (None: it has stored none)."""
+    found = await conn.scalar(
+        sa.select(sa.func.min(events.c.seq)).where(
+            events.c.thread_id == thread_id, events.c.run_id == run_id
+        )
+    )
+    return None if found is None else int(found)
 
 
 async def prune_events(conn: DbConnection, *, older_than: datetime) -> int:

@@ -1,4 +1,9 @@
-"""Idempotency keys: the first request with a key, by owner, and what it produced."""
+"""Idempotency keys: the first request with a key, by owner, and what it produced.
+
+A key is ``in_flight`` while its request runs, held by one attempt (a random id); the run the
+request claims completes the key in the claim's own transaction, by compare-and-set on that
+attempt (``complete_idempotency_key``). So a key either names its run or no run was claimed.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ __all__ = [
     "prune_idempotency_keys",
     "release_idempotency_key",
     "release_in_flight_keys",
+    "take_over_idempotency_key",
 ]
 
 
@@ -30,15 +36,29 @@ def _key(owner: Principal, key: str) -> sa.ColumnElement[bool]:
     )
 
 
+def _held(owner: Principal, key: str, attempt: str) -> sa.ColumnElement[bool]:
+    return sa.and_(
+        _key(owner, key),
+        idempotency_keys.c.status == "in_flight",
+        idempotency_keys.c.attempt == attempt,
+    )
+
+
 async def find_idempotency_key(conn: DbConnection, owner: Principal, key: str) -> Any | None:
     return (await conn.execute(idempotency_keys.select().where(_key(owner, key)))).first()
 
 
 async def claim_idempotency_key(
-    conn: DbConnection, owner: Principal, key: str, *, request_hash: str, now: datetime
+    conn: DbConnection,
+    owner: Principal,
+    key: str,
+    *,
+    request_hash: str,
+    attempt: str,
+    now: datetime,
 ) -> bool:
-    """Record the key as in flight; False when it exists already (one statement, so two
-    requests racing with the same key get one True, on either database)."""
+    """Record the key as in flight, held by ``attempt``; False when it exists already (one
+    statement, so two requests racing with the same key get one True, on either database)."""
     result = await conn.execute(
         insert(conn, idempotency_keys)
         .values(
@@ -47,6 +67,7 @@ async def claim_idempotency_key(
             key=key,
             request_hash=request_hash,
             status="in_flight",
+            attempt=attempt,
             created_at=now,
         )
         .on_conflict_do_nothing()
@@ -55,19 +76,41 @@ async def claim_idempotency_key(
     return result.first() is not None
 
 
+async def take_over_idempotency_key(
+    conn: DbConnection,
+    owner: Principal,
+    key: str,
+    *,
+    stale_attempt: str,
+    attempt: str,
+    now: datetime,
+) -> bool:
+    """Hold an in-flight key whose attempt stopped before claiming a run (its process died);
+    False when another request took it first or it was completed meanwhile."""
+    result = await conn.execute(
+        idempotency_keys.update()
+        .where(_held(owner, key, stale_attempt))
+        .values(attempt=attempt, created_at=now)
+    )
+    return result.rowcount == 1
+
+
 async def complete_idempotency_key(
     conn: DbConnection,
     owner: Principal,
     key: str,
     *,
+    attempt: str,
     response_status: int,
     response_body: dict[str, Any] | None,
     thread_id: str | None,
     run_id: str | None,
-) -> None:
-    await conn.execute(
+) -> bool:
+    """Store what the request produced, if ``attempt`` still holds the key (else False: the
+    caller's transaction must roll back, another attempt owns the key now)."""
+    result = await conn.execute(
         idempotency_keys.update()
-        .where(_key(owner, key))
+        .where(_held(owner, key, attempt))
         .values(
             status="done",
             response_status=response_status,
@@ -76,14 +119,19 @@ async def complete_idempotency_key(
             run_id=run_id,
         )
     )
+    return result.rowcount == 1
 
 
-async def release_idempotency_key(conn: DbConnection, owner: Principal, key: str) -> None:
-    """Forget a key whose request was refused: a retry runs it again."""
-    await conn.execute(idempotency_keys.delete().where(_key(owner, key)))
+async def release_idempotency_key(
+    conn: DbConnection, owner: Principal, key: str, *, attempt: str
+) -> None:
+    """Forget a key whose request was refused before it claimed anything: a retry runs it
+    again. A key completed meanwhile, or held by another attempt, stays."""
+    await conn.execute(idempotency_keys.delete().where(_held(owner, key, attempt)))
 
 
 async def release_in_flight_keys(conn: DbConnection) -> int:
+    """Forget every in-flight key (at start-up, when no other process can hold one)."""
     result = await conn.execute(
         idempotency_keys.delete().where(idempotency_keys.c.status == "in_flight")
     )

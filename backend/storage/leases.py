@@ -235,8 +235,10 @@ async def unfinished_runs(conn: DbConnection, *, lease_expired_by: datetime | No
         sa.select(
             runs.c.id,
             runs.c.thread_id,
+            runs.c.trigger,
+            runs.c.inputs,
             threads.c.graph,
-            threads.c.last_seq,
+            threads.c.pruned_through,
             threads.c.tenant,
             threads.c.user_id,
             threads.c.fencing_token,

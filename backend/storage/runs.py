@@ -20,6 +20,7 @@ __all__ = [
     "CANCELS_CHANNEL",
     "RUNS_CHANNEL",
     "end_run",
+    "last_run",
     "last_run_trigger",
     "queue_run",
     "queued_runs",
@@ -54,8 +55,16 @@ _END_RUN = (
 
 
 async def start_run(
-    conn: DbConnection, *, run_id: str, thread_id: str, trigger: str, now: datetime
+    conn: DbConnection,
+    *,
+    run_id: str,
+    thread_id: str,
+    trigger: str,
+    inputs: list[dict[str, Any]],
+    now: datetime,
 ) -> None:
+    """Record a claimed run with the graph inputs it starts with (``runtime.run_inputs``): what
+    continues it if its process dies before its graph got far (``runtime.continuation``)."""
     await execute_unread(
         conn,
         _START_RUN,
@@ -64,6 +73,7 @@ async def start_run(
             "thread_id": thread_id,
             "trigger": trigger,
             "status": "running",
+            "inputs": inputs,
             "started_at": now,
         },
     )
@@ -146,19 +156,10 @@ async def last_run_trigger(conn: DbConnection, thread_id: str) -> str | None:
     return None if found is None else str(found)
 
 
-async def queue_run(
-    conn: DbConnection,
-    thread_id: str,
-    *,
-    run_id: str,
-    fencing_token: int,
-    inputs: list[dict[str, Any]],
-) -> None:
-    """Hand a claimed run to the workers: it waits as ``queued`` with its graph inputs, and the
-    thread's lease is free for the worker that takes it."""
-    await conn.execute(
-        runs.update().where(runs.c.id == run_id).values(status="queued", inputs=inputs)
-    )
+async def queue_run(conn: DbConnection, thread_id: str, *, run_id: str, fencing_token: int) -> None:
+    """Hand a claimed run to the workers: it waits as ``queued`` (with the graph inputs stored
+    when it was claimed), and the thread's lease is free for the worker that takes it."""
+    await conn.execute(runs.update().where(runs.c.id == run_id).values(status="queued"))
     await conn.execute(
         threads.update().where(*_HOLDS_LEASE).values(lease_owner=None, lease_expires_at=None),
         {"p_id": thread_id, "p_run": run_id, "p_token": fencing_token},
@@ -250,6 +251,18 @@ async def recovery_of(conn: DbConnection, run_id: str) -> str | None:
     if following is None or following.trigger != "recovery":
         return None
     return str(following.id)
+
+
+async def last_run(conn: DbConnection, thread_id: str) -> Any | None:
+    """The thread's most recent run: its id, trigger and stored inputs."""
+    return (
+        await conn.execute(
+            sa.select(runs.c.id, runs.c.trigger, runs.c.inputs)
+            .where(runs.c.thread_id == thread_id)
+            .order_by(runs.c.started_at.desc())
+            .limit(1)
+        )
+    ).first()
 
 
 async def run_status(conn: DbConnection, run_id: str) -> str | None:

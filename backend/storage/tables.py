@@ -249,6 +249,8 @@ idempotency_keys = sa.Table(
     sa.Column("key", sa.String(255), nullable=False),
     sa.Column("request_hash", sa.String(80), nullable=False),
     sa.Column("status", sa.String(16), nullable=False),
+    # The request holding an in-flight key (a random id per attempt; see runtime.idempotency).
+    sa.Column("attempt", sa.String(32), nullable=False, server_default=""),
     sa.Column("response_status", sa.Integer, nullable=True),
     sa.Column("response_body", sa.JSON, nullable=True),
     sa.Column("thread_id", sa.String(36), nullable=True),

@@ -1,8 +1,11 @@
 """The transcript: every user and assistant message of a thread, in order.
 
 A graph keeps only a window of its messages in its state (``graphs.window``); this is where the
-whole conversation stays. A user's message is added when its run is claimed, an assistant's when
-its ``message`` event is stored, in those same transactions.
+whole conversation stays. A user's message is added with the first events its run stores after
+giving it to the graph (so after the replies that came before it), an assistant's when its
+``message`` event is stored, in those same transactions. When a run's process dies first, the run
+is closed with the messages it was given and the replies its checkpoint holds that are not here
+yet (``runtime.dead_runs``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,13 @@ import sqlalchemy as sa
 from backend.storage.database import DbConnection, execute_unread
 from backend.storage.tables import threads, transcript
 
-__all__ = ["TranscriptEntry", "add_to_transcript", "mark_transcript_kept", "read_transcript"]
+__all__ = [
+    "TranscriptEntry",
+    "add_to_transcript",
+    "kept_message_ids",
+    "mark_transcript_kept",
+    "read_transcript",
+]
 
 
 class TranscriptEntry(NamedTuple):
@@ -62,6 +71,20 @@ async def add_to_transcript(
 async def read_transcript(conn: DbConnection, thread_id: str) -> Sequence[TranscriptEntry]:
     rows = await conn.execute(_READ, {"p_thread": thread_id})
     return [TranscriptEntry(row.message_id, row.role, row.content) for row in rows]
+
+
+async def kept_message_ids(
+    conn: DbConnection, thread_id: str, message_ids: Sequence[str]
+) -> set[str]:
+    """Which of ``message_ids`` the thread's transcript has."""
+    if not message_ids:
+        return set()
+    rows = await conn.execute(
+        sa.select(transcript.c.message_id).where(
+            transcript.c.thread_id == thread_id, transcript.c.message_id.in_(message_ids)
+        )
+    )
+    return {str(row.message_id) for row in rows}
 
 
 async def mark_transcript_kept(conn: DbConnection, thread_id: str) -> None:

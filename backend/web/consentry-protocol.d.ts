@@ -123,7 +123,7 @@ export interface ConsentEvent {
   thread_id: string;
   run_id: string;
   /**
-   * Per-thread sequence number; also the SSE `id:`.
+   * Per-thread number of the stored event, one more than the stored event before it (a `token`, never stored, carries that event's); also the SSE `id:`.
    * @minimum 1
    */
   seq: number;
@@ -243,7 +243,7 @@ export interface ErrorEvent {
   thread_id: string;
   run_id: string;
   /**
-   * Per-thread sequence number; also the SSE `id:`.
+   * Per-thread number of the stored event, one more than the stored event before it (a `token`, never stored, carries that event's); also the SSE `id:`.
    * @minimum 1
    */
   seq: number;
@@ -259,7 +259,7 @@ export interface FinalEvent {
   thread_id: string;
   run_id: string;
   /**
-   * Per-thread sequence number; also the SSE `id:`.
+   * Per-thread number of the stored event, one more than the stored event before it (a `token`, never stored, carries that event's); also the SSE `id:`.
    * @minimum 1
    */
   seq: number;
@@ -275,7 +275,7 @@ export interface MessageEvent {
   thread_id: string;
   run_id: string;
   /**
-   * Per-thread sequence number; also the SSE `id:`.
+   * Per-thread number of the stored event, one more than the stored event before it (a `token`, never stored, carries that event's); also the SSE `id:`.
    * @minimum 1
    */
   seq: number;
@@ -296,7 +296,7 @@ export interface ModelRetryEvent {
   thread_id: string;
   run_id: string;
   /**
-   * Per-thread sequence number; also the SSE `id:`.
+   * Per-thread number of the stored event, one more than the stored event before it (a `token`, never stored, carries that event's); also the SSE `id:`.
    * @minimum 1
    */
   seq: number;
@@ -395,7 +395,7 @@ export interface NoteEvent {
   thread_id: string;
   run_id: string;
   /**
-   * Per-thread sequence number; also the SSE `id:`.
+   * Per-thread number of the stored event, one more than the stored event before it (a `token`, never stored, carries that event's); also the SSE `id:`.
    * @minimum 1
    */
   seq: number;
@@ -467,7 +467,7 @@ export interface ResyncEvent {
   thread_id: string;
   run_id: string;
   /**
-   * Per-thread sequence number; also the SSE `id:`.
+   * Per-thread number of the stored event, one more than the stored event before it (a `token`, never stored, carries that event's); also the SSE `id:`.
    * @minimum 1
    */
   seq: number;
@@ -482,7 +482,7 @@ export interface RunStartedEvent {
   thread_id: string;
   run_id: string;
   /**
-   * Per-thread sequence number; also the SSE `id:`.
+   * Per-thread number of the stored event, one more than the stored event before it (a `token`, never stored, carries that event's); also the SSE `id:`.
    * @minimum 1
    */
   seq: number;
@@ -497,7 +497,7 @@ export interface StepEvent {
   thread_id: string;
   run_id: string;
   /**
-   * Per-thread sequence number; also the SSE `id:`.
+   * Per-thread number of the stored event, one more than the stored event before it (a `token`, never stored, carries that event's); also the SSE `id:`.
    * @minimum 1
    */
   seq: number;
@@ -530,7 +530,7 @@ export interface TokenEvent {
   thread_id: string;
   run_id: string;
   /**
-   * Per-thread sequence number; also the SSE `id:`.
+   * Per-thread number of the stored event, one more than the stored event before it (a `token`, never stored, carries that event's); also the SSE `id:`.
    * @minimum 1
    */
   seq: number;

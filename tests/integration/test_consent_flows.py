@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 
 from backend.schemas.events import ConsentEvent, FinalEvent, MessageEvent, NoteEvent, TokenEvent
-from tests.sse import chat, kinds
+from tests.sse import assert_numbered, chat, kinds
 
 ASK_STEPS = ["run_started", "step", "step", "step", "consent", "final"]
 
@@ -58,7 +58,7 @@ async def test_an_answer_streams_tokens_then_the_message(client: httpx.AsyncClie
     events = await chat(client, {"message": "What is retrieval?", "project_id": project_id})
 
     assert kinds(events) == ["run_started", "step", "step", "message", "final"]
-    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert_numbered(events, first=1)
     assert len({e.run_id for e in events}) == 1
     tokens = [e for e in events if isinstance(e, TokenEvent)]
     message = next(e for e in events if isinstance(e, MessageEvent))

@@ -161,27 +161,43 @@ async def test_the_sweeper_expires_consents_on_its_own_timer(tmp_path: Any) -> N
         await _until(expired)  # nobody calls sweep(): the timer fires about a second later
 
 
-async def test_keys_left_in_flight_by_a_dead_process_are_released_at_start(
-    open_client: Any,
+async def test_keys_left_in_flight_by_a_dead_process_are_released_or_taken_over(
+    open_client: Any, clock: Any
 ) -> None:
+    """A key whose request never claimed a run (its process died first): on SQLite the next
+    process forgets it at start-up; on PostgreSQL (other replicas may hold keys) a retry takes
+    it over once it is ``STALE_AFTER`` old."""
     from backend.principal import LOCAL_PRINCIPAL
+    from backend.runtime.idempotency import STALE_AFTER, request_fingerprint
+    from backend.schemas.chat import ChatRequest
     from backend.storage.idempotency import claim_idempotency_key
 
+    body, headers = {"message": "Hi"}, {"Idempotency-Key": "orphan"}
+    fingerprint = request_fingerprint("/v1/chat", ChatRequest(**body).model_dump(mode="json"))
     async with open_client() as client:
         services = client.services  # type: ignore[attr-defined]
         async with services.db.write() as conn:  # as if the process died mid-request
             await claim_idempotency_key(
-                conn, LOCAL_PRINCIPAL, "orphan", request_hash="x", now=services.clock()
+                conn,
+                LOCAL_PRINCIPAL,
+                "orphan",
+                request_hash=fingerprint,
+                attempt="dead",
+                now=services.clock(),
             )
-        stuck = await client.post(
-            "/v1/chat", json={"message": "Hi"}, headers={"Idempotency-Key": "orphan"}
-        )
-        assert stuck.json()["error"]["code"] == "idempotency_key_reused"
+        held = await client.post("/v1/chat", json=body, headers=headers)
+        assert (held.status_code, held.json()["error"]["code"]) == (409, "request_in_progress")
     async with open_client() as client:
-        fresh = await client.post(
-            "/v1/chat", json={"message": "Hi"}, headers={"Idempotency-Key": "orphan"}
-        )
+        fresh = await client.post("/v1/chat", json=body, headers=headers)
+        if client.services.db.is_postgres:  # type: ignore[attr-defined]
+            assert fresh.json()["error"]["code"] == "request_in_progress"
+            clock.advance(seconds=STALE_AFTER.total_seconds() + 1)
+            fresh = await client.post("/v1/chat", json=body, headers=headers)
         assert fresh.status_code == 200
+        assert "Idempotent-Replayed" not in fresh.headers
+        again = await client.post("/v1/chat", json=body, headers=headers)
+        assert again.headers["Idempotent-Replayed"] == "true"
+        assert again.headers["X-Run-Id"] == fresh.headers["X-Run-Id"]
 
 
 async def test_another_users_audit_trail_is_not_found(open_client: Any) -> None:

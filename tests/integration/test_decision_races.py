@@ -4,13 +4,18 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from backend.runtime import executor as executor_module
 from backend.schemas.events import ConsentEvent
-from tests.sse import ask_for_note_edit
+from tests.sse import ask_for_note_edit, chat
+from tests.system.kill_points_graph import DECISION_RECORDED, KILL_POINTS_DIR
+
+POINTS_GRAPH = "tests.system.kill_points_graph:graph_spec"
 
 DECISIONS: list[dict[str, Any]] = [
     {"decision": "approve"},
@@ -94,3 +99,54 @@ async def test_a_decision_sent_again_after_it_was_applied_never_resumes_again(
         assert [r for r in audit if r["action"] == "run_started"] == runs_before
         versions = (await client.get(f"/v1/notes/{note_id}/versions")).json()["versions"]
         assert len(versions) == 2
+
+
+@pytest.mark.parametrize("winner", DECISIONS, ids=lambda d: d["decision"])
+async def test_a_decision_that_loses_while_the_winners_run_goes_on_is_told_who_won(
+    open_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, winner: dict[str, Any]
+) -> None:
+    """The winner's run stands in its consent node (a kill point holds it) while the losers
+    arrive: each is told the winning decision, whichever it was (an edit too), not merely that
+    a run is going."""
+    points = tmp_path / "kill-points"
+    points.mkdir()
+    monkeypatch.setenv(KILL_POINTS_DIR, str(points))
+    monkeypatch.setattr(executor_module, "SHUTDOWN_GRACE_SECONDS", 0.1)  # the held run
+    async with open_client(graphs={"points": POINTS_GRAPH}) as client:
+        project = (await client.get("/v1/projects")).json()["projects"][0]
+        note = (
+            await client.post(
+                f"/v1/projects/{project['project_id']}/notes",
+                json={"title": "Kana", "content": "Hiragana."},
+            )
+        ).json()
+        asked = await chat(
+            client, {"graph": "points", "message": "Katakana.", "note_id": note["note_id"]}
+        )
+        consent = asked[-2]
+        assert isinstance(consent, ConsentEvent)
+        (points / "stop-at").write_text(DECISION_RECORDED)
+
+        won = await client.post(f"/v1/approvals/{consent.approval_id}/decision", json=winner)
+        assert won.status_code == 202, won.text
+        async with asyncio.timeout(10):  # the winner's run goes on (another thread writes it)
+            while not (points / f"reached-{DECISION_RECORDED}").exists():  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
+        losers = [
+            await client.post(
+                "/v1/chat",
+                json={
+                    "thread_id": consent.thread_id,
+                    "resume": {"approval_id": consent.approval_id, "decision": "reject"},
+                },
+            ),
+            await client.post(
+                f"/v1/approvals/{consent.approval_id}/decision", json={"decision": "approve"}
+            ),
+        ]
+
+        for loser in losers:
+            assert loser.status_code == 409, loser.text
+            error = loser.json()["error"]
+            assert error["code"] == "already_decided"
+            assert error["details"]["decided"]["decision"] == winner["decision"]

@@ -198,7 +198,9 @@ async def test_a_whole_run_recorded_in_one_transaction_is_stored_in_order(db: Da
             consent_policy="ask",
             now=NOW,
         )
-        await start_run(conn, run_id=RUN_ID, thread_id=THREAD_ID, trigger="message", now=NOW)
+        await start_run(
+            conn, run_id=RUN_ID, thread_id=THREAD_ID, trigger="message", inputs=[], now=NOW
+        )
         await record_audit(
             conn,
             OWNER,
@@ -331,7 +333,9 @@ async def test_a_run_started_for_a_missing_thread_leaves_no_audit_record_behind(
             actor=OWNER.display,
             now=NOW,
         )
-        await start_run(conn, run_id=RUN_ID, thread_id="no-such-thread", trigger="message", now=NOW)
+        await start_run(
+            conn, run_id=RUN_ID, thread_id="no-such-thread", trigger="message", inputs=[], now=NOW
+        )
 
     with pytest.raises(IntegrityError, match=r"(?i)foreign key"):
         await _write(db, start_a_run_of_no_thread)

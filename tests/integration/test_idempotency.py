@@ -94,7 +94,7 @@ async def test_a_chat_request_sent_again_replays_its_stored_events(open_live: An
         assert await _runs_started(client, threads[0]["thread_id"]) == 1
 
 
-async def test_the_same_key_while_the_first_request_runs_is_409(
+async def test_the_same_key_while_the_first_run_goes_on_follows_that_run(
     open_client: Any, stub: OpenAIStub
 ) -> None:
     stub.reply('{"intent": "answer", "query": "x"}')
@@ -104,16 +104,25 @@ async def test_the_same_key_while_the_first_request_runs_is_409(
         headers = {"Idempotency-Key": "chat-2"}
         first = asyncio.create_task(client.post("/v1/chat", json=body, headers=headers))
         await asyncio.wait_for(stub.holding.wait(), 10)
+        thread_id = (await client.get("/v1/threads")).json()["threads"][0]["thread_id"]
 
-        during = await client.post("/v1/chat", json=body, headers=headers)
+        during = asyncio.create_task(client.post("/v1/chat", json=body, headers=headers))
+        stream = client.services.executor.active_stream(thread_id)  # type: ignore[attr-defined]
+        async with asyncio.timeout(10):  # the retry follows the run before it goes on
+            while stream.listeners < 2:  # noqa: ASYNC110 - no event exists for this
+                await asyncio.sleep(0.01)
         stub.release()
-        done = await first
+        done, again = await first, await during
 
-        assert (during.status_code, during.json()["error"]["code"]) == (
-            409,
-            "request_in_progress",
-        )
-        assert parse_events(done.text)[-1].type == "final"
+        assert again.status_code == 200
+        assert again.headers["Idempotent-Replayed"] == "true"
+        assert again.headers["X-Run-Id"] == done.headers["X-Run-Id"]
+        original = [e for e in parse_events(done.text) if e.type != "token"]
+        followed = [e for e in parse_events(again.text) if e.type != "token"]
+        assert [e.model_dump() for e in followed] == [e.model_dump() for e in original]
+        assert followed[-1].type == "final"
+        threads = (await client.get("/v1/threads")).json()["threads"]
+        assert len(threads) == 1
 
 
 async def test_keys_belong_to_one_owner(open_live: Any) -> None:

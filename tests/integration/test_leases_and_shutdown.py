@@ -21,7 +21,7 @@ from asgi_lifespan import LifespanManager
 import backend.runtime.executor
 from backend.api.sse_response import RECONNECT_AFTER_MS
 from backend.app import create_app
-from backend.runtime.dead_runs import close_dead_run, dead_runs
+from backend.runtime.dead_runs import Recovery, close_dead_run, dead_runs
 from backend.schemas.events import ErrorEvent, Event, FinalEvent, RunStartedEvent, StepEvent
 from backend.services import Services
 from backend.settings import Settings
@@ -110,7 +110,11 @@ async def _close_dead_runs(app: App, *, lease_expired_by: datetime) -> list[str]
         try:
             async with app.services.db.write() as conn:
                 await close_dead_run(
-                    conn, run, leases=app.services.executor.leases, clock=app.services.clock
+                    conn,
+                    run,
+                    Recovery(),
+                    leases=app.services.executor.leases,
+                    clock=app.services.clock,
                 )
         except LeaseLostError:
             continue

@@ -90,6 +90,7 @@ async def test_a_request_and_the_run_it_starts_log_json_lines_with_their_ids(
         "method": "POST",
         "path": "/v1/chat",
         "status": 200,
+        "outcome": "completed",
         "duration_ms": access["duration_ms"],
     }
     (retry,) = [r for r in records if r["logger"] == "graphs.models.retrying"]

@@ -22,7 +22,7 @@ import backend.runtime.executor
 from backend.runtime.step_batching import ProgressBatcher
 from backend.schemas.events import ConsentEvent, Event
 from backend.storage.tables import events as events_table
-from tests.sse import ask_for_note_edit, chat, kinds, parse_events
+from tests.sse import ask_for_note_edit, chat, kinds, numbering, parse_events
 
 QUESTION = "What is retrieval?"
 
@@ -53,9 +53,8 @@ async def _writes(client: httpx.AsyncClient, run_id: str) -> list[list[str]]:
 
 
 def _numbered_without_gaps(events: list[Event]) -> bool:
-    """Every event of the stream (tokens included) is the one after the one before it."""
-    seqs = [e.seq for e in events]
-    return seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    """Every stored event of the stream is the one after the one before it (``numbering``)."""
+    return [e.seq for e in events] == numbering(events)
 
 
 def _durable(events: list[Event]) -> list[tuple[int, str]]:

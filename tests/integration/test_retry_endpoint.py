@@ -31,7 +31,7 @@ from backend.schemas.events import (
     TokenUsage,
 )
 from tests.openai_stub import OpenAIStub, words
-from tests.sse import ask_for_note_edit, chat, kinds, parse_events
+from tests.sse import ask_for_note_edit, assert_numbered, chat, kinds, parse_events
 
 T = TypeVar("T")
 
@@ -131,8 +131,7 @@ async def _retry_events(
 
 
 def _assert_seqs_follow(events: list[Event], previous: list[Event]) -> None:
-    first = previous[-1].seq + 1
-    assert [e.seq for e in events] == list(range(first, first + len(events)))
+    assert_numbered(events, first=previous[-1].seq + 1)
 
 
 async def _thread(

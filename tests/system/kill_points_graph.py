@@ -4,7 +4,12 @@ exactly there (``tests/system/test_kill_points.py``).
     draft_note_edit → request_note_edit_consent → apply_note_edit | skip_note_edit → END
                     → END (no open note)
 
-The server loads it with ``CONSENTRY_GRAPHS=points=tests.system.kill_points_graph:graph_spec``.
+``aside`` is the same graph with one more node, ``look_aside``, that runs beside the consent node
+(both start after ``draft_note_edit``): its kill point ``BESIDE_THE_CONSENT`` holds the run after
+the consent node's interrupt is in the checkpoint and before the run could record the consent.
+
+The server loads them with ``CONSENTRY_GRAPHS=points=tests.system.kill_points_graph:graph_spec``
+(and ``aside=tests.system.kill_points_graph:aside_graph_spec``).
 It asks with the tutor's ``note_edit`` consent kind and writes through the server's notes store,
 which applies an edit once per approval id.
 
@@ -39,8 +44,11 @@ from graphs.tutor.consents import NOTE_EDIT, NoteEditProposal
 __all__ = [
     "AFTER_THE_WRITE",
     "BEFORE_THE_WRITE",
+    "BESIDE_THE_CONSENT",
     "DECISION_RECORDED",
     "KILL_POINTS_DIR",
+    "aside_graph_spec",
+    "build_aside_graph",
     "build_points_graph",
     "graph_spec",
     "reach",
@@ -55,6 +63,8 @@ BEFORE_THE_WRITE = "before-the-write"
 """In the effect node, before the note is written."""
 AFTER_THE_WRITE = "after-the-write"
 """In the effect node, after the note was written, before the node returns."""
+BESIDE_THE_CONSENT = "beside-the-consent"
+"""In ``look_aside`` (graph ``aside``), while the consent node beside it interrupts."""
 
 
 def _stops_here(label: str) -> bool:
@@ -171,31 +181,61 @@ async def skip_note_edit(state: PointsState) -> dict[str, Any]:
     return {"messages": [_say("OK, I left the note unchanged.")], "proposal": None}
 
 
+async def look_aside(state: PointsState) -> dict[str, Any]:
+    """Runs beside the consent node and changes nothing (graph ``aside``)."""
+    await reach(BESIDE_THE_CONSENT)
+    return {}
+
+
+def route_after_draft_note_edit_aside(
+    state: PointsState,
+) -> list[Literal["request_note_edit_consent", "look_aside"]] | Literal["__end__"]:
+    return ["request_note_edit_consent", "look_aside"] if state.get("proposal") else "__end__"
+
+
 STEP_LABELS = {
     "draft_note_edit": "Drafting a note edit",
     "request_note_edit_consent": "Asking for your approval",
+    "look_aside": "Looking aside",
     "apply_note_edit": "Writing your note",
     "skip_note_edit": "Leaving your note unchanged",
 }
 
 
-def build_points_graph(
-    model: BaseChatModel | None = None, checkpointer: BaseCheckpointSaver[Any] | None = None
+def _build(
+    checkpointer: BaseCheckpointSaver[Any] | None, *, aside: bool
 ) -> CompiledStateGraph[PointsState, GraphContext, PointsState, PointsState]:
-    """The server passes its chat model to every graph; this one needs none."""
     builder = StateGraph(PointsState, context_schema=GraphContext)
     builder.add_node("draft_note_edit", draft_note_edit)
     builder.add_node("request_note_edit_consent", request_note_edit_consent)
     builder.add_node("apply_note_edit", apply_note_edit)
     builder.add_node("skip_note_edit", skip_note_edit)
     builder.add_edge(START, "draft_note_edit")
-    builder.add_conditional_edges("draft_note_edit", route_after_draft_note_edit)
+    if aside:
+        builder.add_node("look_aside", look_aside)
+        builder.add_conditional_edges("draft_note_edit", route_after_draft_note_edit_aside)
+        builder.add_edge("look_aside", END)
+    else:
+        builder.add_conditional_edges("draft_note_edit", route_after_draft_note_edit)
     builder.add_conditional_edges(
         "request_note_edit_consent", route_after_request_note_edit_consent
     )
     builder.add_edge("apply_note_edit", END)
     builder.add_edge("skip_note_edit", END)
-    return builder.compile(checkpointer=checkpointer, name="points")
+    return builder.compile(checkpointer=checkpointer, name="aside" if aside else "points")
+
+
+def build_points_graph(
+    model: BaseChatModel | None = None, checkpointer: BaseCheckpointSaver[Any] | None = None
+) -> CompiledStateGraph[PointsState, GraphContext, PointsState, PointsState]:
+    """The server passes its chat model to every graph; this one needs none."""
+    return _build(checkpointer, aside=False)
+
+
+def build_aside_graph(
+    model: BaseChatModel | None = None, checkpointer: BaseCheckpointSaver[Any] | None = None
+) -> CompiledStateGraph[PointsState, GraphContext, PointsState, PointsState]:
+    return _build(checkpointer, aside=True)
 
 
 def graph_spec() -> GraphSpec:
@@ -203,6 +243,16 @@ def graph_spec() -> GraphSpec:
     return GraphSpec(
         name="points",
         build=build_points_graph,
+        step_labels=STEP_LABELS,
+        consent_kinds={NOTE_EDIT.name: NOTE_EDIT},
+    )
+
+
+def aside_graph_spec() -> GraphSpec:
+    """What ``CONSENTRY_GRAPHS=aside=tests.system.kill_points_graph:aside_graph_spec`` loads."""
+    return GraphSpec(
+        name="aside",
+        build=build_aside_graph,
         step_labels=STEP_LABELS,
         consent_kinds={NOTE_EDIT.name: NOTE_EDIT},
     )

@@ -31,16 +31,21 @@ from backend.schemas.events import (
     RunStartedEvent,
     StepEvent,
 )
-from tests.sse import chat, kinds, next_event, parse_events
+from tests.sse import assert_numbered, chat, kinds, next_event, parse_events
+from tests.system.kill_points import KillPoints, interrupt_checkpointed
 from tests.system.kill_points_graph import (
     AFTER_THE_WRITE,
     BEFORE_THE_WRITE,
+    BESIDE_THE_CONSENT,
     DECISION_RECORDED,
     KILL_POINTS_DIR,
 )
 from tests.system.server import serve
 
-POINTS_GRAPH = "points=tests.system.kill_points_graph:graph_spec"
+POINTS_GRAPH = (
+    "points=tests.system.kill_points_graph:graph_spec,"
+    "aside=tests.system.kill_points_graph:aside_graph_spec"
+)
 WAIT_SECONDS = 30.0
 NOTE_CONTENT = "Hiragana has 46 basic characters."
 LINE = "Katakana has 46 basic characters too."
@@ -52,35 +57,9 @@ DEAD_RUN_CLOSED = ["error", "final"]
 RESUMED_THEN_RECOVERED = ["message", "resume", "recovery"]
 
 
-@dataclass(frozen=True)
-class KillPoints:
-    """The folder the test and the server share to stop the graph at a label."""
-
-    folder: Path
-
-    def stop_at(self, label: str) -> None:
-        (self.folder / "stop-at").write_text(label)
-
-    def go_on(self) -> None:
-        """The next server runs through every point."""
-        (self.folder / "stop-at").unlink()
-
-    async def reached(self, label: str) -> None:
-        """Wait until the server's graph stands at ``label`` (it is another process: poll)."""
-        marker = self.folder / f"reached-{label}"
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + WAIT_SECONDS
-        while not marker.exists():
-            if loop.time() > deadline:
-                pytest.fail(f"the server did not reach kill point {label!r} in {WAIT_SECONDS} s")
-            await asyncio.sleep(0.05)
-
-
 @pytest.fixture
 def points(tmp_path: Path) -> KillPoints:
-    folder = tmp_path / "kill-points"
-    folder.mkdir()
-    return KillPoints(folder)
+    return KillPoints.in_folder(tmp_path)
 
 
 class Server:
@@ -221,8 +200,7 @@ async def _assert_nothing_lost(
     """Every durable event the client saw before the kill is stored as it was sent, and every
     event made after the restart is numbered after them."""
     history = parse_events((await http.get(f"/v1/threads/{thread_id}/stream")).text)
-    seqs = [e.seq for e in history]
-    assert seqs == sorted(set(seqs))
+    assert_numbered(history, first=1)  # 1, 2, 3, ...: no gap where the process died
     stored = {e.seq: e for e in history}
     durable = [e for e in seen if e.type != "token"]
     assert [stored.get(e.seq) for e in durable] == durable
@@ -409,3 +387,57 @@ async def test_a_kill_in_the_effect_after_the_write_does_not_write_twice_on_rest
         await _assert_applied_once(
             second.http, consent, triggers=RESUMED_THEN_RECOVERED, decided=stopped.decided
         )
+
+
+async def test_a_kill_after_the_graph_asked_and_before_the_run_recorded_it_keeps_the_consent(
+    tmp_path: Path, points: KillPoints
+) -> None:
+    """The consent node's interrupt is in the checkpoint while ``look_aside`` runs beside it;
+    the server dies before the run's closing transaction records the consent. The next server
+    records it (the run ends ``interrupted``), the client's keyed retry replays that run, and the
+    decision applies the edit once."""
+    database = tmp_path / "consentry.db"
+    key = {"Idempotency-Key": "ask-beside"}
+    async with Server(database, points) as first:
+        note = await _open_note(first.http)
+        body = {**_add_line(note), "graph": "aside"}
+        points.stop_at(BESIDE_THE_CONSENT)
+        async with first.http.stream("POST", "/v1/chat", json=body, headers=key) as response:
+            assert response.status_code == 200
+            run_id, thread_id = response.headers["X-Run-Id"], response.headers["X-Thread-Id"]
+            await points.reached(BESIDE_THE_CONSENT)
+            seen = await _read_events(response.aiter_lines(), 4)  # run_started and three steps
+            await interrupt_checkpointed(database, thread_id)
+            await first.kill()
+    assert kinds(seen) == ["run_started", "step", "step", "step"]
+    points.go_on()
+
+    async with Server(database, points) as second:
+        thread = (await second.http.get(f"/v1/threads/{thread_id}")).json()
+        assert (thread["status"], thread["last_reason"]) == ("awaiting_consent", "interrupted")
+        [consent] = [ConsentEvent.model_validate(c) for c in thread["pending_consents"]]
+        inbox = (await second.http.get("/v1/approvals", params={"status": "pending"})).json()
+        assert [a["approval_id"] for a in inbox["approvals"]] == [consent.approval_id]
+
+        joined = await _join_after(second.http, thread_id, seen)
+        assert kinds(joined) == ["consent", "final"]
+        assert joined[0] == consent
+        assert _reason(joined[1]) == "interrupted"
+        assert {e.run_id for e in joined} == {run_id}
+        await _assert_nothing_lost(second.http, thread_id, seen, joined)
+
+        again = await second.http.post("/v1/chat", json=body, headers=key)
+        assert again.headers["Idempotent-Replayed"] == "true"
+        assert again.headers["X-Run-Id"] == run_id
+        assert parse_events(again.text) == [*seen, *joined]
+        threads = (await second.http.get("/v1/threads")).json()["threads"]
+        assert [t["thread_id"] for t in threads] == [thread_id]
+
+        resumed = await chat(second.http, _approve(consent))
+        assert kinds(resumed)[-3:] == ["note", "message", "final"]
+        assert sorted(_nodes(resumed)) == [
+            "apply_note_edit",
+            "look_aside",
+            "request_note_edit_consent",
+        ]
+        await _assert_applied_once(second.http, consent, triggers=["message", "resume"])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, Literal
 
 import httpx
@@ -30,7 +31,9 @@ from backend.schemas.events import (
 )
 from tests.openai_stub import OpenAIStub
 from tests.postgres import PostgresCluster
-from tests.sse import chat, kinds, next_event, parse_events
+from tests.sse import assert_numbered, chat, kinds, next_event, parse_events
+from tests.system.kill_points import KillPoints, interrupt_checkpointed
+from tests.system.kill_points_graph import BESIDE_THE_CONSENT, KILL_POINTS_DIR
 from tests.system.replicas import Replica, start_replicas
 
 WAIT_SECONDS = 20.0
@@ -39,6 +42,7 @@ FOLLOW_PROMPTLY_SECONDS = 3.0
 ``FOLLOW_RECHECK_SECONDS``, so only a notification can have woken it."""
 LEASE_SECONDS = 3
 SHORT_LEASE = {"CONSENTRY_LEASE_SECONDS": str(LEASE_SECONDS)}
+ASIDE_GRAPH = "aside=tests.system.kill_points_graph:aside_graph_spec"
 
 NOTE_CONTENT = "Retrieval-augmented generation uses documents."
 ASK_FOR_SUMMARY = "Add a summary of our discussion to my note"
@@ -372,3 +376,63 @@ async def test_a_run_of_a_killed_replica_is_taken_over_by_a_live_one_within_two_
             "message",
             "recovery",
         ]
+
+
+async def test_a_consent_asked_on_a_replica_killed_before_recording_it_is_kept_by_another(
+    postgres: PostgresCluster, tmp_path: Path
+) -> None:
+    """The replica that owns the run dies after its graph's interrupt reached the checkpoint and
+    before its run recorded the consent: the replica that takes the run over records it, the
+    client's keyed retry there replays the run, and the decision applies the edit once."""
+    points = KillPoints.in_folder(tmp_path)
+    database = postgres.new_database()
+    env = {**SHORT_LEASE, "CONSENTRY_GRAPHS": ASIDE_GRAPH, KILL_POINTS_DIR: str(points.folder)}
+    key = {"Idempotency-Key": "ask-on-the-doomed-replica"}
+    async with start_replicas(database, count=2, env=env) as (doomed, survivor):
+        note = await _open_note(doomed.http)
+        body = {
+            "graph": "aside",
+            "message": "Katakana has 46 basic characters too.",
+            "note_id": note["note_id"],
+        }
+        points.stop_at(BESIDE_THE_CONSENT)
+        async with doomed.http.stream("POST", "/v1/chat", json=body, headers=key) as origin:
+            assert origin.status_code == 200
+            run_id, thread_id = origin.headers["X-Run-Id"], origin.headers["X-Thread-Id"]
+            await points.reached(BESIDE_THE_CONSENT)
+            seen = await _read_events(origin.aiter_lines(), 4)  # run_started and three steps
+            await interrupt_checkpointed(database, thread_id)
+            killed_at = datetime.now(UTC)
+            await doomed.kill()
+        points.go_on()
+
+        joined = _durable(await _join(survivor.http, thread_id, after=0))
+
+        assert kinds(joined) == ["run_started", "step", "step", "step", "consent", "final"]
+        assert joined[:4] == seen
+        assert {e.run_id for e in joined} == {run_id}
+        consent = _only(joined, ConsentEvent)
+        assert _reason(joined[-1]) == "interrupted"
+        assert joined[-1].ts - killed_at < timedelta(seconds=2 * LEASE_SECONDS)
+        assert_numbered(joined, first=1)
+        status, reason, pending = await _thread_state(survivor.http, thread_id)
+        assert (status, reason) == ("awaiting_consent", "interrupted")
+        assert [c["approval_id"] for c in pending] == [consent.approval_id]
+
+        again = await survivor.http.post("/v1/chat", json=body, headers=key)
+        assert again.headers["Idempotent-Replayed"] == "true"
+        assert again.headers["X-Run-Id"] == run_id
+        assert parse_events(again.text) == joined
+        threads = (await survivor.http.get("/v1/threads")).json()["threads"]
+        assert [t["thread_id"] for t in threads] == [thread_id]
+
+        resumed = await chat(
+            survivor.http,
+            {
+                "thread_id": thread_id,
+                "resume": {"approval_id": consent.approval_id, "decision": "approve"},
+            },
+        )
+        assert kinds(resumed)[-3:] == ["note", "message", "final"]
+        versions = await _versions(survivor.http, note["note_id"])
+        assert [v[2] for v in versions].count(consent.approval_id) == 1

@@ -30,6 +30,7 @@ from sse_starlette import ServerSentEvent
 
 from backend.api.web import SECURITY_HEADERS
 from backend.schemas.events import (
+    EVENT_ADAPTER,
     Event,
     FinalEvent,
     MessageEvent,
@@ -37,7 +38,7 @@ from backend.schemas.events import (
     StepEvent,
     TokenEvent,
 )
-from tests.sse import ASK_FOR_SUMMARY, parse_frames
+from tests.sse import ASK_FOR_SUMMARY, numbering, parse_frames
 from tests.system.browser import WatchedPage
 from tests.system.server import API_KEY, serve
 
@@ -285,7 +286,9 @@ def test_chat_streams_a_runs_events_in_order_to_typed_and_catch_all_handlers(
     result = streamed["result"]
     assert kinds(events) == ["run_started", "step", "step", "message", "final"]
     assert "token" in [e["type"] for e in events]
-    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    # Stored events numbered 1, 2, 3, ...; each token carries the number of the event before it.
+    typed = [EVENT_ADAPTER.validate_python(e) for e in events]
+    assert [e["seq"] for e in events] == numbering(typed)
     assert {e["thread_id"] for e in events} == {result["threadId"]}
     assert result == {
         "threadId": events[0]["thread_id"],

@@ -85,3 +85,32 @@ def test_attempts_per_model_call_are_bounded(
     monkeypatch.setenv("CONSENTRY_LLM_MAX_ATTEMPTS", attempts)
     with pytest.raises(ValidationError, match="llm_max_attempts"):
         Settings()
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("CONSENTRY_MAX_HEADER_BYTES", "1024"),  # below what browsers send
+        ("CONSENTRY_MAX_HEADER_BYTES", "67108864"),  # the 64 MB header of issue 17
+        ("CONSENTRY_MAX_HEADER_COUNT", "0"),
+        ("CONSENTRY_HTTP_HEADER_TIMEOUT_SECONDS", "0"),
+        ("CONSENTRY_HTTP_HEADER_TIMEOUT_SECONDS", "3600"),
+        ("CONSENTRY_HTTP_KEEPALIVE_TIMEOUT_SECONDS", "0"),
+        ("CONSENTRY_MAX_REQUESTS_PER_CONNECTION", "0"),
+    ],
+)
+def test_unsafe_http_limits_refuse_to_start(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError, match=name.removeprefix("CONSENTRY_").lower()):
+        Settings()
+
+
+def test_a_body_idle_timeout_longer_than_the_body_timeout_refuses_to_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CONSENTRY_HTTP_BODY_IDLE_TIMEOUT_SECONDS", "60")
+    monkeypatch.setenv("CONSENTRY_HTTP_BODY_TIMEOUT_SECONDS", "30")
+    with pytest.raises(ValidationError, match="must not exceed CONSENTRY_HTTP_BODY_TIMEOUT"):
+        Settings()
