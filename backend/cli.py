@@ -14,6 +14,8 @@ consentry db upgrade                      apply database migrations and exit
 consentry bench [--concurrency 1,10,100] [--conversations N] [--postgres URL] [--url URL] …
                                           measure a server beside a naive baseline
                                           (docs/performance.md)
+consentry chaos [--trials N] [--database sqlite|postgres] [--database-url URL] [--plant F] …
+                                          kill trials and their invariants (docs/release-checks.md)
 """
 
 from __future__ import annotations
@@ -238,6 +240,9 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--url", help="drive this running server instead (no CPU figures)")
     bench.set_defaults(run=_bench)
     _add_client_commands(commands)
+    from backend.chaos import add_chaos_command  # registers only; runs import what they need
+
+    add_chaos_command(commands)
     args = parser.parse_args(argv)
     result: int = args.run(args)
     return result

@@ -116,7 +116,9 @@ async def _open(
                 metrics=metrics,
                 tracing=tracing,
             )
-            idempotency = IdempotencyGuard(db, clock)
+            idempotency = IdempotencyGuard(
+                db, clock, stale_after=timedelta(seconds=settings.lease_seconds)
+            )
             if not db.is_postgres:  # the only process on the file: no key is really in flight
                 await idempotency.release_abandoned()
             notifications = EventNotifications(settings.database_url if db.is_postgres else None)

@@ -51,7 +51,7 @@ from backend.runtime.leases import LeaseKeeper
 from backend.runtime.notes_store import OwnerNotesStore
 from backend.runtime.run_consents import consent_event, store_consent
 from backend.runtime.step_batching import ProgressBatcher
-from backend.runtime.stream_mapping import STREAM_MODES, ChunkMapper
+from backend.runtime.stream_mapping import STREAM_MODES, ChunkMapper, Said, said_by
 from backend.schemas.events import (
     ConsentEvent,
     ErrorEvent,
@@ -318,6 +318,8 @@ class RunExecutor:
         try:
             async with asyncio.timeout(self._limits.timeout_seconds):
                 await self._load_usage(run)
+                if run.trigger in ("recovery", "retry"):
+                    mapper = ChunkMapper(run.spec, said=await self._told_before(run))
                 index = 0
                 while inputs:
                     mapper.interrupts.clear()
@@ -464,6 +466,16 @@ class RunExecutor:
                 conn, run.events.thread_id, run.owner.tenant
             )
         run.meter.thread_used, run.meter.tenant_used = thread_used, tenant_used
+
+    async def _told_before(self, run: _RunContext) -> frozenset[Said]:
+        """The messages and notes the runs this continuation continues stored already."""
+        thread_id = run.events.thread_id
+        async with self._db.read() as conn:
+            chain = await runs_repo.continued_runs(conn, thread_id, run_id=run.events.run_id)
+            told = await events_repo.told_by_runs(conn, thread_id, chain)
+        return frozenset(
+            said for row in told if (said := said_by(row.type, json.loads(row.data))) is not None
+        )
 
     async def _known_approvals(self, ids: list[str]) -> set[str]:
         """Interrupts that already have an approval: a consent still pending from before (a

@@ -11,8 +11,9 @@ IETF draft's semantics, kept across crashes and replicas: one key means one requ
   checked and has not claimed its run yet, 409 ``request_in_progress`` (retry in a moment).
 - A request refused (4xx), failing or cancelled before it claimed a run releases its key, so a
   retry runs it again. A key whose process died before claiming is released at start-up (SQLite:
-  no other process can hold one) or taken over by a retry once it is ``STALE_AFTER`` old (any
-  database); a request whose key was taken over cannot claim its run (its compare-and-set fails).
+  no other process can hold one) or taken over by a retry once it is older than a run's lease
+  (``CONSENTRY_LEASE_SECONDS``: by then a replica that died is known dead; any database); a
+  request whose key was taken over cannot claim its run (its compare-and-set fails).
 Keys belong to one owner and are kept at least 24 hours.
 """
 
@@ -35,7 +36,6 @@ from backend.storage.database import Database, DbConnection
 
 __all__ = [
     "KEY_RETENTION",
-    "STALE_AFTER",
     "IdempotencyGuard",
     "KeyHold",
     "StoredResponse",
@@ -43,9 +43,6 @@ __all__ = [
 ]
 
 KEY_RETENTION = timedelta(hours=24)
-STALE_AFTER = timedelta(seconds=30)
-"""How long a key may stay in flight before a retry takes it over: a request claims its run
-within a second or two, unless its process died."""
 
 
 class StartsRun(Protocol):
@@ -95,7 +92,7 @@ class KeyHold:
     async def complete(self, conn: DbConnection, *, thread_id: str, run_id: str) -> None:
         """In the caller's transaction (the one that claims the run): the key names the run.
         409 ``request_in_progress`` (the transaction must roll back) when a retry took the key
-        over, as it may after ``STALE_AFTER``."""
+        over, as it may once the key is stale (``IdempotencyGuard``)."""
         response = self.respond(thread_id, run_id)
         if not await repo.complete_idempotency_key(
             conn,
@@ -112,9 +109,12 @@ class KeyHold:
 
 
 class IdempotencyGuard:
-    def __init__(self, db: Database, clock: Clock) -> None:
+    def __init__(self, db: Database, clock: Clock, *, stale_after: timedelta) -> None:
+        """``stale_after``: how long a key may stay in flight before a retry takes it over (a
+        request claims its run within a second or two, unless its process died)."""
         self._db = db
         self._clock = clock
+        self._stale_after = stale_after
 
     async def run(
         self,
@@ -174,7 +174,8 @@ class IdempotencyGuard:
                     details={"idempotency_key": key},
                 )
             if row.status != "done":
-                if row.created_at <= now - STALE_AFTER and await repo.take_over_idempotency_key(
+                stale = row.created_at <= now - self._stale_after
+                if stale and await repo.take_over_idempotency_key(
                     conn, owner, key, stale_attempt=row.attempt, attempt=attempt, now=now
                 ):
                     return hold

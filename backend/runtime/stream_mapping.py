@@ -8,6 +8,10 @@ The run streams with ``stream_mode=["tasks", "messages", "updates", "custom"]``:
   run's end; ``__metadata__`` (cached replays) is skipped,
 - ``custom`` ``{"event": "note", ...}`` → ``note``; ``{"event": "model_retry", ...}`` (from the
   retry layer, ``graphs.models.retrying``) → ``model_retry``.
+
+A run that continues others (a ``recovery``, a ``retry``) does not tell again a ``message`` or a
+``note`` they told (``said``): LangGraph replays the stored writes of a node that finished before
+the crash or the failure, and an effect node that runs again reports its recorded outcome.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from backend.schemas.events import (
 from graphs.models import MODEL_RETRY_EVENT
 from graphs.registry import GraphSpec
 
-__all__ = ["STREAM_MODES", "ChunkMapper"]
+__all__ = ["STREAM_MODES", "ChunkMapper", "Said", "said_by"]
 
 STREAM_MODES: list[StreamMode] = ["tasks", "messages", "updates", "custom"]
 Mapped = tuple[type[Event], dict[str, Any]]
@@ -37,9 +41,27 @@ _NOTE_FIELDS = ("note_id", "project_id", "title", "version", "content")
 _RETRY_FIELDS = ("code", "attempt", "max_attempts", "retry_in_seconds", "discard_message_id")
 
 
+Said = tuple[str, ...]
+"""What a ``message`` or ``note`` event told: ``("message", message_id)``, ``("note", note_id,
+version)``."""
+
+
+def said_by(event_type: str, fields: dict[str, Any]) -> Said | None:
+    """What an event of this type with these fields tells, if it is a message or a note."""
+    if event_type == "message":
+        return ("message", str(fields["message_id"]))
+    if event_type == "note":
+        return ("note", str(fields["note_id"]), str(fields["version"]))
+    return None
+
+
 class ChunkMapper:
-    def __init__(self, spec: GraphSpec) -> None:
+    def __init__(self, spec: GraphSpec, *, said: frozenset[Said] = frozenset()) -> None:
+        """``said``: messages and notes the runs this one continues told already (a node whose
+        writes were stored before a crash or a failure is replayed, or an effect node runs
+        again and reports its recorded outcome): they are not told twice."""
         self._spec = spec
+        self._said = said
         self.interrupts: list[Interrupt] = []
 
     def map(self, mode: str, chunk: Any) -> Iterator[Mapped]:
@@ -57,7 +79,9 @@ class ChunkMapper:
             yield from self._map_updates(chunk)
         elif mode == "custom" and isinstance(chunk, dict):
             if chunk.get("event") == "note":
-                yield NoteEvent, {key: chunk[key] for key in _NOTE_FIELDS}
+                note = {key: chunk[key] for key in _NOTE_FIELDS}
+                if said_by("note", note) not in self._said:
+                    yield NoteEvent, note
             elif chunk.get("event") == MODEL_RETRY_EVENT:
                 yield ModelRetryEvent, {key: chunk[key] for key in _RETRY_FIELDS}
 
@@ -67,5 +91,10 @@ class ChunkMapper:
                 self.interrupts.extend(update)
             elif node != "__metadata__" and isinstance(update, dict):
                 for message in update.get("messages") or ():
-                    if isinstance(message, AIMessage) and message.id and message.text:
+                    if (
+                        isinstance(message, AIMessage)
+                        and message.id
+                        and message.text
+                        and ("message", message.id) not in self._said
+                    ):
                         yield MessageEvent, {"message_id": message.id, "content": message.text}

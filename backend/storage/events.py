@@ -3,7 +3,7 @@ the run's lease (fenced in the same statement), read back in order, pruned past 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -22,6 +22,7 @@ __all__ = [
     "last_stored_seq",
     "prune_events",
     "run_events",
+    "told_by_runs",
 ]
 
 
@@ -137,6 +138,20 @@ async def last_stored_seq(conn: DbConnection, thread_id: str) -> int:
         sa.select(sa.func.max(events.c.seq)).where(events.c.thread_id == thread_id)
     )
     return int(found or 0)
+
+
+async def told_by_runs(conn: DbConnection, thread_id: str, run_ids: Sequence[str]) -> list[Any]:
+    """The ``message`` and ``note`` events of these runs (type and data)."""
+    if not run_ids:
+        return []
+    rows = await conn.execute(
+        sa.select(events.c.type, events.c.data).where(
+            events.c.thread_id == thread_id,
+            events.c.run_id.in_(run_ids),
+            events.c.type.in_(("message", "note")),
+        )
+    )
+    return list(rows)
 
 
 async def first_run_seq(conn: DbConnection, thread_id: str, run_id: str) -> int | None:

@@ -19,6 +19,7 @@ from backend.storage.threads import add_tenant_usage
 __all__ = [
     "CANCELS_CHANNEL",
     "RUNS_CHANNEL",
+    "continued_runs",
     "end_run",
     "last_run",
     "last_run_trigger",
@@ -38,6 +39,8 @@ CANCELS_CHANNEL = "consentry_cancels"
 """PostgreSQL channel notified with a run id when a client asks to cancel it."""
 
 _START_RUN = runs.insert()
+_CHAIN_LIMIT = 20
+"""Continuations of continuations looked back through (each crash or retry adds one)."""
 
 
 _END_RUN = (
@@ -251,6 +254,23 @@ async def recovery_of(conn: DbConnection, run_id: str) -> str | None:
     if following is None or following.trigger != "recovery":
         return None
     return str(following.id)
+
+
+async def continued_runs(conn: DbConnection, thread_id: str, *, run_id: str) -> list[str]:
+    """The runs whose work run ``run_id`` (a ``recovery`` or a ``retry``) continues: the thread's
+    runs before it, newest first, back to the first one that was not a continuation itself."""
+    rows = await conn.execute(
+        sa.select(runs.c.id, runs.c.trigger)
+        .where(runs.c.thread_id == thread_id, runs.c.id != run_id)
+        .order_by(runs.c.started_at.desc())
+        .limit(_CHAIN_LIMIT)
+    )
+    chain: list[str] = []
+    for row in rows:
+        chain.append(str(row.id))
+        if row.trigger not in ("recovery", "retry"):
+            break
+    return chain
 
 
 async def last_run(conn: DbConnection, thread_id: str) -> Any | None:

@@ -166,9 +166,9 @@ async def test_keys_left_in_flight_by_a_dead_process_are_released_or_taken_over(
 ) -> None:
     """A key whose request never claimed a run (its process died first): on SQLite the next
     process forgets it at start-up; on PostgreSQL (other replicas may hold keys) a retry takes
-    it over once it is ``STALE_AFTER`` old."""
+    it over once it is older than a run's lease."""
     from backend.principal import LOCAL_PRINCIPAL
-    from backend.runtime.idempotency import STALE_AFTER, request_fingerprint
+    from backend.runtime.idempotency import request_fingerprint
     from backend.schemas.chat import ChatRequest
     from backend.storage.idempotency import claim_idempotency_key
 
@@ -191,7 +191,7 @@ async def test_keys_left_in_flight_by_a_dead_process_are_released_or_taken_over(
         fresh = await client.post("/v1/chat", json=body, headers=headers)
         if client.services.db.is_postgres:  # type: ignore[attr-defined]
             assert fresh.json()["error"]["code"] == "request_in_progress"
-            clock.advance(seconds=STALE_AFTER.total_seconds() + 1)
+            clock.advance(seconds=client.services.settings.lease_seconds + 1)  # type: ignore[attr-defined]
             fresh = await client.post("/v1/chat", json=body, headers=headers)
         assert fresh.status_code == 200
         assert "Idempotent-Replayed" not in fresh.headers

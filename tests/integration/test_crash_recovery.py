@@ -18,7 +18,15 @@ import httpx
 import pytest
 
 from backend.runtime.executor import RunExecutor
-from backend.schemas.events import ConsentEvent, ErrorEvent, Event, FinalEvent, RunStartedEvent
+from backend.schemas.events import (
+    ConsentEvent,
+    ErrorEvent,
+    Event,
+    FinalEvent,
+    MessageEvent,
+    RunStartedEvent,
+)
+from tests.integration import replayed_writes_graph
 from tests.sse import assert_numbered, chat, kinds, parse_events
 
 LEASE_SECONDS = 30
@@ -263,3 +271,31 @@ async def test_a_keyed_decision_retried_after_the_crash_replays_it_and_its_recov
         assert approval["status"] == "approved"
         versions = (await client.get(f"/v1/notes/{note['note_id']}/versions")).json()["versions"]
         assert [v["approval_id"] for v in versions].count(consent.approval_id) == 1
+
+
+async def test_a_retry_does_not_tell_again_what_the_failed_run_told(
+    open_client: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The failed run's step stored ``say_hello``'s writes (its message was told); the retry
+    runs only ``look_up``, and LangGraph replays the stored writes: the message is not told (nor
+    added to the transcript) a second time."""
+    monkeypatch.setitem(replayed_writes_graph.FAILURES, "look_up", 1)
+    graphs = {"replayed": "tests.integration.replayed_writes_graph:graph_spec"}
+    async with open_client(graphs=graphs) as client:
+        failed = await chat(client, {"graph": "replayed", "message": "Hi"})
+        assert kinds(failed) == ["run_started", "step", "step", "message", "error", "final"]
+        said = failed[3]
+        assert isinstance(said, MessageEvent)
+
+        response = await client.post(f"/v1/threads/{said.thread_id}/retry")
+        retried = parse_events(response.text)
+
+        assert "message" not in kinds(retried), retried
+        assert _reason(retried[-1]) == "completed"
+        history = await _stream(client, said.thread_id)
+        assert [e.message_id for e in history if isinstance(e, MessageEvent)] == [said.message_id]
+        messages = (await client.get(f"/v1/threads/{said.thread_id}/messages")).json()
+        assert [m["message_id"] for m in messages["messages"]] == [
+            messages["messages"][0]["message_id"],
+            said.message_id,
+        ]

@@ -1,0 +1,47 @@
+"""What one ``consentry chaos`` run does: how many trials, on which database, with how many
+clients, kills and planted faults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+__all__ = ["ChaosOptions", "DatabaseKind"]
+
+DatabaseKind = Literal["sqlite", "postgres"]
+
+
+@dataclass(frozen=True)
+class ChaosOptions:
+    database: DatabaseKind
+    trials: int
+    seed: int
+    database_url: str | None = None
+    """SQLite: a file that does not exist yet (default: one in a new temporary folder).
+    PostgreSQL: an empty database, or any database of a server where a new one may be created."""
+    clients: int = 4
+    """Concurrent clients per trial, each on its own note and thread."""
+    conversations: int = 2
+    """Message → consent → decision rounds per client and trial."""
+    replicas: int = 1
+    """Server processes on the database (PostgreSQL only for more than one)."""
+    kill_rate: float = 1.0
+    """Share of trials with a SIGKILL."""
+    double_kill_rate: float = 0.15
+    """Share of kills followed by a second SIGKILL while the server restarts."""
+    race_rate: float = 0.25
+    """Share of decisions raced by a second, different decision (another tab)."""
+    lease_seconds: float = 3.0
+    """``CONSENTRY_LEASE_SECONDS`` of the servers on PostgreSQL: how soon a live replica takes over
+    the runs of a killed one."""
+    plant: tuple[str, ...] = ()
+    """Faults to plant in the database after the last trial (``faults.FAULTS``)."""
+    keep: bool = False
+    """Keep the database and the server logs even when nothing was violated (they are always
+    kept when something was)."""
+    json_path: Path | None = None
+    work_dir: Path | None = None
+    """Where the SQLite file and the server logs go (default: a new temporary folder)."""
+    details: int = 10
+    """How many violations to print in full."""

@@ -1,0 +1,110 @@
+"""``consentry chaos`` (``backend/chaos``): short kill-trial runs against real server processes,
+on SQLite and on two PostgreSQL replicas (killing the one that owns a run), hold every invariant;
+and every fault planted in the database after a trial is caught by the invariant it targets.
+
+The runs are bounded (twelve trials on SQLite, twelve on PostgreSQL, reusing the running servers
+between kills, each about a minute on two cores); the long runs of a release are in
+docs/release-checks.md. Each run is the real command, in a process of its own, with its JSON
+report read back.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backend.chaos.faults import FAULTS
+from backend.chaos.violations import INVARIANTS
+from tests.postgres import PostgresCluster
+
+RUN_TIMEOUT_SECONDS = 300.0
+SQLITE_TRIALS = 12
+POSTGRES_TRIALS = 12
+SHORT_TRIALS = ("--clients", "4", "--conversations", "1", "--double-kill-rate", "0.5")
+"""A trial's cost is mostly its restart (about 2 s): more clients, one conversation each; half
+the kills doubled, so that a short run has some (one in a thousand runs of ten has none)."""
+
+
+@dataclass(frozen=True)
+class ChaosRun:
+    exit_code: int
+    table: str
+    """What the command printed: the table, planted faults, the first violations."""
+    result: dict[str, Any]
+    """Its ``--json`` report."""
+
+
+def _chaos(work: Path, *args: str) -> ChaosRun:
+    report = work / "chaos.json"
+    files = ("--work-dir", str(work / "run"), "--json", str(report))
+    done = subprocess.run(
+        [sys.executable, "-m", "backend.cli", "chaos", *args, "--details", "40", *files],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_SECONDS,
+        check=False,
+    )
+    assert report.exists(), f"exit {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    return ChaosRun(done.returncode, done.stdout, json.loads(report.read_text()))
+
+
+def _assert_kills_landed_mid_run(run: ChaosRun, trials: int) -> None:
+    result = run.result
+    assert result["trials"] == trials
+    assert result["kills"] == trials, run.table
+    assert result["kills_with_runs_active"] >= trials // 3, run.table
+    assert result["runs_cut"] >= trials // 3, run.table
+    assert result["acknowledged_decisions"] > 0, run.table
+
+
+def test_kill_trials_on_sqlite_lose_no_consent_message_or_decision(tmp_path: Path) -> None:
+    trials = ["--trials", str(SQLITE_TRIALS), *SHORT_TRIALS, "--seed", "17"]
+    run = _chaos(tmp_path, "--database", "sqlite", *trials)
+
+    _assert_kills_landed_mid_run(run, SQLITE_TRIALS)
+    assert run.result["double_kills"] >= 1, run.table
+    assert run.result["violations"] == dict.fromkeys(INVARIANTS, 0), run.table
+    assert run.exit_code == 0, run.table
+
+
+def test_kill_trials_on_two_postgres_replicas_survive_killing_the_run_owner(
+    tmp_path: Path, postgres: PostgresCluster
+) -> None:
+    database = ["--database", "postgres", "--database-url", postgres.new_database()]
+    trials = ["--trials", str(POSTGRES_TRIALS), *SHORT_TRIALS, "--seed", "23"]
+    run = _chaos(tmp_path, *database, "--replicas", "2", *trials)
+
+    _assert_kills_landed_mid_run(run, POSTGRES_TRIALS)
+    assert run.result["violations"] == dict.fromkeys(INVARIANTS, 0), run.table
+    assert run.exit_code == 0, run.table
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory) -> ChaosRun:
+    """One clean trial without kills, then every fault planted one after the other."""
+    return _chaos(
+        tmp_path_factory.mktemp("planted"),
+        *("--database", "sqlite", "--trials", "1", "--clients", "4", "--kill-rate", "0"),
+        *("--seed", "7", "--plant", "all"),
+    )
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_a_planted_fault_is_caught_by_the_invariant_it_targets(
+    planted: ChaosRun, fault: str
+) -> None:
+    target = INVARIANTS[FAULTS[fault].invariant]
+    plant = next(p for p in planted.result["plants"] if p["fault"] == fault)
+
+    assert plant["error"] is None, planted.table
+    assert plant["caught"], planted.table
+    assert all(v["thread_id"] in (plant["thread_id"], None) for v in plant["caught"])
+    assert f"{fault:<28} caught by '{target}'" in planted.table
+    assert planted.result["violations"][FAULTS[fault].invariant] >= 1
+    assert planted.exit_code == 1, planted.table  # violations found, no planted fault missed
