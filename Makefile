@@ -21,9 +21,10 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(VENV)/.installed $@
 
-## run: install and start the server on http://$(HOST):$(PORT) (SQLite under data/, offline model)
+## run: install and start the server on http://$(HOST):$(PORT) (SQLite under data/, offline model);
+## it prints one line with its URL, and logs as text on a terminal (CONSENTRY_LOG_FORMAT=json for JSON)
 run: $(VENV)/.installed
-	$(BIN)/consentry serve --host $(HOST) --port $(PORT)
+	@$(BIN)/consentry serve --host $(HOST) --port $(PORT)
 
 ## test: install dev tools, then lint, type-check and run the whole suite
 test: $(VENV)/.installed-dev lint typecheck pytest

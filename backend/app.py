@@ -10,22 +10,38 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
+from pydantic import TypeAdapter
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount
 
-from backend.api import approvals, chat, consent_kinds, health, metrics, notes, threads, web
+from backend.api import (
+    api_docs,
+    approval_feed,
+    approvals,
+    chat,
+    consent_kinds,
+    health,
+    me,
+    metrics,
+    notes,
+    threads,
+    web,
+)
 from backend.api.body_limit import RequestBodyLimits
+from backend.api.cors import cors_options
 from backend.api.deps import authenticate, bearer_credentials, needs_principal
+from backend.api.request_errors import request_error
 from backend.api.request_ids import RequestIds
 from backend.api.url_text import UnstorableTextInUrl
 from backend.errors import ConsentryError, UnauthorizedError
 from backend.observability.tracing import Tracing, TracingMiddleware
 from backend.runtime.clock import Clock, utc_now
+from backend.schemas.approvals import ApprovalChange, ApprovalsReady
 from backend.schemas.errors import ErrorBody, ErrorDetail
 from backend.schemas.events import EVENT_ADAPTER
-from backend.schemas.requests import UNSTORABLE_TEXT
 from backend.services import open_services
 from backend.settings import Settings
 from backend.storage.database import DATABASE_ERRORS, is_database_unavailable
@@ -71,20 +87,8 @@ async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse
             )
         except UnauthorizedError as refused:
             return await _on_consentry_error(request, refused)
-    errors = [
-        {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
-        for e in exc.errors()
-    ]
-    unstorable = [e for e in errors if e["type"] == UNSTORABLE_TEXT]
-    if unstorable:
-        return _error(422, UNSTORABLE_TEXT, unstorable[0]["msg"], {"errors": unstorable})
-    if any(e["type"] == "json_invalid" for e in errors):
-        return _error(
-            422, "malformed_json", "The request body is not valid JSON.", {"errors": errors}
-        )
-    return _error(
-        422, "request_invalid", "The request does not match the schema.", {"errors": errors}
-    )
+    error = request_error(exc, content_type=request.headers.get("content-type"))
+    return await _on_consentry_error(request, error)
 
 
 async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
@@ -139,15 +143,21 @@ async def _on_unexpected_error(request: Request, exc: Exception) -> JSONResponse
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:
-    """OpenAPI, plus the SSE event union under ``components.schemas.Event``."""
+    """OpenAPI, plus the models of the SSE frames: the run events' union under
+    ``components.schemas.Event``, and the approvals stream's frames."""
     if app.openapi_schema is None:
         schema = get_openapi(
             title=app.title, version=app.version, routes=app.routes, description=app.description
         )
-        event_schema = EVENT_ADAPTER.json_schema(ref_template="#/components/schemas/{model}")
         components = schema.setdefault("components", {}).setdefault("schemas", {})
-        components.update(event_schema.pop("$defs", {}))
-        components["Event"] = event_schema
+        for name, adapter in (
+            ("Event", EVENT_ADAPTER),
+            ("ApprovalChange", TypeAdapter(ApprovalChange)),
+            ("ApprovalsReady", TypeAdapter(ApprovalsReady)),
+        ):
+            frame = adapter.json_schema(ref_template="#/components/schemas/{model}")
+            components.update(frame.pop("$defs", {}))
+            components[name] = frame
         app.openapi_schema = schema
     return app.openapi_schema
 
@@ -177,6 +187,8 @@ def create_app(
         version="0.1.0",
         description="LangGraph workflows over a typed SSE chat API, with human consent gates.",
         lifespan=lifespan,
+        docs_url=None,  # served offline by api.api_docs, not from a CDN
+        redoc_url=None,
     )
     app.add_exception_handler(ConsentryError, _on_consentry_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
@@ -184,9 +196,12 @@ def create_app(
     for database_error in DATABASE_ERRORS:
         app.add_exception_handler(database_error, _on_database_error)
     app.add_exception_handler(Exception, _on_unexpected_error)
-    for module in (chat, threads, approvals, consent_kinds, notes, health, metrics, web):
+    # The approvals feed's /stream before /v1/approvals/{approval_id}.
+    routers = (chat, threads, approval_feed, approvals, consent_kinds, notes, health, metrics, web)
+    for module in (*routers, me, api_docs):
         app.include_router(module.router)
     app.mount("/web", web.WebFiles(), name="web")
+    app.mount(api_docs.ASSETS_PATH, api_docs.DocsAssets(), name="docs-assets")
     # Limits that answer before any route parses the request (docs/limits.md); the last added
     # runs first.
     app.add_middleware(
@@ -196,6 +211,8 @@ def create_app(
         max_list_items=settings.max_list_items,
     )
     app.add_middleware(UnstorableTextInUrl)
+    if settings.cors_origins:  # outside the limits: they apply, and their refusals are readable
+        app.add_middleware(CORSMiddleware, **cors_options(settings.cors_origins))
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     if tracing is not None:
         app.add_middleware(TracingMiddleware, tracing=tracing)

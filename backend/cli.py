@@ -1,4 +1,4 @@
-"""``consentry``: serve the API, talk to a running server, or print the protocol's JSON Schema.
+"""consentry: serve the API, talk to a running server, or print the protocol's JSON Schema.
 
 consentry serve [--host H] [--port P] [--role all|api|worker]
                                           start the server (defaults from settings)
@@ -6,6 +6,8 @@ consentry chat [--url URL] [--api-key KEY] [--thread ID] [--note ID] [--project 
                [--color auto|always|never]
                                           chat with a running server, decide its consents
                                           (docs/terminal.md)
+consentry notes [NOTE_ID] [--project ID] [--url URL] [--api-key KEY] [--color …]
+                                          projects and notes, or a note and its conversations
 consentry approvals list [--status S] | show ID | approve ID [--comment C] | reject ID [--comment C]
                [--url URL] [--api-key KEY] [--color auto|always|never]
                                           the approvals inbox of a running server
@@ -16,6 +18,8 @@ consentry bench [--concurrency 1,10,100] [--conversations N] [--postgres URL] [-
                                           (docs/performance.md)
 consentry chaos [--trials N] [--database sqlite|postgres] [--database-url URL] [--plant F] …
                                           kill trials and their invariants (docs/release-checks.md)
+
+The help that argparse prints is plain text: DESCRIPTION and EPILOG below, never this docstring.
 """
 
 from __future__ import annotations
@@ -25,53 +29,22 @@ import asyncio
 import contextlib
 import sys
 
-from pydantic import ValidationError
-
 __all__ = ["main"]
+
+DESCRIPTION = (
+    "Consentry: serve the API and the web app, talk to a running server from the terminal "
+    "(chat, notes, approvals), or print the protocol's JSON Schema."
+)
+EPILOG = (
+    "consentry COMMAND --help shows the options of a command. The terminal client is described "
+    "in docs/terminal.md, the server's settings in README.md."
+)
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
+    from backend.serve import serve_command
 
-    from backend.app import create_app
-    from backend.runtime.executor import SHUTDOWN_GRACE_SECONDS
-    from backend.settings import Settings
-    from backend.storage.process_lock import DatabaseInUseError, serving_lock
-    from graphs.registry import GraphLoadError, load_graphs
-
-    given = (("host", args.host), ("port", args.port), ("role", args.role))
-    overrides = {k: v for k, v in given if v is not None}
-    try:
-        settings = Settings(**overrides)
-    except ValidationError as exc:
-        print(f"consentry: invalid settings:\n{exc}", file=sys.stderr)
-        return 2
-    try:
-        load_graphs(settings.graphs)  # a bad CONSENTRY_GRAPHS entry: one clear line, no server
-    except GraphLoadError as exc:
-        print(f"consentry: {exc}", file=sys.stderr)
-        return 2
-    try:
-        with serving_lock(settings.sqlite_path):
-            pass  # fail here, with one clear line, rather than in the middle of start-up
-    except DatabaseInUseError as exc:
-        print(f"consentry: {exc}", file=sys.stderr)
-        return 2
-    from backend.http_protocol import HttpLimits, bounded_http_protocol
-    from backend.observability.logs import logging_config
-
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        http=bounded_http_protocol(HttpLimits.of(settings)),  # head, body and keep-alive limits
-        timeout_keep_alive=settings.http_keepalive_timeout_seconds,
-        log_level=args.log_level,
-        log_config=logging_config(level=args.log_level, log_format=settings.log_format),
-        access_log=False,  # one line per request comes from api.request_ids, with its ids
-        timeout_graceful_shutdown=int(SHUTDOWN_GRACE_SECONDS * 2),
-    )
-    return 0
+    return serve_command(host=args.host, port=args.port, role=args.role, log_level=args.log_level)
 
 
 def _schema(_: argparse.Namespace) -> int:
@@ -151,6 +124,18 @@ def _chat(args: argparse.Namespace) -> int:
     )
 
 
+def _notes(args: argparse.Namespace) -> int:
+    from backend.terminal.commands import notes_command
+
+    return notes_command(
+        url=args.url,
+        api_key=args.api_key,
+        color=args.color,
+        note_id=args.note_id,
+        project_id=args.project,
+    )
+
+
 def _approvals(args: argparse.Namespace) -> int:
     from backend.terminal.commands import approvals_command
 
@@ -185,6 +170,18 @@ def _add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     chat.add_argument("--project", help="the project of a new thread")
     chat.add_argument("--graph", help="the graph of a new thread (default: tutor)")
     chat.set_defaults(run=_chat)
+    notes = commands.add_parser(
+        "notes",
+        help="the projects and notes of a running server, or one note and its conversations",
+        description="Without NOTE_ID: every project and its notes, with their ids. With NOTE_ID: "
+        "the note, and the conversations about it (go on with one: consentry chat --thread ID).",
+    )
+    notes.add_argument(
+        "note_id", nargs="?", metavar="NOTE_ID", help="show this note and its conversations"
+    )
+    notes.add_argument("--project", help="list only this project's notes")
+    _add_client_options(notes)
+    notes.set_defaults(run=_notes)
     approvals = commands.add_parser("approvals", help="the approvals inbox of a running server")
     actions = approvals.add_subparsers(dest="action", required=True)
     listing = actions.add_parser("list", help="list approvals, newest first")
@@ -203,7 +200,7 @@ def _add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="consentry", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="consentry", description=DESCRIPTION, epilog=EPILOG)
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="start the API server")
     serve.add_argument("--host")

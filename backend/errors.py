@@ -14,7 +14,9 @@ stream the same information arrives as an ``error`` event followed by the run's 
     │                                  request_in_progress, version_conflict
     ├── GoneError                  410 consent_expired
     ├── PayloadTooLargeError       413 body_too_large
-    ├── InvalidRequestError        422 request_invalid, decision_not_allowed, invalid_edit,
+    ├── UnsupportedMediaTypeError  415 unsupported_media_type
+    ├── InvalidRequestError        422 request_invalid, malformed_json, empty_message,
+    │                                  unknown_decision, decision_not_allowed, invalid_edit,
     │                                  duplicate_decision, unknown_graph, graph_mismatch,
     │                                  policy_mismatch, message_too_long,
     │                                  idempotency_key_reused, limit_exceeded, unstorable_text
@@ -43,6 +45,7 @@ __all__ = [
     "RequestTimeoutError",
     "TooManyRequestsError",
     "UnauthorizedError",
+    "UnsupportedMediaTypeError",
 ]
 
 
@@ -112,6 +115,13 @@ class InvalidRequestError(ConsentryError):
 class PayloadTooLargeError(ConsentryError):
     status_code = 413
     default_code = "body_too_large"
+
+
+class UnsupportedMediaTypeError(ConsentryError):
+    """A body in a format the route does not read (every body of the API is JSON)."""
+
+    status_code = 415
+    default_code = "unsupported_media_type"
 
 
 class TooManyRequestsError(ConsentryError):

@@ -12,13 +12,22 @@ from typing import Any
 from pydantic import TypeAdapter
 from pydantic.json_schema import JsonSchemaMode
 
-from backend.schemas.approvals import Approval, ApprovalList, DecisionAccepted, DecisionRequest
+from backend.schemas.approvals import (
+    Approval,
+    ApprovalChange,
+    ApprovalList,
+    ApprovalsReady,
+    DecisionAccepted,
+    DecisionRequest,
+)
 from backend.schemas.audit import AuditTrail
 from backend.schemas.chat import ChatRequest
 from backend.schemas.consent_kinds import ConsentKindList
 from backend.schemas.errors import ErrorBody
 from backend.schemas.events import Event
-from backend.schemas.threads import ThreadDetail
+from backend.schemas.me import Me
+from backend.schemas.notes import NoteVersionList
+from backend.schemas.threads import ThreadDetail, ThreadList
 from graphs.registry import BUILTIN_GRAPHS
 
 __all__ = ["protocol_schema", "protocol_schema_json"]
@@ -28,12 +37,17 @@ _MODELS: dict[str, Any] = {
     "Event": Event,
     "ErrorBody": ErrorBody,
     "ThreadDetail": ThreadDetail,
+    "ThreadList": ThreadList,
     "ConsentKindList": ConsentKindList,
     "Approval": Approval,
     "ApprovalList": ApprovalList,
+    "ApprovalChange": ApprovalChange,
+    "ApprovalsReady": ApprovalsReady,
     "DecisionRequest": DecisionRequest,
     "DecisionAccepted": DecisionAccepted,
     "AuditTrail": AuditTrail,
+    "Me": Me,
+    "NoteVersionList": NoteVersionList,
 }
 
 

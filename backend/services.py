@@ -15,6 +15,7 @@ from backend.api.stream_slots import StreamSlots
 from backend.exit_signals import forwarding_exit_signals
 from backend.observability.metrics import Metrics
 from backend.observability.tracing import Tracing
+from backend.runtime.approval_feed import ApprovalFeed
 from backend.runtime.approvals import ApprovalInbox
 from backend.runtime.clock import Clock, utc_now
 from backend.runtime.executor import SHUTDOWN_GRACE_SECONDS, RunExecutor, RunLimits
@@ -24,6 +25,7 @@ from backend.runtime.notifications import EventNotifications
 from backend.runtime.rate_limits import RateLimiter, rate_limiter
 from backend.runtime.readiness import BackgroundTask, Readiness
 from backend.runtime.runs import RunStarter
+from backend.runtime.sample_notes import SampleNote, read_sample_notes
 from backend.runtime.takeover import RunTakeover
 from backend.runtime.threads import ThreadReader
 from backend.runtime.worker import RunWorker
@@ -46,6 +48,8 @@ class Services:
     runs: RunStarter
     threads: ThreadReader
     approvals: ApprovalInbox
+    approval_feed: ApprovalFeed
+    """Each caller's approvals as they change (``GET /v1/approvals/stream``)."""
     idempotency: IdempotencyGuard
     expiry: ExpirySweeper
     clock: Clock
@@ -58,6 +62,8 @@ class Services:
     """Per-principal token buckets of messages and decisions, in this process."""
     stream_slots: StreamSlots
     """The event streams each principal holds open in this process, capped."""
+    sample_notes: tuple[SampleNote, ...]
+    """What an owner's default project starts with (``CONSENTRY_SAMPLE_NOTES``)."""
 
 
 @asynccontextmanager
@@ -122,7 +128,12 @@ async def _open(
             if not db.is_postgres:  # the only process on the file: no key is really in flight
                 await idempotency.release_abandoned()
             notifications = EventNotifications(settings.database_url if db.is_postgres else None)
+            if not db.is_postgres:  # one process: what it notifies at commit, it tells itself
+                db.listen_locally(notifications.deliver)
             await notifications.start()
+            sample_notes = (
+                await asyncio.to_thread(read_sample_notes) if settings.sample_notes else ()
+            )
             runs = RunStarter(
                 db=db,
                 executor=executor,
@@ -132,6 +143,7 @@ async def _open(
                 metrics=metrics,
                 queue_for=notifications if settings.role == "api" else None,
                 max_active_runs_per_tenant=settings.max_active_runs_per_tenant,
+                sample_notes=sample_notes,
             )
             # On SQLite this process is the only one on the file (serving_lock): every run left
             # open is dead, whatever its lease says. On PostgreSQL only expired leases are.
@@ -195,6 +207,7 @@ async def _open(
                             metrics=metrics,
                         ),
                         approvals=ApprovalInbox(db=db, runs=runs),
+                        approval_feed=ApprovalFeed(db=db, notifications=notifications, clock=clock),
                         idempotency=idempotency,
                         expiry=expiry,
                         clock=clock,
@@ -204,6 +217,7 @@ async def _open(
                         metrics=metrics,
                         rate_limits=rate_limiter(settings, clock),
                         stream_slots=StreamSlots(settings.max_streams_per_principal),
+                        sample_notes=sample_notes,
                     )
             finally:
                 await worker.stop()

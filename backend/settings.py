@@ -18,6 +18,9 @@ from graphs.window import DEFAULT_CONVERSATION_WINDOW
 __all__ = ["Settings"]
 
 _NAME = re.compile(r"[A-Za-z0-9._@-]{1,128}")
+_DISPLAY_NAME = re.compile(r"[^\x00-\x1f\x7f,=]{1,128}")
+# An origin as a browser sends it: scheme, host (a name, or an IPv6 address) and port, no path.
+_ORIGIN = re.compile(r"https?://(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
 _GRAPH_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _IMPORT_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 DEFAULT_DATABASE_URL = f"sqlite:///{Path('data') / 'consentry.db'}"
@@ -51,6 +54,11 @@ class Settings(BaseSettings):
         default=True,
         description="Migrate the database at start-up (off: run `consentry db upgrade` yourself).",
     )
+    sample_notes: bool = Field(
+        default=True,
+        description="Put the sample notes of `data/samples/` into each owner's default project "
+        "when it is created (an owner's first request); off: it starts empty.",
+    )
     database_pool_size: int = Field(
         default=10, ge=1, le=200, description="PostgreSQL connections per process (app tables)."
     )
@@ -58,8 +66,9 @@ class Settings(BaseSettings):
     port: int = Field(default=8000, ge=0, le=65535)
     api_keys: Annotated[dict[str, Principal], NoDecode] = Field(
         default_factory=dict,
-        description="Bearer tokens as `token=tenant:user,token2=tenant:user2`. "
-        "Unset: one local user, loopback only.",
+        description="Bearer tokens as `token=tenant:user,token2=tenant:user2`, each owner with "
+        "an optional display name (`token=tenant:user:Ada Lovelace`). Unset: one local user, "
+        "loopback only.",
     )
     graphs: Annotated[dict[str, str], NoDecode] = Field(
         default_factory=dict,
@@ -252,10 +261,17 @@ class Settings(BaseSettings):
         "run whose process died is taken over once its lease expired.",
     )
     keepalive_seconds: float = Field(default=15.0, gt=0, le=15.0)
-    log_format: Literal["json", "text"] = Field(
-        default="json",
+    log_format: Literal["auto", "json", "text"] = Field(
+        default="auto",
         description="`json`: one JSON object per line with request, principal, thread and run "
-        "ids (docs/operations.md); `text`: plain lines for a terminal.",
+        "ids (docs/operations.md); `text`: plain lines for a terminal; `auto`: `text` when "
+        "stderr is a terminal, else `json`.",
+    )
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Origins whose web pages may call the API (a frontend on its own dev "
+        "server), exact and comma-separated: `http://localhost:5173,https://app.example.org`; "
+        "`*` for any, only with API keys. Unset: none (docs/frontend.md).",
     )
     otel_exporter_otlp_endpoint: str | None = Field(
         default=None,
@@ -286,17 +302,41 @@ class Settings(BaseSettings):
         for item in filter(None, (part.strip() for part in raw.split(","))):
             # The owner never contains "=", a token may (base64 padding): split at the last one.
             token, _, owner = item.rpartition("=")
-            tenant, _, user = owner.partition(":")
-            token, tenant, user = token.strip(), tenant.strip(), user.strip()
+            tenant, _, rest = owner.partition(":")
+            user, named, name = rest.partition(":")
+            token, tenant, user, name = token.strip(), tenant.strip(), user.strip(), name.strip()
             if not (token and _NAME.fullmatch(tenant) and _NAME.fullmatch(user)):
                 raise ValueError(
-                    "CONSENTRY_API_KEYS entries look like `token=tenant:user`, separated by "
-                    "commas; tenant and user use letters, digits and . _ @ -"
+                    "CONSENTRY_API_KEYS entries look like `token=tenant:user` or "
+                    "`token=tenant:user:Display Name`, separated by commas; tenant and user use "
+                    "letters, digits and . _ @ -"
+                )
+            if named and not _DISPLAY_NAME.fullmatch(name):
+                raise ValueError(
+                    f"CONSENTRY_API_KEYS: the display name of {tenant}:{user} must be 1 to 128 "
+                    "printable characters (no comma or =)"
                 )
             if token in keys:
                 raise ValueError("CONSENTRY_API_KEYS names the same token twice")
-            keys[token] = Principal(tenant, user)
+            keys[token] = Principal(tenant, user, name or None)
         return keys
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _parse_cors_origins(cls, raw: object) -> object:
+        items = raw.split(",") if isinstance(raw, str) else raw
+        if not isinstance(items, list):
+            return raw
+        origins = [str(item).strip() for item in items if str(item).strip()]
+        for origin in origins:
+            if origin != "*" and not _ORIGIN.fullmatch(origin):
+                raise ValueError(
+                    f"CONSENTRY_CORS_ORIGINS: {origin!r} is not an origin: write scheme, host "
+                    "and port only, like `http://localhost:5173` (no path, no trailing /), or `*`"
+                )
+        if "*" in origins and len(origins) > 1:
+            raise ValueError("CONSENTRY_CORS_ORIGINS is either `*` or a list of origins")
+        return origins
 
     @field_validator("graphs", mode="before")
     @classmethod
@@ -373,8 +413,19 @@ class Settings(BaseSettings):
     def _refuse_open_bind_without_keys(self) -> Settings:
         if not self.api_keys and not _is_loopback(self.host):
             raise ValueError(
-                f"refusing to bind to {self.host} without CONSENTRY_API_KEYS: "
-                "keyless mode serves one local user and is loopback only"
+                f"refusing to bind to {self.host} without CONSENTRY_API_KEYS (keyless mode "
+                "serves one local user, on loopback only): set CONSENTRY_API_KEYS="
+                "token=tenant:user, or serve on 127.0.0.1"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _refuse_any_origin_without_keys(self) -> Settings:
+        if "*" in self.cors_origins and not self.api_keys:
+            raise ValueError(
+                "refusing CONSENTRY_CORS_ORIGINS=* without CONSENTRY_API_KEYS: any web page "
+                "could act as the local user; list your frontend's origins (like "
+                "`http://localhost:5173`) or set CONSENTRY_API_KEYS"
             )
         return self
 

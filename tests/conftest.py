@@ -37,6 +37,9 @@ class ManualClock:
 
 
 AppFactory = Callable[..., Any]
+NO_SAMPLE_NOTES: dict[str, Any] = {"sample_notes": False}
+"""The apps of ``open_client`` and ``open_live`` start with an empty default project, as most tests
+expect; ``open_client(sample_notes=True)`` for the first-run experience (test_sample_notes.py)."""
 
 
 @pytest.fixture(autouse=True)
@@ -70,7 +73,7 @@ def open_client(db_url: str, clock: ManualClock) -> Callable[..., Any]:
 
     @asynccontextmanager
     async def _open(**overrides: Any) -> AsyncIterator[httpx.AsyncClient]:
-        settings = Settings(database_url=db_url, **overrides)
+        settings = Settings(database_url=db_url, **{**NO_SAMPLE_NOTES, **overrides})
         app: FastAPI = create_app(settings, clock=clock)
         async with LifespanManager(app) as manager:
             transport = httpx.ASGITransport(app=manager.app)
@@ -94,7 +97,7 @@ def open_live(db_url: str, clock: ManualClock) -> Callable[..., Any]:
 
     @asynccontextmanager
     async def _open(**overrides: Any) -> AsyncIterator[tuple[httpx.AsyncClient, Any]]:
-        settings = Settings(database_url=db_url, **overrides)
+        settings = Settings(database_url=db_url, **{**NO_SAMPLE_NOTES, **overrides})
         app: FastAPI = create_app(settings, clock=clock)
         async with serve_app(app) as base_url:
             limits = httpx.Limits(max_connections=100)

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query, Response, status
 from backend.api.deps import PrincipalDep, ServicesDep
 from backend.api.limits import check_note_text, page_limit
 from backend.api.responses import ERROR_RESPONSES
+from backend.runtime.sample_notes import default_project_id
 from backend.schemas.notes import (
     Note,
     NoteCreateRequest,
@@ -37,12 +38,13 @@ async def create_project(
 
 @router.get("/projects")
 async def list_projects(owner: PrincipalDep, services: ServicesDep) -> ProjectList:
-    """The caller's projects; the default one is created on first use."""
+    """The caller's projects; the default one is created on first use (with the sample notes,
+    ``CONSENTRY_SAMPLE_NOTES``)."""
     async with services.db.read() as conn:
         if await repo.find_default_project_id(conn, owner) is not None:
             return ProjectList(projects=await repo.list_projects(conn, owner))
-    async with services.db.write() as conn:  # first use: create it
-        await repo.default_project_id(conn, owner, now=services.clock())
+    async with services.db.write() as conn:  # first use: create it, with the sample notes
+        await default_project_id(conn, owner, now=services.clock(), samples=services.sample_notes)
         return ProjectList(projects=await repo.list_projects(conn, owner))
 
 

@@ -16,6 +16,10 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         "model": ErrorBody,
         "description": "The body is larger than `CONSENTRY_MAX_BODY_BYTES` (docs/limits.md).",
     },
+    415: {
+        "model": ErrorBody,
+        "description": "A body that is not sent as JSON (`Content-Type: application/json`).",
+    },
     422: {"model": ErrorBody, "description": "The request is malformed or not allowed."},
     429: {
         "model": ErrorBody,

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query
-from pydantic.config import JsonDict
+from fastapi import APIRouter, Query
 
 from backend.api.deps import IdempotencyKey, PrincipalDep, ServicesDep
+from backend.api.last_event_id import LastEventId
 from backend.api.limits import page_limit
 from backend.api.responses import ERROR_RESPONSES
 from backend.api.sse_response import EventStreamResponse
 from backend.api.streaming import EVENT_STREAM_RESPONSE, event_stream_response, stream_new_run
-from backend.errors import BadRequestError
 from backend.runtime.executor import ActiveRun
 from backend.runtime.idempotency import KeyHold
 from backend.schemas.audit import AuditTrail
@@ -23,26 +21,24 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/v1/threads", tags=["threads"], responses=ERROR_RESPONSES)
 
-_LAST_EVENT_ID = re.compile("[0-9]{0,18}")
-"""A ``Last-Event-ID``: the seq of an event of the thread, or empty for none."""
-
-
-def _last_event_id_schema(schema: JsonDict) -> None:
-    """The schema of the ``Last-Event-ID`` header and query parameter: a string (absent, not
-    null) of the pattern. Documented only: a value outside it is 400 ``invalid_last_event_id``
-    (``_parse_event_id``), not FastAPI's 422."""
-    schema.pop("anyOf", None)
-    schema.update(type="string", pattern=f"^{_LAST_EVENT_ID.pattern}$")
-
 
 @router.get("")
 async def list_threads(
     owner: PrincipalDep,
     services: ServicesDep,
     limit: Annotated[int, page_limit(100)],
+    note_id: Annotated[
+        str | None, Query(max_length=64, description="Only the threads about this note.")
+    ] = None,
+    project_id: Annotated[
+        str | None, Query(max_length=64, description="Only the threads of this project.")
+    ] = None,
 ) -> ThreadList:
-    """The caller's threads, most recently active first."""
-    return await services.threads.list_threads(owner, limit=limit)
+    """The caller's threads, most recently active first: all of them, or a note's (the note its
+    first message named) or a project's conversations."""
+    return await services.threads.list_threads(
+        owner, limit=limit, note_id=note_id, project_id=project_id
+    )
 
 
 @router.get("/{thread_id}")
@@ -73,42 +69,16 @@ async def join_stream(
     thread_id: str,
     owner: PrincipalDep,
     services: ServicesDep,
-    last_event_id_header: Annotated[
-        str | None,
-        Header(
-            alias="Last-Event-ID",
-            description="The `id:` of the last event the client has.",
-            json_schema_extra=_last_event_id_schema,
-        ),
-    ] = None,
-    last_event_id: Annotated[
-        str | None,
-        Query(description="Same as `Last-Event-ID`.", json_schema_extra=_last_event_id_schema),
-    ] = None,
+    after: LastEventId,
 ) -> EventStreamResponse:
     """Join a thread's stream: what the client missed (by `Last-Event-ID`), then what the active
     run does, until its `final`. Without an id the whole stored history comes first."""
-    after = _parse_event_id(last_event_id)
-    if last_event_id_header is not None:  # the header wins: what a reconnecting EventSource sends
-        after = _parse_event_id(last_event_id_header)
 
     async def join() -> EventStreamResponse:
-        events = await services.threads.join(owner, thread_id, after_seq=after)
+        events = await services.threads.join(owner, thread_id, after_seq=after or 0)
         return event_stream_response(events, services=services, headers={"X-Thread-Id": thread_id})
 
     return await services.stream_slots.open(owner, join)
-
-
-def _parse_event_id(raw: str | None) -> int:
-    if raw is None or raw == "":
-        return 0
-    if not _LAST_EVENT_ID.fullmatch(raw):
-        raise BadRequestError(
-            "Last-Event-ID must be the `id:` of an event of this thread (a number).",
-            code="invalid_last_event_id",
-            details={"last_event_id": raw[:40]},
-        )
-    return int(raw)
 
 
 @router.post("/{thread_id}/cancel", status_code=202)

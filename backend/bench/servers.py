@@ -102,7 +102,8 @@ def start_baseline(database: Path) -> LocalServer:
 def _start(
     name: str, command: list[str], env: dict[str, str], port: int, database_url: str
 ) -> LocalServer:
-    process = subprocess.Popen(command, env=env)
+    # What the server prints goes to stderr: the bench's stdout is its report.
+    process = subprocess.Popen(command, env=env, stdout=sys.stderr)
     server = LocalServer(name, process, f"http://127.0.0.1:{port}", database_url)
     deadline = time.monotonic() + _START_TIMEOUT_SECONDS
     with httpx.Client(base_url=server.base_url, timeout=5) as client:

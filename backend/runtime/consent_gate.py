@@ -140,13 +140,15 @@ async def record_decision(
     run_id: str,
     now: datetime,
 ) -> None:
-    """Compare-and-set the approval to the decision, with its audit record."""
+    """Compare-and-set the approval to the decision, with its audit record. A person's decision
+    (``decided_by`` is ``owner``) keeps ``owner``'s display name beside it."""
     status = STATUS_OF[decision.decision]
     won = await approvals_repo.decide_approval(
         conn,
         row.id,
         status=status,
         decided_by=decision.decided_by,
+        decided_by_name=owner.name if decision.decided_by == owner.display else None,
         decision=decision.model_dump(mode="json"),
         now=now,
     )

@@ -51,7 +51,13 @@ from backend.runtime.leases import LeaseKeeper
 from backend.runtime.notes_store import OwnerNotesStore
 from backend.runtime.run_consents import consent_event, store_consent
 from backend.runtime.step_batching import ProgressBatcher
-from backend.runtime.stream_mapping import STREAM_MODES, ChunkMapper, Said, said_by
+from backend.runtime.stream_mapping import (
+    RESUMED_LABELS,
+    STREAM_MODES,
+    ChunkMapper,
+    Said,
+    said_by,
+)
 from backend.schemas.events import (
     ConsentEvent,
     ErrorEvent,
@@ -127,6 +133,7 @@ class _RunContext:
     meter: TokenMeter
     fencing_token: int
     observer: RunObserver
+    resumed: frozenset[str] = frozenset()
     stop: StopReason | None = None
     task: asyncio.Task[None] | None = field(default=None, repr=False)
     progress: ProgressBatcher = field(init=False, repr=False)
@@ -148,6 +155,8 @@ class GraphPosition:
     crash) and ``astream(None)`` would continue it."""
     interrupts: tuple[Interrupt, ...] = ()
     """The interrupts the graph waits for, with their values."""
+    asking: frozenset[str] = frozenset()
+    """The nodes that asked them."""
     written_by: str | None = None
     """The run whose graph input wrote the newest checkpoint (``RUN_MARK``), if any."""
     input_index: int | None = None
@@ -242,6 +251,7 @@ class RunExecutor:
             # not written yet (the run stopped at that boundary) lists them with their writes.
             unfinished=bool(state.tasks) and not state.interrupts,
             interrupts=tuple(state.interrupts),
+            asking=frozenset(task.name for task in state.tasks if task.interrupts),
             written_by=written_by if isinstance(written_by, str) else None,
             input_index=input_index if isinstance(input_index, int) else None,
         )
@@ -257,7 +267,10 @@ class RunExecutor:
         trigger: Trigger,
         consent_policy: str,
         graph_inputs: list[GraphInput],
+        resumed: frozenset[str] = frozenset(),
     ) -> ActiveRun:
+        """Start the run as a task. ``resumed``: the nodes that asked the consents its input
+        answers (their first step gets the trigger's ``RESUMED_LABELS`` label)."""
         events = RunEventStream(
             thread_id=thread_id,
             run_id=run_id,
@@ -295,6 +308,7 @@ class RunExecutor:
             meter,
             claim.fencing_token,
             observer,
+            resumed,
         )
         run.progress = ProgressBatcher(events, partial(self._store_rows, run))
         self._active[thread_id] = run
@@ -313,7 +327,9 @@ class RunExecutor:
         events = run.events
         bind_run(thread=events.thread_id, run=events.run_id)  # this task's log lines name it
         outcome = _Outcome()
-        mapper = ChunkMapper(run.spec)
+        mapper = ChunkMapper(
+            run.spec, resumed=run.resumed, resumed_label=RESUMED_LABELS.get(run.trigger)
+        )
         inputs = list(graph_inputs)
         try:
             async with asyncio.timeout(self._limits.timeout_seconds):

@@ -7,6 +7,10 @@
 - ``consentry_runs`` (payload: a run id): an API-only replica queued a run; workers take it.
 - ``consentry_cancels`` (payload: a run id): a client asked any replica to cancel a run; the
   process executing it stops it at its next step boundary.
+- ``consentry_approvals`` (payload: an owner, ``tenant/user``): one of the owner's approvals
+  was requested, decided, expired or cancelled; the owner's approvals feeds read the change
+  (``runtime.approval_feed``). Sent by ``storage.database.notify_at_commit``, which on SQLite
+  delivers to this process right after the commit (:meth:`EventNotifications.deliver`).
 
 Each process keeps one ``LISTEN`` connection. If it drops, every waiter is woken (so none misses
 what happened meanwhile) and the listener reconnects. On SQLite one process serves the file and
@@ -23,10 +27,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from backend.runtime.background import BackgroundLoop
+from backend.storage.audit import APPROVALS_CHANNEL
 from backend.storage.database import libpq_url
 from backend.storage.runs import CANCELS_CHANNEL, RUNS_CHANNEL
 
 __all__ = [
+    "APPROVALS_CHANNEL",
     "CANCELS_CHANNEL",
     "CONSENTS_CHANNEL",
     "EVENTS_CHANNEL",
@@ -45,6 +51,7 @@ class EventNotifications(BackgroundLoop):
         """``database_url``: the PostgreSQL URL, or None (SQLite: nothing to listen to)."""
         self._dsn = libpq_url(database_url) if database_url else None
         self._waiters: dict[str, set[asyncio.Event]] = {}
+        self._approval_waiters: dict[str, set[asyncio.Event]] = {}
         self._task: asyncio.Task[None] | None = None
         self._listening = asyncio.Event()
         self.on_consent_requested: Callable[[datetime], None] = lambda expires_at: None
@@ -84,6 +91,25 @@ class EventNotifications(BackgroundLoop):
                 if not waiters:
                     del self._waiters[thread_id]
 
+    @contextlib.contextmanager
+    def watch_approvals(self, owner: str) -> Iterator[asyncio.Event]:
+        """An event set whenever one of ``owner``'s approvals changes (``tenant/user``), or the
+        notifications were interrupted (clear it before reading)."""
+        waiter = asyncio.Event()
+        self._approval_waiters.setdefault(owner, set()).add(waiter)
+        try:
+            yield waiter
+        finally:
+            waiters = self._approval_waiters.get(owner)
+            if waiters is not None:
+                waiters.discard(waiter)
+                if not waiters:
+                    del self._approval_waiters[owner]
+
+    def deliver(self, channel: str, payload: str) -> None:
+        """A notification this process made, delivered after its commit (SQLite)."""
+        self._dispatch(channel, payload)
+
     def _wake(self, thread_id: str | None) -> None:
         groups: Any = (
             self._waiters.values() if thread_id is None else [self._waiters.get(thread_id, ())]
@@ -91,6 +117,10 @@ class EventNotifications(BackgroundLoop):
         for waiters in groups:
             for waiter in waiters:
                 waiter.set()
+        if thread_id is None:  # the listener was away: the approvals feeds read again too
+            for waiters in self._approval_waiters.values():
+                for waiter in waiters:
+                    waiter.set()
 
     def _dispatch(self, channel: str, payload: str) -> None:
         if channel == EVENTS_CHANNEL:
@@ -101,6 +131,9 @@ class EventNotifications(BackgroundLoop):
             self.on_run_queued(payload)
         elif channel == CANCELS_CHANNEL:
             self.on_cancel_requested(payload)
+        elif channel == APPROVALS_CHANNEL:
+            for waiter in self._approval_waiters.get(payload, ()):
+                waiter.set()
 
     async def _listen(self, dsn: str) -> None:
         from psycopg import AsyncConnection
@@ -113,6 +146,7 @@ class EventNotifications(BackgroundLoop):
                         CONSENTS_CHANNEL,
                         RUNS_CHANNEL,
                         CANCELS_CHANNEL,
+                        APPROVALS_CHANNEL,
                     ):
                         await conn.execute(f"LISTEN {channel}")
                     self._listening.set()

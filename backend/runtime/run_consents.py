@@ -99,7 +99,7 @@ async def recorded_decisions(
     if not target.stopped_half_way or not waiting:
         return {}
     rows = await approvals_repo.closed_approvals(conn, target.thread_id, sorted(waiting))
-    return {row.id: row.decision for row in rows if row.decision}
+    return {row.id: approvals_repo.resume_value(row) for row in rows if row.decision}
 
 
 @dataclass

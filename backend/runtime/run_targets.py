@@ -3,6 +3,7 @@ before anything is written (unknown ids are 404, mismatches 422, a busy thread 4
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 from uuid import uuid4
@@ -10,6 +11,7 @@ from uuid import uuid4
 from backend.errors import ConflictError, InvalidRequestError, NotFoundError
 from backend.principal import Principal
 from backend.runtime.clock import Clock
+from backend.runtime.sample_notes import SampleNote, default_project_id
 from backend.schemas.chat import ChatRequest
 from backend.storage import notes as notes_repo
 from backend.storage import threads as threads_repo
@@ -33,6 +35,8 @@ class RunTarget:
     consent_policy: str
     transcript_kept: bool = True
     """False for a thread from before the transcript table: its messages are in its checkpoint."""
+    remembered_note_id: str | None = None
+    """The note the thread is about (``threads.note_id``), if it has one yet."""
 
     @property
     def stopped_half_way(self) -> bool:
@@ -57,10 +61,19 @@ def refuse_if_running(target: RunTarget) -> None:
 class RunTargets:
     """Resolves requests to the thread they are for, and names to the graphs served."""
 
-    def __init__(self, *, db: Database, graphs: dict[str, GraphSpec], clock: Clock) -> None:
+    def __init__(
+        self,
+        *,
+        db: Database,
+        graphs: dict[str, GraphSpec],
+        clock: Clock,
+        sample_notes: Sequence[SampleNote] = (),
+    ) -> None:
         self._db = db
         self._graphs = graphs
         self._clock = clock
+        self._sample_notes = sample_notes
+        """What a default project starts with (``runtime.sample_notes``)."""
         self._default_projects: dict[Principal, str] = {}
         """Each owner's default project, once read: it is never deleted nor replaced (one per
         owner, ``0009_one_default_project``), so a new thread needs no read to find it."""
@@ -104,8 +117,8 @@ class RunTargets:
         if not target.project_id:
             if default_project is None:  # first use: create it
                 async with self._db.write() as conn:
-                    default_project = await notes_repo.default_project_id(
-                        conn, owner, now=self._clock()
+                    default_project = await default_project_id(
+                        conn, owner, now=self._clock(), samples=self._sample_notes
                     )
             self._remember_default_project(owner, default_project)
             target = replace(target, project_id=default_project)
@@ -143,6 +156,7 @@ class RunTargets:
             last_reason=row.last_reason,
             consent_policy=row.consent_policy,
             transcript_kept=row.transcript_kept,
+            remembered_note_id=row.note_id,
         )
 
     def spec(self, name: str) -> GraphSpec:

@@ -9,7 +9,7 @@ resume. See ``consent_gate`` for the checks.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -33,7 +33,7 @@ from backend.runtime.consent_gate import (
 )
 from backend.runtime.continuation import continuation
 from backend.runtime.dead_runs import Recovery, close_dead_run, dead_runs, read_recovery
-from backend.runtime.executor import NOWHERE, ActiveRun, GraphInput, RunExecutor
+from backend.runtime.executor import NOWHERE, ActiveRun, GraphInput, GraphPosition, RunExecutor
 from backend.runtime.idempotency import KeyHold
 from backend.runtime.log_follower import FollowedRun
 from backend.runtime.notifications import EventNotifications
@@ -41,6 +41,7 @@ from backend.runtime.run_claims import claim_run
 from backend.runtime.run_consents import recorded_decisions, settle_pending
 from backend.runtime.run_inputs import dump_inputs, load_inputs
 from backend.runtime.run_targets import RunTarget, RunTargets, refuse_if_running, run_in_progress
+from backend.runtime.sample_notes import SampleNote
 from backend.runtime.tenant_runs import refuse_if_tenant_at_cap
 from backend.runtime.transcripts import checkpoint_transcript
 from backend.schemas.approvals import DecisionRequest
@@ -73,15 +74,17 @@ class RunStarter:
         metrics: Metrics,
         queue_for: EventNotifications | None = None,
         max_active_runs_per_tenant: int = 0,
+        sample_notes: Sequence[SampleNote] = (),
     ) -> None:
         """With ``queue_for`` (an API-only replica), runs are queued for the worker replicas and
         their events followed through the log, woken by those notifications.
         ``max_active_runs_per_tenant``: runs a client starts are refused with 429 while its tenant
-        has that many active (0: no cap; see ``tenant_runs``)."""
+        has that many active (0: no cap; see ``tenant_runs``). ``sample_notes``: what an owner's
+        default project starts with, when a message creates it (``sample_notes``)."""
         self._db = db
         self._queue_for = queue_for
         self._executor = executor
-        self._targets = RunTargets(db=db, graphs=graphs, clock=clock)
+        self._targets = RunTargets(db=db, graphs=graphs, clock=clock, sample_notes=sample_notes)
         self._clock = clock
         self._max_message_chars = max_message_chars
         self._max_active_runs_per_tenant = max_active_runs_per_tenant
@@ -234,10 +237,10 @@ class RunStarter:
         async with self._db.read() as conn:
             thread = await threads_repo.get_thread(conn, owner, row.thread_id)
         target = self._targets.of(thread)
-        waiting = (await self._executor.position(target.spec, target.thread_id)).waiting
+        position = await self._executor.position(target.spec, target.thread_id)
         run_id = str(uuid4())
         try:
-            return await self._expire_in(owner, target, row, run_id, waiting, now)
+            return await self._expire_in(owner, target, row, run_id, position, now)
         except _ThreadBusyError:
             return None
 
@@ -247,9 +250,10 @@ class RunStarter:
         target: RunTarget,
         row: Any,
         run_id: str,
-        waiting: frozenset[str],
+        position: GraphPosition,
         now: datetime,
     ) -> ActiveRun | None:
+        waiting = position.waiting
         async with self._db.write() as conn:
             if row.id not in waiting:
                 await cancel_consent(conn, owner, row=row, now=now)
@@ -267,7 +271,9 @@ class RunStarter:
             if claim is None:
                 raise _ThreadBusyError  # roll the expiry back: it happens when the thread is free
         self._metrics.expired(row.kind)
-        return await self._launch(owner, target, run_id, claim, "expiry", [command])
+        return await self._launch(
+            owner, target, run_id, claim, "expiry", [command], resumed=position.asking
+        )
 
     async def _start_message(
         self, owner: Principal, target: RunTarget, request: ChatRequest, key: KeyHold | None
@@ -294,10 +300,13 @@ class RunStarter:
                     thread_id=target.thread_id,
                     graph=target.spec.name,
                     project_id=target.project_id,
+                    note_id=target.note_id,
                     title=" ".join(message.split())[:_TITLE_CHARS],
                     consent_policy=target.consent_policy,
                     now=now,
                 )
+            elif target.note_id is not None and target.remembered_note_id is None:
+                await threads_repo.remember_note(conn, target.thread_id, target.note_id)
             recorded = await recorded_decisions(conn, target, waiting)
             settled = await settle_pending(
                 conn, owner, target, request, run_id, waiting - recorded.keys(), now
@@ -403,7 +412,9 @@ class RunStarter:
                 )
             claim = await self._claim(conn, owner, target, run_id, "resume", now, [command], key)
         self._count_decisions(list(zip(rows, decisions, strict=True)), now)
-        return await self._launch(owner, target, run_id, claim, "resume", [command])
+        return await self._launch(
+            owner, target, run_id, claim, "resume", [command], resumed=position.asking
+        )
 
     async def _start_continuation(
         self,
@@ -441,8 +452,11 @@ class RunStarter:
         claim: Claim,
         trigger: Trigger,
         inputs: list[GraphInput],
+        *,
+        resumed: frozenset[str] = frozenset(),
     ) -> ActiveRun:
-        """Execute the claimed run here, or (an API-only replica) queue it for a worker."""
+        """Execute the claimed run here, or (an API-only replica) queue it for a worker.
+        ``resumed``: the nodes that asked the consents its inputs answer."""
         if self._queue_for is not None:
             async with self._db.write() as conn:
                 await runs_repo.queue_run(
@@ -465,6 +479,7 @@ class RunStarter:
             trigger=trigger,
             consent_policy=target.consent_policy,
             graph_inputs=inputs,
+            resumed=resumed,
         )
 
     async def _try_claim(

@@ -33,7 +33,7 @@ from backend.schemas.events import (
 from graphs.models import MODEL_RETRY_EVENT
 from graphs.registry import GraphSpec
 
-__all__ = ["STREAM_MODES", "ChunkMapper", "Said", "said_by"]
+__all__ = ["RESUMED_LABELS", "STREAM_MODES", "ChunkMapper", "Said", "said_by"]
 
 STREAM_MODES: list[StreamMode] = ["tasks", "messages", "updates", "custom"]
 Mapped = tuple[type[Event], dict[str, Any]]
@@ -55,22 +55,43 @@ def said_by(event_type: str, fields: dict[str, Any]) -> Said | None:
     return None
 
 
+RESUMED_LABELS: dict[str, str] = {
+    "resume": "Your decision arrived",
+    "expiry": "Nobody decided in time",
+}
+"""The label of the first step of a node that asked a consent, in the run its answer resumes
+(LangGraph runs the node again from its first line): not the node's own "Asking …" label."""
+
+
 class ChunkMapper:
-    def __init__(self, spec: GraphSpec, *, said: frozenset[Said] = frozenset()) -> None:
+    def __init__(
+        self,
+        spec: GraphSpec,
+        *,
+        said: frozenset[Said] = frozenset(),
+        resumed: frozenset[str] = frozenset(),
+        resumed_label: str | None = None,
+    ) -> None:
         """``said``: messages and notes the runs this one continues told already (a node whose
         writes were stored before a crash or a failure is replayed, or an effect node runs
-        again and reports its recorded outcome): they are not told twice."""
+        again and reports its recorded outcome): they are not told twice. ``resumed``: the
+        nodes that asked the consents this run answers; their first step is labelled
+        ``resumed_label``."""
         self._spec = spec
         self._said = said
+        self._resumed = set(resumed) if resumed_label else set()
+        self._resumed_label = resumed_label
         self.interrupts: list[Interrupt] = []
 
     def map(self, mode: str, chunk: Any) -> Iterator[Mapped]:
         if mode == "tasks":
             if "input" in chunk:
-                yield (
-                    StepEvent,
-                    {"node": chunk["name"], "label": self._spec.label_for(chunk["name"])},
-                )
+                node = chunk["name"]
+                if node in self._resumed:
+                    self._resumed.discard(node)
+                    yield StepEvent, {"node": node, "label": self._resumed_label}
+                else:
+                    yield StepEvent, {"node": node, "label": self._spec.label_for(node)}
         elif mode == "messages":
             message = chunk[0]
             if isinstance(message, AIMessageChunk) and message.id and (text := message.text):

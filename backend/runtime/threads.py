@@ -45,9 +45,18 @@ class ThreadReader:
         self._clock = clock
         self._notifications = notifications
 
-    async def list_threads(self, owner: Principal, *, limit: int) -> ThreadList:
+    async def list_threads(
+        self,
+        owner: Principal,
+        *,
+        limit: int,
+        note_id: str | None = None,
+        project_id: str | None = None,
+    ) -> ThreadList:
         async with self._db.read() as conn:
-            summaries = await threads_repo.list_threads(conn, owner, limit=limit, now=self._clock())
+            summaries = await threads_repo.list_threads(
+                conn, owner, limit=limit, now=self._clock(), note_id=note_id, project_id=project_id
+            )
         return ThreadList(threads=summaries)
 
     async def detail(self, owner: Principal, thread_id: str) -> ThreadDetail:

@@ -67,6 +67,11 @@ class RecordedDecision(BaseModel):
     status: ApprovalStatus
     decision: str | None = Field(description="`approve`, `edit`, `reject`, or `expire`.")
     decided_by: str | None = Field(description="`tenant/user`, `policy` or `system`.")
+    decided_by_name: str | None = Field(
+        description="The display name of the person who decided, as it was at decision time "
+        "(`CONSENTRY_API_KEYS` `token=tenant:user:Display Name`); null for `policy`, `system`, "
+        "and a key without a name.",
+    )
     decided_at: datetime | None
     edited: dict[str, Any] | None
     comment: str | None
@@ -99,3 +104,21 @@ class DecisionAccepted(BaseModel):
     thread_id: str
     run_id: str
     status: ApprovalStatus
+
+
+ApprovalChangeKind = Literal["requested", "decided", "expired", "cancelled"]
+
+
+class ApprovalChange(BaseModel):
+    """``GET /v1/approvals/stream``, ``event: approval``: one of the caller's approvals changed.
+    ``approval`` is as it is when the frame was read (apply frames by ``approval_id``)."""
+
+    change: ApprovalChangeKind
+    approval: Approval
+
+
+class ApprovalsReady(BaseModel):
+    """``GET /v1/approvals/stream``, ``event: ready``: the changes after the client's cursor were
+    sent; what follows is live. Its ``id:`` is the cursor to reconnect with."""
+
+    pending: int = Field(description="How many of the caller's consents wait for a decision.")

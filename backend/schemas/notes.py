@@ -96,6 +96,18 @@ class NoteVersion(BaseModel):
     content: str
     author: Literal["user", "assistant"]
     approval_id: str | None = Field(description="The consent that authorized an assistant edit.")
+    decision: Literal["approve", "edit"] | None = Field(
+        description="How that consent was decided: `approve` (the tutor's proposal as it was) "
+        "or `edit` (a person's version of it); null for a person's own save."
+    )
+    decided_by: str | None = Field(
+        description="Who decided that consent: `tenant/user` or `policy`; null for a person's "
+        "own save."
+    )
+    decided_by_name: str | None = Field(
+        description="The decider's display name at decision time; null for `policy`, a key "
+        "without a name, and a person's own save."
+    )
     created_at: datetime
 
 

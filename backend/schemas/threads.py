@@ -28,6 +28,9 @@ class ThreadSummary(BaseModel):
     consent_policy: ConsentPolicy
     graph: str
     project_id: str
+    note_id: str | None
+    """The note the thread is about: the one its first message named (``GET
+    /v1/threads?note_id=`` lists a note's conversations)."""
     title: str
     status: ThreadStatus
     last_reason: TerminalReason | None

@@ -1,6 +1,11 @@
 """Approval records: one per consent request. Every transition is a compare-and-set on
 ``status`` (``pending → approved | edited | rejected | expired | cancelled``), so exactly one
-decision, expiry or cancellation wins however many race for it."""
+decision, expiry or cancellation wins however many race for it.
+
+A decided row's ``decision`` JSON is the value the graph is resumed with (``ConsentDecision``
+of ``graphs/consent.py``), plus ``decided_by_name``: the decider's display name at decision time
+(``CONSENTRY_API_KEYS`` ``token=tenant:user:Display Name``), kept beside ``decided_by`` for
+people to read. :func:`resume_value` takes it out again: the graph never sees it."""
 
 from __future__ import annotations
 
@@ -17,9 +22,11 @@ from backend.storage.database import DbConnection
 from backend.storage.tables import UTCDateTime, approvals, threads
 
 __all__ = [
+    "DECIDED_BY_NAME",
     "cancel_approval",
     "cancel_run_approvals",
     "closed_approvals",
+    "count_pending",
     "decide_approval",
     "due_approvals",
     "existing_approval_ids",
@@ -29,10 +36,12 @@ __all__ = [
     "list_approvals",
     "next_expiry",
     "pending_approvals",
+    "resume_value",
     "to_approval",
 ]
 
 ApprovalRow = Any
+DECIDED_BY_NAME = "decided_by_name"
 
 
 _INSERT = approvals.insert()
@@ -72,10 +81,12 @@ def to_approval(row: ApprovalRow) -> Approval:
     event = row.event
     decided = None
     if row.status != "pending":
+        recorded = row.decision or {}
         decided = RecordedDecision(
             status=row.status,
-            decision=(row.decision or {}).get("decision"),
+            decision=recorded.get("decision"),
             decided_by=row.decided_by,
+            decided_by_name=recorded.get(DECIDED_BY_NAME),
             decided_at=row.decided_at,
             edited=row.edited,
             comment=row.comment,
@@ -94,6 +105,13 @@ def to_approval(row: ApprovalRow) -> Approval:
         status=row.status,
         decided=decided,
     )
+
+
+def resume_value(row: ApprovalRow) -> dict[str, Any] | None:
+    """The recorded decision as the graph is resumed with it (without the decider's name)."""
+    if not row.decision:
+        return None
+    return {key: value for key, value in row.decision.items() if key != DECIDED_BY_NAME}
 
 
 async def insert_approval(
@@ -185,10 +203,12 @@ async def decide_approval(
     *,
     status: str,
     decided_by: str,
+    decided_by_name: str | None = None,
     decision: dict[str, Any],
     now: datetime,
 ) -> bool:
-    """``pending → status`` unless expired; False when somebody else decided first."""
+    """``pending → status`` unless expired; False when somebody else decided first.
+    ``decided_by_name`` is stored beside the decision (see the module's docstring)."""
     result = await conn.execute(
         _DECIDE,
         {
@@ -196,7 +216,7 @@ async def decide_approval(
             "p_now": now,
             "p_status": status,
             "p_by": decided_by,
-            "p_decision": decision,
+            "p_decision": {**decision, DECIDED_BY_NAME: decided_by_name},
             "p_edited": decision.get("edited"),
             "p_comment": decision.get("comment"),
         },
@@ -276,3 +296,18 @@ async def next_expiry(conn: DbConnection, *, graphs: Sequence[str]) -> datetime 
         .where(approvals.c.status == "pending", threads.c.graph.in_(graphs))
     )
     return found
+
+
+async def count_pending(conn: DbConnection, owner: Principal, *, now: datetime) -> int:
+    """How many of the owner's consents wait for a decision (and have not expired)."""
+    found = await conn.scalar(
+        sa.select(sa.func.count())
+        .select_from(approvals)
+        .where(
+            approvals.c.tenant == owner.tenant,
+            approvals.c.user_id == owner.user,
+            approvals.c.status == "pending",
+            approvals.c.expires_at > now,
+        )
+    )
+    return int(found or 0)

@@ -9,12 +9,23 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
+import sqlalchemy as sa
+
 from backend.principal import Principal
 from backend.schemas.audit import AuditRecord
-from backend.storage.database import DbConnection, execute_unread
+from backend.storage.database import DbConnection, execute_unread, notify_at_commit
 from backend.storage.tables import audit
 
-__all__ = ["AuditAction", "list_audit", "record_audit"]
+__all__ = [
+    "APPROVALS_CHANNEL",
+    "APPROVAL_CHANGES",
+    "AuditAction",
+    "approval_changes",
+    "last_approval_change",
+    "list_audit",
+    "owner_key",
+    "record_audit",
+]
 
 AuditAction = Literal[
     "run_started",
@@ -29,6 +40,20 @@ AuditAction = Literal[
 
 
 _INSERT = audit.insert()
+
+APPROVALS_CHANNEL = "consentry_approvals"
+"""Notified (payload: ``owner_key``) when one of an owner's approvals changes."""
+APPROVAL_CHANGES: dict[str, str] = {
+    "consent_requested": "requested",
+    "consent_decided": "decided",
+    "consent_expired": "expired",
+    "consent_cancelled": "cancelled",
+}
+"""The audit actions that change an approval, and the change each is on the approvals feed."""
+
+
+def owner_key(owner: Principal) -> str:
+    return f"{owner.tenant}/{owner.user}"
 
 
 async def record_audit(
@@ -58,6 +83,8 @@ async def record_audit(
             "created_at": now,
         },
     )
+    if action in APPROVAL_CHANGES:  # the owner's approvals feeds learn of it at commit
+        await notify_at_commit(conn, APPROVALS_CHANNEL, owner_key(owner))
 
 
 async def list_audit(conn: DbConnection, owner: Principal, thread_id: str) -> list[AuditRecord]:
@@ -82,3 +109,34 @@ async def list_audit(conn: DbConnection, owner: Principal, thread_id: str) -> li
         )
         for row in rows
     ]
+
+
+def _owners_changes(owner: Principal) -> tuple[sa.ColumnElement[bool], ...]:
+    return (
+        audit.c.tenant == owner.tenant,
+        audit.c.user_id == owner.user,
+        audit.c.action.in_(tuple(APPROVAL_CHANGES)),
+    )
+
+
+async def last_approval_change(conn: DbConnection, owner: Principal) -> int:
+    """The cursor of the owner's newest approval change (0: none yet)."""
+    found = await conn.scalar(sa.select(sa.func.max(audit.c.id)).where(*_owners_changes(owner)))
+    return int(found or 0)
+
+
+async def approval_changes(
+    conn: DbConnection, owner: Principal, *, after: int, since: datetime | None = None
+) -> list[Any]:
+    """The owner's approval changes after cursor ``after`` (and, with ``since``, every one
+    recorded since then), oldest first: ``id`` (the cursor), ``action``, ``approval_id`` and
+    ``created_at``."""
+    newer = audit.c.id > after
+    if since is not None:
+        newer = sa.or_(newer, audit.c.created_at >= since)
+    rows = await conn.execute(
+        sa.select(audit.c.id, audit.c.action, audit.c.approval_id, audit.c.created_at)
+        .where(*_owners_changes(owner), newer)
+        .order_by(audit.c.id)
+    )
+    return list(rows)

@@ -17,13 +17,14 @@ Two backends, one code path:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from importlib.resources import files
 from pathlib import Path
 from typing import Any, Literal
 
 import psycopg
+import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
@@ -50,6 +51,7 @@ __all__ = [
     "execute_unread",
     "head_revision",
     "is_database_unavailable",
+    "notify_at_commit",
 ]
 
 BUSY_TIMEOUT_SECONDS = 30.0
@@ -60,6 +62,18 @@ SQLITE_READERS = 2
 DbConnection = AsyncConnection | SqliteConnection
 """A transaction as ``Database.read()`` and ``Database.write()`` hand it out: SQLAlchemy's on
 PostgreSQL, one thread hop per statement on SQLite. The storage modules take either."""
+
+
+async def notify_at_commit(conn: DbConnection, channel: str, payload: str) -> None:
+    """Tell the listeners of ``channel`` (``runtime.notifications``) once the caller's transaction
+    commits, and not if it rolls back: PostgreSQL's ``NOTIFY``, which every process listening
+    gets (repeats in one transaction are folded into one); on SQLite, where one process serves
+    the file, that process's own listeners, right after the commit."""
+    if isinstance(conn, SqliteConnection):
+        if (channel, payload) not in conn.notices:
+            conn.notices.append((channel, payload))
+    else:
+        await conn.execute(sa.select(sa.func.pg_notify(channel, payload)))
 
 
 async def execute_unread(
@@ -100,6 +114,7 @@ class Database:
         """The task holding the write transaction (``_sqlite_lock``)."""
         self._sqlite_readers: asyncio.Queue[SqliteWorker] = asyncio.Queue()
         self._sqlite_workers: list[SqliteWorker] = []
+        self._local_listeners: list[Callable[[str, str], None]] = []
         if url.startswith("sqlite:///"):
             self.dialect = "sqlite"
             path = Path(url.removeprefix("sqlite:///"))
@@ -165,10 +180,18 @@ class Database:
         async with self._sqlite_lock:
             self._sqlite_writing = task
             try:
-                async with _sqlite_transaction(self._sqlite_writer) as conn:
-                    yield conn
+                async with _sqlite_transaction(self._sqlite_writer) as sqlite_conn:
+                    yield sqlite_conn
             finally:
                 self._sqlite_writing = None
+        for channel, payload in sqlite_conn.notices:  # committed: tell this process
+            for listener in self._local_listeners:
+                listener(channel, payload)
+
+    def listen_locally(self, listener: Callable[[str, str], None]) -> None:
+        """On SQLite: ``listener(channel, payload)`` for each ``notify_at_commit`` of this process,
+        once its transaction committed (PostgreSQL delivers them by ``LISTEN``)."""
+        self._local_listeners.append(listener)
 
     async def ping(self) -> None:
         async with self.read() as conn:

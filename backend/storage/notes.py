@@ -16,16 +16,19 @@ import sqlalchemy as sa
 from backend.errors import ConflictError, NotFoundError
 from backend.principal import Principal
 from backend.schemas.notes import Note, NoteVersion, Project, SearchHit
+from backend.storage.approvals import DECIDED_BY_NAME
 from backend.storage.database import DbConnection
 from backend.storage.dialect import insert
 from backend.storage.effects import apply_once
-from backend.storage.tables import note_versions, notes, projects
+from backend.storage.tables import approvals, note_versions, notes, projects
+from graphs.sentences import STOPWORDS
 from graphs.services import AppliedDeletion, AppliedEdit, NoteSnapshot
 
 __all__ = [
     "apply_note_creation",
     "apply_note_deletion",
     "apply_note_edit",
+    "create_default_project",
     "create_note",
     "create_project",
     "default_project_id",
@@ -43,50 +46,6 @@ __all__ = [
 ]
 
 DEFAULT_PROJECT_NAME = "My notes"
-_STOPWORDS = frozenset(
-    {
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "can",
-        "do",
-        "does",
-        "for",
-        "from",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "our",
-        "please",
-        "tell",
-        "that",
-        "the",
-        "this",
-        "to",
-        "was",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "with",
-        "you",
-        "your",
-    }
-)
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
@@ -160,26 +119,39 @@ async def find_default_project_id(conn: DbConnection, owner: Principal) -> str |
     return None if found is None else str(found)
 
 
+async def create_default_project(
+    conn: DbConnection, owner: Principal, *, now: datetime
+) -> str | None:
+    """Create the owner's default project unless it exists: its id if this call created it, None
+    if it existed (or a racing request created it first: a partial unique index and
+    ``ON CONFLICT DO NOTHING``)."""
+    project_id = str(uuid4())
+    created = await conn.execute(
+        insert(conn, projects)
+        .values(
+            id=project_id,
+            tenant=owner.tenant,
+            user_id=owner.user,
+            name=DEFAULT_PROJECT_NAME,
+            is_default=True,
+            created_at=now,
+        )
+        .on_conflict_do_nothing(
+            index_elements=[projects.c.tenant, projects.c.user_id],
+            index_where=projects.c.is_default,
+        )
+        .returning(projects.c.id)  # (an INSERT's row count is not reported everywhere)
+    )
+    return project_id if created.first() is not None else None
+
+
 async def default_project_id(conn: DbConnection, owner: Principal, *, now: datetime) -> str:
     """The owner's default project, created on first use (once, however many first requests
-    race: a partial unique index and ``ON CONFLICT DO NOTHING``)."""
+    race)."""
     found = await find_default_project_id(conn, owner)
     if found is None:
-        await conn.execute(
-            insert(conn, projects)
-            .values(
-                id=str(uuid4()),
-                tenant=owner.tenant,
-                user_id=owner.user,
-                name=DEFAULT_PROJECT_NAME,
-                is_default=True,
-                created_at=now,
-            )
-            .on_conflict_do_nothing(
-                index_elements=[projects.c.tenant, projects.c.user_id],
-                index_where=projects.c.is_default,
-            )
-        )
+        found = await create_default_project(conn, owner, now=now)
+    if found is None:
         found = await find_default_project_id(conn, owner)
     assert found is not None  # inserted now, or by the request that won the race
     return found
@@ -312,30 +284,46 @@ async def delete_note(conn: DbConnection, owner: Principal, note_id: str) -> Non
 async def list_note_versions(
     conn: DbConnection, owner: Principal, note_id: str
 ) -> list[NoteVersion]:
+    """Every version, oldest first; an assistant's with the decision on the consent that
+    authorized it (the approval the version carries; the owner's own, as the note is)."""
     await get_note(conn, owner, note_id)
     rows = await conn.execute(
-        note_versions.select()
+        sa.select(
+            note_versions,
+            approvals.c.decision.label("approval_decision"),
+            approvals.c.decided_by,
+        )
+        .select_from(
+            note_versions.outerjoin(approvals, approvals.c.id == note_versions.c.approval_id)
+        )
         .where(note_versions.c.note_id == note_id)
         .order_by(note_versions.c.version)
     )
-    return [
-        NoteVersion(
-            note_id=row.note_id,
-            version=row.version,
-            title=row.title,
-            content=row.content,
-            author=row.author,
-            approval_id=row.approval_id,
-            created_at=row.created_at,
+    versions = []
+    for row in rows:
+        recorded = row.approval_decision or {}
+        decision = recorded.get("decision")
+        versions.append(
+            NoteVersion(
+                note_id=row.note_id,
+                version=row.version,
+                title=row.title,
+                content=row.content,
+                author=row.author,
+                approval_id=row.approval_id,
+                decision=decision if decision in ("approve", "edit") else None,
+                decided_by=row.decided_by if row.approval_id else None,
+                decided_by_name=recorded.get(DECIDED_BY_NAME),
+                created_at=row.created_at,
+            )
         )
-        for row in rows
-    ]
+    return versions
 
 
 def _search_words(text: str) -> list[str]:
     """Every meaningful word of the free text, lower-cased, once."""
     words = [word.lower() for word in _TOKEN.findall(text)]
-    return list(dict.fromkeys(word for word in words if word not in _STOPWORDS))
+    return list(dict.fromkeys(word for word in words if word not in STOPWORDS))
 
 
 def fts_query(text: str) -> str | None:

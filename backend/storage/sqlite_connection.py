@@ -107,6 +107,9 @@ class SqliteConnection:
         self.dialect = worker.dialect
         self._used = False
         self._deferred: list[tuple[Executable, _CoreAnyExecuteParams | None]] = []
+        self.notices: list[tuple[str, str]] = []
+        """Notifications to deliver in this process once the transaction commits
+        (``database.notify_at_commit``)."""
 
     def defer(self, statement: Executable, parameters: _CoreAnyExecuteParams | None) -> None:
         """Run ``statement`` at the start of the transaction's next hop (see the module's

@@ -111,6 +111,8 @@ threads = sa.Table(
     *_owner(),
     sa.Column("graph", sa.String(64), nullable=False),
     sa.Column("project_id", sa.String(36), nullable=False),
+    # The note the thread is about: the one its first message named (None: no note).
+    sa.Column("note_id", sa.String(36), nullable=True),
     sa.Column("title", sa.String(200), nullable=False),
     sa.Column("status", sa.String(24), nullable=False),
     sa.Column("last_reason", sa.String(24), nullable=True),
@@ -130,6 +132,7 @@ threads = sa.Table(
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
     sa.Index("ix_threads_owner_updated", "tenant", "user_id", "updated_at"),
+    sa.Index("ix_threads_owner_note", "tenant", "user_id", "note_id", "updated_at"),
     sa.Index("ix_threads_lease", "status", "lease_expires_at"),
     # A tenant's active runs (CONSENTRY_MAX_ACTIVE_RUNS_PER_TENANT): only running threads.
     sa.Index(
@@ -227,6 +230,10 @@ effects = sa.Table(
     sa.Column("created_at", UTCDateTime, nullable=False),
 )
 
+_CONSENT_RECORDS = sa.text(
+    "action IN ('consent_requested', 'consent_decided', 'consent_expired', 'consent_cancelled')"
+)
+
 audit = sa.Table(
     "audit",
     metadata,
@@ -240,6 +247,21 @@ audit = sa.Table(
     sa.Column("data", sa.JSON, nullable=False),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Index("ix_audit_thread", "thread_id", "id"),
+    # An owner's consent records: the approvals feed (migration 0015).
+    *(
+        sa.Index(
+            name,
+            "tenant",
+            "user_id",
+            column,
+            sqlite_where=_CONSENT_RECORDS,
+            postgresql_where=_CONSENT_RECORDS,
+        )
+        for name, column in (
+            ("ix_audit_owner_approvals", "id"),
+            ("ix_audit_owner_approvals_time", "created_at"),
+        )
+    ),
 )
 
 idempotency_keys = sa.Table(

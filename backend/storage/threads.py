@@ -24,6 +24,7 @@ __all__ = [
     "create_thread",
     "get_thread",
     "list_threads",
+    "remember_note",
     "summarize",
     "token_usage",
 ]
@@ -37,6 +38,7 @@ def summarize(row: ThreadRow) -> ThreadSummary:
         consent_policy=row.consent_policy,
         graph=row.graph,
         project_id=row.project_id,
+        note_id=row.note_id,
         title=row.title,
         status=row.status,
         last_reason=row.last_reason,
@@ -55,6 +57,7 @@ async def create_thread(
     thread_id: str,
     graph: str,
     project_id: str,
+    note_id: str | None,
     title: str,
     consent_policy: str,
     now: datetime,
@@ -68,6 +71,7 @@ async def create_thread(
             "user_id": owner.user,
             "graph": graph,
             "project_id": project_id,
+            "note_id": note_id,
             "title": title,
             "status": "idle",
             "last_seq": 0,
@@ -96,10 +100,16 @@ async def get_thread(conn: DbConnection, owner: Principal, thread_id: str) -> Th
 
 
 async def list_threads(
-    conn: DbConnection, owner: Principal, *, limit: int, now: datetime
+    conn: DbConnection,
+    owner: Principal,
+    *,
+    limit: int,
+    now: datetime,
+    note_id: str | None = None,
+    project_id: str | None = None,
 ) -> list[ThreadSummary]:
-    """The owner's threads, newest activity first. A thread whose consents all expired reads
-    ``idle``, as in the thread's own detail."""
+    """The owner's threads (about ``note_id``, in ``project_id``, when given), newest activity
+    first. A thread whose consents all expired reads ``idle``, as in the thread's own detail."""
     live_consent = (
         sa.exists()
         .where(
@@ -114,13 +124,26 @@ async def list_threads(
         else_=threads.c.status,
     ).label("status")
     columns = [column for column in threads.c if column.name != "status"]
-    rows = await conn.execute(
-        sa.select(*columns, status)
-        .where(threads.c.tenant == owner.tenant, threads.c.user_id == owner.user)
-        .order_by(threads.c.updated_at.desc())
-        .limit(limit)
+    query = sa.select(*columns, status).where(
+        threads.c.tenant == owner.tenant, threads.c.user_id == owner.user
     )
+    if note_id is not None:
+        query = query.where(threads.c.note_id == note_id)
+    if project_id is not None:
+        query = query.where(threads.c.project_id == project_id)
+    rows = await conn.execute(query.order_by(threads.c.updated_at.desc()).limit(limit))
     return [summarize(row) for row in rows]
+
+
+async def remember_note(conn: DbConnection, thread_id: str, note_id: str) -> None:
+    """A thread from before threads remembered their note takes the note a message names."""
+    await execute_unread(
+        conn,
+        threads.update()
+        .where(threads.c.id == thread_id, threads.c.note_id.is_(None))
+        .values(note_id=note_id),
+        {},
+    )
 
 
 async def token_usage(conn: DbConnection, thread_id: str, tenant: str) -> tuple[int, int]:

@@ -20,7 +20,8 @@ from backend.schemas.approvals import Approval, ApprovalList, DecisionAccepted, 
 from backend.schemas.chat import ChatRequest
 from backend.schemas.consent_kinds import ConsentKindDetail, ConsentKindList
 from backend.schemas.errors import ErrorBody
-from backend.schemas.threads import ThreadDetail
+from backend.schemas.notes import Note, NoteList, Project, ProjectList
+from backend.schemas.threads import ThreadDetail, ThreadList, ThreadSummary
 from backend.terminal.errors import (
     ApiError,
     InvalidInputError,
@@ -82,6 +83,22 @@ class ConsentryClient:
 
     def thread(self, thread_id: str) -> ThreadDetail:
         return _parse(self._send("GET", f"/v1/threads/{_segment(thread_id)}"), ThreadDetail)
+
+    def projects(self) -> list[Project]:
+        return _parse(self._send("GET", "/v1/projects"), ProjectList).projects
+
+    def notes(self, project_id: str) -> list[Note]:
+        path = f"/v1/projects/{_segment(project_id)}/notes"
+        return _parse(self._send("GET", path), NoteList).notes
+
+    def note(self, note_id: str) -> Note:
+        return _parse(self._send("GET", f"/v1/notes/{_segment(note_id)}"), Note)
+
+    def note_threads(self, note_id: str) -> list[ThreadSummary]:
+        """The note's conversations (``GET /v1/threads?note_id=``), the most recent first (the
+        server's first page: 100)."""
+        params: dict[str, str | int] = {"note_id": note_id}
+        return _parse(self._send("GET", "/v1/threads", params=params), ThreadList).threads
 
     def approval(self, approval_id: str) -> Approval:
         return _parse(self._send("GET", f"/v1/approvals/{_segment(approval_id)}"), Approval)

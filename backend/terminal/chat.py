@@ -25,6 +25,7 @@ from backend.terminal.run_view import RunView
 __all__ = ["ChatSession", "read_stdin_line"]
 
 QUIT_COMMANDS = ("/quit", "/exit")
+HOW_TO_QUIT = "type a message and Enter; /quit or Ctrl-D to leave"
 
 
 def read_stdin_line(prompt: str) -> str | None:
@@ -61,6 +62,7 @@ class ChatSession:
         self._view = RunView(palette=palette, out=out, err=err, speaker=graph or "assistant")
         self._read_line = read_line
         self.thread_id = thread_id
+        self._note_id = note_id
         self._new_thread = {"note_id": note_id, "project_id": project_id, "graph": graph}
         self._edit_schemas: dict[str, dict[str, Any] | None] | None = None
         self._prompt = ConsentPrompt(
@@ -74,8 +76,15 @@ class ChatSession:
 
     def run(self) -> int:
         """Until end of input or ``/quit``: 0. Errors of the server's reach propagate."""
-        if self.thread_id is None:
+        if self._note_id is not None:
+            note = self._client.note(self._note_id)  # an unknown note fails here, at start-up
+            self._view.line(
+                self._p.dim(f"chat about the note “{note.title}” (version {note.version})")
+            )
+        elif self.thread_id is None:
             self._client.check_access()
+        if self.thread_id is None:
+            self._view.line(self._p.dim(HOW_TO_QUIT))
         elif not self._resume_thread(self.thread_id):
             return 0
         if sys.stdin.isatty():
@@ -94,6 +103,7 @@ class ChatSession:
         self._view.line(
             self._p.dim(f"thread {thread_id} ({detail.title or detail.graph}): {detail.status}")
         )
+        self._view.line(self._p.dim(HOW_TO_QUIT))
         if detail.status == "running":
             self._view.line(
                 self._p.dim("a run is in progress on this thread; send when it is over")

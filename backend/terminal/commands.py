@@ -17,10 +17,11 @@ from backend.terminal.api_client import ConsentryClient
 from backend.terminal.approvals import decide_approval, list_approvals, show_approval
 from backend.terminal.chat import ChatSession
 from backend.terminal.errors import ClientError
+from backend.terminal.notes import list_notes, show_note
 from backend.terminal.render import Palette, format_error
 from backend.terminal.settings import ClientSettings, ColorMode, use_color
 
-__all__ = ["ApprovalsAction", "approvals_command", "chat_command"]
+__all__ = ["ApprovalsAction", "approvals_command", "chat_command", "notes_command"]
 
 ApprovalsAction = Literal["list", "show", "approve", "reject"]
 EXIT_INTERRUPTED = 130
@@ -75,6 +76,24 @@ def approvals_command(
         return decide_approval(
             client, approval_id, decision=action, comment=comment, palette=palette, out=out
         )
+
+    return _with_client(url=url, api_key=api_key, color=color, run=run)
+
+
+def notes_command(
+    *,
+    url: str | None,
+    api_key: str | None,
+    color: ColorMode,
+    note_id: str | None = None,
+    project_id: str | None = None,
+) -> int:
+    """``consentry notes [ID]``: projects and their notes, or one note and its conversations."""
+
+    def run(client: ConsentryClient, _: ClientSettings, palette: Palette) -> int:
+        if note_id is not None:
+            return show_note(client, note_id, palette=palette, out=sys.stdout)
+        return list_notes(client, project_id=project_id, palette=palette, out=sys.stdout)
 
     return _with_client(url=url, api_key=api_key, color=color, run=run)
 

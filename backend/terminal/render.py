@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,6 +15,8 @@ from pydantic import ValidationError
 
 from backend.schemas.approvals import RecordedDecision
 from backend.terminal.errors import ApiError, ClientError
+from backend.terminal.note_diff import render_note_change
+from backend.terminal.palette import Palette
 
 __all__ = [
     "Palette",
@@ -26,36 +27,6 @@ __all__ = [
     "render_diff",
     "render_proposal",
 ]
-
-_RESET = "\x1b[0m"
-
-
-@dataclass(frozen=True)
-class Palette:
-    """ANSI colours when ``enabled``, plain text otherwise."""
-
-    enabled: bool
-
-    def _paint(self, code: str, text: str) -> str:
-        return f"\x1b[{code}m{text}{_RESET}" if self.enabled and text else text
-
-    def bold(self, text: str) -> str:
-        return self._paint("1", text)
-
-    def dim(self, text: str) -> str:
-        return self._paint("2", text)
-
-    def red(self, text: str) -> str:
-        return self._paint("31", text)
-
-    def green(self, text: str) -> str:
-        return self._paint("32", text)
-
-    def yellow(self, text: str) -> str:
-        return self._paint("33", text)
-
-    def cyan(self, text: str) -> str:
-        return self._paint("36", text)
 
 
 def render_diff(diff: str, palette: Palette) -> str:
@@ -87,6 +58,15 @@ def render_proposal(kind: str, proposal: dict[str, Any], palette: Palette) -> st
     """What a consent proposes: the tutor's note kinds as diffs, any other kind as JSON."""
     diff, content = proposal.get("diff"), proposal.get("content")
     title = proposal.get("title", "")
+    base, proposed = proposal.get("base_content"), proposal.get("proposed_content")
+    if kind == "note_edit" and isinstance(base, str) and isinstance(proposed, str):
+        return render_note_change(
+            base,
+            proposed,
+            old_header=f"{title} (version {proposal.get('base_version', '?')})",
+            new_header=f"{title} (proposed)",
+            palette=palette,
+        )
     if kind == "note_edit" and isinstance(diff, str):
         return render_diff(diff, palette)
     if kind == "note_create" and isinstance(content, str):
@@ -123,8 +103,12 @@ def format_expiry(expires_at: datetime, *, now: datetime | None = None) -> str:
 
 
 def describe_decided(decided: RecordedDecision) -> str:
-    """``approve by local/local at 2026-11-30 11:09 UTC, comment: …``."""
-    text = f"{decided.decision or decided.status} by {decided.decided_by or 'nobody'}"
+    """``approve by local/local at 2026-11-30 11:09 UTC, comment: …``; a person's display name
+    first when the server knows it: ``approve by Ada Lovelace (acme/ada) at …``."""
+    who = decided.decided_by or "nobody"
+    if decided.decided_by_name:
+        who = f"{decided.decided_by_name} ({who})"
+    text = f"{decided.decision or decided.status} by {who}"
     if decided.decided_at is not None:
         text += f" at {format_time(decided.decided_at)}"
     if decided.comment:

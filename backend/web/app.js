@@ -7,6 +7,7 @@ import { ConsentryClient } from "./consentry.js";
 import { $ } from "./dom.js";
 import { Inbox } from "./inbox.js";
 import { NotesPane } from "./notes.js";
+import { setCurrentUser } from "./people.js";
 
 const KEY = "consentry.apiKey";
 const client = new ConsentryClient({
@@ -90,14 +91,56 @@ function route() {
 }
 window.addEventListener("hashchange", () => guard(route()));
 
+/** Who is signed in, so the app says "you" rather than a principal. */
+async function whoAmI() {
+  try {
+    setCurrentUser(await client.getMe());
+  } catch (error) {
+    if (error.code === "unauthorized") throw error;
+    setCurrentUser(null); // a server that cannot say: people are named by their display names
+  }
+}
+
+// The approvals stream keeps the badge, the inbox and the open cards live: a consent asked,
+// decided elsewhere (another tab, the inbox, the terminal, the API) or expired shows at once.
+let watching = null; // the AbortController of the stream this page follows
+let live = false; // the server streams approvals (else the badge is refreshed on focus)
+
+function watchApprovals() {
+  watching?.abort();
+  const controller = new AbortController();
+  watching = controller;
+  client.watchApprovals({
+    ready: ({ pending }) => {
+      live = true;
+      app.inboxCount(pending);
+    },
+    approval: (event) => {
+      const { approval } = event;
+      app.inboxChanged();
+      chat.card(approval.approval_id)?.settle(approval);
+      if (approval.thread_id === chat.threadId) chat.join(); // what the decision set going
+      inbox.changed(event);
+    },
+  }, { signal: controller.signal }).catch((error) => {
+    if (controller.signal.aborted) return;
+    live = false;
+    if (error.code === "unauthorized") askForKey();
+    else if (error.status !== 404) app.toast(error.message ?? String(error), "error");
+  });
+}
+
 async function start() {
+  await whoAmI();
   await notes.load();
   await route();
   app.inboxChanged();
+  watchApprovals();
 }
 
 setInterval(() => tick(document), 1000);
 document.addEventListener("visibilitychange", () => {
-  if (document.visibilityState === "visible") app.inboxChanged(); // consents asked elsewhere
+  // without the stream, consents asked elsewhere show when the page is looked at again
+  if (document.visibilityState === "visible" && !live) app.inboxChanged();
 });
 guard(start());

@@ -1,10 +1,14 @@
-// The chat beside the open note: one conversation (thread) per note, answers streamed token by
-// token, steps as quiet lines, consent cards. A reload shows the same state again: the
-// transcript and the pending consents come from the thread, and a run still going is joined
-// with the last event id this page saw.
+// The chat beside the open note: the note's conversations (threads), answers streamed token by
+// token and shown as Markdown, steps as quiet lines, consent cards. A reload, or another
+// browser, shows the same state: the note's conversations come from the server
+// (GET /v1/threads?note_id=), the transcript and the pending consents from the thread, and a run
+// still going is joined with the last event id this page saw.
 
 import { consentCard } from "./consent-card.js";
+import { isUnreachable } from "./consentry.js";
+import { Conversations } from "./conversations.js";
 import { $, h } from "./dom.js";
+import { showMarkdown } from "./markdown.js";
 
 const FINAL_TEXT = {
   expired: "The request expired; nothing was changed.",
@@ -15,7 +19,6 @@ const FINAL_TEXT = {
   budget_exhausted: "The token budget is used up.",
 };
 
-const threadKey = (note, project) => (note ? `consentry.thread.note.${note.note_id}` : `consentry.thread.project.${project.project_id}`);
 const seqKey = (threadId) => `consentry.seq.${threadId}`;
 
 export class ChatPane {
@@ -31,6 +34,7 @@ export class ChatPane {
     this.threadId = null;
     this.streams = new Set(); // the AbortControllers of the streams this page follows
     this.generation = 0; // bumped on every switch, so a late answer never lands in another chat
+    this.conversations = new Conversations(client, { onSwitch: (threadId) => this.switchTo(threadId) });
     $("#chat-form").addEventListener("submit", (e) => {
       e.preventDefault();
       this.send();
@@ -45,20 +49,38 @@ export class ChatPane {
     $("#new-conversation").addEventListener("click", () => this.startOver());
   }
 
-  /** Switch to the conversation of `note` (or of the project when no note is open). */
+  /** Switch to the conversations of `note` (or of the project when no note is open): the one
+   * this browser had open, else the newest. */
   async open(note, project) {
-    for (const stream of this.streams) stream.abort(); // the runs go on; this page moves on
-    this.streams.clear();
-    const generation = ++this.generation;
-    const key = threadKey(note, project);
-    const threadId = localStorage.getItem(key);
+    const generation = this.leave();
     this.note = note;
     this.project = project;
-    this.key = key;
-    this.threadId = threadId;
+    $("#chat-context").textContent = note ? `About “${note.title}”` : `Project “${project.name}”`;
+    const threadId = await this.conversations.load(note, project);
+    if (generation !== this.generation) return; // another note was opened meanwhile
+    await this.show(threadId, generation);
+  }
+
+  /** Another conversation of the same note, picked from the list. */
+  async switchTo(threadId) {
+    if (this.busy) return;
+    const generation = this.leave();
+    await this.show(threadId, generation);
+  }
+
+  /** Stop showing the current conversation: the runs go on on the server; this page moves on. */
+  leave() {
+    for (const stream of this.streams) stream.abort();
+    this.streams.clear();
+    this.threadId = null;
     this.log.replaceChildren();
     this.setBusy();
-    $("#chat-context").textContent = note ? `About “${note.title}”` : `Project “${project.name}”`;
+    return ++this.generation;
+  }
+
+  async show(threadId, generation) {
+    this.threadId = threadId;
+    this.conversations.render(threadId);
     if (!threadId) return this.hint();
     let thread;
     let messages;
@@ -69,20 +91,28 @@ export class ChatPane {
       ]);
     } catch (error) {
       if (error.code !== "thread_not_found") throw error;
-      if (localStorage.getItem(key) === threadId) localStorage.removeItem(key);
+      this.conversations.forget(threadId);
       if (generation !== this.generation) return;
       this.threadId = null;
+      this.conversations.render(null);
       return this.hint();
     }
-    if (generation !== this.generation) return; // another note was opened meanwhile
-    for (const message of messages) this.bubble(message.role, message.message_id).textContent = message.content;
+    if (generation !== this.generation) return;
+    this.conversations.seen(thread);
+    for (const message of messages) this.setMessage(message.role, message.message_id, message.content);
     for (const consent of thread.pending_consents) this.consent(consent);
-    if (thread.status === "running") {
-      const lastEventId = localStorage.getItem(seqKey(threadId));
-      this.follow((handlers, signal) => this.client.joinStream(threadId, handlers, { lastEventId, signal }))
-        .catch((error) => { if (generation === this.generation) this.line("error", error.message); });
-    }
+    if (thread.status === "running") this.join(threadId);
     this.scroll();
+  }
+
+  /** Follow the thread's events after the last one this page saw: a run going on, or what
+   * happened while the page was not following (a consent decided in the inbox, say). */
+  join(threadId = this.threadId) {
+    if (!threadId || threadId !== this.threadId || this.busy) return;
+    const generation = this.generation;
+    const lastEventId = localStorage.getItem(seqKey(threadId));
+    this.follow((handlers, signal) => this.client.joinStream(threadId, handlers, { lastEventId, signal }))
+      .catch((error) => { if (generation === this.generation) this.line("error", error.message); });
   }
 
   /** The open note was saved: keep its title in the header. */
@@ -98,14 +128,19 @@ export class ChatPane {
       : "Ask a question, or open a note to talk about it."));
   }
 
-  startOver() {
+  /** "New conversation": an empty chat; the thread is created by its first message. */
+  async startOver() {
     if (this.busy) return;
-    localStorage.removeItem(this.key);
-    this.open(this.note, this.project);
+    this.conversations.forgetChoice();
+    await this.show(null, this.leave());
     this.input.focus();
   }
 
-  async send() {
+  /**
+   * Send the message in the box. A refused message stays in the box, with the reason; with
+   * `onPendingConsent: "reject"` the thread's pending consents are rejected first.
+   */
+  async send({ onPendingConsent = null } = {}) {
     const text = this.input.value.trim();
     if (!text || this.busy) return;
     this.input.value = "";
@@ -116,14 +151,45 @@ export class ChatPane {
     if (this.threadId) body.thread_id = this.threadId;
     else body.project_id = this.project.project_id;
     if (this.note) body.note_id = this.note.note_id;
+    if (onPendingConsent) body.on_pending_consent = onPendingConsent;
     try {
       await this.follow((handlers, signal) => this.client.chat(body, handlers, { signal }));
     } catch (error) {
       if (error.name === "AbortError") return;
       bubble.closest(".msg").remove(); // refused: it was never sent, give the text back
       if (!this.input.value) this.input.value = text;
-      this.line("error", error.message);
+      this.refused(error);
+      return;
     }
+    if (onPendingConsent === "reject") {
+      for (const card of this.log.querySelectorAll('.consent-card[data-state="pending"]')) {
+        card.lock("Rejected by your new message: nothing was changed.");
+      }
+    }
+  }
+
+  /** Why a message was not sent, in words, with what to do about it. */
+  refused(error) {
+    this.clearRefusal();
+    let line;
+    if (error.code === "consent_pending") {
+      line = this.line("error", "Approve or reject the change above first. ", h("button.reject-and-send.danger", {
+        type: "button",
+        onclick: () => this.send({ onPendingConsent: "reject" }),
+      }, "Reject it and send my message"));
+      const pending = this.log.querySelector('.consent-card[data-state="pending"]');
+      pending?.scrollIntoView({ block: "nearest" });
+    } else if (isUnreachable(error)) {
+      line = this.line("error", "Can't reach Consentry — your message is kept; retry. ",
+        h("button.retry", { type: "button", onclick: () => this.send() }, "Retry"));
+    } else {
+      line = this.line("error", error.message);
+    }
+    line.classList.add("refusal");
+  }
+
+  clearRefusal() {
+    for (const line of this.log.querySelectorAll("p.refusal")) line.remove();
   }
 
   async stop() {
@@ -148,7 +214,10 @@ export class ChatPane {
     return new Promise((resolve, reject) => {
       let accepted = false;
       const handlers = this.handlers(generation, () => {
-        if (!accepted) resolve((accepted = true));
+        if (!accepted) {
+          resolve((accepted = true));
+          if (generation === this.generation) this.clearRefusal(); // a later send worked
+        }
       });
       start(handlers, controller.signal).then(
         () => {
@@ -170,8 +239,8 @@ export class ChatPane {
     const here = () => generation === this.generation;
     const remember = (threadId) => {
       if (here() && threadId && threadId !== this.threadId) {
-        this.threadId = threadId;
-        localStorage.setItem(this.key, threadId);
+        this.threadId = threadId; // a new conversation: the server made its thread
+        this.conversations.created(threadId);
       }
     };
     return {
@@ -188,13 +257,18 @@ export class ChatPane {
         this.scroll();
       },
       step: (e) => here() && this.line("step", e.label),
-      token: (e) => here() && this.bubble("assistant", e.message_id).append(e.delta),
+      token: (e) => {
+        if (!here()) return;
+        const text = this.bubble("assistant", e.message_id);
+        text.parentElement.dataset.state = "streaming"; // plain text until the message is whole
+        text.append(e.delta);
+      },
       model_retry: (e) => {
         if (!here()) return;
         if (e.discard_message_id) this.bubble("assistant", e.discard_message_id).textContent = "";
         this.line("step", `The model is busy; trying again in ${Math.ceil(e.retry_in_seconds)} s.`);
       },
-      message: (e) => { if (here()) this.bubble(e.role, e.message_id).textContent = e.content; },
+      message: (e) => here() && this.setMessage(e.role, e.message_id, e.content),
       consent: (e) => here() && this.consent(e),
       note: (e) => {
         this.app.noteApplied(e);
@@ -211,7 +285,7 @@ export class ChatPane {
   }
 
   consent(event) {
-    const existing = this.log.querySelector(`.consent-card[data-approval-id="${CSS.escape(event.approval_id)}"]`);
+    const existing = this.card(event.approval_id);
     if (existing) return existing;
     const threadId = event.thread_id;
     const card = consentCard(event, {
@@ -226,6 +300,19 @@ export class ChatPane {
     return card;
   }
 
+  /** The card of a consent, if this chat shows it. */
+  card(approvalId) {
+    return this.log.querySelector(`.consent-card[data-approval-id="${CSS.escape(approvalId)}"]`);
+  }
+
+  /** A whole message: the tutor's as Markdown, the person's as they typed it. */
+  setMessage(role, messageId, content) {
+    const text = this.bubble(role, messageId);
+    delete text.parentElement.dataset.state;
+    if (role === "assistant") showMarkdown(text, content);
+    else text.textContent = content;
+  }
+
   bubble(role, messageId = null) {
     if (messageId) {
       const existing = this.log.querySelector(`.msg[data-message-id="${CSS.escape(messageId)}"] .text`);
@@ -237,9 +324,11 @@ export class ChatPane {
     return text;
   }
 
-  line(kind, text) {
-    this.log.append(h(`p.${kind}`, { role: kind === "error" ? "alert" : null }, text));
+  line(kind, ...content) {
+    const line = h(`p.${kind}`, { role: kind === "error" ? "alert" : null }, ...content);
+    this.log.append(line);
     this.scroll();
+    return line;
   }
 
   setBusy() {
@@ -247,6 +336,7 @@ export class ChatPane {
     this.busy = busy;
     $("#chat-send").disabled = busy;
     $("#chat-stop").hidden = !busy;
+    this.conversations.setBusy(busy);
     this.log.setAttribute("aria-busy", busy ? "true" : "false");
   }
 

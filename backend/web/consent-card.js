@@ -1,9 +1,11 @@
 // A consent card: what the graph asks, as a diff; its expiry as a countdown; approve, edit and
-// reject. The buttons lock on the first click, so a double click sends one decision.
+// reject. The buttons lock on the first click, so a double click sends one decision. A card
+// decided elsewhere (another tab, the inbox, the terminal) says who decided, and locks.
 
-import { newIdempotencyKey } from "./consentry.js";
-import { lineDiff } from "./diff.js";
+import { isUnreachable, newIdempotencyKey } from "./consentry.js";
+import { hunks, lineDiff, pairChangedLines } from "./diff.js";
 import { countdown, h } from "./dom.js";
+import { capitalized, isCurrentUser, personName } from "./people.js";
 
 /** Refusals that end the card: anything else (a network error, 503, an invalid edit) leaves
  * it open to try again. */
@@ -15,8 +17,10 @@ const FINAL_REFUSALS = new Set([
 const STATUS_TEXT = {
   approve: "Approved",
   edit: "Approved with your edit",
-  reject: "Rejected",
+  reject: "Rejected: nothing was changed.",
 };
+
+const EXPIRED_TEXT = "This request expired: nothing was changed.";
 
 /**
  * @param {object} consent a `consent` event, or an inbox approval (same fields)
@@ -51,8 +55,7 @@ export function consentCard(consent, { send, note = null }) {
   let locked = false;
   const setLocked = (value) => {
     locked = value;
-    for (const button of card.querySelectorAll("button")) button.disabled = value;
-    comment.disabled = value;
+    for (const control of card.querySelectorAll("button:not(.diff-fold), textarea, input")) control.disabled = value;
   };
   const lock = () => {
     setLocked(true);
@@ -84,10 +87,19 @@ export function consentCard(consent, { send, note = null }) {
     }
   };
   const withComment = () => (comment.value.trim() ? { comment: comment.value.trim() } : {});
+  // An open editor with changes is what the person means to approve: Approve sends it.
+  const editing = () => editor.element !== null && !editor.element.hidden && editor.changed();
   if (allowed.has("approve")) {
-    actions.append(h("button.approve.primary", { type: "button", onclick: () => decide("approve", withComment()) }, "Approve"));
+    const approve = h("button.approve.primary", {
+      type: "button",
+      onclick: () => (editing()
+        ? decide("edit", { edited: editor.edited(), ...withComment() })
+        : decide("approve", withComment())),
+    }, "Approve");
+    editor.onChange(() => { approve.textContent = editing() ? "Approve my edit" : "Approve"; });
+    actions.append(approve);
   }
-  if (allowed.has("edit") && editor.edited) {
+  if (allowed.has("edit") && editor.element) {
     actions.append(h("button.edit", {
       type: "button",
       "aria-expanded": "false",
@@ -101,7 +113,11 @@ export function consentCard(consent, { send, note = null }) {
   }
   if (allowed.has("reject")) {
     actions.append(
-      h("button.reject.danger", { type: "button", onclick: () => decide("reject", withComment()) }, "Reject"),
+      h("button.reject.danger", {
+        type: "button",
+        title: "Nothing is changed",
+        onclick: () => decide("reject", withComment()),
+      }, "Reject"),
       comment,
     );
   }
@@ -109,24 +125,51 @@ export function consentCard(consent, { send, note = null }) {
     if (locked) return;
     lock();
     card.dataset.state = "expired";
-    status.textContent = "This request expired: nothing was changed.";
+    status.textContent = EXPIRED_TEXT;
   };
   card.lock = (text) => {
     lock();
     card.dataset.state = "decided";
     status.textContent = text;
   };
+  /** The approval changed elsewhere (GET /v1/approvals/stream): say who decided, and lock.
+   * A decision this card is sending, or has sent, tells its own outcome. */
+  card.settle = (approval) => {
+    if (approval.status === "pending" || ["sending", "decided"].includes(card.dataset.state)) return;
+    if (approval.status === "expired") {
+      card.expire();
+      return;
+    }
+    lock();
+    status.classList.remove("error");
+    card.dataset.state = approval.status === "cancelled" ? "expired" : "decided";
+    card.dataset.decidedBy = approval.decided?.decided_by ?? "";
+    status.textContent = outcomeText(approval.status, approval.decided, { elsewhere: true });
+  };
   tick(card);
   return card;
+}
+
+/** What happened to a consent, in words: "You approved this elsewhere.", "Ada rejected this:
+ * nothing was changed." */
+export function outcomeText(statusName, decided, { elsewhere = false } = {}) {
+  if (statusName === "expired") return EXPIRED_TEXT;
+  if (statusName === "cancelled") return "Cancelled: the conversation moved on; nothing was changed.";
+  const who = capitalized(personName(decided?.decided_by, decided?.decided_by_name));
+  const where = elsewhere && isCurrentUser(decided?.decided_by) ? " elsewhere" : "";
+  if (statusName === "approved") return `${who} approved this${where}.`;
+  if (statusName === "edited") return `${who} approved this with an edit${where}.`;
+  if (statusName === "rejected") return `${who} rejected this${where}: nothing was changed.`;
+  return `${who} decided this${where}.`;
 }
 
 function refusalText(error) {
   if (error?.code === "already_decided") {
     const decided = error.details?.decided;
-    const who = decided?.decided_by ? ` by ${decided.decided_by}` : "";
-    return `Already decided${who}: ${decided?.status ?? "decided"}. Nothing more was sent.`;
+    return `${outcomeText(decided?.status ?? error.details?.status, decided)} Nothing more was sent.`;
   }
-  if (error?.code === "consent_expired") return "This request expired: nothing was changed.";
+  if (error?.code === "consent_expired") return EXPIRED_TEXT;
+  if (isUnreachable(error)) return "Can't reach Consentry: nothing was decided. Try again.";
   return error?.message ?? String(error);
 }
 
@@ -148,18 +191,51 @@ function proposalView(consent) {
   return h("pre.proposal-json", {}, JSON.stringify(p, null, 2));
 }
 
-function diffView(lines, caption) {
+/** The diff as hunks: changed lines with three lines of context, the rest folded behind a
+ * button that unfolds it; changed words marked inside a changed line. */
+export function diffView(lines, caption) {
   const added = lines.filter((l) => l.op === "add").length;
   const removed = lines.filter((l) => l.op === "del").length;
+  const words = pairChangedLines(lines);
+  const list = h("div.diff-lines", { role: "list" });
+  for (const part of hunks(lines)) {
+    const draw = (line) => diffLine(line, words.get(line.index));
+    list.append(...(part.type === "lines" ? part.lines.map(draw) : [foldButton(part.lines, draw)]));
+  }
   return h("figure.diff", {},
     h("figcaption", {}, `${caption}: ${added} line${added === 1 ? "" : "s"} added, ${removed} removed`),
-    h("div.diff-lines", { role: "list" }, lines.map((line) => h(
-      `div.diff-line.${line.op}`,
-      { role: "listitem", "aria-label": line.op === "add" ? "added" : line.op === "del" ? "removed" : null },
-      h("span.diff-mark", { "aria-hidden": "true" }, line.op === "add" ? "+" : line.op === "del" ? "−" : " "),
-      line.op === "add" ? h("ins", {}, line.text) : line.op === "del" ? h("del", {}, line.text) : line.text,
-    ))),
-  );
+    list);
+}
+
+function foldButton(lines, draw) {
+  const count = lines.length;
+  const first = lines[0].newNo ?? lines[0].oldNo;
+  const button = h("button.diff-fold", {
+    type: "button",
+    role: "listitem",
+    title: `Show lines ${first}–${first + count - 1}`,
+    onclick: () => {
+      const drawn = lines.map(draw);
+      button.replaceWith(...drawn);
+      drawn[0].tabIndex = -1; // the keyboard's place: where the button was
+      drawn[0].focus();
+    },
+  }, `… ${count} unchanged line${count === 1 ? "" : "s"}`);
+  return button;
+}
+
+const MARK = { add: "+", del: "−", same: " " };
+const LABEL = { add: "added", del: "removed", same: null };
+
+function diffLine(line, segments) {
+  const text = segments
+    ? segments.map((s) => (s.changed ? h("span.word", {}, s.text) : s.text))
+    : line.text;
+  const body = line.op === "add" ? h("ins", {}, text) : line.op === "del" ? h("del", {}, text) : text;
+  return h(`div.diff-line.${line.op}`,
+    { role: "listitem", "aria-label": LABEL[line.op], dataset: { line: line.newNo ?? line.oldNo } },
+    h("span.diff-mark", { "aria-hidden": "true" }, MARK[line.op]),
+    body);
 }
 
 /** The edit form: pre-filled with the proposal, sending the kind's edit schema. */
@@ -172,20 +248,29 @@ function editorFor(consent) {
     content = p.content;
     title = p.title;
   }
+  if (content === null) {
+    return { element: null, edited: null, changed: () => false, onSend: () => {}, onChange: () => {}, focus: () => {} };
+  }
   const send = h("button.edit-send.primary", { type: "button" }, "Save my version");
-  const cancel = h("button.edit-cancel", { type: "button" }, "Cancel");
-  cancel.addEventListener("click", () => {
-    const opener = element.closest(".consent-card")?.querySelector("button.edit");
-    opener?.setAttribute("aria-expanded", "false");
-    opener?.focus();
-  });
-  if (content === null) return { element: null, edited: null, onSend: () => {}, focus: () => {} };
+  const cancel = h("button.edit-cancel", { type: "button", title: "Drop my changes" }, "Cancel");
   const titleInput = title === null ? null
     : h("input.edit-title", { type: "text", value: title, "aria-label": "Title of the new note" });
   const area = h("textarea.edit-content", { rows: 10, "aria-label": "Your version of the note" });
   area.value = content;
   const element = h("div.consent-editor", { hidden: true }, titleInput, area, h("div.row", {}, send, cancel));
-  cancel.addEventListener("click", () => { element.hidden = true; });
+  const changeHandlers = [];
+  const changed = () => changeHandlers.forEach((handler) => handler());
+  for (const field of [titleInput, area]) field?.addEventListener("input", changed);
+  cancel.addEventListener("click", () => {
+    // Cancel drops the edit: the proposal is what Approve then sends
+    area.value = content;
+    if (titleInput) titleInput.value = title;
+    element.hidden = true;
+    changed();
+    const opener = element.closest(".consent-card")?.querySelector("button.edit");
+    opener?.setAttribute("aria-expanded", "false");
+    opener?.focus();
+  });
   return {
     element,
     edited: () => {
@@ -193,7 +278,9 @@ function editorFor(consent) {
       if (titleInput && titleInput.value.trim() && titleInput.value !== title) edited.title = titleInput.value.trim();
       return edited;
     },
+    changed: () => area.value !== content || (titleInput !== null && titleInput.value !== title),
     onSend: (handler) => send.addEventListener("click", handler),
+    onChange: (handler) => changeHandlers.push(handler),
     focus: () => area.focus(),
   };
 }
@@ -206,7 +293,7 @@ export function tick(root = document) {
     const clock = card.querySelector(".countdown");
     if (!clock) continue;
     const left = (Date.parse(clock.dataset.expiresAt) - now) / 1000;
-    if (card.dataset.state === "decided" || card.dataset.state === "refused") {
+    if (!["pending", "sending"].includes(card.dataset.state)) {
       clock.hidden = true;
     } else if (left <= 0) {
       clock.textContent = "Expired";

@@ -23,10 +23,28 @@ export interface Approval {
   decided: RecordedDecision | null;
 }
 
+/**
+ * ``GET /v1/approvals/stream``, ``event: approval``: one of the caller's approvals changed.
+ * ``approval`` is as it is when the frame was read (apply frames by ``approval_id``).
+ */
+export interface ApprovalChange {
+  change: "requested" | "decided" | "expired" | "cancelled";
+  approval: Approval;
+}
+
 export interface ApprovalList {
   approvals: Approval[];
   /** Pass as `cursor` for the next (older) page. */
   next_cursor: string | null;
+}
+
+/**
+ * ``GET /v1/approvals/stream``, ``event: ready``: the changes after the client's cursor were
+ * sent; what follows is live. Its ``id:`` is the cursor to reconnect with.
+ */
+export interface ApprovalsReady {
+  /** How many of the caller's consents wait for a decision. */
+  pending: number;
 }
 
 export interface AuditRecord {
@@ -271,6 +289,16 @@ export interface FinalEvent {
   usage: TokenUsage;
 }
 
+/** Who the request's key names: the stable id, its parts, and a display name. */
+export interface Me {
+  /** `tenant/user`: the stable id records carry (`decided_by`, audit actors). */
+  principal: string;
+  tenant: string;
+  user: string;
+  /** The display name of the caller's key (`CONSENTRY_API_KEYS` entry `token=tenant:user:Display Name`); null when the key has none, and in keyless local mode. */
+  name: string | null;
+}
+
 export interface MessageEvent {
   thread_id: string;
   run_id: string;
@@ -409,6 +437,28 @@ export interface NoteEvent {
   content: string;
 }
 
+export interface NoteVersion {
+  note_id: string;
+  version: number;
+  title: string;
+  content: string;
+  author: "user" | "assistant";
+  /** The consent that authorized an assistant edit. */
+  approval_id: string | null;
+  /** How that consent was decided: `approve` (the tutor's proposal as it was) or `edit` (a person's version of it); null for a person's own save. */
+  decision: "approve" | "edit" | null;
+  /** Who decided that consent: `tenant/user` or `policy`; null for a person's own save. */
+  decided_by: string | null;
+  /** The decider's display name at decision time; null for `policy`, a key without a name, and a person's own save. */
+  decided_by_name: string | null;
+  /** @format date-time */
+  created_at: string;
+}
+
+export interface NoteVersionList {
+  versions: NoteVersion[];
+}
+
 /** What was decided, by whom and when. */
 export interface RecordedDecision {
   status: "pending" | "approved" | "edited" | "rejected" | "expired" | "cancelled";
@@ -416,6 +466,8 @@ export interface RecordedDecision {
   decision: string | null;
   /** `tenant/user`, `policy` or `system`. */
   decided_by: string | null;
+  /** The display name of the person who decided, as it was at decision time (`CONSENTRY_API_KEYS` `token=tenant:user:Display Name`); null for `policy`, `system`, and a key without a name. */
+  decided_by_name: string | null;
   /** @format date-time */
   decided_at: string | null;
   /** Open: the schema does not fix these values, hence `unknown`. */
@@ -515,6 +567,7 @@ export interface ThreadDetail {
   consent_policy: "ask" | "auto_approve" | "auto_reject";
   graph: string;
   project_id: string;
+  note_id: string | null;
   title: string;
   status: "idle" | "running" | "awaiting_consent";
   last_reason: "completed" | "interrupted" | "expired" | "failed" | "cancelled" | "step_limit" | "timeout" | "budget_exhausted" | null;
@@ -524,6 +577,25 @@ export interface ThreadDetail {
   updated_at: string;
   pending_consents: ConsentEvent[];
   tokens_used: number;
+}
+
+export interface ThreadList {
+  threads: ThreadSummary[];
+}
+
+export interface ThreadSummary {
+  thread_id: string;
+  consent_policy: "ask" | "auto_approve" | "auto_reject";
+  graph: string;
+  project_id: string;
+  note_id: string | null;
+  title: string;
+  status: "idle" | "running" | "awaiting_consent";
+  last_reason: "completed" | "interrupted" | "expired" | "failed" | "cancelled" | "step_limit" | "timeout" | "budget_exhausted" | null;
+  /** @format date-time */
+  created_at: string;
+  /** @format date-time */
+  updated_at: string;
 }
 
 export interface TokenEvent {

@@ -14,7 +14,9 @@
 // - typed dispatch: handlers[event.type](event), plus handlers.event(event) for every event;
 // - reconnects a stream cut before its `final` with GET /v1/threads/{id}/stream and the
 //   Last-Event-ID it saw, after the server's `retry:` delay, so no event is lost or repeated;
-// - an Idempotency-Key on every message and decision, so a retried request never runs twice.
+// - an Idempotency-Key on every message and decision, so a retried request never runs twice;
+// - watchApprovals: the caller's approvals live (GET /v1/approvals/stream), rejoined with the
+//   last cursor after a cut, so an inbox or a badge never misses a change.
 // The event types are declared in consentry-protocol.d.ts, generated from the protocol's JSON Schema.
 
 /** A refused request: the HTTP status and the API's `{"error": {code, message, details}}`. */
@@ -75,12 +77,23 @@ function parseFrame(frame) {
   return result.data === null && result.retry === null ? null : result;
 }
 
+/**
+ * Whether `error` says the server could not be reached (no answer at all, or a proxy's 502, 503
+ * or 504 page instead of the API's body): nothing was decided or sent; trying again is safe
+ * with the same idempotency key.
+ */
+export function isUnreachable(error) {
+  if (error instanceof ConsentryError) return error.code === "http_error" && [502, 503, 504].includes(error.status);
+  return error?.name === "TypeError"; // fetch's own failure: the network, DNS, a refused connection
+}
+
 /** A fresh idempotency key. */
 export function newIdempotencyKey() {
   return globalThis.crypto?.randomUUID?.() ?? `${Date.now()}-${Math.random().toString(16).slice(2)}`;
 }
 
 const DEFAULT_RETRY_MS = 2000;
+const MAX_WATCH_RETRY_MS = 30000;
 
 export class ConsentryClient {
   /**
@@ -258,7 +271,67 @@ export class ConsentryClient {
     }
   }
 
+  /**
+   * Watch the caller's approvals (GET /v1/approvals/stream): `handlers.ready({pending, cursor})`
+   * once connected (again after every reconnect: `pending` is the number waiting now), and
+   * `handlers.approval({change, approval, cursor})` for each change to one of them (`change`:
+   * requested, decided, expired or cancelled; `approval` as GET /v1/approvals/{id} gives it).
+   * A connection that ends or breaks is rejoined with the last cursor (`Last-Event-ID`), after
+   * the server's `retry:` hint (2 s by default, doubling up to 30 s while nothing arrives), so
+   * every change arrives once; `handlers.reconnecting({lastEventId, retryMs})` is told, and a
+   * 5xx is waited out the same way. Never resolves: it rejects with an AbortError when `signal`
+   * aborts, with a ConsentryError when the server refuses the stream (401; 404 from a server
+   * without it), or with what one of your handlers threw.
+   */
+  async watchApprovals(handlers = {}, { signal, lastEventId = null } = {}) {
+    let cursor = lastEventId;
+    let retryMs = DEFAULT_RETRY_MS;
+    let quiet = 0; // reconnects in a row with nothing received
+    for (;;) {
+      let frames = null;
+      try {
+        const headers = { Accept: "text/event-stream" };
+        if (cursor !== null && cursor !== undefined) headers["Last-Event-ID"] = String(cursor);
+        const response = await this.fetch("GET", "/v1/approvals/stream", { headers, signal });
+        frames = readServerSentEvents(response.body, { signal });
+      } catch (error) {
+        if (signal?.aborted) throw abortReason(signal);
+        if (error instanceof ConsentryError && error.status < 500) throw error;
+      }
+      try {
+        while (frames) {
+          let next;
+          try {
+            next = await frames.next();
+          } catch (error) {
+            if (signal?.aborted) throw error;
+            break; // the connection broke: rejoin below
+          }
+          if (next.done) break;
+          const frame = next.value;
+          if (frame.retry !== null) retryMs = frame.retry;
+          if (frame.data === null) continue;
+          quiet = 0;
+          if (frame.id !== null) cursor = frame.id;
+          const data = JSON.parse(frame.data);
+          if (frame.event === "ready") handlers.ready?.({ ...data, cursor: frame.id });
+          else if (frame.event === "approval") handlers.approval?.({ ...data, cursor: frame.id });
+        }
+      } finally {
+        await frames?.return(); // cancels the body if a handler threw
+      }
+      if (signal?.aborted) throw abortReason(signal);
+      const wait = Math.min(retryMs * 2 ** quiet, MAX_WATCH_RETRY_MS);
+      quiet += 1;
+      handlers.reconnecting?.({ lastEventId: cursor, retryMs: wait });
+      await sleep(wait, signal);
+    }
+  }
+
   // ---- REST ----
+
+  /** Who the caller is: {principal, tenant, user, name}. */
+  getMe() { return this.request("GET", "/v1/me"); }
 
   listProjects() { return this.request("GET", "/v1/projects"); }
   createProject(name) { return this.request("POST", "/v1/projects", { name }); }
@@ -277,7 +350,16 @@ export class ConsentryClient {
   }
   deleteNote(noteId) { return this.request("DELETE", `/v1/notes/${enc(noteId)}`); }
   listNoteVersions(noteId) { return this.request("GET", `/v1/notes/${enc(noteId)}/versions`); }
-  listThreads() { return this.request("GET", "/v1/threads"); }
+  /** The caller's threads, most recently active first; `noteId` / `projectId`: a note's or a
+   * project's conversations. */
+  listThreads({ noteId = null, projectId = null, limit = null } = {}) {
+    const query = new URLSearchParams();
+    if (noteId) query.set("note_id", noteId);
+    if (projectId) query.set("project_id", projectId);
+    if (limit) query.set("limit", String(limit));
+    const search = query.toString();
+    return this.request("GET", `/v1/threads${search ? `?${search}` : ""}`);
+  }
   getThread(threadId) { return this.request("GET", `/v1/threads/${enc(threadId)}`); }
   getMessages(threadId) { return this.request("GET", `/v1/threads/${enc(threadId)}/messages`); }
   cancelRun(threadId) { return this.request("POST", `/v1/threads/${enc(threadId)}/cancel`); }

@@ -1,7 +1,22 @@
-// Projects and notes: the list, the editor (saves that never overwrite silently), search, and
-// version history with restore.
+// Projects and notes: the list, the editor (plain text, saves that never overwrite silently)
+// with its Markdown preview, search, and version history with restore, each version credited
+// to whoever wrote and approved it.
 
 import { $, fill, h, snippet, when } from "./dom.js";
+import { showMarkdown } from "./markdown.js";
+import { isCurrentUser, personName } from "./people.js";
+
+const VIEW_KEY = "consentry.noteView"; // "write" or "preview": the person's last choice
+
+/** Who a version is by, in words: "by you", "your edit, approved", "by the tutor, approved by
+ * you", from the version's author and the decision that let the tutor write it. */
+export function versionCredit(version) {
+  if (version.author !== "assistant") return "by you";
+  if (!("decision" in version) || !version.decided_by) return "by the tutor (approved)";
+  const who = personName(version.decided_by, version.decided_by_name);
+  if (version.decision === "edit") return isCurrentUser(version.decided_by) ? "your edit, approved" : `${who}’s edit, approved`;
+  return `by the tutor, approved by ${who}`;
+}
 
 export class NotesPane {
   /**
@@ -21,6 +36,10 @@ export class NotesPane {
     this.conflict = $("#note-conflict");
     this.editor = $("#editor");
     this.versions = $("#versions");
+    this.preview = $("#note-preview");
+    this.previewToggle = $("#note-preview-toggle");
+    this.previewToggle.addEventListener("click", () => this.setView(this.previewing ? "write" : "preview"));
+    this.setView(localStorage.getItem(VIEW_KEY) === "preview" ? "preview" : "write", { remember: false });
     $("#project-select").addEventListener("change", (e) => this.run(() => this.openProject(e.target.value)));
     $("#new-project").addEventListener("click", () => this.run(() => this.createProject()));
     $("#new-note").addEventListener("click", () => this.run(() => this.createNote()));
@@ -40,6 +59,26 @@ export class NotesPane {
       }
     });
     window.addEventListener("beforeunload", (e) => { if (this.dirty) e.preventDefault(); });
+  }
+
+  get previewing() {
+    return this.previewToggle.getAttribute("aria-pressed") === "true";
+  }
+
+  /** Write (the plain-text editor) or Preview (the note as Markdown, unsaved text included). */
+  setView(view, { remember = true } = {}) {
+    const preview = view === "preview";
+    this.previewToggle.setAttribute("aria-pressed", String(preview));
+    this.content.hidden = preview;
+    this.preview.hidden = !preview;
+    if (preview) showMarkdown(this.preview, this.content.value);
+    if (remember) localStorage.setItem(VIEW_KEY, view);
+  }
+
+  /** The preview follows the text whenever it changes under it (a note opened, an approved
+   * edit, a reload). */
+  renderPreview() {
+    if (this.previewing) showMarkdown(this.preview, this.content.value);
   }
 
   get dirty() {
@@ -135,6 +174,7 @@ export class NotesPane {
     } else {
       localStorage.removeItem("consentry.note");
     }
+    this.renderPreview();
     this.renderVersion();
     for (const item of document.querySelectorAll("#note-list li")) {
       const button = item.querySelector("button");
@@ -209,6 +249,7 @@ export class NotesPane {
     this.note = { ...this.note, title: event.title, content: event.content, version: event.version, updated_at: event.ts };
     this.title.value = event.title;
     this.content.value = event.content;
+    this.renderPreview();
     this.renderVersion();
     this.versions.hidden = true;
   }
@@ -243,7 +284,7 @@ export class NotesPane {
     const view = $("#version-view");
     fill($("#version-list"), [...versions].reverse().map((v) => h("li", { dataset: { version: v.version } },
       h("button.version-link", { type: "button", onclick: () => this.viewVersion(v, view) },
-        `Version ${v.version}`, h("span.muted", {}, ` · ${v.author === "assistant" ? "by the tutor (approved)" : "by you"} · ${when(v.created_at)}`)))));
+        `Version ${v.version}`, h("span.muted", {}, ` · ${versionCredit(v)} · ${when(v.created_at)}`)))));
     view.hidden = true;
     this.versions.hidden = false;
   }
@@ -251,7 +292,7 @@ export class NotesPane {
   viewVersion(version, view) {
     fill(view,
       h("h4", {}, `Version ${version.version}: ${version.title}`),
-      h("pre.version-content", {}, version.content || "(empty)"),
+      version.content ? showMarkdown(h("div.version-content"), version.content) : h("p.muted", {}, "(empty)"),
       version.version === this.note.version ? h("p.muted", {}, "This is the current version.")
         : h("button.primary", {
           id: "version-restore",
@@ -266,6 +307,7 @@ export class NotesPane {
     if (!this.confirmDiscard()) return;
     this.title.value = version.title;
     this.content.value = version.content;
+    this.renderPreview();
     await this.save();
     this.versions.hidden = true;
   }

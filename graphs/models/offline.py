@@ -3,8 +3,21 @@
 It is a real LangChain chat model, used by the same graph code as any other: it reads the task from
 the heading of the system prompt (``# task: classify | answer | summarize``) and answers it with
 rules instead of weights. It classifies intent with keyword rules (answer, search, edit or delete
-a note), answers from the note snippets the prompt carries, summarizes the conversation into a
-note section, and streams its answers word by word. It always says that it is the offline model.
+a note), answers from the notes the prompt carries, summarizes the conversation into a note
+section, and streams its answers word by word. It always says that it is the offline model.
+
+What it writes is what lands in people's notes, so it writes whole sentences (``graphs.sentences``:
+a note's sentences, never cut, without ``**`` markers):
+
+- an **answer** quotes, for each note in the prompt, its sentences about the question (those with
+  a word that begins like one of the question's words; the note's first ones if none is), up to
+  about 300 characters a note;
+- a **summary** lists each question with the gist of its answer (the answer's sentences, without
+  the offline model's introduction and lead-ins, up to about 400 characters), under
+  "## Summary of our discussion". The graph gives it the discussion only, no replies about
+  consents; a last user message (the request to summarize) is left out.
+
+The same conversation always gives the same text.
 """
 
 from __future__ import annotations
@@ -12,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator, Iterator, Sequence
+from html import unescape
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -19,6 +33,8 @@ from langchain_core.language_models import BaseChatModel, LangSmithParams
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+
+from graphs import sentences
 
 __all__ = ["OFFLINE_MODEL_NAME", "OfflineChatModel"]
 
@@ -54,9 +70,15 @@ _SEARCH_PATTERN = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _NOTES_BLOCK = re.compile(r"<notes>\n?(?P<body>.*?)</notes>", re.DOTALL)
-_NOTE_ENTRY = re.compile(r"^### (?P<title>.+?)\n(?P<snippet>.*?)(?=^### |\Z)", re.DOTALL | re.M)
+_NOTE = re.compile(r'<note title="(?P<title>[^"]*)">\n(?P<text>.*?)\n</note>', re.DOTALL)
 _WORD = re.compile(r"\S+\s*")
 _INTRO = "I'm the offline model, so I answer from your notes rather than from general knowledge."
+_NOTHING_FOUND = "I found nothing in this project's notes about"
+_SUMMARY_HEADING = "## Summary of our discussion"
+_ANSWER_CHARS = 300
+"""About the most an answer quotes of one note (whole sentences)."""
+_SUMMARY_ANSWER_CHARS = 400
+_QUESTION_CHARS = 300
 
 
 def classify(message: str) -> dict[str, str]:
@@ -79,26 +101,29 @@ def _usage(messages: Sequence[BaseMessage], answer: str) -> UsageMetadata:
     return {"input_tokens": prompt, "output_tokens": output, "total_tokens": prompt + output}
 
 
-def _shorten(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def _answer(system: str, question: str) -> str:
     block = _NOTES_BLOCK.search(system)
-    entries = list(_NOTE_ENTRY.finditer(block.group("body"))) if block else []
-    intro = _INTRO
-    if not entries:
+    quoted = []
+    for note in _NOTE.finditer(block.group("body") if block else ""):
+        found = sentences.sentences(note.group("text"))
+        picked = sentences.about(found, question, limit=_ANSWER_CHARS)
+        if picked:
+            quoted.append(f"- In \u201c{unescape(note.group('title'))}\u201d: {' '.join(picked)}")
+    if not quoted:
         return (
-            f"{intro} I found nothing in this project's notes about "
-            f"\u201c{_shorten(question, 80)}\u201d. Write a note about it, or ask me to add a "
-            "summary of our discussion to your note."
+            f"{_INTRO} {_NOTHING_FOUND} \u201c{sentences.shorten(question, 80)}\u201d. Write a "
+            "note about it, or ask me to add a summary of our discussion to your note."
         )
-    lines = [f"{intro} Here is what your notes say:"]
-    for entry in entries:
-        snippet = _shorten(entry.group("snippet"), 240)
-        lines.append(f"- **{entry.group('title').strip()}**: {snippet}")
-    return "\n".join(lines)
+    return "\n".join([f"{_INTRO} Here is what your notes say:", *quoted])
+
+
+def _gist(answer: str) -> str:
+    """An answer in a summary: its sentences, without the introduction and lead-ins ("…:")."""
+    answer = answer.strip().removeprefix(_INTRO).strip()
+    if answer.startswith(_NOTHING_FOUND):
+        return "Your notes say nothing about it yet."
+    found = [sentence for sentence in sentences.sentences(answer) if not sentence.endswith(":")]
+    return " ".join(sentences.leading(found, _SUMMARY_ANSWER_CHARS))
 
 
 def _summarize(conversation: Sequence[BaseMessage]) -> str:
@@ -106,16 +131,16 @@ def _summarize(conversation: Sequence[BaseMessage]) -> str:
     turns = list(conversation)
     if turns and isinstance(turns[-1], HumanMessage):
         turns = turns[:-1]
-    lines = ["## Summary of our discussion", ""]
-    pairs = 0
+    lines = [_SUMMARY_HEADING, ""]
+    questions = 0
     for message in turns:
-        text = _shorten(str(message.content).removeprefix(_INTRO), 300)
         if isinstance(message, HumanMessage):
-            lines.append(f"- **Question:** {text}")
-            pairs += 1
-        elif isinstance(message, AIMessage) and text:
-            lines.append(f"  **Answer:** {text}")
-    if pairs == 0:
+            question = sentences.shorten(str(message.content), _QUESTION_CHARS)
+            lines.append(f"- **Question:** {question}")
+            questions += 1
+        elif isinstance(message, AIMessage) and (gist := _gist(str(message.content))):
+            lines.append(f"  **Answer:** {gist}")
+    if questions == 0:
         lines.append("- We have not discussed anything yet in this conversation.")
     lines += ["", "_Summarized by the offline model._"]
     return "\n".join(lines)

@@ -22,8 +22,9 @@ from graphs.tutor.consents import (
     NoteDeleteProposal,
     NoteEditProposal,
 )
-from graphs.tutor.nodes import say
+from graphs.tutor.replies import say_outcome
 from graphs.tutor.state import TutorState
+from graphs.tutor.summaries import has_summary
 
 __all__ = [
     "apply_note_edit",
@@ -47,13 +48,14 @@ def _with_comment(text: str, decision: TypedDecision[Any]) -> str:
     return f"{text} You said: \u201c{decision.comment}\u201d." if decision.comment else text
 
 
-# note_edit: append a summary to the open note
+# note_edit: write a summary into the open note (its summary section, or a new one at its end)
 
 
 async def request_note_edit_consent(state: TutorState) -> dict[str, Any]:
     proposal = NoteEditProposal.model_validate(state["proposal"])
+    verb = "Update the summary in" if has_summary(proposal.base_content) else "Add a summary to"
     decision = NOTE_EDIT.ask(
-        title=f"Add a summary to your note \u201c{proposal.title}\u201d?", proposal=proposal
+        title=f"{verb} your note \u201c{proposal.title}\u201d?", proposal=proposal
     )
     return {"decision": decision.to_state()}
 
@@ -84,7 +86,7 @@ async def apply_note_edit(state: TutorState, runtime: Runtime[GraphContext]) -> 
         )
     else:
         text = f"Nothing was written: \u201c{proposal.title}\u201d no longer exists."
-    return {"messages": [say(text)], "proposal": None}
+    return {"messages": [say_outcome(text)], "proposal": None}
 
 
 async def skip_note_edit(state: TutorState) -> dict[str, Any]:
@@ -93,7 +95,7 @@ async def skip_note_edit(state: TutorState) -> dict[str, Any]:
         text = "Nobody decided on my proposed edit in time, so I left your notes unchanged."
     else:
         text = _with_comment("OK, I left your notes unchanged.", decision)
-    return {"messages": [say(text)], "proposal": None}
+    return {"messages": [say_outcome(text)], "proposal": None}
 
 
 # note_create: save a summary as a new note
@@ -121,11 +123,11 @@ async def create_note(state: TutorState, runtime: Runtime[GraphContext]) -> dict
         content=content,
     )
     if result.note is None:
-        return {"messages": [say("Nothing was created.")], "proposal": None}
+        return {"messages": [say_outcome("Nothing was created.")], "proposal": None}
     _send_note(result.note)
     verb = "saved your version as" if decision.decision == "edit" else "created"
     text = f"Done: I {verb} the new note \u201c{result.note.title}\u201d."
-    return {"messages": [say(text)], "proposal": None}
+    return {"messages": [say_outcome(text)], "proposal": None}
 
 
 async def skip_note_creation(state: TutorState) -> dict[str, Any]:
@@ -138,7 +140,7 @@ async def skip_note_creation(state: TutorState) -> dict[str, Any]:
         )
     else:
         text = _with_comment("OK, I created no note.", decision)
-    return {"messages": [say(text)], "proposal": None}
+    return {"messages": [say_outcome(text)], "proposal": None}
 
 
 # note_delete: delete the open note (always asks a person)
@@ -160,7 +162,7 @@ async def delete_note(state: TutorState, runtime: Runtime[GraphContext]) -> dict
     )
     if result.outcome == "deleted":
         text = f"Done: I deleted \u201c{proposal.title}\u201d."
-        return {"messages": [say(text)], "proposal": None, "note_id": None}
+        return {"messages": [say_outcome(text)], "proposal": None, "note_id": None}
     if result.outcome == "note_changed":
         text = (
             f"Nothing was deleted: \u201c{proposal.title}\u201d changed since I asked "
@@ -169,7 +171,7 @@ async def delete_note(state: TutorState, runtime: Runtime[GraphContext]) -> dict
         )
     else:
         text = f"Nothing was deleted: \u201c{proposal.title}\u201d no longer exists."
-    return {"messages": [say(text)], "proposal": None}
+    return {"messages": [say_outcome(text)], "proposal": None}
 
 
 async def keep_note(state: TutorState) -> dict[str, Any]:
@@ -182,4 +184,4 @@ async def keep_note(state: TutorState) -> dict[str, Any]:
         )
     else:
         text = _with_comment(f"OK, I kept your note \u201c{proposal.title}\u201d.", decision)
-    return {"messages": [say(text)], "proposal": None}
+    return {"messages": [say_outcome(text)], "proposal": None}

@@ -1,6 +1,7 @@
 """The tutor's consent kinds: what each one proposes, what a person may change, and its rules.
 
-- ``note_edit``: append a summary to the open note (approve, edit or reject).
+- ``note_edit``: write a summary into the open note, in place of the summary section it has or
+  at its end (approve, edit or reject).
 - ``note_create``: save a summary as a new note, when no note is open (approve, edit or reject).
 - ``note_delete``: delete the open note. Destructive, so it always asks a person, whatever the
   thread's policy says, and it takes no edits (approve or reject).
@@ -91,7 +92,7 @@ NOTE_EDIT: ConsentKind[NoteEditProposal, NoteEditRevision] = ConsentKind(
     name="note_edit",
     proposal_model=NoteEditProposal,
     edit_model=NoteEditRevision,
-    description="Write a new version of the open note (the tutor appends a summary).",
+    description="Write a new version of the open note (the tutor adds or updates its summary).",
 )
 NOTE_CREATE: ConsentKind[NoteCreateProposal, NoteCreateRevision] = ConsentKind(
     name="note_create",

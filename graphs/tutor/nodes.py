@@ -8,10 +8,9 @@ import difflib
 import logging
 import re
 from typing import Any
-from uuid import uuid4
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
@@ -22,10 +21,13 @@ from graphs.models.offline import classify
 from graphs.services import GraphContext, NoteHit, NoteSnapshot
 from graphs.tutor import prompts
 from graphs.tutor.consents import NoteCreateProposal, NoteDeleteProposal, NoteEditProposal
+from graphs.tutor.passages import notes_block, search_excerpt
+from graphs.tutor.replies import say, say_outcome
 from graphs.tutor.state import Intent, TutorState
+from graphs.tutor.summaries import as_summary_section, discussion, with_summary
 from graphs.window import outside_window
 
-__all__ = ["IntentChoice", "TutorNodes", "report_no_open_note", "say"]
+__all__ = ["IntentChoice", "TutorNodes", "report_no_open_note"]
 
 log = logging.getLogger(__name__)
 NEW_NOTE_TITLE = "Summary of our discussion"
@@ -33,11 +35,6 @@ SEARCH_LIMIT = 5
 GROUNDING_LIMIT = 3
 _JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 _INTERNAL: RunnableConfig = {"tags": [TAG_NOSTREAM]}
-
-
-def say(text: str) -> AIMessage:
-    """An assistant message written by a node (not a model), with its id fixed up front."""
-    return AIMessage(text, id=f"msg-{uuid4().hex}")
 
 
 def _last_user_text(state: TutorState) -> str:
@@ -66,12 +63,14 @@ def _parse_intent(raw: str, fallback_message: str) -> dict[str, str]:
     return {"intent": choice.intent, "query": choice.query.strip() or fallback_message}
 
 
-def _notes_block(hits: list[NoteHit]) -> str:
-    return "".join(f"### {hit.title}\n{hit.snippet}\n" for hit in hits)
-
-
 def _lines(text: str) -> list[str]:
     return [f"{line}\n" for line in text.splitlines()]
+
+
+def _search_result(hit: NoteHit) -> str:
+    if not hit.snippet:
+        return f"- \u201c{hit.title}\u201d (no text yet)"
+    return f"- In \u201c{hit.title}\u201d: {hit.snippet}"
 
 
 def unified_diff(*, title: str, base: str, proposed: str, base_version: int) -> str:
@@ -97,7 +96,7 @@ def report_no_open_note(state: TutorState) -> dict[str, Any]:
         text = "The note you had open no longer exists, so I changed nothing."
     else:
         text = "There is no note open to delete. Open the note you want to delete, then ask again."
-    return {"messages": [say(text)]}
+    return {"messages": [say_outcome(text)]}
 
 
 class TutorNodes:
@@ -130,30 +129,32 @@ class TutorNodes:
     async def answer_question(
         self, state: TutorState, runtime: Runtime[GraphContext]
     ) -> dict[str, Any]:
+        """Answer from the notes the question finds, and the open note (first, if not found)."""
         notes = runtime.context.notes
-        hits = await notes.search_notes(
-            state["project_id"], state.get("query") or _last_user_text(state), limit=GROUNDING_LIMIT
-        )
+        query = state.get("query") or _last_user_text(state)
+        hits = await notes.search_notes(state["project_id"], query, limit=GROUNDING_LIMIT)
+        note_ids = [hit.note_id for hit in hits]
         active_id = state.get("note_id")
-        if active_id and all(hit.note_id != active_id for hit in hits):
-            active = await notes.get_note(active_id)
-            if active is not None and active.content.strip():
-                snippet = active.content[:1500]
-                hits.insert(
-                    0, NoteHit(note_id=active.note_id, title=active.title, snippet=snippet, score=0)
-                )
-        system = SystemMessage(prompts.ANSWER.format(notes=_notes_block(hits)))
+        if active_id and active_id not in note_ids:
+            note_ids.insert(0, active_id)
+        found = [note for note_id in note_ids if (note := await notes.get_note(note_id))]
+        system = SystemMessage(prompts.ANSWER.format(notes=notes_block(found, query)))
         reply = await self.model.ainvoke([system, *state["messages"]])
         return {"messages": [reply]}
 
     async def search_notes(
         self, state: TutorState, runtime: Runtime[GraphContext]
     ) -> dict[str, Any]:
+        """Search the project; each hit shows the note's own sentences about the query."""
+        notes = runtime.context.notes
         query = state.get("query") or _last_user_text(state)
-        hits = await runtime.context.notes.search_notes(
-            state["project_id"], query, limit=SEARCH_LIMIT
-        )
-        return {"found_notes": [hit.model_dump() for hit in hits]}
+        found = []
+        for hit in await notes.search_notes(state["project_id"], query, limit=SEARCH_LIMIT):
+            note = await notes.get_note(hit.note_id)
+            if note is not None:
+                excerpt = search_excerpt(note, query)
+                found.append(hit.model_copy(update={"snippet": excerpt}).model_dump())
+        return {"found_notes": found}
 
     async def report_search_results(self, state: TutorState) -> dict[str, Any]:
         hits = [NoteHit.model_validate(hit) for hit in state.get("found_notes", [])]
@@ -163,27 +164,30 @@ class TutorNodes:
         else:
             plural = "s" if len(hits) != 1 else ""
             lines = [f"I found {len(hits)} note{plural} matching \u201c{query}\u201d:"]
-            lines += [f"- **{hit.title}**: {hit.snippet}" for hit in hits]
+            lines += [_search_result(hit) for hit in hits]
             text = "\n".join(lines)
         return {"messages": [say(text)]}
 
     async def _summary_section(self, state: TutorState) -> str:
-        conversation: list[AnyMessage] = list(state["messages"])
+        """A summary of the discussion (``summaries.discussion``), asked for by the request."""
+        request = HumanMessage(_last_user_text(state))
         reply = await self.model.ainvoke(
-            [SystemMessage(prompts.SUMMARIZE), *conversation], config=_INTERNAL
+            [SystemMessage(prompts.SUMMARIZE), *discussion(state["messages"]), request],
+            config=_INTERNAL,
         )
-        return str(reply.content).strip()
+        return as_summary_section(str(reply.content))
 
     async def draft_note_edit(
         self, state: TutorState, runtime: Runtime[GraphContext]
     ) -> dict[str, Any]:
-        """Propose appending a summary of the discussion to the open note."""
+        """Propose the open note with a summary of the discussion: in place of the summary it
+        has, else at its end (``summaries.with_summary``)."""
         note = await _open_note(state, runtime)
         if note is None:
             return {"proposal": None}
         section = await self._summary_section(state)
         base = note.content
-        proposed = f"{base.rstrip()}\n\n{section}\n" if base.strip() else f"{section}\n"
+        proposed = with_summary(base, section)
         proposal = NoteEditProposal(
             project_id=state["project_id"],
             note_id=note.note_id,

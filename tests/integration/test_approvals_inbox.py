@@ -98,7 +98,7 @@ async def test_bad_decisions_leave_the_consent_pending(open_live: Any) -> None:
         url = f"/v1/approvals/{consent.approval_id}/decision"
 
         cases = [
-            ({"decision": "maybe"}, 422, "request_invalid"),
+            ({"decision": "maybe"}, 422, "unknown_decision"),
             ({"decision": "edit"}, 422, "request_invalid"),
             ({"decision": "edit", "edited": {"content": "  "}}, 422, "invalid_edit"),
             ({"decision": "edit", "edited": {"colour": "red"}}, 422, "invalid_edit"),

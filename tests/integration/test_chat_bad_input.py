@@ -210,14 +210,14 @@ REFUSED_REQUESTS: list[Any] = [
     pytest.param(
         lambda p: {"thread_id": p.thread_id, "message": " \n\t "},
         422,
-        "request_invalid",
-        id="blank-message-is-request_invalid",
+        "empty_message",
+        id="blank-message-is-empty_message",
     ),
     pytest.param(
         lambda p: {"thread_id": p.thread_id, "message": ""},
         422,
-        "request_invalid",
-        id="empty-message-is-request_invalid",
+        "empty_message",
+        id="empty-message-is-empty_message",
     ),
     pytest.param(
         lambda p: {"thread_id": p.thread_id, "message": 42},
@@ -279,8 +279,8 @@ REFUSED_REQUESTS: list[Any] = [
     pytest.param(
         lambda p: p.resume(decision="maybe"),
         422,
-        "request_invalid",
-        id="unknown-decision-is-request_invalid",
+        "unknown_decision",
+        id="unknown-decision-is-unknown_decision",
     ),
     pytest.param(
         lambda p: p.resume(decision="approve", reason="because"),
@@ -536,7 +536,7 @@ async def test_refused_resumes_never_reach_the_graph(client: httpx.AsyncClient) 
         (pending.resume(decision="edit", edited={"content": "   "}), 422, "invalid_edit"),
         (pending.resume(decision="edit", edited={}), 422, "invalid_edit"),
         (pending.resume(decision="edit"), 422, "request_invalid"),
-        (pending.resume(decision="maybe"), 422, "request_invalid"),
+        (pending.resume(decision="maybe"), 422, "unknown_decision"),
         (
             {
                 "thread_id": pending.thread_id,

@@ -7,7 +7,14 @@ from typing import Any
 
 import httpx
 
-from backend.schemas.events import ConsentEvent, FinalEvent, MessageEvent, NoteEvent, TokenEvent
+from backend.schemas.events import (
+    ConsentEvent,
+    FinalEvent,
+    MessageEvent,
+    NoteEvent,
+    StepEvent,
+    TokenEvent,
+)
 from tests.sse import assert_numbered, chat, kinds
 
 ASK_STEPS = ["run_started", "step", "step", "step", "consent", "final"]
@@ -66,7 +73,7 @@ async def test_an_answer_streams_tokens_then_the_message(client: httpx.AsyncClie
     assert {t.message_id for t in tokens} == {message.message_id}
     assert "".join(t.delta for t in tokens) == message.content
     assert "offline model" in message.content
-    assert "**RAG**" in message.content  # grounded in the project's note found by search
+    assert "\u201cRAG\u201d" in message.content  # grounded in the project's note found by search
     assert events[-1].reason == "completed"  # type: ignore[union-attr]
 
 
@@ -107,6 +114,11 @@ async def test_approve_writes_the_proposed_content_as_a_new_version(
     )
 
     assert kinds(events) == ["run_started", "step", "step", "note", "message", "final"]
+    # The consent node runs again with the decision: its step says so, not "Asking ...".
+    assert [(e.node, e.label) for e in events if isinstance(e, StepEvent)] == [
+        ("request_note_edit_consent", "Your decision arrived"),
+        ("apply_note_edit", "Writing your note"),
+    ]
     assert events[0].seq == consent.seq + 2  # the interrupted run's final came in between
     note_event = next(e for e in events if isinstance(e, NoteEvent))
     assert note_event.note_id == note["note_id"]
@@ -237,4 +249,4 @@ async def test_a_search_request_answers_with_titles_and_snippets(
     ]
     message = next(e for e in events if isinstance(e, MessageEvent))
     assert message.content.startswith("I found 1 note matching \u201cretrieval\u201d:")
-    assert "- **RAG**: **Retrieval**-augmented generation uses documents." in message.content
+    assert "- In \u201cRAG\u201d: Retrieval-augmented generation uses documents." in message.content

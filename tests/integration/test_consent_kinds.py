@@ -52,8 +52,8 @@ async def test_the_tutors_three_kinds_are_published_with_their_schemas(
             {
                 "graph": "tutor",
                 "kind": "note_edit",
-                "description": "Write a new version of the open note (the tutor appends a "
-                "summary).",
+                "description": "Write a new version of the open note (the tutor adds or updates "
+                "its summary).",
                 "allowed_decisions": ["approve", "edit", "reject"],
                 "ttl_seconds": None,
                 "always_ask": False,

@@ -28,7 +28,7 @@ def cluster() -> Iterator[PostgresCluster]:
 
 @pytest_asyncio.fixture
 async def client(cluster: PostgresCluster) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(Settings(database_url=cluster.new_database()))
+    app = create_app(Settings(database_url=cluster.new_database(), sample_notes=False))
     async with LifespanManager(app, startup_timeout=30, shutdown_timeout=30) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:

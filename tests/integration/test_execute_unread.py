@@ -194,6 +194,7 @@ async def test_a_whole_run_recorded_in_one_transaction_is_stored_in_order(db: Da
             thread_id=THREAD_ID,
             graph="tutor",
             project_id="project-1",
+            note_id=None,
             title="RAG",
             consent_policy="ask",
             now=NOW,

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from backend.schemas.events import ConsentEvent
+from backend.schemas.events import ConsentEvent, StepEvent
 from tests.conftest import ManualClock
 from tests.sse import parse_events
 
@@ -65,6 +65,12 @@ async def test_a_consent_expires_at_its_deadline_not_before(
             ("run_ended", "system"),
         ]
         assert await services.expiry.sweep() == 0  # exactly once
+        history = parse_events((await client.get(f"/v1/threads/{consent.thread_id}/stream")).text)
+        expired_run = [e for e in history if e.run_id != consent.run_id]
+        assert next((e.node, e.label) for e in expired_run if isinstance(e, StepEvent)) == (
+            "request_note_create_consent",
+            "Nobody decided in time",
+        )
 
 
 async def test_a_decision_after_the_deadline_gets_410_and_nothing_is_applied(

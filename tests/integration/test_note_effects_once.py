@@ -34,7 +34,7 @@ class App:
 
 @pytest_asyncio.fixture
 async def app(db_url: str, clock: ManualClock) -> AsyncIterator[App]:
-    fastapi_app = create_app(Settings(database_url=db_url), clock=clock)
+    fastapi_app = create_app(Settings(database_url=db_url, sample_notes=False), clock=clock)
     async with LifespanManager(fastapi_app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:

@@ -35,9 +35,11 @@ async def test_openapi_describes_every_route_and_the_event_union(
         ("/v1/notes/{note_id}", "delete"),
         ("/v1/notes/{note_id}/versions", "get"),
         ("/v1/consent-kinds", "get"),
+        ("/v1/me", "get"),
         ("/v1/approvals", "get"),
         ("/v1/approvals/{approval_id}", "get"),
         ("/v1/approvals/{approval_id}/decision", "post"),
+        ("/v1/approvals/stream", "get"),
         ("/v1/threads/{thread_id}/audit", "get"),
         ("/v1/threads/{thread_id}/cancel", "post"),
         ("/v1/threads/{thread_id}/retry", "post"),
@@ -83,6 +85,16 @@ async def test_openapi_describes_every_route_and_the_event_union(
                 },
             },
         }, path
+    # The approvals stream: `ready` once caught up, then an `approval` frame per change.
+    feed = spec["paths"]["/v1/approvals/stream"]["get"]["responses"]["200"]["content"]
+    frames = feed["text/event-stream"]["schema"]["oneOf"]
+    assert [
+        (f["properties"]["event"]["const"], f["properties"]["data"]["contentSchema"]["$ref"])
+        for f in frames
+    ] == [
+        ("ready", "#/components/schemas/ApprovalsReady"),
+        ("approval", "#/components/schemas/ApprovalChange"),
+    ]
     docs = await client.get("/docs")
     assert docs.status_code == 200
     assert "swagger" in docs.text.lower()

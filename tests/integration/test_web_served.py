@@ -14,7 +14,12 @@ from backend.api.web import WEB_DIRECTORY
 _SRC_OR_HREF = re.compile(r'(?:src|href)="([^"#]+)"')
 _IMPORT = re.compile(r'^import .* from "\./([^"]+)";$', re.MULTILINE)
 _ABSOLUTE_URL = re.compile(r"\b(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}", re.IGNORECASE)
-_TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
+_TYPES = {
+    ".js": "text/javascript",
+    ".mjs": "text/javascript",  # a vendored library's own ESM build (web/vendor/)
+    ".css": "text/css",
+    ".svg": "image/svg+xml",
+}
 
 
 @pytest.fixture
@@ -53,6 +58,7 @@ async def test_everything_the_page_loads_comes_from_the_server_with_its_type(
             to_load.add(f"/web/{name}")
 
     assert {"/web/app.js", "/web/app.css", "/web/favicon.svg", "/web/consentry.js"} <= to_load
+    assert {"/web/vendor/marked.esm.js", "/web/vendor/purify.es.mjs"} <= to_load
     for url in sorted(to_load):
         response = await client.get(url)
         assert response.status_code == 200, url

@@ -3,7 +3,8 @@
 Nothing is downloaded: Playwright launches the installed browser by its path. Each test gets a
 fresh browser context (empty storage), and leaves a screenshot of its final page in
 ``test-artifacts/screenshots/<test name>.png``. A page error, or a console error other than the
-browser's own report of an HTTP status the test said it expects, fails the test.
+browser's own report of an HTTP status or a network failure the test said it expects, fails the
+test.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ PHONE = {"width": 390, "height": 844}
 _RESOURCE_STATUS = re.compile(
     r"Failed to load resource: the server responded with a status of (\d+)"
 )
+_NETWORK_FAILURE = re.compile(r"Failed to load resource: net::ERR_")
 
 
 def chromium_path() -> str:
@@ -60,6 +62,7 @@ class WatchedPage:
 
     page: Page
     expected_statuses: set[int] = field(default_factory=set)
+    network_failures_expected: bool = False
     problems: list[str] = field(default_factory=list)
 
     def expect_http_status(self, *statuses: int) -> None:
@@ -67,11 +70,18 @@ class WatchedPage:
         these statuses are part of the test's story, not a fault of the page."""
         self.expected_statuses.update(statuses)
 
+    def expect_network_failures(self) -> None:
+        """Chromium logs a request that got no answer (one the test aborts with ``page.route``,
+        say) as a console error; here that is the test's story."""
+        self.network_failures_expected = True
+
     def on_console(self, message: ConsoleMessage) -> None:
         if message.type != "error":
             return
         status = _RESOURCE_STATUS.search(message.text)
         if status and int(status.group(1)) in self.expected_statuses:
+            return
+        if self.network_failures_expected and _NETWORK_FAILURE.search(message.text):
             return
         self.problems.append(f"console error: {message.text} at {message.location}")
 

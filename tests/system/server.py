@@ -17,6 +17,9 @@ import httpx
 STARTUP_TIMEOUT_SECONDS = 60.0
 API_KEY = "k1"
 """The one key of the servers started with ``CONSENTRY_API_KEYS`` (principal ``t:u``)."""
+NO_SAMPLE_NOTES = {"CONSENTRY_SAMPLE_NOTES": "false"}
+"""Servers start with an empty default project, as most tests expect; pass
+``env={"CONSENTRY_SAMPLE_NOTES": "true"}`` for the first-run experience (the README session)."""
 
 
 def free_port() -> int:
@@ -39,7 +42,8 @@ def serve_process(
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """``serve``, also yielding the process (to signal it); SIGKILLed on exit if still alive.
 
-    ``database``: a SQLite file, or a ``postgresql://`` URL (replicas share one)."""
+    ``database``: a SQLite file, or a ``postgresql://`` URL (replicas share one). Sample notes
+    are off unless ``env`` turns them on."""
     url = database if isinstance(database, str) else f"sqlite:///{database}"
     port = free_port()
     process = subprocess.Popen(
@@ -54,7 +58,7 @@ def serve_process(
             "warning",
             *args,
         ],
-        env={**os.environ, "CONSENTRY_DATABASE_URL": url, **(env or {})},
+        env={**os.environ, **NO_SAMPLE_NOTES, "CONSENTRY_DATABASE_URL": url, **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )

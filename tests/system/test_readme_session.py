@@ -26,7 +26,8 @@ def _readme_session() -> str:
 
 
 def test_readme_curl_session_matches_a_real_run(tmp_path: Path) -> None:
-    with serve(tmp_path / "consentry.db") as base_url:
+    # as `make run` serves a new database: with the sample notes
+    with serve(tmp_path / "consentry.db", env={"CONSENTRY_SAMPLE_NOTES": "true"}) as base_url:
         result = subprocess.run(
             ["bash", str(ROOT / "docs" / "examples" / "consent_round_trip.sh"), base_url],
             capture_output=True,

@@ -29,6 +29,7 @@ from backend.schemas.events import (
     NoteEvent,
     RunStartedEvent,
 )
+from tests.approval_feed import change_of, open_feed
 from tests.openai_stub import OpenAIStub
 from tests.postgres import PostgresCluster
 from tests.sse import assert_numbered, chat, kinds, next_event, parse_events
@@ -436,3 +437,26 @@ async def test_a_consent_asked_on_a_replica_killed_before_recording_it_is_kept_b
         assert kinds(resumed)[-3:] == ["note", "message", "final"]
         versions = await _versions(survivor.http, note["note_id"])
         assert [v[2] for v in versions].count(consent.approval_id) == 1
+
+
+async def test_the_approvals_feed_on_one_replica_is_pushed_changes_made_on_another(
+    postgres: PostgresCluster,
+) -> None:
+    async with (
+        start_replicas(postgres.new_database(), count=2) as (watched, other),
+        open_feed(watched.http) as feed,
+    ):
+        assert (await feed.next()).event == "ready"
+        note = await _open_note(other.http)
+
+        _, consent = await _ask(other.http, note["note_id"])
+        requested = await _within(feed.next(), FOLLOW_PROMPTLY_SECONDS)
+        decided = await other.http.post(
+            f"/v1/approvals/{consent.approval_id}/decision", json={"decision": "approve"}
+        )
+        assert decided.status_code == 202
+        approved = await _within(feed.next(), FOLLOW_PROMPTLY_SECONDS)
+
+        assert change_of(requested) == ("requested", consent.approval_id, "pending")
+        assert change_of(approved) == ("decided", consent.approval_id, "approved")
+        assert approved.id > requested.id

@@ -221,7 +221,7 @@ def test_approving_a_note_edit_shows_the_diff_in_colour_and_writes_version_2(
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "Add a summary to your note “RAG”?" in out
-    assert f"{CYAN}@@ -1 +1," in out
+    assert "\x1b[1m--- RAG (version 1)\x1b[0m" in out  # a hunk of the change, no hunk header
     assert " RAG looks documents up first.\n" in out
     assert f"{GREEN}+## Summary of our discussion{RESET}" in out
     assert "[a]pprove / [e]dit / [r]eject? " in out

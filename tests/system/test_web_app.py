@@ -21,9 +21,28 @@ from playwright.sync_api import Browser, Locator, Page, Request, expect
 from tests.sse import ASK_FOR_SUMMARY, parse_events
 from tests.system.browser import ARTIFACTS, PHONE, WatchedPage, watched_page
 from tests.system.server import API_KEY, serve
+from tests.system.web_steps import (
+    SUMMARY_HEADING,
+    ask_a_question,
+    ask_for_a_summary,
+    create_note,
+    note_id_open_in,
+    open_app,
+    open_note,
+    send,
+    versions_of,
+)
 
 README_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "images" / "web-app.png"
-SUMMARY_HEADING = "## Summary of our discussion"
+RAG_NOTE = [
+    "RAG retrieves passages first, then generates an answer.",
+    "Retrieval: embed the question, find the nearest passages.",
+    "Generation: the model answers from those passages only.",
+    "Why: fresher facts, fewer made-up ones, and sources to cite.",
+    "Chunking: 200 to 500 tokens a passage, with some overlap.",
+    "Reranking: a cross-encoder orders the top hits.",
+    "Evaluation: recall@k for retrieval, faithfulness for answers.",
+]
 
 
 # ---- fixtures: one server and one browser per module, a fresh page per test ----
@@ -35,70 +54,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield base_url
 
 
-# ---- helpers: what a person does, and what the API says ----
-
-
-def create_note(api: httpx.Client, title: str, content: str) -> dict[str, Any]:
-    projects = api.get("/v1/projects").json()["projects"]
-    default = next(p for p in projects if p["is_default"])
-    response = api.post(
-        f"/v1/projects/{default['project_id']}/notes", json={"title": title, "content": content}
-    )
-    assert response.status_code == 201, response.text
-    note: dict[str, Any] = response.json()
-    return note
-
-
-def versions_of(api: httpx.Client, note_id: str) -> list[dict[str, Any]]:
-    versions: list[dict[str, Any]] = api.get(f"/v1/notes/{note_id}/versions").json()["versions"]
-    return versions
-
-
-def open_app(page: Page, base_url: str, route: str = "") -> None:
-    page.goto(f"{base_url}/{route}")
-    expect(page.locator("#project-select")).not_to_have_value("")  # the notes are loaded
-
-
-def open_note(page: Page, base_url: str, note: dict[str, Any]) -> None:
-    open_app(page, base_url)
-    page.locator(f'#note-list li[data-note-id="{note["note_id"]}"] button').click()
-    expect(page.locator("#note-version")).to_have_text(f"Version {note['version']}")
-    expect(page.locator("#chat-context")).to_have_text(f"About “{note['title']}”")
-
-
-def send(page: Page, message: str) -> None:
-    page.locator("#chat-input").fill(message)
-    page.locator("#chat-input").press("Enter")
-
-
-def ask_a_question(page: Page, question: str) -> Locator:
-    """Send a question; the answer, once its run ended."""
-    send(page, question)
-    answer = page.locator("#chat-log .msg.assistant .text").last
-    expect(answer).to_contain_text("I'm the offline model")
-    expect(page.locator("#chat-send")).to_be_enabled()
-    return answer
-
-
-def ask_for_a_summary(page: Page) -> Locator:
-    """Ask the tutor to add a summary to the open note; its pending consent card."""
-    send(page, ASK_FOR_SUMMARY)
-    card = page.locator("#chat-log .consent-card")
-    expect(card).to_have_attribute("data-kind", "note_edit")
-    expect(page.locator("#chat-send")).to_be_enabled()  # the run ended, waiting for consent
-    return card
-
-
-def note_id_open_in(page: Page) -> str:
-    note_id = page.locator('#note-list li:has(button[aria-current="page"])').get_attribute(
-        "data-note-id"
-    )
-    assert note_id
-    return note_id
+# ---- helpers: what the page went through ----
 
 
 def record_assistant_text_lengths(page: Page) -> None:
-    """From now on, note every length the last assistant bubble's text goes through."""
+    """From now on, note every length the last assistant bubble's text goes through while it
+    streams (the whole message then replaces it, as Markdown)."""
     page.evaluate(
         """() => {
           window.assistantTextLengths = [];
@@ -106,7 +67,9 @@ def record_assistant_text_lengths(page: Page) -> None:
           new MutationObserver(() => {
             const bubbles = log.querySelectorAll(".msg.assistant .text");
             const last = bubbles[bubbles.length - 1];
-            if (last) window.assistantTextLengths.push(last.textContent.length);
+            if (last?.parentElement.dataset.state === "streaming") {
+              window.assistantTextLengths.push(last.textContent.length);
+            }
           }).observe(log, { childList: true, subtree: true, characterData: true });
         }"""
     )
@@ -155,7 +118,7 @@ def test_an_approved_note_edit_shows_in_the_note_at_once_and_in_its_history(
     page.locator("#new-note").click()
     expect(page.locator("#note-version")).to_have_text("Version 1")
     page.locator("#note-title").fill("Retrieval-augmented generation")
-    page.locator("#note-content").fill("RAG retrieves passages first, then generates an answer.")
+    page.locator("#note-content").fill("\n".join(RAG_NOTE))
     expect(page.locator("#note-status")).to_have_text("Unsaved changes")
     page.locator("#note-save").click()
     expect(page.locator("#note-version")).to_have_text("Version 2")
@@ -173,9 +136,9 @@ def test_an_approved_note_edit_shows_in_the_note_at_once_and_in_its_history(
     expect(card.locator(".consent-title")).to_have_text(
         "Add a summary to your note “Retrieval-augmented generation”?"
     )
-    expect(card.locator(".diff .diff-line.same")).to_have_text(
-        ["RAG retrieves passages first, then generates an answer."]
-    )
+    expect(card.locator(".diff .diff-fold")).to_have_text(["… 4 unchanged lines"])
+    context = [f" {line}" for line in RAG_NOTE[4:]]  # three lines before the change
+    expect(card.locator(".diff .diff-line.same")).to_have_text(context)
     expect(card.locator(".diff .diff-line.add").filter(has_text=SUMMARY_HEADING)).to_have_count(1)
     expect(card.locator(".diff .diff-line.del")).to_have_count(0)
     expect(card.locator(".countdown")).to_have_text(re.compile(r"^Expires in \d\d:\d\d:\d\d$"))
@@ -197,8 +160,10 @@ def test_an_approved_note_edit_shows_in_the_note_at_once_and_in_its_history(
     )
     page.locator("#note-history").click()
     expect(page.locator('#version-list li[data-version="3"]')).to_contain_text(
-        "by the tutor (approved)"
+        "by the tutor, approved by you"
     )
+    expect(page.locator('#version-list li[data-version="2"]')).to_contain_text("by you")
+    expect(page.locator("body")).not_to_contain_text("local/local")  # people have names
 
     versions = versions_of(api, note_id)
     assert [(v["version"], v["author"]) for v in versions] == [
@@ -234,13 +199,18 @@ def test_an_edited_proposal_writes_exactly_the_persons_text(
     expect(page.locator("#note-content")).to_have_value(mine)
     assert api.get(f"/v1/notes/{note['note_id']}").json()["content"] == mine
     assert [v["author"] for v in versions_of(api, note["note_id"])] == ["user", "assistant"]
+    page.locator("#note-history").click()
+    expect(page.locator('#version-list li[data-version="2"]')).to_contain_text(
+        "your edit, approved"
+    )
 
 
 def test_a_refused_edit_leaves_the_card_open_and_the_consent_pending(
     watched: WatchedPage, api: httpx.Client, server: str
 ) -> None:
     """A blank edit is refused (422 ``invalid_edit``): nothing was decided, so the card opens
-    again, says why, and approving afterwards works."""
+    again and says why; while the edit stays open, Approve would send it again; cancelled,
+    approving the proposal works."""
     watched.expect_http_status(422)
     page = watched.page
     note = create_note(api, "Blank edit", "Keep me.")
@@ -254,9 +224,12 @@ def test_a_refused_edit_leaves_the_card_open_and_the_consent_pending(
     expect(card).to_have_attribute("data-state", "pending")
     expect(card.locator(".consent-status")).to_have_class(re.compile(r"\berror\b"))
     expect(card.locator(".approve")).to_be_enabled()
+    expect(card.locator(".approve")).to_have_text("Approve my edit")
     approval_id = card.get_attribute("data-approval-id")
     assert api.get(f"/v1/approvals/{approval_id}").json()["status"] == "pending"
 
+    card.locator(".edit-cancel").click()
+    expect(card.locator(".approve")).to_have_text("Approve")
     card.locator(".approve").click()
     expect(card).to_have_attribute("data-state", "decided")
     expect(page.locator("#note-version")).to_have_text("Version 2")
@@ -290,7 +263,7 @@ def test_a_rejection_keeps_the_note_and_records_the_comment(
     card.locator(".reject").click()
 
     expect(card).to_have_attribute("data-state", "decided")
-    expect(card.locator(".consent-status")).to_have_text("Rejected")
+    expect(card.locator(".consent-status")).to_have_text("Rejected: nothing was changed.")
     expect(page.locator("#chat-send")).to_be_enabled()  # the resumed run ended
     expect(page.locator("#note-version")).to_have_text("Version 1")
     expect(page.locator("#note-content")).to_have_value("Keep me as I am.")
@@ -380,14 +353,14 @@ def test_the_inbox_decides_a_consent_asked_elsewhere(
     (note, consent, final), (_, other, _) = asked
 
     open_app(page, server, "#/inbox")
-    page.wait_for_load_state("networkidle")  # the page's own start-up refresh of the badge is done
     card = page.locator(f'#inbox-list .consent-card[data-approval-id="{consent.approval_id}"]')
     other_card = page.locator(f'#inbox-list .consent-card[data-approval-id="{other.approval_id}"]')
     expect(other_card).to_be_visible()
+    badge = page.locator("#inbox-count")
+    expect(badge).to_have_text(str(page.locator("#inbox-list .consent-card").count()))
     expect(card.locator(".consent-title")).to_have_text("Add a summary to your note “Inbox one”?")
     expect(card.locator(".diff .diff-line.same")).to_have_text(["Inbox one before the summary."])
     expect(card.locator(".diff .diff-line.add").filter(has_text=SUMMARY_HEADING)).to_have_count(1)
-    badge = page.locator("#inbox-count")
     pending = int(badge.inner_text())
     assert pending >= 2
 
@@ -399,6 +372,9 @@ def test_the_inbox_decides_a_consent_asked_elsewhere(
     expect(card.locator(".consent-status")).to_have_text("Approved: the tutor carries it out now.")
     expect(badge).to_have_text(str(pending - 1))
     expect(other_card.locator(".approve")).to_be_enabled()
+    other_card.locator(".reject").click()
+    expect(other_card.locator(".consent-status")).to_have_text("Rejected: nothing will change.")
+    expect(badge).to_have_text(str(pending - 2))
     # the run goes on in the background: follow the thread's stream to its end
     joined = api.get(
         f"/v1/threads/{consent.thread_id}/stream", headers={"Last-Event-ID": str(final.seq)}
@@ -409,6 +385,69 @@ def test_the_inbox_decides_a_consent_asked_elsewhere(
         ("user", None),
         ("assistant", consent.approval_id),
     ]
+
+
+# ---- a message the server did not take ----
+
+
+def test_a_network_failure_keeps_the_message_and_a_later_send_clears_the_error(
+    watched: WatchedPage, api: httpx.Client, server: str
+) -> None:
+    watched.expect_network_failures()
+    page = watched.page
+    note = create_note(api, "Offline", "Networks fail.")
+    open_note(page, server, note)
+    page.route("**/v1/chat", lambda route: route.abort("internetdisconnected"))
+
+    send(page, "Are you there?")
+
+    error = page.locator("#chat-log p.error")
+    expect(error).to_contain_text("Can't reach Consentry — your message is kept; retry.")
+    expect(page.locator("#chat-input")).to_have_value("Are you there?")
+    expect(page.locator("#chat-log .msg")).to_have_count(0)
+
+    page.unroute("**/v1/chat")
+    error.get_by_role("button", name="Retry").click()
+
+    expect(page.locator("#chat-log .msg.user .text")).to_have_text(["Are you there?"])
+    expect(page.locator("#chat-log .msg.assistant .text")).to_contain_text("I'm the offline model")
+    expect(page.locator("#chat-send")).to_be_enabled()
+    expect(error).to_have_count(0)  # the stale error line went with the send that worked
+    expect(page.locator("#chat-input")).to_have_value("")
+
+
+def test_a_message_while_a_consent_waits_says_so_and_can_reject_it_and_send(
+    watched: WatchedPage, api: httpx.Client, server: str
+) -> None:
+    watched.expect_http_status(409)
+    page = watched.page
+    note = create_note(api, "Pending", "Decide me first.")
+    open_note(page, server, note)
+    card = ask_for_a_summary(page)
+    approval_id = card.get_attribute("data-approval-id")
+
+    send(page, "What does this note say?")
+
+    refusal = page.locator("#chat-log p.error")
+    expect(refusal).to_contain_text("Approve or reject the change above first.")
+    expect(refusal).not_to_contain_text("on_pending_consent")  # words for people, not fields
+    expect(page.locator("#chat-input")).to_have_value("What does this note say?")
+    expect(card).to_have_attribute("data-state", "pending")
+
+    refusal.get_by_role("button", name="Reject it and send my message").click()
+
+    expect(card).to_have_attribute("data-state", "decided")
+    expect(card.locator(".consent-status")).to_have_text(
+        "Rejected by your new message: nothing was changed."
+    )
+    expect(page.locator("#chat-log .msg.user .text").last).to_have_text("What does this note say?")
+    expect(page.locator("#chat-log .msg.assistant .text").last).to_contain_text(
+        "I'm the offline model"
+    )
+    expect(refusal).to_have_count(0)
+    approval = api.get(f"/v1/approvals/{approval_id}").json()
+    assert (approval["status"], approval["decided"]["decision"]) == ("rejected", "reject")
+    assert [v["version"] for v in versions_of(api, note["note_id"])] == [1]
 
 
 # ---- notes: stale saves, search, history ----

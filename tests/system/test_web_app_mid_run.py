@@ -1,9 +1,10 @@
-"""A reload in the middle of a run: the page joins the run with the last event id it saw, and
-shows the rest of it once.
+"""The web app with a model that says what the test wants: a reload in the middle of a run (the
+page joins the run with the last event id it saw, and shows the rest of it once), and an answer
+in Markdown (shown as such, never run).
 
 The model is the local OpenAI-compatible stub (``tests/openai_stub.py``), in a thread of its own
-(Playwright's sync API runs in the test's thread), holding the answer until the test releases it,
-so the run is surely mid-way when the page reloads.
+(Playwright's sync API runs in the test's thread); for the reload it holds the answer until the
+test releases it, so the run is surely mid-way when the page reloads.
 """
 
 from __future__ import annotations
@@ -124,3 +125,43 @@ def test_a_reload_mid_run_joins_the_run_and_shows_its_answer_once(
 
         threads = api.get("/v1/threads").json()["threads"]
         assert [(t["status"], t["last_reason"]) for t in threads] == [("idle", "completed")]
+
+
+MARKDOWN_ANSWER = """## Summary
+
+Retrieval finds **relevant** documents first.
+
+<img src=x onerror="window.pwned = 'img'"><script>window.pwned = 'script'</script>"""
+
+
+def test_an_answer_in_markdown_shows_as_markdown_and_nothing_in_it_runs(
+    model: StubInThread, server: str, browser: Browser, request: pytest.FixtureRequest
+) -> None:
+    assert model.stub is not None
+    stub = model.stub
+    model.call(lambda: stub.reply(CLASSIFIED_AS_ANSWER))
+    model.call(lambda: stub.reply(MARKDOWN_ANSWER))
+    with httpx.Client(base_url=server, timeout=WAIT_SECONDS) as api:
+        project = api.get("/v1/projects").json()["projects"][0]
+        note = api.post(
+            f"/v1/projects/{project['project_id']}/notes",
+            json={"title": "Markdown answers", "content": "Retrieval."},
+        ).json()
+
+        with watched_page(browser, request.node.name) as watched:
+            page = watched.page
+            page.goto(server)
+            page.locator(f'#note-list li[data-note-id="{note["note_id"]}"] button').click()
+            expect(page.locator("#note-title")).to_have_value("Markdown answers")
+            page.locator("#chat-input").fill("What does retrieval do?")
+            page.locator("#chat-input").press("Enter")
+
+            for _ in ("as it streamed", "after a reload, from the transcript"):
+                answer = page.locator("#chat-log .msg.assistant .text")
+                expect(answer.locator("h2")).to_have_text(["Summary"])
+                expect(answer.locator("strong")).to_have_text(["relevant"])
+                expect(answer.locator("img, script")).to_have_count(0)
+                expect(answer).not_to_contain_text("**")
+                expect(page.locator("#chat-send")).to_be_enabled()
+                assert page.evaluate("() => window.pwned") is None
+                page.reload()

@@ -11,7 +11,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from graphs.models.offline import OFFLINE_MODEL_NAME, OfflineChatModel, classify
 from graphs.tutor import prompts
 
-NOTES = "### RAG\nRetrieval-augmented generation uses documents.\n### Embeddings\nDense vectors.\n"
+NOTES = (
+    '<note title="RAG">\nRetrieval-augmented generation uses documents.\n</note>\n'
+    '<note title="Embeddings">\nDense vectors.\n</note>\n'
+)
 
 
 def _answer_prompt(notes: str, question: str) -> list[BaseMessage]:
@@ -157,8 +160,8 @@ async def test_an_answer_says_it_is_the_offline_model_and_cites_every_note() -> 
     assert text == (
         "I'm the offline model, so I answer from your notes rather than from general knowledge. "
         "Here is what your notes say:\n"
-        "- **RAG**: Retrieval-augmented generation uses documents.\n"
-        "- **Embeddings**: Dense vectors."
+        "- In \u201cRAG\u201d: Retrieval-augmented generation uses documents.\n"
+        "- In \u201cEmbeddings\u201d: Dense vectors."
     )
 
 
@@ -172,15 +175,63 @@ async def test_an_answer_without_notes_says_nothing_was_found() -> None:
     assert "**" not in text
 
 
-async def test_an_answer_shortens_long_snippets_to_one_line() -> None:
-    long_snippet = "word " * 100 + "\nsecond line"
+LONG_NOTE = (
+    "# Retrieval\n"
+    "\n"
+    "Retrieval-augmented generation looks documents up before it answers. The model then\n"
+    "answers from the passages it found. Chunking splits documents into passages of a few\n"
+    "hundred words, and a passage that is too small loses its context.\n"
+    "\n"
+    "- Embeddings are dense vectors\n"
+    "- The **retriever** ranks the passages by similarity, e.g. cosine similarity\n"
+    "\n"
+    "Good retrieval needs good chunks. " + "Filler sentence about nothing much. " * 20
+)
 
-    text = await _text(_answer_prompt(f"### Long\n{long_snippet}\n", "What is in Long?"))
 
-    bullet = text.splitlines()[-1]
-    assert bullet.startswith("- **Long**: word word")
-    assert bullet.endswith("\u2026")
-    assert len(bullet) <= len("- **Long**: ") + 240
+async def test_an_answer_quotes_the_notes_whole_sentences_about_the_question() -> None:
+    notes = f'<note title="Retrieval">\n{LONG_NOTE}\n</note>\n'
+
+    text = await _text(_answer_prompt(notes, "How do chunks and passages work?"))
+
+    assert text.splitlines()[1] == (
+        "- In \u201cRetrieval\u201d: The model then answers from the passages it found. Chunking "
+        "splits documents into passages of a few hundred words, and a passage that is too small "
+        "loses its context. The retriever ranks the passages by similarity, e.g. cosine "
+        "similarity. Good retrieval needs good chunks."
+    )
+
+
+async def test_an_answer_about_nothing_in_a_note_quotes_its_first_sentences() -> None:
+    notes = f'<note title="Retrieval">\n{LONG_NOTE}\n</note>\n'
+
+    text = await _text(_answer_prompt(notes, "What about Retrieval?"))
+
+    bullet = text.splitlines()[1]
+    assert bullet.startswith(
+        "- In \u201cRetrieval\u201d: Retrieval-augmented generation looks documents up"
+    )
+    assert bullet.endswith(".")
+    assert len(bullet) <= len("- In \u201cRetrieval\u201d: ") + 300
+
+
+async def test_an_answer_copies_no_bold_or_search_highlight_markers() -> None:
+    notes = '<note title="RAG">\n**Retrieval**-augmented generation uses **documents**\n</note>\n'
+
+    text = await _text(_answer_prompt(notes, "What is retrieval?"))
+
+    assert "**" not in text
+    assert text.endswith("- In \u201cRAG\u201d: Retrieval-augmented generation uses documents.")
+
+
+async def test_a_sentence_longer_than_a_quote_is_the_only_one_cut() -> None:
+    notes = '<note title="Long">\n' + "word " * 100 + "end.\n</note>\n"
+
+    text = await _text(_answer_prompt(notes, "What is a word?"))
+
+    bullet = text.splitlines()[1]
+    assert bullet.endswith("word\u2026")
+    assert len(bullet) <= len("- In \u201cLong\u201d: ") + 300
 
 
 async def test_the_same_input_gives_the_same_output() -> None:
@@ -212,6 +263,34 @@ async def test_a_summary_lists_the_discussion_without_the_request_to_save_it() -
         "  **Answer:** RAG retrieves documents, then generates an answer.\n"
         "- **Question:** And embeddings?\n"
         "  **Answer:** Embeddings are dense vectors.\n"
+        "\n"
+        "_Summarized by the offline model._"
+    )
+
+
+async def test_a_summary_keeps_the_gist_of_the_offline_models_own_answers() -> None:
+    answer = await _text(_answer_prompt(NOTES, "What is RAG?"))
+    nothing = await _text(_answer_prompt("", "What is photosynthesis?"))
+
+    text = await _text(
+        [
+            SystemMessage(prompts.SUMMARIZE),
+            HumanMessage("What is RAG?"),
+            AIMessage(answer),
+            HumanMessage("What is photosynthesis?"),
+            AIMessage(nothing),
+            HumanMessage("Add a summary of our discussion to my note"),
+        ]
+    )
+
+    assert text == (
+        "## Summary of our discussion\n"
+        "\n"
+        "- **Question:** What is RAG?\n"
+        "  **Answer:** In \u201cRAG\u201d: Retrieval-augmented generation uses documents. "
+        "In \u201cEmbeddings\u201d: Dense vectors.\n"
+        "- **Question:** What is photosynthesis?\n"
+        "  **Answer:** Your notes say nothing about it yet.\n"
         "\n"
         "_Summarized by the offline model._"
     )

@@ -11,6 +11,7 @@ from typing import Any, get_args
 from backend.schemas.chat import ChatRequest
 from backend.schemas.errors import ErrorBody
 from backend.schemas.events import EVENT_ADAPTER, TerminalReason, Trigger
+from backend.schemas.me import Me
 from graphs.models import ModelFaultCode
 
 DOC = (Path(__file__).parents[2] / "docs" / "protocol.md").read_text(encoding="utf-8")
@@ -22,18 +23,22 @@ def _examples() -> list[dict[str, Any]]:
 
 
 def test_every_json_example_is_a_valid_wire_object() -> None:
-    seen = {"event": set(), "request": 0, "error": 0}
+    seen = {"event": set(), "request": 0, "error": 0, "me": 0}
     for example in _examples():
         if "type" in example:
             seen["event"].add(EVENT_ADAPTER.validate_python(example).type)
         elif "error" in example:
             ErrorBody.model_validate(example)
             seen["error"] += 1
+        elif "principal" in example:
+            Me.model_validate(example)
+            seen["me"] += 1
         else:
             ChatRequest.model_validate(example)
             seen["request"] += 1
     assert seen["request"] >= 2
     assert seen["error"] >= 1
+    assert seen["me"] == 1
     assert seen["event"] == {
         "run_started",
         "step",

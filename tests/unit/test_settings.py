@@ -114,3 +114,24 @@ def test_a_body_idle_timeout_longer_than_the_body_timeout_refuses_to_start(
     monkeypatch.setenv("CONSENTRY_HTTP_BODY_TIMEOUT_SECONDS", "30")
     with pytest.raises(ValidationError, match="must not exceed CONSENTRY_HTTP_BODY_TIMEOUT"):
         Settings()
+
+
+def test_any_origin_without_api_keys_refuses_to_start() -> None:
+    with pytest.raises(ValueError, match="CONSENTRY_CORS_ORIGINS=\\* without CONSENTRY_API_KEYS"):
+        Settings(cors_origins="*")
+
+
+@pytest.mark.parametrize(
+    "raw", ["localhost:5173", "http://localhost:5173/", "http://localhost:5173/app", "*,http://a"]
+)
+def test_an_origin_list_that_is_not_origins_refuses_to_start(raw: str) -> None:
+    with pytest.raises(ValueError, match="CONSENTRY_CORS_ORIGINS"):
+        Settings(cors_origins=raw, api_keys="k1=t:u")
+
+
+def test_origins_are_read_from_the_environment_comma_separated(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CONSENTRY_CORS_ORIGINS", "http://localhost:5173, https://app.example.org")
+
+    assert Settings().cors_origins == ["http://localhost:5173", "https://app.example.org"]

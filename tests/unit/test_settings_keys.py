@@ -1,5 +1,6 @@
-"""``CONSENTRY_API_KEYS`` parsing: `token=tenant:user` entries, separated by commas, where a token
-may itself contain ``=`` (base64 padding) and each token names exactly one owner."""
+"""``CONSENTRY_API_KEYS`` parsing: `token=tenant:user` entries (or `token=tenant:user:Display
+Name`), separated by commas, where a token may itself contain ``=`` (base64 padding) and each
+token names exactly one owner."""
 
 from __future__ import annotations
 
@@ -56,4 +57,30 @@ def test_a_token_named_twice_is_refused(raw: str) -> None:
 )
 def test_a_tenant_or_user_that_is_empty_or_has_spaces_is_refused(raw: str) -> None:
     with pytest.raises(ValidationError, match="token=tenant:user"):
+        Settings(api_keys=raw)
+
+
+def test_an_owner_may_carry_a_display_name_that_is_not_part_of_its_identity() -> None:
+    settings = Settings(api_keys="ka=acme:ada:Ada Lovelace, kb=acme:ada, kc=acme:bob: Bob B. ")
+
+    ada, same_ada, bob = (settings.api_keys[k] for k in ("ka", "kb", "kc"))
+    assert (ada.tenant, ada.user, ada.name) == ("acme", "ada", "Ada Lovelace")
+    assert same_ada.name is None
+    assert ada == same_ada
+    assert hash(ada) == hash(same_ada)
+    assert ada.display == "acme/ada"
+    assert bob.name == "Bob B."
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param("ka=acme:ada:", id="empty-name"),
+        pytest.param("ka=acme:ada:  ", id="blank-name"),
+        pytest.param("ka=acme:ada:Ada\tL", id="control-character"),
+        pytest.param("ka=acme:ada:" + "A" * 129, id="too-long"),
+    ],
+)
+def test_a_display_name_that_is_empty_or_unprintable_is_refused(raw: str) -> None:
+    with pytest.raises(ValidationError, match="display name of acme:ada"):
         Settings(api_keys=raw)

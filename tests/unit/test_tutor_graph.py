@@ -33,7 +33,7 @@ async def test_a_question_is_answered_from_the_stores_notes(tutor: Tutor) -> Non
 
     assert turn.nodes == ["analyze_message", "answer_question"]
     assert "offline model" in turn.reply
-    assert "- **RAG**: Retrieval-augmented generation uses documents." in turn.reply
+    assert "- In \u201cRAG\u201d: Retrieval-augmented generation uses documents." in turn.reply
     assert not await tutor.has_pending()
     assert tutor.store.calls == []
 
@@ -44,7 +44,7 @@ async def test_a_search_request_reports_the_stores_hits(tutor: Tutor) -> None:
     assert turn.nodes == ["analyze_message", "search_notes", "report_search_results"]
     assert turn.reply == (
         "I found 1 note matching \u201cdocuments\u201d:\n"
-        "- **RAG**: Retrieval-augmented generation uses documents."
+        "- In \u201cRAG\u201d: Retrieval-augmented generation uses documents."
     )
 
 

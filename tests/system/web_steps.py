@@ -1,0 +1,72 @@
+"""What a person does in the web app, and what the API says, for the browser tests of the app
+(``test_web_app*.py``): each step waits on what the page shows, never on time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from playwright.sync_api import Locator, Page, expect
+
+from tests.sse import ASK_FOR_SUMMARY
+
+SUMMARY_HEADING = "## Summary of our discussion"
+
+
+def create_note(api: httpx.Client, title: str, content: str) -> dict[str, Any]:
+    projects = api.get("/v1/projects").json()["projects"]
+    default = next(p for p in projects if p["is_default"])
+    response = api.post(
+        f"/v1/projects/{default['project_id']}/notes", json={"title": title, "content": content}
+    )
+    assert response.status_code == 201, response.text
+    note: dict[str, Any] = response.json()
+    return note
+
+
+def versions_of(api: httpx.Client, note_id: str) -> list[dict[str, Any]]:
+    versions: list[dict[str, Any]] = api.get(f"/v1/notes/{note_id}/versions").json()["versions"]
+    return versions
+
+
+def open_app(page: Page, base_url: str, route: str = "") -> None:
+    page.goto(f"{base_url}/{route}")
+    expect(page.locator("#project-select")).not_to_have_value("")  # the notes are loaded
+
+
+def open_note(page: Page, base_url: str, note: dict[str, Any]) -> None:
+    open_app(page, base_url)
+    page.locator(f'#note-list li[data-note-id="{note["note_id"]}"] button').click()
+    expect(page.locator("#note-version")).to_have_text(f"Version {note['version']}")
+    expect(page.locator("#chat-context")).to_have_text(f"About “{note['title']}”")
+
+
+def send(page: Page, message: str) -> None:
+    page.locator("#chat-input").fill(message)
+    page.locator("#chat-input").press("Enter")
+
+
+def ask_a_question(page: Page, question: str) -> Locator:
+    """Send a question; the answer, once its run ended."""
+    send(page, question)
+    answer = page.locator("#chat-log .msg.assistant .text").last
+    expect(answer).to_contain_text("I'm the offline model")
+    expect(page.locator("#chat-send")).to_be_enabled()
+    return answer
+
+
+def ask_for_a_summary(page: Page) -> Locator:
+    """Ask the tutor to add a summary to the open note; its pending consent card."""
+    send(page, ASK_FOR_SUMMARY)
+    card = page.locator("#chat-log .consent-card")
+    expect(card).to_have_attribute("data-kind", "note_edit")
+    expect(page.locator("#chat-send")).to_be_enabled()  # the run ended, waiting for consent
+    return card
+
+
+def note_id_open_in(page: Page) -> str:
+    note_id = page.locator('#note-list li:has(button[aria-current="page"])').get_attribute(
+        "data-note-id"
+    )
+    assert note_id
+    return note_id
