@@ -39,10 +39,10 @@ typecheck: $(VENV)/.installed-dev
 pytest: $(VENV)/.installed-dev
 	$(BIN)/pytest -q -n 2
 
-## schema: regenerate docs/protocol.schema.json and, from it, the TypeScript declarations backend/web/consentry-protocol.d.ts
+## schema: regenerate docs/protocol.schema.json and, from it, the TypeScript declarations backend/consentry/web/consentry-protocol.d.ts
 schema: $(VENV)/.installed
 	$(BIN)/consentry schema > docs/protocol.schema.json
-	$(BIN)/python -m backend.typescript_declarations > backend/web/consentry-protocol.d.ts
+	$(BIN)/python -m consentry.typescript_declarations > backend/consentry/web/consentry-protocol.d.ts
 
 ## bench: Consentry beside a naive baseline under concurrent consent conversations (docs/performance.md)
 bench: $(VENV)/.installed

@@ -15,8 +15,8 @@ import pytest_asyncio
 from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 
-from backend.app import create_app
-from backend.settings import Settings
+from consentry.app import create_app
+from consentry.settings import Settings
 from tests.live_server import serve_app
 from tests.openai_stub import OpenAIStub, serve_openai_stub
 from tests.postgres import PostgresCluster, postgres_cluster

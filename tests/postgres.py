@@ -106,8 +106,8 @@ class PostgresCluster:
 async def _start_once(url: str) -> None:
     from asgi_lifespan import LifespanManager
 
-    from backend.app import create_app
-    from backend.settings import Settings
+    from consentry.app import create_app
+    from consentry.settings import Settings
 
     async with LifespanManager(create_app(Settings(database_url=url))):
         pass

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from backend.schemas.events import EVENT_ADAPTER, Event
+from consentry.schemas.events import EVENT_ADAPTER, Event
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import sqlalchemy as sa
 
-from backend.schemas.events import ConsentEvent
-from backend.storage.tables import metadata
+from consentry.schemas.events import ConsentEvent
+from consentry.storage.tables import metadata
 from tests.sse import chat, kinds, parse_events
 
 __all__ = [

@@ -13,11 +13,11 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from graphs.consent import ConsentDecision, ConsentRequest, InMemoryEffectLedger, Outcome
-from graphs.models.offline import OfflineChatModel
-from graphs.services import GraphContext, NoteSnapshot
-from graphs.tutor.graph import build_tutor_graph
-from graphs.tutor.memory_notes import InMemoryNotesStore
+from consentry_graphs.consent import ConsentDecision, ConsentRequest, InMemoryEffectLedger, Outcome
+from consentry_graphs.models.offline import OfflineChatModel
+from consentry_graphs.services import GraphContext, NoteSnapshot
+from consentry_graphs.tutor.graph import build_tutor_graph
+from consentry_graphs.tutor.memory_notes import InMemoryNotesStore
 
 PROJECT = "project-1"
 NOTE = NoteSnapshot(

@@ -19,7 +19,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
-from graphs.registry import CompiledGraph, GraphSpec
+from consentry_graphs.registry import CompiledGraph, GraphSpec
 
 __all__ = ["FAILURES", "graph_spec"]
 

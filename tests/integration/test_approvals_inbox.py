@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx
 
-from backend.schemas.events import ConsentEvent
+from consentry.schemas.events import ConsentEvent
 from tests.sse import parse_events
 
 ALICE = {"Authorization": "Bearer ka"}

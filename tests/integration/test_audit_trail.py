@@ -7,8 +7,8 @@ from typing import Any
 import httpx
 import pytest
 
-from backend.schemas.events import ConsentEvent
-from backend.storage import runs as runs_repo
+from consentry.schemas.events import ConsentEvent
+from consentry.storage import runs as runs_repo
 from tests.conftest import ManualClock
 from tests.sse import parse_events
 

@@ -29,8 +29,8 @@ import pytest_asyncio
 from fastapi import FastAPI
 from starlette.routing import BaseRoute
 
-from backend.app import create_app
-from backend.settings import Settings
+from consentry.app import create_app
+from consentry.settings import Settings
 from tests.openai_stub import OpenAIStub
 from tests.sse import parse_events
 from tests.tenancy import (
@@ -220,6 +220,7 @@ PUBLIC_OPERATIONS = {
 
 PUBLIC_UNDOCUMENTED = {
     ("GET", "/"): "/",
+    ("GET", "/favicon.ico"): "/favicon.ico",
     ("GET", "/openapi.json"): "/openapi.json",
     ("GET", "/docs"): "/docs",
     ("GET", "/docs/swagger-initializer.js"): "/docs/swagger-initializer.js",

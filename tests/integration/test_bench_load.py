@@ -8,9 +8,9 @@ from typing import Any
 
 import httpx
 
-from backend.bench.baseline import create_baseline_app
-from backend.bench.load import run_load
-from backend.bench.run import Target, run_bench
+from consentry.bench.baseline import create_baseline_app
+from consentry.bench.load import run_load
+from consentry.bench.run import Target, run_bench
 from tests.live_server import serve_app
 from tests.openai_stub import OpenAIStub
 

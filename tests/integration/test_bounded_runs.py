@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from backend.schemas.events import FinalEvent
+from consentry.schemas.events import FinalEvent
 from tests.openai_stub import OpenAIStub
 from tests.sse import chat, kinds, parse_events
 

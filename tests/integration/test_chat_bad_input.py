@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from backend.schemas.events import ConsentEvent, NoteEvent
+from consentry.schemas.events import ConsentEvent, NoteEvent
 from tests.conftest import ManualClock
 from tests.sse import chat, kinds
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from backend.schemas.events import (
+from consentry.schemas.events import (
     ConsentEvent,
     FinalEvent,
     MessageEvent,

@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 
-from graphs.examples.parallel_consents import NotifyTeamProposal, PublishPostProposal
-from graphs.tutor.consents import (
+from consentry_graphs.examples.parallel_consents import NotifyTeamProposal, PublishPostProposal
+from consentry_graphs.tutor.consents import (
     NoteCreateProposal,
     NoteCreateRevision,
     NoteDeleteProposal,
@@ -17,7 +17,7 @@ from graphs.tutor.consents import (
     NoteEditRevision,
 )
 
-PARALLEL = "parallel=graphs.examples.parallel_consents:graph_spec"
+PARALLEL = "parallel=consentry_graphs.examples.parallel_consents:graph_spec"
 
 
 async def test_the_tutors_three_kinds_are_published_with_their_schemas(

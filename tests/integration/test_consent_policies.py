@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from backend.schemas.events import ConsentEvent, MessageEvent, NoteEvent
+from consentry.schemas.events import ConsentEvent, MessageEvent, NoteEvent
 from tests.sse import chat, kinds
 
 

@@ -10,17 +10,17 @@ from typing import Any
 import httpx
 import pytest
 
-from backend.app import create_app
-from backend.runtime import executor as executor_module
-from backend.runtime.clock import utc_now
-from backend.runtime.runs import RunStarter
-from backend.schemas.events import ConsentEvent
-from backend.settings import Settings
-from graphs.examples.parallel_consents import OUTBOX
+from consentry.app import create_app
+from consentry.runtime import executor as executor_module
+from consentry.runtime.clock import utc_now
+from consentry.runtime.runs import RunStarter
+from consentry.schemas.events import ConsentEvent
+from consentry.settings import Settings
+from consentry_graphs.examples.parallel_consents import OUTBOX
 from tests.live_server import serve_app
 from tests.sse import chat, parse_events
 
-PARALLEL = "parallel=graphs.examples.parallel_consents:graph_spec"
+PARALLEL = "parallel=consentry_graphs.examples.parallel_consents:graph_spec"
 
 
 def _fail_next_stream(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -167,10 +167,10 @@ async def test_keys_left_in_flight_by_a_dead_process_are_released_or_taken_over(
     """A key whose request never claimed a run (its process died first): on SQLite the next
     process forgets it at start-up; on PostgreSQL (other replicas may hold keys) a retry takes
     it over once it is older than a run's lease."""
-    from backend.principal import LOCAL_PRINCIPAL
-    from backend.runtime.idempotency import request_fingerprint
-    from backend.schemas.chat import ChatRequest
-    from backend.storage.idempotency import claim_idempotency_key
+    from consentry.principal import LOCAL_PRINCIPAL
+    from consentry.runtime.idempotency import request_fingerprint
+    from consentry.schemas.chat import ChatRequest
+    from consentry.storage.idempotency import claim_idempotency_key
 
     body, headers = {"message": "Hi"}, {"Idempotency-Key": "orphan"}
     fingerprint = request_fingerprint("/v1/chat", ChatRequest(**body).model_dump(mode="json"))

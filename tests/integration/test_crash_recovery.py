@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from backend.runtime.executor import RunExecutor
-from backend.schemas.events import (
+from consentry.runtime.executor import RunExecutor
+from consentry.schemas.events import (
     ConsentEvent,
     ErrorEvent,
     Event,

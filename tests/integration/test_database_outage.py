@@ -12,8 +12,8 @@ import pytest
 import pytest_asyncio
 from asgi_lifespan import LifespanManager
 
-from backend.app import create_app
-from backend.settings import Settings
+from consentry.app import create_app
+from consentry.settings import Settings
 from tests.postgres import PostgresCluster, postgres_cluster
 from tests.sse import kinds, parse_events
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from backend.schemas.events import ConsentEvent
+from consentry.schemas.events import ConsentEvent
 from tests.sse import ASK_FOR_SUMMARY, chat, kinds
 
 KEYS = "k1=acme:ada:Ada Lovelace, k2=acme:ada:Countess Lovelace, k3=acme:bob"

@@ -24,14 +24,14 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from backend.principal import Principal
-from backend.schemas.events import TokenUsage
-from backend.storage.audit import list_audit, record_audit
-from backend.storage.database import Database, DbConnection, execute_unread
-from backend.storage.runs import record_run_end, run_status, start_run
-from backend.storage.sqlite_thread import SqliteThread
-from backend.storage.threads import create_thread, token_usage
-from backend.storage.transcript import TranscriptEntry, add_to_transcript, read_transcript
+from consentry.principal import Principal
+from consentry.schemas.events import TokenUsage
+from consentry.storage.audit import list_audit, record_audit
+from consentry.storage.database import Database, DbConnection, execute_unread
+from consentry.storage.runs import record_run_end, run_status, start_run
+from consentry.storage.sqlite_thread import SqliteThread
+from consentry.storage.threads import create_thread, token_usage
+from consentry.storage.transcript import TranscriptEntry, add_to_transcript, read_transcript
 from tests.postgres import PostgresCluster
 
 OWNER = Principal("acme", "ada")

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from backend.schemas.events import ConsentEvent, StepEvent
+from consentry.schemas.events import ConsentEvent, StepEvent
 from tests.conftest import ManualClock
 from tests.sse import parse_events
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from backend.schemas.events import ConsentEvent
+from consentry.schemas.events import ConsentEvent
 from tests.openai_stub import OpenAIStub
 from tests.sse import parse_events
 

@@ -15,9 +15,9 @@ from typing import Any
 import httpx
 import pytest_asyncio
 
-from backend.app import create_app
-from backend.schemas.events import FinalEvent, RunStartedEvent
-from backend.settings import Settings
+from consentry.app import create_app
+from consentry.schemas.events import FinalEvent, RunStartedEvent
+from consentry.settings import Settings
 from tests.openai_stub import OpenAIStub
 from tests.sse import parse_events
 from tests.tenancy import API_KEYS, OWNER, STRANGERS, build_owned_objects

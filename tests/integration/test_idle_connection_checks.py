@@ -1,5 +1,5 @@
 """PostgreSQL connections are checked before use only after they sat idle in their pool
-(``backend/storage/idle_checks.py``), in both pools: SQLAlchemy's for the app tables
+(``backend/consentry/storage/idle_checks.py``), in both pools: SQLAlchemy's for the app tables
 (``Database``) and psycopg's for LangGraph's checkpointer (``open_checkpointer``).
 
 - A connection taken again less than ``IDLE_CHECK_SECONDS`` after it was given back is used
@@ -29,10 +29,10 @@ import pytest_asyncio
 from psycopg_pool import AsyncConnectionPool
 from sqlalchemy import exc as sa_exc
 
-from backend.storage import idle_checks
-from backend.storage.checkpointer import open_checkpointer
-from backend.storage.database import Database, is_database_unavailable
-from backend.storage.idle_checks import IDLE_CHECK_SECONDS
+from consentry.storage import idle_checks
+from consentry.storage.checkpointer import open_checkpointer
+from consentry.storage.database import Database, is_database_unavailable
+from consentry.storage.idle_checks import IDLE_CHECK_SECONDS
 from tests.postgres import PostgresCluster, postgres_cluster
 
 IDLE = IDLE_CHECK_SECONDS + 0.05

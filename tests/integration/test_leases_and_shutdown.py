@@ -18,16 +18,16 @@ import pytest
 import sqlalchemy as sa
 from asgi_lifespan import LifespanManager
 
-import backend.runtime.executor
-from backend.api.sse_response import RECONNECT_AFTER_MS
-from backend.app import create_app
-from backend.runtime.dead_runs import Recovery, close_dead_run, dead_runs
-from backend.schemas.events import ErrorEvent, Event, FinalEvent, RunStartedEvent, StepEvent
-from backend.services import Services
-from backend.settings import Settings
-from backend.storage.leases import LeaseLostError
-from backend.storage.tables import events as events_table
-from backend.storage.tables import runs, threads
+import consentry.runtime.executor
+from consentry.api.sse_response import RECONNECT_AFTER_MS
+from consentry.app import create_app
+from consentry.runtime.dead_runs import Recovery, close_dead_run, dead_runs
+from consentry.schemas.events import ErrorEvent, Event, FinalEvent, RunStartedEvent, StepEvent
+from consentry.services import Services
+from consentry.settings import Settings
+from consentry.storage.leases import LeaseLostError
+from consentry.storage.tables import events as events_table
+from consentry.storage.tables import runs, threads
 from tests.conftest import ManualClock
 from tests.openai_stub import OpenAIStub
 from tests.sse import kinds, parse_events
@@ -335,7 +335,7 @@ async def test_a_shutdown_stops_a_run_at_its_next_step_boundary_and_the_next_sta
 async def test_a_run_that_does_not_reach_a_step_boundary_in_the_grace_period_is_taken_over(
     open_app: Callable[..., Any], stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(backend.runtime.executor, "SHUTDOWN_GRACE_SECONDS", 0.01)
+    monkeypatch.setattr(consentry.runtime.executor, "SHUTDOWN_GRACE_SECONDS", 0.01)
     stub.reply(CLASSIFIED_AS_ANSWER)
     stub.hold(ANSWER)
     async with open_app() as app:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from backend.observability.logs import JsonLogFormatter
+from consentry.observability.logs import JsonLogFormatter
 from tests.openai_stub import OpenAIStub
 
 SECRET_MESSAGE = "my bank PIN is 4711, what is retrieval?"
@@ -93,7 +93,7 @@ async def test_a_request_and_the_run_it_starts_log_json_lines_with_their_ids(
         "outcome": "completed",
         "duration_ms": access["duration_ms"],
     }
-    (retry,) = [r for r in records if r["logger"] == "graphs.models.retrying"]
+    (retry,) = [r for r in records if r["logger"] == "consentry_graphs.models.retrying"]
     assert (retry["level"], retry["request_id"], retry["principal"]) == (
         "warning",
         "req-42",

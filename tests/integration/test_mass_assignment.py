@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 import pytest_asyncio
 
-from backend.app import create_app
-from backend.settings import Settings
+from consentry.app import create_app
+from consentry.settings import Settings
 from tests.tenancy import (
     API_KEYS,
     OTHER_TENANT,

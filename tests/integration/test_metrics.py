@@ -14,7 +14,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from backend.schemas.events import ConsentEvent, FinalEvent
+from consentry.schemas.events import ConsentEvent, FinalEvent
 from tests.conftest import ManualClock
 from tests.openai_stub import OpenAIStub
 from tests.sse import ASK_FOR_SUMMARY, ask_for_note_edit, chat, kinds

@@ -15,7 +15,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from backend.schemas.events import ErrorEvent, FinalEvent, MessageEvent, TokenEvent
+from consentry.schemas.events import ErrorEvent, FinalEvent, MessageEvent, TokenEvent
 from tests.openai_stub import OpenAIStub, assert_nothing_leaked, words
 from tests.sse import chat, chat_raw, kinds
 

@@ -1,6 +1,7 @@
-"""The retry layer of model calls (``graphs/models/retrying.py``), seen from a client: a real
-``ChatOpenAI`` talks to a scripted OpenAI-compatible server, and every test checks the whole event
-sequence and the exact number of requests the server received, so the attempt cap shows.
+"""The retry layer of model calls (``graphs/consentry_graphs/models/retrying.py``), seen from a
+client: a real ``ChatOpenAI`` talks to a scripted OpenAI-compatible server, and every test checks
+the whole event sequence and the exact number of requests the server received, so the attempt cap
+shows.
 
 A tutor turn whose intent is "answer" makes two model calls: ``classify`` (JSON, never streamed
 to the client), then the answer (streamed as ``token`` events). Each call is tried at most
@@ -20,7 +21,7 @@ import pytest
 import pytest_asyncio
 import sqlalchemy as sa
 
-from backend.schemas.events import (
+from consentry.schemas.events import (
     ErrorEvent,
     Event,
     FinalEvent,
@@ -28,8 +29,8 @@ from backend.schemas.events import (
     ModelRetryEvent,
     TokenEvent,
 )
-from backend.services import Services
-from backend.storage.tables import runs
+from consentry.services import Services
+from consentry.storage.tables import runs
 from tests.openai_stub import OpenAIStub, assert_nothing_leaked, words
 from tests.sse import chat, chat_raw, kinds
 

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from backend.schemas.events import ConsentEvent, MessageEvent, NoteEvent
+from consentry.schemas.events import ConsentEvent, MessageEvent, NoteEvent
 from tests.sse import chat, kinds
 
 ASKED = ["run_started", "step", "step", "step", "consent", "final"]

@@ -11,12 +11,12 @@ import httpx
 import pytest_asyncio
 from asgi_lifespan import LifespanManager
 
-from backend.app import create_app
-from backend.principal import LOCAL_PRINCIPAL
-from backend.runtime.notes_store import OwnerNotesStore
-from backend.services import Services
-from backend.settings import Settings
-from graphs.services import AppliedDeletion
+from consentry.app import create_app
+from consentry.principal import LOCAL_PRINCIPAL
+from consentry.runtime.notes_store import OwnerNotesStore
+from consentry.services import Services
+from consentry.settings import Settings
+from consentry_graphs.services import AppliedDeletion
 from tests.conftest import ManualClock
 from tests.sse import chat
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from backend.schemas.events import ConsentEvent, Event, MessageEvent
+from consentry.schemas.events import ConsentEvent, Event, MessageEvent
 from tests.sse import chat
 
 INTRO = "I'm the offline model, so I answer from your notes rather than from general knowledge."

@@ -43,8 +43,8 @@ from fastapi import FastAPI
 from starlette.types import Receive, Scope, Send
 
 import tests.openapi_fuzz_checks  # noqa: F401  (registers Consentry's checks)
-from backend.app import create_app
-from backend.settings import Settings
+from consentry.app import create_app
+from consentry.settings import Settings
 
 SHARED_CONFIG = Path(__file__).parents[1] / "openapi_fuzz.toml"
 API_KEY = "fuzz-key"

@@ -12,7 +12,7 @@ from uuid import uuid4
 import httpx
 import pytest_asyncio
 
-from backend.schemas.events import ConsentEvent, FinalEvent
+from consentry.schemas.events import ConsentEvent, FinalEvent
 from tests.sse import chat, kinds
 
 ALICE = {"Authorization": "Bearer ka"}

@@ -7,11 +7,11 @@ from typing import Any
 
 import httpx
 
-from backend.schemas.events import ConsentEvent, MessageEvent
-from graphs.examples.parallel_consents import OUTBOX
+from consentry.schemas.events import ConsentEvent, MessageEvent
+from consentry_graphs.examples.parallel_consents import OUTBOX
 from tests.sse import chat, kinds
 
-GRAPHS = "parallel=graphs.examples.parallel_consents:graph_spec"
+GRAPHS = "parallel=consentry_graphs.examples.parallel_consents:graph_spec"
 
 
 async def _ask(client: httpx.AsyncClient, text: str) -> dict[str, ConsentEvent]:

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from backend.schemas.events import ConsentEvent, FinalEvent
-from graphs.examples import parallel_consents
-from graphs.examples.parallel_consents import Outbox
+from consentry.schemas.events import ConsentEvent, FinalEvent
+from consentry_graphs.examples import parallel_consents
+from consentry_graphs.examples.parallel_consents import Outbox
 from tests.sse import chat, kinds
 
-SERVED = "parallel=graphs.examples.parallel_consents:graph_spec"
+SERVED = "parallel=consentry_graphs.examples.parallel_consents:graph_spec"
 POST = "We shipped consent that holds."
 
 

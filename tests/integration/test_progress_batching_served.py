@@ -1,4 +1,4 @@
-"""Progress batching as served (``backend.runtime.step_batching``): a run's ``run_started`` and
+"""Progress batching as served (``consentry.runtime.step_batching``): a run's ``run_started`` and
 ``step`` events are stored with its next write instead of in writes of their own, and the SSE
 stream still carries every event, in seq order, with no gap; a rejoining client replays exactly
 what the stream sent.
@@ -18,10 +18,10 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-import backend.runtime.executor
-from backend.runtime.step_batching import ProgressBatcher
-from backend.schemas.events import ConsentEvent, Event
-from backend.storage.tables import events as events_table
+import consentry.runtime.executor
+from consentry.runtime.step_batching import ProgressBatcher
+from consentry.schemas.events import ConsentEvent, Event
+from consentry.storage.tables import events as events_table
 from tests.sse import ask_for_note_edit, chat, kinds, numbering, parse_events
 
 QUESTION = "What is retrieval?"
@@ -34,7 +34,7 @@ def _progress_waits_for_the_next_write(monkeypatch: pytest.MonkeyPatch) -> None:
     own: give it a delay no run here reaches, so what goes in which write depends on the run only.
     (The delay itself: ``tests/unit/test_progress_batching.py``.)"""
     monkeypatch.setattr(
-        backend.runtime.executor, "ProgressBatcher", partial(ProgressBatcher, delay=3600.0)
+        consentry.runtime.executor, "ProgressBatcher", partial(ProgressBatcher, delay=3600.0)
     )
 
 

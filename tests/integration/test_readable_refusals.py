@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from backend.schemas.events import ConsentEvent
+from consentry.schemas.events import ConsentEvent
 from tests.sse import chat
 
 UNKNOWN_DECISION = "Unknown decision 'maybe': a decision is approve, edit or reject."

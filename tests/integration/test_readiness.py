@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 
-from backend.services import _shutdown_steps
-from backend.storage.database import head_revision
+from consentry.services import _shutdown_steps
+from consentry.storage.database import head_revision
 
 
 def _services(client: httpx.AsyncClient) -> Any:

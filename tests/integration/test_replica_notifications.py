@@ -16,10 +16,10 @@ from typing import Any
 import httpx
 import pytest
 
-from backend.app import create_app
-from backend.runtime import log_follower
-from backend.services import Services
-from backend.settings import Settings
+from consentry.app import create_app
+from consentry.runtime import log_follower
+from consentry.services import Services
+from consentry.settings import Settings
 from tests.conftest import ManualClock
 from tests.live_server import serve_app
 from tests.openai_stub import OpenAIStub

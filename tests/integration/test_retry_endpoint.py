@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import httpx
 import pytest_asyncio
 
-from backend.schemas.events import (
+from consentry.schemas.events import (
     ConsentEvent,
     ErrorEvent,
     Event,

@@ -28,7 +28,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import SecretStr
 
-from graphs.models import (
+from consentry_graphs.models import (
     OfflineChatModel,
     RetryingChatModel,
     RetryPolicy,

@@ -12,9 +12,9 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from backend.app import create_app
-from backend.services import Services
-from backend.settings import Settings
+from consentry.app import create_app
+from consentry.services import Services
+from consentry.settings import Settings
 from tests.conftest import ManualClock
 from tests.live_server import serve_app
 from tests.postgres import PostgresCluster

@@ -20,11 +20,11 @@ import pytest_asyncio
 import sqlalchemy as sa
 from asgi_lifespan import LifespanManager
 
-import backend.runtime.executor
-import backend.storage.runs
-from backend.app import create_app
-from backend.runtime.notes_store import OwnerNotesStore
-from backend.schemas.events import (
+import consentry.runtime.executor
+import consentry.storage.runs
+from consentry.app import create_app
+from consentry.runtime.notes_store import OwnerNotesStore
+from consentry.schemas.events import (
     ConsentEvent,
     ErrorEvent,
     Event,
@@ -35,9 +35,9 @@ from backend.schemas.events import (
     StepEvent,
     TokenEvent,
 )
-from backend.services import Services
-from backend.settings import Settings
-from backend.storage.tables import approvals
+from consentry.services import Services
+from consentry.settings import Settings
+from consentry.storage.tables import approvals
 from tests.conftest import ManualClock
 from tests.openai_stub import OpenAIStub
 from tests.sse import assert_numbered, chat, kinds, parse_events
@@ -263,7 +263,7 @@ async def test_a_message_while_a_run_is_active_is_run_in_progress_and_both_threa
 async def test_a_storage_failure_at_the_end_of_a_run_ends_the_stream_as_failed_and_frees_the_thread(
     app: RunningApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls = _fail_once(monkeypatch, backend.storage.runs, "end_run")
+    calls = _fail_once(monkeypatch, consentry.storage.runs, "end_run")
 
     events = await chat(app.client, {"message": "What is retrieval?"})
 

@@ -1,5 +1,5 @@
 """First run is not empty: an owner's default project starts with the sample notes of
-``data/samples/`` when it is created, once (``backend/runtime/sample_notes.py``), unless
+``data/samples/`` when it is created, once (``backend/consentry/runtime/sample_notes.py``), unless
 ``CONSENTRY_SAMPLE_NOTES=false``."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 
 import httpx
 
-from backend.runtime.sample_notes import read_sample_notes
-from backend.schemas.events import MessageEvent
+from consentry.runtime.sample_notes import read_sample_notes
+from consentry.schemas.events import MessageEvent
 from tests.sse import chat
 
 SAMPLES = read_sample_notes()

@@ -20,7 +20,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, interrupt
 
-from backend.storage.sqlite_saver import ThreadedSqliteSaver
+from consentry.storage.sqlite_saver import ThreadedSqliteSaver
 
 WAIT_SECONDS = 10.0
 

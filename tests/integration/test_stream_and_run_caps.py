@@ -13,8 +13,8 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from backend.storage.tables import threads
-from backend.storage.tenant_runs import TENANT_RUNS_LOCK_CLASS, count_active_runs
+from consentry.storage.tables import threads
+from consentry.storage.tenant_runs import TENANT_RUNS_LOCK_CLASS, count_active_runs
 from tests.openai_stub import OpenAIStub
 from tests.sse import chat, parse_events
 

@@ -23,10 +23,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from backend.app import create_app
-from backend.observability.tracing import TracingMiddleware, _traces_url
-from backend.schemas.events import ConsentEvent, FinalEvent, StepEvent
-from backend.settings import Settings
+from consentry.app import create_app
+from consentry.observability.tracing import TracingMiddleware, _traces_url
+from consentry.schemas.events import ConsentEvent, FinalEvent, StepEvent
+from consentry.settings import Settings
 from tests.conftest import ManualClock
 from tests.live_server import serve_app
 from tests.sse import ask_for_note_edit, chat
@@ -159,8 +159,8 @@ def test_tracing_off_installs_nothing_and_loads_no_exporter(tmp_path: Any) -> No
     installed; what tracing would add is the middleware and the exporter.)"""
     program = f"""
 import json, sys
-from backend.app import create_app
-from backend.settings import Settings
+from consentry.app import create_app
+from consentry.settings import Settings
 app = create_app(Settings(database_url="sqlite:///{tmp_path}/db.sqlite"))
 print(json.dumps({{
     "middleware": [m.cls.__name__ for m in app.user_middleware],

@@ -19,10 +19,10 @@ import sqlalchemy as sa
 from langchain_core.messages import HumanMessage
 from pydantic import ValidationError
 
-from backend.schemas.events import ConsentEvent, Event, FinalEvent, MessageEvent, NoteEvent
-from backend.services import Services
-from backend.settings import Settings
-from backend.storage.tables import threads, transcript
+from consentry.schemas.events import ConsentEvent, Event, FinalEvent, MessageEvent, NoteEvent
+from consentry.services import Services
+from consentry.settings import Settings
+from consentry.storage.tables import threads, transcript
 from tests.sse import chat, kinds
 
 WAIT_SECONDS = 10.0

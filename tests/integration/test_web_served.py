@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from backend.api.web import WEB_DIRECTORY
+from consentry.api.web import WEB_DIRECTORY
 
 _SRC_OR_HREF = re.compile(r'(?:src|href)="([^"#]+)"')
 _IMPORT = re.compile(r'^import .* from "\./([^"]+)";$', re.MULTILINE)
@@ -86,3 +86,13 @@ async def test_an_unknown_web_file_is_a_json_404_and_nothing_outside_the_folder_
         response = await client.get(escape)
         assert response.status_code == 404, escape
         assert "create_app" not in response.text
+
+
+async def test_the_favicon_a_browser_asks_for_on_any_page_is_served(
+    client: httpx.AsyncClient,
+) -> None:
+    response = await client.get("/favicon.ico")
+
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "image/svg+xml"
+    assert response.content == (WEB_DIRECTORY / "favicon.svg").read_bytes()

@@ -37,9 +37,9 @@ from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from graphs.registry import GraphSpec
-from graphs.services import GraphContext
-from graphs.tutor.consents import NOTE_EDIT, NoteEditProposal
+from consentry_graphs.registry import GraphSpec
+from consentry_graphs.services import GraphContext
+from consentry_graphs.tutor.consents import NOTE_EDIT, NoteEditProposal
 
 __all__ = [
     "AFTER_THE_WRITE",

@@ -50,7 +50,7 @@ def serve_process(
         [
             sys.executable,
             "-m",
-            "backend.cli",
+            "consentry.cli",
             "serve",
             "--port",
             str(port),

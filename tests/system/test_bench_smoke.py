@@ -19,7 +19,7 @@ def test_the_benchmark_measures_consentry_beside_the_baseline(
         [
             sys.executable,
             "-m",
-            "backend.cli",
+            "consentry.cli",
             "bench",
             "--concurrency",
             "1,3",

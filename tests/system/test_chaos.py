@@ -1,6 +1,7 @@
-"""``consentry chaos`` (``backend/chaos``): short kill-trial runs against real server processes,
-on SQLite and on two PostgreSQL replicas (killing the one that owns a run), hold every invariant;
-and every fault planted in the database after a trial is caught by the invariant it targets.
+"""``consentry chaos`` (``backend/consentry/chaos``): short kill-trial runs against real server
+processes, on SQLite and on two PostgreSQL replicas (killing the one that owns a run), hold every
+invariant; and every fault planted in the database after a trial is caught by the invariant it
+targets.
 
 The runs are bounded (twelve trials on SQLite, twelve on PostgreSQL, reusing the running servers
 between kills, each about a minute on two cores); the long runs of a release are in
@@ -19,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from backend.chaos.faults import FAULTS
-from backend.chaos.violations import INVARIANTS
+from consentry.chaos.faults import FAULTS
+from consentry.chaos.violations import INVARIANTS
 from tests.postgres import PostgresCluster
 
 RUN_TIMEOUT_SECONDS = 300.0
@@ -44,7 +45,7 @@ def _chaos(work: Path, *args: str) -> ChaosRun:
     report = work / "chaos.json"
     files = ("--work-dir", str(work / "run"), "--json", str(report))
     done = subprocess.run(
-        [sys.executable, "-m", "backend.cli", "chaos", *args, "--details", "40", *files],
+        [sys.executable, "-m", "consentry.cli", "chaos", *args, "--details", "40", *files],
         capture_output=True,
         text=True,
         timeout=RUN_TIMEOUT_SECONDS,

@@ -13,14 +13,14 @@ from pathlib import Path
 import httpx
 import psycopg
 
-from backend.storage.database import head_revision
+from consentry.storage.database import head_revision
 from tests.postgres import PostgresCluster
 from tests.system.server import serve
 
 
 def _consentry(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "backend.cli", *args],
+        [sys.executable, "-m", "consentry.cli", *args],
         env={**os.environ, **env},
         capture_output=True,
         text=True,

@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
-from backend.principal import LOCAL_PRINCIPAL
-from backend.schemas.events import (
+from consentry.principal import LOCAL_PRINCIPAL
+from consentry.schemas.events import (
     ConsentEvent,
     ErrorEvent,
     Event,

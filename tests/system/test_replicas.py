@@ -19,8 +19,8 @@ from typing import Any, Literal
 import httpx
 import pytest
 
-from backend.runtime.log_follower import FOLLOW_RECHECK_SECONDS
-from backend.schemas.events import (
+from consentry.runtime.log_follower import FOLLOW_RECHECK_SECONDS
+from consentry.schemas.events import (
     ConsentEvent,
     ErrorEvent,
     Event,

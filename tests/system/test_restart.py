@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from backend.schemas.events import ConsentEvent, NoteEvent
+from consentry.schemas.events import ConsentEvent, NoteEvent
 from tests.sse import kinds, parse_events
 from tests.system.server import serve
 

@@ -30,7 +30,7 @@ STARTED = re.compile(
 
 def _serve(*args: str, database: Path, **streams: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "backend.cli", "serve", *args],
+        [sys.executable, "-m", "consentry.cli", "serve", *args],
         env={**os.environ, "CONSENTRY_DATABASE_URL": f"sqlite:///{database}"},
         cwd=ROOT,
         **streams,  # type: ignore[call-overload]
@@ -105,7 +105,7 @@ def test_a_public_address_without_api_keys_is_one_sentence_saying_what_to_set(
     tmp_path: Path,
 ) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "backend.cli", "serve", "--host", "0.0.0.0"],
+        [sys.executable, "-m", "consentry.cli", "serve", "--host", "0.0.0.0"],
         env={**os.environ, "CONSENTRY_DATABASE_URL": f"sqlite:///{tmp_path / 'c.db'}"},
         cwd=ROOT,
         capture_output=True,
@@ -125,7 +125,7 @@ def test_a_public_address_without_api_keys_is_one_sentence_saying_what_to_set(
 
 def test_a_malformed_setting_is_one_line_naming_its_variable(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "backend.cli", "serve"],
+        [sys.executable, "-m", "consentry.cli", "serve"],
         env={
             **os.environ,
             "CONSENTRY_DATABASE_URL": f"sqlite:///{tmp_path / 'c.db'}",

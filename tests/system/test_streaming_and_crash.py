@@ -21,12 +21,12 @@ from typing import Any
 import httpx
 import pytest
 
-from backend.api.sse_response import RECONNECT_AFTER_MS
-from backend.app import create_app
-from backend.runtime.event_stream import RunEventStream
-from backend.schemas.events import Event, FinalEvent, StepEvent
-from backend.services import Services
-from backend.settings import Settings
+from consentry.api.sse_response import RECONNECT_AFTER_MS
+from consentry.app import create_app
+from consentry.runtime.event_stream import RunEventStream
+from consentry.schemas.events import Event, FinalEvent, StepEvent
+from consentry.services import Services
+from consentry.settings import Settings
 from tests.live_server import serve_app
 from tests.openai_stub import OpenAIStub
 from tests.sse import kinds, next_event, parse_events
@@ -205,7 +205,7 @@ def test_a_second_server_on_the_same_database_is_refused(tmp_path: Path) -> None
     database = tmp_path / "consentry.db"
     with serve(database) as running:
         second = subprocess.run(
-            [sys.executable, "-m", "backend.cli", "serve", "--port", str(free_port())],
+            [sys.executable, "-m", "consentry.cli", "serve", "--port", str(free_port())],
             env={**os.environ, "CONSENTRY_DATABASE_URL": f"sqlite:///{database}"},
             capture_output=True,
             text=True,

@@ -1,6 +1,6 @@
 """``consentry chat`` and ``consentry approvals``: the real CLI, scripted stdin, a real server.
 
-Each test runs ``python -m backend.cli …`` as a subprocess against one server per module (the
+Each test runs ``python -m consentry.cli …`` as a subprocess against one server per module (the
 tutor, and ``parallel``: two consents at once), each with its own note and thread. A small
 recording proxy in front of the server shows what the client sends (the ``Idempotency-Key`` of
 each decision) and can cut a stream half-way (the client must rejoin it).
@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
-from backend.terminal.sse import SseFrame, SseParser
+from consentry.terminal.sse import SseFrame, SseParser
 from tests.system.server import free_port, serve
 
 ROOT = Path(__file__).parents[2]
@@ -40,7 +40,7 @@ _CLIENT_ENV = ("CONSENTRY_URL", "CONSENTRY_API_KEY", "EDITOR", "VISUAL", "NO_COL
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    graphs = {"CONSENTRY_GRAPHS": "parallel=graphs.examples.parallel_consents:graph_spec"}
+    graphs = {"CONSENTRY_GRAPHS": "parallel=consentry_graphs.examples.parallel_consents:graph_spec"}
     with serve(tmp_path_factory.mktemp("terminal") / "c.db", env=graphs) as base_url:
         yield base_url
 
@@ -52,7 +52,7 @@ def run_cli(
     editor that fails at once unless a test gives one: never ``vi`` waiting on a pipe)."""
     base = {k: v for k, v in os.environ.items() if k not in _CLIENT_ENV} | {"EDITOR": "false"}
     return subprocess.run(
-        [sys.executable, "-m", "backend.cli", *args],
+        [sys.executable, "-m", "consentry.cli", *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -353,7 +353,7 @@ def test_a_consent_decided_elsewhere_first_shows_who_won(server: str, api: httpx
     note_id = create_note(api, "Bees", "Bees dance.\n")
     thread_id, approval_id = ask_for_summary_consent(api, note_id)
     process = subprocess.Popen(
-        [sys.executable, "-m", "backend.cli", "chat", "--url", server, "--thread", thread_id],
+        [sys.executable, "-m", "consentry.cli", "chat", "--url", server, "--thread", thread_id],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -1,8 +1,9 @@
-"""``backend/web/consentry.js``, the reference JavaScript client, in real headless Chromium.
+"""``backend/consentry/web/consentry.js``, the reference JavaScript client, in real headless
+Chromium.
 
 How test code runs in the page: each test opens a blank page that ``context.route`` serves at
 ``/__test__/client.html`` on the server's own origin, with the app's own security headers
-(``backend.api.web.SECURITY_HEADERS``: ``script-src 'self'``, no inline script, no eval). Test
+(``consentry.api.web.SECURITY_HEADERS``: ``script-src 'self'``, no inline script, no eval). Test
 code runs through ``page.evaluate`` of an async function: Playwright calls it over the DevTools
 protocol, which the page's CSP does not govern, and the function loads the module the way an app
 does, ``await import("/web/consentry.js")`` (same origin, so the policy allows it). Its ``fetch``
@@ -28,8 +29,8 @@ import pytest
 from playwright.sync_api import Page, Request, Route
 from sse_starlette import ServerSentEvent
 
-from backend.api.web import SECURITY_HEADERS
-from backend.schemas.events import (
+from consentry.api.web import SECURITY_HEADERS
+from consentry.schemas.events import (
     EVENT_ADAPTER,
     Event,
     FinalEvent,

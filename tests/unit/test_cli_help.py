@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from backend.cli import main
+from consentry.cli import main
 
 MARKUP = re.compile(r"`|:(?:class|func|meth|mod|attr):")
 COMMANDS = [

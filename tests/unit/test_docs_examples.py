@@ -1,5 +1,6 @@
 """docs/consent-kit.md is code: its Python blocks are exact excerpts of files that run here, and
-its worked example (graphs/examples/refund_consent.py) runs on its own and served by the app."""
+its worked example (graphs/consentry_graphs/examples/refund_consent.py) runs on its own and served
+by the app."""
 
 from __future__ import annotations
 
@@ -15,17 +16,17 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from backend.schemas.events import ConsentEvent, FinalEvent, MessageEvent
-from graphs.consent import ConsentDecision, ConsentRequest, InMemoryEffectLedger
-from graphs.examples import refund_consent
-from graphs.examples.refund_consent import PaymentProvider, Refund, build_refund_graph
-from graphs.services import GraphContext
+from consentry.schemas.events import ConsentEvent, FinalEvent, MessageEvent
+from consentry_graphs.consent import ConsentDecision, ConsentRequest, InMemoryEffectLedger
+from consentry_graphs.examples import refund_consent
+from consentry_graphs.examples.refund_consent import PaymentProvider, Refund, build_refund_graph
+from consentry_graphs.services import GraphContext
 from tests.sse import chat, kinds
 
 ROOT = Path(__file__).parents[2]
 KIT_DOC = ROOT / "docs" / "consent-kit.md"
-EXAMPLE = ROOT / "graphs" / "examples" / "refund_consent.py"
-SERVED = "refund=graphs.examples.refund_consent:graph_spec"
+EXAMPLE = ROOT / "graphs" / "consentry_graphs" / "examples" / "refund_consent.py"
+SERVED = "refund=consentry_graphs.examples.refund_consent:graph_spec"
 ASK = "Please refund order 7, 1500 cents"
 _PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 

@@ -1,4 +1,4 @@
-"""``backend.exit_signals.forwarding_exit_signals``: while inside, the Python handlers installed
+"""``consentry.exit_signals.forwarding_exit_signals``: while inside, the Python handlers installed
 for SIGINT and SIGTERM (a server's ``handle_exit``) also schedule ``on_exit`` on the event loop,
 after doing what they did before; leaving puts them back.
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from backend.exit_signals import forwarding_exit_signals
+from consentry.exit_signals import forwarding_exit_signals
 
 WAIT_SECONDS = 5.0
 EXIT_SIGNALS = (signal.SIGINT, signal.SIGTERM)

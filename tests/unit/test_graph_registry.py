@@ -10,13 +10,13 @@ import pytest
 import uvicorn
 from pydantic import ValidationError
 
-from backend.cli import main
-from backend.settings import Settings
-from graphs.examples.parallel_consents import graph_spec as parallel_spec
-from graphs.registry import BUILTIN_GRAPHS, GraphLoadError, GraphSpec, load_graphs
+from consentry.cli import main
+from consentry.settings import Settings
+from consentry_graphs.examples.parallel_consents import graph_spec as parallel_spec
+from consentry_graphs.registry import BUILTIN_GRAPHS, GraphLoadError, GraphSpec, load_graphs
 
-PARALLEL = "graphs.examples.parallel_consents:graph_spec"
-REFUND = "graphs.examples.refund_consent:graph_spec"
+PARALLEL = "consentry_graphs.examples.parallel_consents:graph_spec"
+REFUND = "consentry_graphs.examples.refund_consent:graph_spec"
 
 
 @pytest.fixture
@@ -63,10 +63,10 @@ def test_graphs_setting_defaults_to_none_besides_the_builtins() -> None:
     [
         "refund",
         f"={REFUND}",
-        "refund=graphs.examples.refund_consent",
-        "refund=graphs.examples.refund_consent:",
+        "refund=consentry_graphs.examples.refund_consent",
+        "refund=consentry_graphs.examples.refund_consent:",
         "refund=graphs..examples:graph_spec",
-        "refund=graphs.examples.refund_consent:graph_spec:extra",
+        "refund=consentry_graphs.examples.refund_consent:graph_spec:extra",
         f"my graph={REFUND}",
         f"{'x' * 65}={REFUND}",
     ],
@@ -117,7 +117,10 @@ def test_the_example_graphs_are_not_builtin() -> None:
         ("consentry_test_graphs:missing", "has no function 'missing'"),
         ("consentry_test_graphs:not_callable", "has no function 'not_callable'"),
         ("consentry_test_graphs:failing", "failing() failed: RuntimeError('no database"),
-        ("consentry_test_graphs:not_a_spec", "not_a_spec() returned str, not a graphs.registry"),
+        (
+            "consentry_test_graphs:not_a_spec",
+            "not_a_spec() returned str, not a consentry_graphs.registry",
+        ),
         ("consentry_test_graphs", "must look like `package.module:factory`"),
     ],
 )

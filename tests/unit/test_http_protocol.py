@@ -13,7 +13,7 @@ from starlette.types import Receive, Scope, Send
 from uvicorn.config import Config
 from uvicorn.server import ServerState
 
-from backend.http_protocol import BoundedHttpProtocol, HttpLimits, bounded_http_protocol
+from consentry.http_protocol import BoundedHttpProtocol, HttpLimits, bounded_http_protocol
 
 LIMITS = HttpLimits(
     max_header_bytes=4096,

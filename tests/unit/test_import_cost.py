@@ -20,7 +20,7 @@ def _loaded_after(statement: str, modules: list[str]) -> dict[str, bool]:
 
 
 def test_the_server_app_loads_no_model_provider_sdk() -> None:
-    assert _loaded_after("import backend.app", ["openai", "langchain_openai"]) == {
+    assert _loaded_after("import consentry.app", ["openai", "langchain_openai"]) == {
         "openai": False,
         "langchain_openai": False,
     }
@@ -29,8 +29,8 @@ def test_the_server_app_loads_no_model_provider_sdk() -> None:
 @pytest.mark.parametrize(
     "statement",
     [
-        "import backend.terminal.commands",
-        "import backend.schemas.events, backend.schemas.approvals",
+        "import consentry.terminal.commands",
+        "import consentry.schemas.events, consentry.schemas.approvals",
     ],
 )
 def test_the_wire_models_and_the_terminal_client_load_no_langgraph(statement: str) -> None:

@@ -7,8 +7,8 @@ import json
 import re
 from pathlib import Path
 
-from backend.schemas.errors import ErrorBody
-from backend.settings import Settings
+from consentry.schemas.errors import ErrorBody
+from consentry.settings import Settings
 
 DOCS = Path(__file__).parents[2] / "docs"
 DOC = (DOCS / "limits.md").read_text(encoding="utf-8")

@@ -1,10 +1,10 @@
-"""``graphs.models.build_chat_model``: what the factory gives each app."""
+"""``consentry_graphs.models.build_chat_model``: what the factory gives each app."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from graphs.models import RetryingChatModel, RetryPolicy, build_chat_model
+from consentry_graphs.models import RetryingChatModel, RetryPolicy, build_chat_model
 
 
 def _model() -> Any:

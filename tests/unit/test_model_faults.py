@@ -1,6 +1,6 @@
-"""What a failed model call means (``graphs/models/faults.py``), how long the retry layer waits
-before the next attempt (``RetryPolicy.delay``), and how a run reports the fault
-(``backend.runtime.errors.describe_failure``). Real exceptions, no network."""
+"""What a failed model call means (``graphs/consentry_graphs/models/faults.py``), how long the retry
+layer waits before the next attempt (``RetryPolicy.delay``), and how a run reports the fault
+(``consentry.runtime.errors.describe_failure``). Real exceptions, no network."""
 
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ from langchain_openai.chat_models.base import (
     OpenAITimeoutError,
 )
 
-from backend.runtime.errors import describe_failure
-from graphs.models import ModelFault, RetryPolicy, classify_fault
+from consentry.runtime.errors import describe_failure
+from consentry_graphs.models import ModelFault, RetryPolicy, classify_fault
 
 SECRET = "provider-internals: shard 7 exploded, key sk-live-leak"
 REQUEST = httpx.Request("POST", "http://provider.test/v1/chat/completions")

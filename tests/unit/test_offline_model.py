@@ -8,8 +8,8 @@ import json
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from graphs.models.offline import OFFLINE_MODEL_NAME, OfflineChatModel, classify
-from graphs.tutor import prompts
+from consentry_graphs.models.offline import OFFLINE_MODEL_NAME, OfflineChatModel, classify
+from consentry_graphs.tutor import prompts
 
 NOTES = (
     '<note title="RAG">\nRetrieval-augmented generation uses documents.\n</note>\n'

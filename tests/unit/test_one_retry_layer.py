@@ -1,5 +1,5 @@
 """Attempts never multiply: the provider's client makes one attempt per request, no graph node
-retries, and the retry layer is the only one (``graphs/models/retrying.py``)."""
+retries, and the retry layer is the only one (``graphs/consentry_graphs/models/retrying.py``)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,15 @@ from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import SecretStr
 
-from backend.services import chat_model
-from backend.settings import Settings
-from graphs.models import OfflineChatModel, RetryingChatModel, RetryPolicy, build_chat_model
-from graphs.registry import load_graphs
+from consentry.services import chat_model
+from consentry.settings import Settings
+from consentry_graphs.models import (
+    OfflineChatModel,
+    RetryingChatModel,
+    RetryPolicy,
+    build_chat_model,
+)
+from consentry_graphs.registry import load_graphs
 
 
 def test_a_configured_server_gets_chat_openai_behind_the_retry_layer_with_client_retries_off() -> (
@@ -44,8 +49,8 @@ def test_no_node_of_a_served_graph_has_a_retry_policy_of_its_own() -> None:
     )
     specs = load_graphs(
         {
-            "refund": "graphs.examples.refund_consent:graph_spec",
-            "parallel": "graphs.examples.parallel_consents:graph_spec",
+            "refund": "consentry_graphs.examples.refund_consent:graph_spec",
+            "parallel": "consentry_graphs.examples.parallel_consents:graph_spec",
         }
     )
     assert len(specs) >= 3

@@ -1,4 +1,4 @@
-"""``backend.runtime.step_batching.ProgressBatcher``: ``run_started`` and ``step`` events wait for
+"""``consentry.runtime.step_batching.ProgressBatcher``: ``run_started`` and ``step`` events wait for
 the run's next write, or for a short delay, instead of a write of their own; and still no event is
 sent before it is stored, nor before an earlier one.
 
@@ -17,9 +17,9 @@ from typing import Literal, TypeVar
 
 import pytest
 
-from backend.runtime.event_stream import OutgoingEvent, RunEventStream
-from backend.runtime.step_batching import ProgressBatcher
-from backend.schemas.events import MessageEvent, RunStartedEvent, StepEvent, TokenEvent
+from consentry.runtime.event_stream import OutgoingEvent, RunEventStream
+from consentry.runtime.step_batching import ProgressBatcher
+from consentry.schemas.events import MessageEvent, RunStartedEvent, StepEvent, TokenEvent
 
 DELAY = 0.01
 WAIT_SECONDS = 5.0
@@ -295,7 +295,7 @@ async def test_a_failed_late_store_keeps_its_rows_for_the_next_write_and_logs_a_
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     store.failures = 1
-    caplog.set_level(logging.WARNING, logger="backend.runtime.step_batching")
+    caplog.set_level(logging.WARNING, logger="consentry.runtime.step_batching")
     _start(events)
     _step(events, "answer")
     await _within(batcher.after_chunk())
@@ -307,7 +307,7 @@ async def test_a_failed_late_store_keeps_its_rows_for_the_next_write_and_logs_a_
     assert store.calls == [[STARTED, STEP], [STARTED, STEP, (3, "message")]]
     assert await client.received_through(3) == [STARTED, STEP, (3, "message")]
     assert _sent_before_stored(timeline) == []
-    warnings = [r for r in caplog.records if r.name == "backend.runtime.step_batching"]
+    warnings = [r for r in caplog.records if r.name == "consentry.runtime.step_batching"]
     assert [(r.levelno, r.getMessage()) for r in warnings] == [
         (logging.WARNING, "could not store a run's progress events yet")
     ]

@@ -8,11 +8,11 @@ import re
 from pathlib import Path
 from typing import Any, get_args
 
-from backend.schemas.chat import ChatRequest
-from backend.schemas.errors import ErrorBody
-from backend.schemas.events import EVENT_ADAPTER, TerminalReason, Trigger
-from backend.schemas.me import Me
-from graphs.models import ModelFaultCode
+from consentry.schemas.chat import ChatRequest
+from consentry.schemas.errors import ErrorBody
+from consentry.schemas.events import EVENT_ADAPTER, TerminalReason, Trigger
+from consentry.schemas.me import Me
+from consentry_graphs.models import ModelFaultCode
 
 DOC = (Path(__file__).parents[2] / "docs" / "protocol.md").read_text(encoding="utf-8")
 _JSON_BLOCK = re.compile(r"```json\n(.*?)\n```", re.DOTALL)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from backend.protocol_schema import protocol_schema, protocol_schema_json
-from backend.schemas.events import EVENT_ADAPTER
+from consentry.protocol_schema import protocol_schema, protocol_schema_json
+from consentry.schemas.events import EVENT_ADAPTER
 
 SCHEMA_FILE = Path(__file__).parents[2] / "docs" / "protocol.schema.json"
 

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from backend.errors import TooManyRequestsError
-from backend.principal import Principal
-from backend.runtime.rate_limits import Rate, RateLimiter
+from consentry.errors import TooManyRequestsError
+from consentry.principal import Principal
+from consentry.runtime.rate_limits import Rate, RateLimiter
 
 ALICE = Principal("acme", "alice")
 BOB = Principal("acme", "bob")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import AliasChoices
 
-from backend.settings import Settings
+from consentry.settings import Settings
 
 README = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
 NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}

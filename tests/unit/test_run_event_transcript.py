@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from backend.runtime.event_stream import RunEventStream
-from backend.schemas.events import StepEvent
-from backend.storage.transcript import TranscriptEntry
+from consentry.runtime.event_stream import RunEventStream
+from consentry.schemas.events import StepEvent
+from consentry.storage.transcript import TranscriptEntry
 
 FIRST = TranscriptEntry("msg-1", "user", "Approve it")
 SECOND = TranscriptEntry("msg-2", "user", "And what is RAG?")

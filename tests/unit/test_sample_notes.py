@@ -1,4 +1,5 @@
-"""The sample notes of data/samples/ (backend/runtime/sample_notes.py) and their setting."""
+"""The sample notes of data/samples/ (backend/consentry/runtime/sample_notes.py) and their
+setting."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from backend.runtime.sample_notes import SAMPLES_DIRECTORY, SampleNote, read_sample_notes
-from backend.settings import Settings
-from graphs import sentences
+from consentry.runtime.sample_notes import SAMPLES_DIRECTORY, SampleNote, read_sample_notes
+from consentry.settings import Settings
+from consentry_graphs import sentences
 
 
 def test_the_repository_has_a_few_short_sample_notes_titled_by_their_heading() -> None:

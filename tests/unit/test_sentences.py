@@ -1,11 +1,11 @@
-"""graphs.sentences: a note's whole sentences (never cut, no ``**``), and the ones about a
+"""consentry_graphs.sentences: a note's whole sentences (never cut, no ``**``), and the ones about a
 question."""
 
 from __future__ import annotations
 
 import pytest
 
-from graphs.sentences import about, leading, sentences, shorten, words
+from consentry_graphs.sentences import about, leading, sentences, shorten, words
 
 NOTE = (
     "# Retrieval\n"

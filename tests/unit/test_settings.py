@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from backend.cli import main
-from backend.principal import Principal
-from backend.settings import Settings
-from graphs.models import RetryPolicy
+from consentry.cli import main
+from consentry.principal import Principal
+from consentry.settings import Settings
+from consentry_graphs.models import RetryPolicy
 
 
 def test_api_keys_map_bearer_tokens_to_tenant_and_user() -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from backend.principal import Principal
-from backend.settings import Settings
+from consentry.principal import Principal
+from consentry.settings import Settings
 
 PADDED = "c2VjcmV0LXRva2Vu=="  # base64 of "secret-token", padding included
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from backend.runtime.stream_mapping import ChunkMapper
-from graphs.registry import BUILTIN_GRAPHS
+from consentry.runtime.stream_mapping import ChunkMapper
+from consentry_graphs.registry import BUILTIN_GRAPHS
 
 NOTE: dict[str, Any] = {
     "event": "note",

@@ -3,8 +3,8 @@ folded into one line, the words a changed line changes marked."""
 
 from __future__ import annotations
 
-from backend.terminal.note_diff import render_note_change
-from backend.terminal.palette import Palette
+from consentry.terminal.note_diff import render_note_change
+from consentry.terminal.palette import Palette
 
 LONG_NOTE = "".join(f"Line {n} of the note.\n" for n in range(1, 61))
 

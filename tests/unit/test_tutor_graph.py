@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from graphs.consent import ConsentRequest
-from graphs.tutor.graph import CONSENT_KINDS, STEP_LABELS
-from graphs.tutor.memory_notes import EffectCall
+from consentry_graphs.consent import ConsentRequest
+from consentry_graphs.tutor.graph import CONSENT_KINDS, STEP_LABELS
+from consentry_graphs.tutor.memory_notes import EffectCall
 from tests.tutor import INTERRUPTED, NOTE, PROJECT, Tutor
 
 ASK_FOR_SUMMARY = "Add a summary of our discussion to my note"

@@ -11,8 +11,8 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from graphs.consent import ConsentRequest
-from graphs.tutor.memory_notes import EffectCall
+from consentry_graphs.consent import ConsentRequest
+from consentry_graphs.tutor.memory_notes import EffectCall
 from tests.tutor import INTERRUPTED, NOTE, PROJECT, Tutor
 
 SAVE = "Please save our discussion to a note"

@@ -1,17 +1,17 @@
-"""graphs.tutor.summaries and passages: what a summary covers (questions and answers, never an
-outcome of a consent), where it goes in a note (in place of the one it has), and what the model
-and a search result read of a note."""
+"""consentry_graphs.tutor.summaries and passages: what a summary covers (questions and answers,
+never an outcome of a consent), where it goes in a note (in place of the one it has), and what the
+model and a search result read of a note."""
 
 from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from graphs.models.offline import OfflineChatModel
-from graphs.services import NoteSnapshot
-from graphs.tutor import prompts
-from graphs.tutor.passages import PROMPT_CHARS, notes_block, search_excerpt
-from graphs.tutor.replies import is_outcome, say, say_outcome
-from graphs.tutor.summaries import (
+from consentry_graphs.models.offline import OfflineChatModel
+from consentry_graphs.services import NoteSnapshot
+from consentry_graphs.tutor import prompts
+from consentry_graphs.tutor.passages import PROMPT_CHARS, notes_block, search_excerpt
+from consentry_graphs.tutor.replies import is_outcome, say, say_outcome
+from consentry_graphs.tutor.summaries import (
     SUMMARY_HEADING,
     as_summary_section,
     discussion,

@@ -1,5 +1,5 @@
-"""backend/web/consentry-protocol.d.ts: TypeScript declarations generated from the protocol's JSON
-Schema.
+"""backend/consentry/web/consentry-protocol.d.ts: TypeScript declarations generated from the
+protocol's JSON Schema.
 
 They must not drift from the models, must declare every SSE event of the union, and must satisfy
 a real TypeScript checker (Deno's, from the `deno` package on PyPI) on events as the server writes
@@ -19,15 +19,17 @@ from typing import Any, get_args
 import pytest
 from pydantic import BaseModel
 
-from backend.schemas.chat import ChatRequest
-from backend.schemas.events import EVENT_ADAPTER, Event
-from backend.typescript_declarations import (
+from consentry.schemas.chat import ChatRequest
+from consentry.schemas.events import EVENT_ADAPTER, Event
+from consentry.typescript_declarations import (
     UnsupportedSchemaError,
     schema_declarations,
     typescript_declarations,
 )
 
-DECLARATIONS_FILE = Path(__file__).parents[2] / "backend" / "web" / "consentry-protocol.d.ts"
+DECLARATIONS_FILE = (
+    Path(__file__).parents[2] / "backend" / "consentry" / "web" / "consentry-protocol.d.ts"
+)
 
 
 def _event_models() -> list[type[BaseModel]]:
@@ -52,12 +54,12 @@ def _block(code: str, opening: str, closing: str) -> str:
 
 def test_committed_declarations_match_the_protocol_schema() -> None:
     assert DECLARATIONS_FILE.read_text(encoding="utf-8") == typescript_declarations(), (
-        "backend/web/consentry-protocol.d.ts is out of date: run `make schema`"
+        "backend/consentry/web/consentry-protocol.d.ts is out of date: run `make schema`"
     )
 
 
 def test_the_module_prints_the_same_declarations_under_another_hash_seed() -> None:
-    command = [sys.executable, "-m", "backend.typescript_declarations"]
+    command = [sys.executable, "-m", "consentry.typescript_declarations"]
     env = {**os.environ, "PYTHONHASHSEED": "12345"}  # this process has a random one
     result = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     assert result.stdout == typescript_declarations()

@@ -1,5 +1,5 @@
-"""``graphs.window.outside_window``: the removals that keep a graph's ``messages`` to the last
-``keep`` of them, starting at a user message, applied through LangGraph's ``add_messages``."""
+"""``consentry_graphs.window.outside_window``: the removals that keep a graph's ``messages`` to the
+last ``keep`` of them, starting at a user message, applied through LangGraph's ``add_messages``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from langchain_core.messages import (
 )
 from langgraph.graph.message import add_messages
 
-from graphs.window import DEFAULT_CONVERSATION_WINDOW, outside_window
+from consentry_graphs.window import DEFAULT_CONVERSATION_WINDOW, outside_window
 
 
 def _turns(count: int) -> list[AnyMessage]:

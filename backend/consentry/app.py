@@ -1,0 +1,230 @@
+"""The app factory and its lifespan."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse
+from pydantic import TypeAdapter
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match, Mount
+
+from consentry.api import (
+    api_docs,
+    approval_feed,
+    approvals,
+    chat,
+    consent_kinds,
+    health,
+    me,
+    metrics,
+    notes,
+    threads,
+    web,
+)
+from consentry.api.body_limit import RequestBodyLimits
+from consentry.api.cors import cors_options
+from consentry.api.deps import authenticate, bearer_credentials, needs_principal
+from consentry.api.request_errors import request_error
+from consentry.api.request_ids import RequestIds
+from consentry.api.url_text import UnstorableTextInUrl
+from consentry.errors import ConsentryError, UnauthorizedError
+from consentry.observability.tracing import Tracing, TracingMiddleware
+from consentry.runtime.clock import Clock, utc_now
+from consentry.schemas.approvals import ApprovalChange, ApprovalsReady
+from consentry.schemas.errors import ErrorBody, ErrorDetail
+from consentry.schemas.events import EVENT_ADAPTER
+from consentry.services import open_services
+from consentry.settings import Settings
+from consentry.storage.database import DATABASE_ERRORS, is_database_unavailable
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace.export import SpanExporter
+
+__all__ = ["create_app"]
+
+log = logging.getLogger(__name__)
+DATABASE_RETRY_AFTER_SECONDS = 2
+_HTTP_CODES = {
+    401: "unauthorized",
+    404: "not_found",
+    405: "method_not_allowed",
+}
+_HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE")
+
+
+def _error(
+    status: int, code: str, message: str, details: dict[str, Any] | None = None
+) -> JSONResponse:
+    body = ErrorBody(error=ErrorDetail(code=code, message=message, details=details or {}))
+    return JSONResponse(body.model_dump(mode="json"), status_code=status)
+
+
+async def _on_consentry_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ConsentryError)
+    request.app.state.services.metrics.refused(exc.code, exc.status_code)
+    response = _error(exc.status_code, exc.code, exc.message, exc.details)
+    response.headers.update(exc.headers)
+    return response
+
+
+async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    if needs_principal(request.scope.get("route")):
+        # FastAPI reads the body before it resolves dependencies: a caller without a valid key
+        # hears 401, never what was wrong with its body.
+        try:
+            authenticate(
+                request.app.state.services.settings.api_keys, await bearer_credentials(request)
+            )
+        except UnauthorizedError as refused:
+            return await _on_consentry_error(request, refused)
+    error = request_error(exc, content_type=request.headers.get("content-type"))
+    return await _on_consentry_error(request, error)
+
+
+async def _on_http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400 and isinstance(exc.__cause__, UnicodeDecodeError):
+        # UTF-8 that Python's JSON parser takes for UTF-16 or UTF-32 (it guesses the encoding
+        # from NUL bytes: b"\x00a\x00bc"): not JSON. Bytes that are not UTF-8 at all never get
+        # here (422 `unstorable_text`, ``api.json_limits``).
+        return _error(422, "malformed_json", "The request body is not valid JSON.")
+    code = _HTTP_CODES.get(exc.status_code, "http_error")
+    response = _error(exc.status_code, code, str(exc.detail))
+    response.headers.update(exc.headers or {})
+    if exc.status_code == 405 and (allowed := _allowed_methods(request)):
+        response.headers["Allow"] = allowed
+    return response
+
+
+def _allowed_methods(request: Request) -> str:
+    """The methods the request's path answers, for a 405's ``Allow``: the ones with which some
+    route matches the path fully.
+
+    FastAPI makes one route per method, and Starlette's ``Allow`` names only the methods of the
+    first route of the path. Computed on each 405 (an error path): a few dozen matches. Mounts
+    match any method, whatever the app behind them allows: they say it in their own 405."""
+    routes = [route for route in request.app.router.routes if not isinstance(route, Mount)]
+
+    def answers(method: str) -> bool:
+        scope = {**request.scope, "method": method}
+        return any(route.matches(scope)[0] is Match.FULL for route in routes)
+
+    return ", ".join(filter(answers, _HTTP_METHODS))
+
+
+async def _on_database_error(request: Request, exc: Exception) -> JSONResponse:
+    """A database that cannot be reached is a 503 the client may retry, not a bug."""
+    metrics = request.app.state.services.metrics
+    if not is_database_unavailable(exc):
+        metrics.database_error("query")
+        return await _on_unexpected_error(request, exc)
+    metrics.database_error("unavailable")
+    log.warning("database unavailable on %s %s: %r", request.method, request.url.path, exc)
+    response = _error(
+        503, "database_unavailable", "The database cannot be reached; try again shortly."
+    )
+    response.headers["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+    return response
+
+
+async def _on_unexpected_error(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return _error(500, "internal_error", "Something went wrong on our side.")
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """OpenAPI, plus the models of the SSE frames: the run events' union under
+    ``components.schemas.Event``, and the approvals stream's frames."""
+    if app.openapi_schema is None:
+        schema = get_openapi(
+            title=app.title, version=app.version, routes=app.routes, description=app.description
+        )
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        for name, adapter in (
+            ("Event", EVENT_ADAPTER),
+            ("ApprovalChange", TypeAdapter(ApprovalChange)),
+            ("ApprovalsReady", TypeAdapter(ApprovalsReady)),
+        ):
+            frame = adapter.json_schema(ref_template="#/components/schemas/{model}")
+            components.update(frame.pop("$defs", {}))
+            components[name] = frame
+        app.openapi_schema = schema
+    return app.openapi_schema
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    clock: Clock = utc_now,
+    span_exporter: SpanExporter | None = None,
+) -> FastAPI:
+    """The app. With ``span_exporter`` (tests) or ``OTEL_EXPORTER_OTLP_ENDPOINT``, traced."""
+    settings = settings or Settings()
+    tracing = _tracing(settings, span_exporter)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            async with open_services(settings, clock=clock, tracing=tracing) as services:
+                app.state.services = services
+                yield
+        finally:
+            if tracing is not None:  # its last export is blocking I/O: not on the loop
+                await asyncio.to_thread(tracing.shutdown)
+
+    app = FastAPI(
+        title="Consentry",
+        version="0.1.0",
+        description="LangGraph workflows over a typed SSE chat API, with human consent gates.",
+        lifespan=lifespan,
+        docs_url=None,  # served offline by api.api_docs, not from a CDN
+        redoc_url=None,
+    )
+    app.add_exception_handler(ConsentryError, _on_consentry_error)
+    app.add_exception_handler(RequestValidationError, _on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, _on_http_error)
+    for database_error in DATABASE_ERRORS:
+        app.add_exception_handler(database_error, _on_database_error)
+    app.add_exception_handler(Exception, _on_unexpected_error)
+    # The approvals feed's /stream before /v1/approvals/{approval_id}.
+    routers = (chat, threads, approval_feed, approvals, consent_kinds, notes, health, metrics, web)
+    for module in (*routers, me, api_docs):
+        app.include_router(module.router)
+    app.mount("/web", web.WebFiles(), name="web")
+    app.mount(api_docs.ASSETS_PATH, api_docs.DocsAssets(), name="docs-assets")
+    # Limits that answer before any route parses the request (docs/limits.md); the last added
+    # runs first.
+    app.add_middleware(
+        RequestBodyLimits,
+        max_bytes=settings.max_body_bytes,
+        max_json_depth=settings.max_json_depth,
+        max_list_items=settings.max_list_items,
+    )
+    app.add_middleware(UnstorableTextInUrl)
+    if settings.cors_origins:  # outside the limits: they apply, and their refusals are readable
+        app.add_middleware(CORSMiddleware, **cors_options(settings.cors_origins))
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    if tracing is not None:
+        app.add_middleware(TracingMiddleware, tracing=tracing)
+    app.add_middleware(RequestIds)
+    return app
+
+
+def _tracing(settings: Settings, exporter: SpanExporter | None) -> Tracing | None:
+    if exporter is not None:  # spans exported as they end, for a test to read at once
+        return Tracing(exporter, service_name=settings.otel_service_name, batch=False)
+    if settings.otel_exporter_otlp_endpoint is not None:
+        return Tracing.over_otlp(
+            settings.otel_exporter_otlp_endpoint, service_name=settings.otel_service_name
+        )
+    return None

@@ -1,0 +1,317 @@
+"""``consentry bench``: run the load at each concurrency level against each server, side by side,
+and report what it cost.
+
+For every level the servers take turns (the baseline first), so the ratio of their CPU per
+conversation is measured on the same machine at the same moment: absolute figures drift on a
+shared machine, ratios hold.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import TextIO
+
+import httpx
+
+from consentry.bench.load import LoadResult, ask_in_thread, run_load
+from consentry.bench.servers import LocalServer, start_baseline, start_consentry
+
+__all__ = [
+    "BenchRow",
+    "Target",
+    "ThreadTurnsRow",
+    "format_table",
+    "format_thread_table",
+    "run_bench",
+    "run_local_bench",
+    "run_thread_turns",
+]
+
+WARM_UP_CONVERSATIONS = 10
+
+
+@dataclass(frozen=True)
+class Target:
+    """A server under test: started here (``local``, measured from ``/proc``) or remote."""
+
+    name: str
+    base_url: str
+    local: LocalServer | None = None
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    server: str
+    concurrency: int
+    conversations: int
+    errors: int
+    conversations_per_second: float
+    message_p50_ms: float
+    message_p95_ms: float
+    message_p99_ms: float
+    decision_p50_ms: float
+    decision_p95_ms: float
+    decision_p99_ms: float
+    cpu_ms_per_conversation: float | None
+    peak_rss_mb: float | None
+    database_bytes_per_conversation: float | None
+    cpu_vs_baseline: float | None = None
+    first_errors: tuple[str, ...] = ()
+
+
+async def run_bench(
+    targets: Sequence[Target],
+    *,
+    levels: Sequence[int],
+    conversations: int,
+    approve_ratio: float,
+    progress: TextIO | None = sys.stderr,
+) -> list[BenchRow]:
+    rows: list[BenchRow] = []
+    for target in targets:
+        await run_load(
+            target.base_url,
+            concurrency=1,
+            conversations=WARM_UP_CONVERSATIONS,
+            approve_ratio=approve_ratio,
+        )
+    for level in levels:
+        count = max(conversations, level)
+        level_rows = [
+            await _measure(target, level, count, approve_ratio, progress) for target in targets
+        ]
+        baseline = next((row for row in level_rows if row.server == "baseline"), None)
+        rows += [_with_ratio(row, baseline) for row in level_rows]
+    return rows
+
+
+async def _measure(
+    target: Target, level: int, count: int, approve_ratio: float, progress: TextIO | None
+) -> BenchRow:
+    local = target.local
+    cpu_before = local.cpu_seconds() if local else 0.0
+    bytes_before = local.database_bytes() if local else 0
+
+    def show(done: int) -> None:
+        if progress is not None and (done == count or done % max(1, count // 50) == 0):
+            filled = done * 30 // count
+            bar = "#" * filled + "." * (30 - filled)
+            progress.write(f"\r{target.name:>10} C={level:<5} [{bar}] {done}/{count}")
+            progress.flush()
+
+    result = await run_load(
+        target.base_url,
+        concurrency=level,
+        conversations=count,
+        approve_ratio=approve_ratio,
+        on_progress=show,
+    )
+    if progress is not None:
+        progress.write("\n")
+    cpu = (local.cpu_seconds() - cpu_before) if local else None
+    stored = (local.database_bytes() - bytes_before) if local else None
+    return _row(target.name, result, cpu, local, stored)
+
+
+def _row(
+    name: str,
+    result: LoadResult,
+    cpu: float | None,
+    local: LocalServer | None,
+    stored: int | None,
+) -> BenchRow:
+    count = result.conversations
+    return BenchRow(
+        server=name,
+        concurrency=result.concurrency,
+        conversations=count,
+        errors=len(result.errors),
+        conversations_per_second=round(count / result.seconds, 1) if result.seconds else 0.0,
+        message_p50_ms=_percentile(result.message_seconds, 0.50),
+        message_p95_ms=_percentile(result.message_seconds, 0.95),
+        message_p99_ms=_percentile(result.message_seconds, 0.99),
+        decision_p50_ms=_percentile(result.decision_seconds, 0.50),
+        decision_p95_ms=_percentile(result.decision_seconds, 0.95),
+        decision_p99_ms=_percentile(result.decision_seconds, 0.99),
+        cpu_ms_per_conversation=round(cpu / count * 1000, 2) if cpu is not None else None,
+        peak_rss_mb=round(local.peak_rss_bytes() / 2**20, 1) if local else None,
+        database_bytes_per_conversation=round(stored / count) if stored is not None else None,
+        first_errors=tuple(result.errors[:3]),
+    )
+
+
+def _with_ratio(row: BenchRow, baseline: BenchRow | None) -> BenchRow:
+    """``row`` with its CPU per conversation as a multiple of the baseline's at its level."""
+    if baseline is None or not baseline.cpu_ms_per_conversation:
+        return row
+    if row.cpu_ms_per_conversation is None:
+        return row
+    ratio = row.cpu_ms_per_conversation / baseline.cpu_ms_per_conversation
+    return replace(row, cpu_vs_baseline=round(ratio, 2))
+
+
+def _percentile(samples: list[float], q: float) -> float:
+    if not samples:
+        return math.nan
+    ordered = sorted(samples)
+    return round(ordered[max(0, math.ceil(q * len(ordered)) - 1)] * 1000, 1)
+
+
+def format_table(rows: Sequence[BenchRow]) -> str:
+    header = (
+        "| server | C | conv | errors | conv/s | message p50/p95/p99 ms | decision p50/p95/p99 ms "
+        "| CPU ms/conv | × baseline | peak RSS MB | DB bytes/conv |"
+    )
+    lines = [header, "|" + "---|" * 11]
+    for r in rows:
+        lines.append(
+            f"| {r.server} | {r.concurrency} | {r.conversations} | {r.errors} "
+            f"| {r.conversations_per_second} "
+            f"| {r.message_p50_ms} / {r.message_p95_ms} / {r.message_p99_ms} "
+            f"| {r.decision_p50_ms} / {r.decision_p95_ms} / {r.decision_p99_ms} "
+            f"| {_or_dash(r.cpu_ms_per_conversation)} | {_or_dash(r.cpu_vs_baseline)} "
+            f"| {_or_dash(r.peak_rss_mb)} | {_or_dash(r.database_bytes_per_conversation)} |"
+        )
+    return "\n".join(lines)
+
+
+def _or_dash(value: float | None) -> str:
+    return "–" if value is None else f"{value:g}"
+
+
+async def run_local_bench(
+    *,
+    levels: Sequence[int],
+    conversations: int,
+    approve_ratio: float,
+    thread_turns: int,
+    postgres_url: str | None,
+    baseline: bool,
+    json_out: TextIO | None,
+) -> list[BenchRow]:
+    """Start the servers here (Consentry on a fresh SQLite file, on ``postgres_url`` too when
+    given, and the baseline), run the bench (and the long thread, with ``thread_turns``), print
+    the tables (and JSON), stop them."""
+    workdir = Path(tempfile.mkdtemp(prefix="consentry-bench-"))
+    servers: list[LocalServer] = []
+    rows: list[BenchRow] = []
+    thread_rows: list[ThreadTurnsRow] = []
+    try:
+        if baseline:
+            servers.append(start_baseline(workdir / "baseline.db"))
+        servers.append(start_consentry(f"sqlite:///{workdir / 'consentry.db'}"))
+        if postgres_url:
+            postgres = start_consentry(postgres_url)
+            postgres.name = "consentry-pg"
+            servers.append(postgres)
+        targets = [Target(s.name, s.base_url, s) for s in servers]
+        if levels:
+            rows = await run_bench(
+                targets, levels=levels, conversations=conversations, approve_ratio=approve_ratio
+            )
+        if thread_turns:
+            thread_rows = await run_thread_turns(targets, turns=thread_turns)
+    finally:
+        for server in servers:
+            server.stop()
+    if rows:
+        print(format_table(rows))
+    if thread_rows:
+        print(format_thread_table(thread_rows))
+    if json_out is not None:
+        results = {
+            "load": [asdict(row) for row in rows],
+            "thread_turns": [asdict(row) for row in thread_rows],
+        }
+        json.dump(results, json_out, indent=2)
+        json_out.write("\n")
+    return rows
+
+
+@dataclass(frozen=True)
+class ThreadTurnsRow:
+    """A long thread: what its first turns cost beside its last ones."""
+
+    server: str
+    turns: int
+    window: int
+    first_cpu_ms: float | None
+    last_cpu_ms: float | None
+    first_latency_ms: float
+    last_latency_ms: float
+    first_bytes_per_turn: float | None
+    last_bytes_per_turn: float | None
+
+
+async def run_thread_turns(
+    targets: Sequence[Target], *, turns: int, progress: TextIO | None = sys.stderr
+) -> list[ThreadTurnsRow]:
+    """Each server: one thread of ``turns`` question turns, one after another; the first and
+    the last ``window`` turns are measured (CPU per turn, latency per turn, database bytes)."""
+    window = max(1, min(20, turns // 5))
+    rows = []
+    for target in targets:
+        local = target.local
+        cpu: list[float] = []
+        latency: list[float] = []
+        stored: list[int] = []
+        thread_id: str | None = None
+        async with httpx.AsyncClient(base_url=target.base_url, timeout=600) as client:
+            for turn in range(turns):
+                measured = turn < window or turn >= turns - window
+                if measured and local is not None:
+                    cpu_before, bytes_before = local.cpu_seconds(), local.database_bytes()
+                thread_id, seconds = await ask_in_thread(client, thread_id)
+                if measured:
+                    latency.append(seconds)
+                    if local is not None:
+                        cpu.append(local.cpu_seconds() - cpu_before)
+                        stored.append(local.database_bytes() - bytes_before)
+                if progress is not None and (turn + 1) % max(1, turns // 50) == 0:
+                    progress.write(f"\r{target.name:>10} thread turn {turn + 1}/{turns}")
+                    progress.flush()
+        if progress is not None:
+            progress.write("\n")
+        rows.append(
+            ThreadTurnsRow(
+                server=target.name,
+                turns=turns,
+                window=window,
+                first_cpu_ms=_mean_ms(cpu[:window]) if cpu else None,
+                last_cpu_ms=_mean_ms(cpu[-window:]) if cpu else None,
+                first_latency_ms=_mean_ms(latency[:window]),
+                last_latency_ms=_mean_ms(latency[-window:]),
+                first_bytes_per_turn=_mean(stored[:window]) if stored else None,
+                last_bytes_per_turn=_mean(stored[-window:]) if stored else None,
+            )
+        )
+    return rows
+
+
+def _mean(values: Sequence[float]) -> float:
+    return round(sum(values) / len(values), 1)
+
+
+def _mean_ms(values: Sequence[float]) -> float:
+    return round(sum(values) / len(values) * 1000, 2)
+
+
+def format_thread_table(rows: Sequence[ThreadTurnsRow]) -> str:
+    lines = [
+        "| server | turns | CPU ms/turn first → last | latency ms first → last "
+        "| DB bytes/turn first → last |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.server} | {r.turns} | {_or_dash(r.first_cpu_ms)} → {_or_dash(r.last_cpu_ms)} "
+            f"| {r.first_latency_ms} → {r.last_latency_ms} "
+            f"| {_or_dash(r.first_bytes_per_turn)} → {_or_dash(r.last_bytes_per_turn)} |"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,46 @@
+"""All the invariants of a settled trial, checked against what its clients saw
+(``observations``) and what the API and the database say (``snapshot``).
+
+| invariant | checked by |
+|---|---|
+| no lost consent | ``consent_checks.check_consents`` |
+| no acknowledged message lost | ``request_checks.check_messages`` |
+| no decision lost or applied twice | ``consent_checks.check_decisions`` |
+| no thread stuck | ``consent_checks.check_stuck`` (and clients whose thread never settled) |
+| replay gap- and duplicate-free | ``log_checks.check_replay`` (and refused rejoins) |
+| seq contiguous | ``log_checks.check_contiguous`` |
+| idempotent retries replayed | ``request_checks.check_idempotency`` |
+| event log, runs and audit agree | ``log_checks.check_records`` |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from consentry.chaos.consent_checks import check_consents, check_decisions, check_stuck
+from consentry.chaos.log_checks import check_contiguous, check_records, check_replay
+from consentry.chaos.observations import ClientLog
+from consentry.chaos.request_checks import check_idempotency, check_messages
+from consentry.chaos.snapshot import Snapshot
+from consentry.chaos.violations import INVARIANTS, Violation
+
+__all__ = ["check_trial"]
+
+
+def check_trial(trial: int, clients: Sequence[ClientLog], snapshot: Snapshot) -> list[Violation]:
+    """Every violation, in the order of ``INVARIANTS``, each once."""
+    found = [
+        *check_consents(snapshot),
+        *check_messages(clients, snapshot),
+        *check_decisions(clients, snapshot),
+        *check_stuck(snapshot),
+        *check_replay(clients, snapshot),
+        *check_contiguous(snapshot),
+        *check_idempotency(clients, snapshot),
+        *check_records(snapshot),
+        *(problem for client in clients for problem in client.problems),
+    ]
+    order = list(INVARIANTS)
+    unique = {v.key(): replace(v, trial=trial) for v in found}
+    return sorted(unique.values(), key=lambda v: order.index(v.invariant))

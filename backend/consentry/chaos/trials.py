@@ -1,0 +1,261 @@
+"""A chaos run: start the servers once, then trial after trial on the same database.
+
+A trial: each client opens a note of its own; the clients run their conversations at once; at a
+seeded random moment the killer SIGKILLs a server (on PostgreSQL the replica that holds a run's
+lease), restarts it, sometimes kills it again while it restarts, and the clients go on through
+it (retries, rejoins). Once every client is done and no thread of the trial has a run left
+(bounded wait), the trial's threads are read through the API and in the database, and checked.
+The servers keep running into the next trial: one restart per kill is the only start-up cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+from consentry.chaos.checkpoints import Positions, open_positions
+from consentry.chaos.databases import ChaosDatabase, prepare_database
+from consentry.chaos.faults import FAULTS, NoTargetError, PlantSite
+from consentry.chaos.invariants import check_trial
+from consentry.chaos.observations import ClientLog
+from consentry.chaos.options import ChaosOptions
+from consentry.chaos.records import leased_pids, running_threads, thread_ids
+from consentry.chaos.report import ChaosReport, PlantResult, TrialResult
+from consentry.chaos.servers import Killer, KillRecord, ServerProcess, start_servers
+from consentry.chaos.snapshot import Snapshot, take_snapshot
+from consentry.chaos.violations import Violation
+from consentry.chaos.workload import Client, ClientPlan, Progress
+from consentry.storage.database import Database
+
+__all__ = ["run_chaos"]
+
+SETTLE_SECONDS = 60.0
+"""How long a thread may keep a run after its client is done (plus three leases on PostgreSQL)."""
+KILL_WINDOW = 0.9
+"""Kills land within this share of a trial's expected events (estimated from earlier trials)."""
+TICKS_PER_CONVERSATION = 10
+
+
+class _Run:
+    """The state a run keeps between trials."""
+
+    def __init__(
+        self,
+        options: ChaosOptions,
+        *,
+        servers: list[ServerProcess],
+        db: Database,
+        positions: Positions,
+        known: set[str],
+    ) -> None:
+        self.options = options
+        self.servers = servers
+        self.db = db
+        self.positions = positions
+        self.known = known
+        """The threads of earlier trials (and of whatever the database held before)."""
+        self.rng = random.Random(options.seed)
+        self.expected_ticks = float(
+            options.clients * options.conversations * TICKS_PER_CONVERSATION
+        )
+        lease = options.lease_seconds if options.database == "postgres" else 0.0
+        self.settle_seconds = SETTLE_SECONDS + 3 * lease
+        self.killer = Killer(
+            servers,
+            rng=self.rng,
+            double_kill_rate=options.double_kill_rate,
+            leased_pids=lambda: leased_pids(db),
+        )
+
+    async def trial(self, number: int) -> tuple[TrialResult, list[ClientLog], Snapshot]:
+        started = time.monotonic()
+        o = self.options
+        progress = Progress()
+        plan = ClientPlan(
+            trial=number,
+            seed=o.seed,
+            conversations=o.conversations,
+            race_rate=o.race_rate,
+            settle_seconds=self.settle_seconds,
+            leaves_last_consent=False,
+        )
+        clients = [
+            Client(
+                index,
+                servers=[s.url for s in self.servers],
+                plan=replace(plan, leaves_last_consent=index == o.clients - 1),
+                progress=progress,
+                rng=random.Random(self.rng.random()),
+            )
+            for index in range(o.clients)
+        ]
+        kill: asyncio.Task[KillRecord] | None = None
+        try:
+            await asyncio.gather(*(c.open_note() for c in clients))
+            if self.rng.random() < o.kill_rate:
+                ticks = self.rng.randint(1, max(1, int(self.expected_ticks * KILL_WINDOW)))
+                kill = asyncio.create_task(self.killer.kill_after(progress, ticks))
+            await asyncio.gather(*(c.run() for c in clients))
+            self.expected_ticks = 0.7 * self.expected_ticks + 0.3 * progress.ticks
+        finally:
+            progress.finish()  # a kill not due yet happens now: the server is back either way
+            killed = await kill if kill is not None else None
+            await asyncio.gather(*(c.aclose() for c in clients))
+        logs = [c.log for c in clients]
+        await self._settle()
+        snapshot = await self.snapshot(logs)
+        self.known |= set(snapshot.thread_ids)
+        requests = [r for log in logs for r in log.requests]
+        return (
+            TrialResult(
+                trial=number,
+                conversations=sum(log.conversations for log in logs),
+                acknowledged_messages=sum(
+                    1 for r in requests if r.kind == "message" and r.acknowledged
+                ),
+                acknowledged_decisions=sum(
+                    1 for r in requests if r.kind == "decision" and r.acknowledged
+                ),
+                retried_requests=sum(1 for r in requests if r.retried),
+                replayed_answers=sum(1 for r in requests for a in r.attempts if a.replayed),
+                kill=killed,
+                violations=check_trial(number, logs, snapshot),
+                seconds=time.monotonic() - started,
+            ),
+            logs,
+            snapshot,
+        )
+
+    async def _settle(self) -> None:
+        """Until no thread of the trial has a run (bounded; one still running is reported)."""
+        deadline = time.monotonic() + self.settle_seconds
+        while time.monotonic() < deadline:
+            new = sorted(await thread_ids(self.db) - self.known)
+            if not await running_threads(self.db, new):
+                return
+            await asyncio.sleep(0.1)
+
+    async def snapshot(self, logs: Sequence[ClientLog]) -> Snapshot:
+        return await take_snapshot(
+            db=self.db,
+            positions=self.positions,
+            server=self.servers[0].url,
+            thread_ids=sorted(await thread_ids(self.db) - self.known),
+            note_ids=[log.note_id for log in logs],
+            keys=[r.key for log in logs for r in log.requests],
+        )
+
+    async def plant(
+        self, names: Sequence[str], logs: list[ClientLog], snapshot: Snapshot, number: int
+    ) -> tuple[list[PlantResult], list[Violation]]:
+        """Plant each fault in a thread of the last trial not damaged yet, and check again: a
+        fault is caught when its invariant finds something new on that thread."""
+        self.known -= set(snapshot.thread_ids)
+        before = {v.key() for v in check_trial(number, logs, snapshot)}
+        used: Counter[str] = Counter()
+        results: list[PlantResult] = []
+        latest: list[Violation] = []
+        for name in names:
+            fault = FAULTS[name]
+            site = PlantSite(self.db, snapshot, logs, dict(used))
+            try:
+                thread_id = await fault.plant(site)
+            except NoTargetError as exc:
+                results.append(
+                    PlantResult(name, fault.invariant, fault.description, None, [], str(exc))
+                )
+                continue
+            used[thread_id] += 1
+            snapshot = await self.snapshot(logs)
+            latest = check_trial(number, logs, snapshot)
+            caught = [
+                v
+                for v in latest
+                if v.invariant == fault.invariant
+                and v.thread_id in (thread_id, None)
+                and v.key() not in before
+            ]
+            before |= {v.key() for v in latest}
+            results.append(PlantResult(name, fault.invariant, fault.description, thread_id, caught))
+        self.known |= set(snapshot.thread_ids)
+        return results, latest
+
+
+async def run_chaos(options: ChaosOptions) -> ChaosReport:
+    work = options.work_dir or Path(tempfile.mkdtemp(prefix="consentry-chaos-"))
+    work.mkdir(parents=True, exist_ok=True)
+    database = await prepare_database(options, work)
+    report = ChaosReport(options, _printable(database.url))
+    sys.stderr.write(
+        f"consentry chaos: seed {options.seed}, {options.trials} trials on {report.database}, "
+        f"server logs in {work}\n"
+    )
+    started = time.monotonic()
+    lease = options.lease_seconds if options.database == "postgres" else None
+    servers = await start_servers(
+        database.url, count=options.replicas, work=work, lease_seconds=lease
+    )
+    db = Database(database.url, pool_size=2)
+    try:
+        await db.open()
+        async with open_positions(database.url) as positions:
+            run = _Run(
+                options, servers=servers, db=db, positions=positions, known=await thread_ids(db)
+            )
+            logs: list[ClientLog] = []
+            snapshot: Snapshot | None = None
+            for number in range(1, options.trials + 1):
+                result, logs, snapshot = await run.trial(number)
+                report.trials.append(result)
+                _progress(result, options.trials)
+            if options.plant and snapshot is not None:
+                report.plants, planted = await run.plant(
+                    options.plant, logs, snapshot, options.trials
+                )
+                known = {v.key() for v in report.violations}
+                report.plant_violations = [v for v in planted if v.key() not in known]
+    finally:
+        await asyncio.gather(*(server.kill() for server in servers))
+        await db.close()
+        report.seconds = time.monotonic() - started
+    await _clean_up(report, database, work)
+    return report
+
+
+def _progress(result: TrialResult, trials: int) -> None:
+    kill = result.kill
+    what = "no kill"
+    if kill is not None:
+        what = (
+            f"kill of {kill.server} ({kill.runs_cut} runs cut{', double' if kill.double else ''})"
+        )
+    sys.stderr.write(
+        f"trial {result.trial}/{trials}: {result.conversations} conversations, {what}, "
+        f"{len(result.violations)} violations, {result.seconds:.1f} s\n"
+    )
+
+
+async def _clean_up(report: ChaosReport, database: ChaosDatabase, work: Path) -> None:
+    """Keep the evidence of a run that found something (or when asked); drop the rest."""
+    if report.violations or report.options.keep:
+        sys.stderr.write(f"kept: {work} (server logs) and the database {report.database}\n")
+        return
+    await database.drop()
+    if report.options.work_dir is None:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _printable(url: str) -> str:
+    if url.startswith("sqlite:///"):
+        return url
+    return make_url(url).render_as_string(hide_password=True)

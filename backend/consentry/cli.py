@@ -1,0 +1,249 @@
+"""consentry: serve the API, talk to a running server, or print the protocol's JSON Schema.
+
+consentry serve [--host H] [--port P] [--role all|api|worker]
+                                          start the server (defaults from settings)
+consentry chat [--url URL] [--api-key KEY] [--thread ID] [--note ID] [--project ID] [--graph G]
+               [--color auto|always|never]
+                                          chat with a running server, decide its consents
+                                          (docs/terminal.md)
+consentry notes [NOTE_ID] [--project ID] [--url URL] [--api-key KEY] [--color …]
+                                          projects and notes, or a note and its conversations
+consentry approvals list [--status S] | show ID | approve ID [--comment C] | reject ID [--comment C]
+               [--url URL] [--api-key KEY] [--color auto|always|never]
+                                          the approvals inbox of a running server
+consentry schema                          print docs/protocol.schema.json to stdout
+consentry db upgrade                      apply database migrations and exit
+consentry bench [--concurrency 1,10,100] [--conversations N] [--postgres URL] [--url URL] …
+                                          measure a server beside a naive baseline
+                                          (docs/performance.md)
+consentry chaos [--trials N] [--database sqlite|postgres] [--database-url URL] [--plant F] …
+                                          kill trials and their invariants (docs/release-checks.md)
+
+The help that argparse prints is plain text: DESCRIPTION and EPILOG below, never this docstring.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+
+__all__ = ["main"]
+
+DESCRIPTION = (
+    "Consentry: serve the API and the web app, talk to a running server from the terminal "
+    "(chat, notes, approvals), or print the protocol's JSON Schema."
+)
+EPILOG = (
+    "consentry COMMAND --help shows the options of a command. The terminal client is described "
+    "in docs/terminal.md, the server's settings in README.md."
+)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from consentry.serve import serve_command
+
+    return serve_command(host=args.host, port=args.port, role=args.role, log_level=args.log_level)
+
+
+def _schema(_: argparse.Namespace) -> int:
+    from consentry.protocol_schema import protocol_schema_json
+
+    sys.stdout.write(protocol_schema_json())
+    return 0
+
+
+def _db_upgrade(_: argparse.Namespace) -> int:
+    from consentry.settings import Settings
+    from consentry.storage.database import Database
+
+    async def upgrade() -> None:
+        db = Database(Settings().database_url)
+        try:
+            await db.open()
+            await db.migrate()
+        finally:
+            await db.close()
+
+    asyncio.run(upgrade())
+    print("database is up to date")
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from consentry.bench.run import Target, format_table, run_bench, run_local_bench
+
+    levels = [int(level) for level in args.concurrency.split(",") if level.strip()]
+    if args.url and args.thread_turns:
+        print("--thread-turns needs a local server (no --url)", file=sys.stderr)
+        return 2
+    if args.url:
+        rows = asyncio.run(
+            run_bench(
+                [Target("server", args.url.rstrip("/"))],
+                levels=levels,
+                conversations=args.conversations,
+                approve_ratio=args.approve_ratio,
+            )
+        )
+        print(format_table(rows))
+    else:
+        with contextlib.ExitStack() as files:
+            json_out = files.enter_context(open(args.json, "w")) if args.json else None
+            rows = asyncio.run(
+                run_local_bench(
+                    levels=levels,
+                    conversations=args.conversations,
+                    approve_ratio=args.approve_ratio,
+                    thread_turns=args.thread_turns,
+                    postgres_url=args.postgres,
+                    baseline=not args.no_baseline,
+                    json_out=json_out,
+                )
+            )
+    errors = sum(row.errors for row in rows)
+    if errors:
+        for row in rows:
+            for error in row.first_errors:
+                print(f"{row.server} C={row.concurrency}: {error}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def _chat(args: argparse.Namespace) -> int:
+    from consentry.terminal.commands import chat_command
+
+    return chat_command(
+        url=args.url,
+        api_key=args.api_key,
+        color=args.color,
+        thread_id=args.thread,
+        note_id=args.note,
+        project_id=args.project,
+        graph=args.graph,
+    )
+
+
+def _notes(args: argparse.Namespace) -> int:
+    from consentry.terminal.commands import notes_command
+
+    return notes_command(
+        url=args.url,
+        api_key=args.api_key,
+        color=args.color,
+        note_id=args.note_id,
+        project_id=args.project,
+    )
+
+
+def _approvals(args: argparse.Namespace) -> int:
+    from consentry.terminal.commands import approvals_command
+
+    return approvals_command(
+        args.action,
+        url=args.url,
+        api_key=args.api_key,
+        color=args.color,
+        approval_id=getattr(args, "approval_id", None),
+        status=getattr(args, "status", None),
+        comment=getattr(args, "comment", None),
+    )
+
+
+def _add_client_options(parser: argparse.ArgumentParser) -> None:
+    """How a client command reaches the server (docs/terminal.md)."""
+    parser.add_argument("--url", help="the server (default: CONSENTRY_URL, http://127.0.0.1:8000)")
+    parser.add_argument("--api-key", help="sent as a bearer token (default: CONSENTRY_API_KEY)")
+    parser.add_argument(
+        "--color",
+        choices=["auto", "always", "never"],
+        default="auto",
+        help="auto: only on a terminal and without NO_COLOR (default)",
+    )
+
+
+def _add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    chat = commands.add_parser("chat", help="chat with a running server and decide its consents")
+    _add_client_options(chat)
+    chat.add_argument("--thread", help="go on with this thread (its id is printed at its start)")
+    chat.add_argument("--note", help="the note you are looking at (the tutor edits it)")
+    chat.add_argument("--project", help="the project of a new thread")
+    chat.add_argument("--graph", help="the graph of a new thread (default: tutor)")
+    chat.set_defaults(run=_chat)
+    notes = commands.add_parser(
+        "notes",
+        help="the projects and notes of a running server, or one note and its conversations",
+        description="Without NOTE_ID: every project and its notes, with their ids. With NOTE_ID: "
+        "the note, and the conversations about it (go on with one: consentry chat --thread ID).",
+    )
+    notes.add_argument(
+        "note_id", nargs="?", metavar="NOTE_ID", help="show this note and its conversations"
+    )
+    notes.add_argument("--project", help="list only this project's notes")
+    _add_client_options(notes)
+    notes.set_defaults(run=_notes)
+    approvals = commands.add_parser("approvals", help="the approvals inbox of a running server")
+    actions = approvals.add_subparsers(dest="action", required=True)
+    listing = actions.add_parser("list", help="list approvals, newest first")
+    listing.add_argument(
+        "--status", choices=["pending", "approved", "edited", "rejected", "expired", "cancelled"]
+    )
+    show = actions.add_parser("show", help="one approval, with its proposal as a diff")
+    show.add_argument("approval_id")
+    for action in ("approve", "reject"):
+        decide = actions.add_parser(action, help=f"{action} a pending consent")
+        decide.add_argument("approval_id")
+        decide.add_argument("--comment", help="recorded with the decision")
+    for parser in (listing, show, *(actions.choices[a] for a in ("approve", "reject"))):
+        _add_client_options(parser)
+        parser.set_defaults(run=_approvals)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="consentry", description=DESCRIPTION, epilog=EPILOG)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="start the API server")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument(
+        "--role",
+        choices=["all", "api", "worker"],
+        help="api: serve requests and streams, queue runs; worker: execute runs; all: both "
+        "(default; api and worker need PostgreSQL)",
+    )
+    serve.add_argument("--log-level", default="info")
+    serve.set_defaults(run=_serve)
+    commands.add_parser("schema", help="print the protocol JSON Schema").set_defaults(run=_schema)
+    db = commands.add_parser("db", help="database maintenance")
+    db_commands = db.add_subparsers(dest="db_command", required=True)
+    db_commands.add_parser("upgrade", help="apply migrations").set_defaults(run=_db_upgrade)
+    bench = commands.add_parser(
+        "bench", help="measure a server under concurrent consent conversations"
+    )
+    bench.add_argument("--concurrency", default="1,10,100", help="levels, e.g. 1,10,100,1000")
+    bench.add_argument(
+        "--conversations", type=int, default=100, help="per level (at least the level)"
+    )
+    bench.add_argument("--approve-ratio", type=float, default=0.3, help="share approved")
+    bench.add_argument(
+        "--thread-turns",
+        type=int,
+        default=0,
+        help="also run one thread of this many turns and compare its first and last turns",
+    )
+    bench.add_argument("--postgres", help="also measure Consentry on this empty PostgreSQL DB")
+    bench.add_argument("--no-baseline", action="store_true", help="skip the naive baseline")
+    bench.add_argument("--json", help="also write the results as JSON to this file")
+    bench.add_argument("--url", help="drive this running server instead (no CPU figures)")
+    bench.set_defaults(run=_bench)
+    _add_client_commands(commands)
+    from consentry.chaos import add_chaos_command  # registers only; runs import what they need
+
+    add_chaos_command(commands)
+    args = parser.parse_args(argv)
+    result: int = args.run(args)
+    return result
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

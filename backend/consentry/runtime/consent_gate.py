@@ -1,0 +1,212 @@
+"""The consent gate: a decision is checked, then recorded exactly once, before any resume.
+
+A request decides each consent once (422 ``duplicate_decision``). Then, for each decision,
+checks in order, each with its own answer: the approval exists and is the caller's (404
+``approval_not_found``); it belongs to the thread (409 ``approval_not_pending``); it is still
+pending (409 ``already_decided``, naming the winning decision; 410 ``consent_expired``); its
+deadline has not passed (410); the decision is allowed and the edit fits the kind's edit schema
+(422, the consent stays pending); LangGraph really waits for it (409 ``approval_not_pending``:
+LangGraph itself accepts any resume silently).
+
+Recording is a compare-and-set ``pending → approved | edited | rejected`` in the caller's
+transaction, with its audit record; when it loses, the caller's transaction rolls back and the
+loser gets 409 ``already_decided`` with the winner.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from consentry.errors import ConflictError, GoneError, InvalidRequestError, NotFoundError
+from consentry.principal import Principal
+from consentry.schemas.chat import ResumeDecision
+from consentry.storage import approvals as approvals_repo
+from consentry.storage.audit import record_audit
+from consentry.storage.database import DbConnection
+from consentry_graphs.consent import ConsentDecision
+from consentry_graphs.registry import GraphSpec
+
+__all__ = [
+    "DECIDED",
+    "STATUS_OF",
+    "already_decided",
+    "cancel_consent",
+    "check_decision",
+    "check_each_consent_once",
+    "expire_consent",
+    "record_decision",
+]
+
+STATUS_OF = {"approve": "approved", "edit": "edited", "reject": "rejected"}
+DECIDED = frozenset(STATUS_OF.values())
+"""The statuses of a consent a person (or a policy) decided."""
+
+
+def already_decided(row: Any) -> ConflictError:
+    winner = approvals_repo.to_approval(row).decided
+    return ConflictError(
+        f"This consent was already {row.status}.",
+        code="already_decided",
+        details={
+            "approval_id": row.id,
+            "status": row.status,
+            "decided": winner.model_dump(mode="json") if winner else None,
+        },
+    )
+
+
+def expired(row: Any) -> GoneError:
+    return GoneError(
+        "This consent request has expired; nothing was applied.",
+        code="consent_expired",
+        details={"approval_id": row.id, "expired_at": row.expires_at.isoformat()},
+    )
+
+
+def check_each_consent_once(resumes: list[ResumeDecision]) -> None:
+    """Refuse a list of decisions that names a consent twice. A rule of the product, not of the
+    request's schema: JSON Schema cannot say that the items of a list differ in one field."""
+    seen: set[str] = set()
+    for resume in resumes:
+        if resume.approval_id in seen:
+            raise InvalidRequestError(
+                f"Consent {resume.approval_id} is decided more than once in this request.",
+                code="duplicate_decision",
+                details={"approval_id": resume.approval_id},
+            )
+        seen.add(resume.approval_id)
+
+
+def check_decision(
+    *,
+    spec: GraphSpec,
+    thread_id: str,
+    row: Any | None,
+    resume: ResumeDecision,
+    pending_ids: frozenset[str],
+    now: datetime,
+) -> None:
+    """Raise the error a client gets for this decision, or return when it may be recorded."""
+    if row is None:
+        raise NotFoundError.of("approval", resume.approval_id)
+    if row.thread_id != thread_id:
+        raise ConflictError(
+            "This consent does not belong to this thread.",
+            code="approval_not_pending",
+            details={"approval_id": row.id, "thread_id": thread_id},
+        )
+    if row.status == "expired" or (row.status == "pending" and row.expires_at <= now):
+        raise expired(row)
+    if row.status != "pending":
+        raise already_decided(row)
+    allowed = row.event.get("allowed_decisions", [])
+    if resume.decision not in allowed:
+        raise InvalidRequestError(
+            f"Decision {resume.decision!r} is not allowed here; allowed: {allowed}.",
+            code="decision_not_allowed",
+            details={"allowed_decisions": allowed},
+        )
+    kind = spec.consent_kinds.get(row.kind)
+    if resume.decision == "edit" and kind is not None:
+        try:
+            kind.parse_edit(resume.edited)
+        except ValidationError as exc:
+            raise InvalidRequestError(
+                "The edit is not valid; the consent is still pending.",
+                code="invalid_edit",
+                details={
+                    "errors": exc.errors(
+                        include_url=False, include_context=False, include_input=False
+                    )
+                },
+            ) from None
+    if row.id not in pending_ids:
+        raise ConflictError(
+            "The graph is not waiting for this consent.",
+            code="approval_not_pending",
+            details={"approval_id": row.id},
+        )
+
+
+async def record_decision(
+    conn: DbConnection,
+    owner: Principal,
+    *,
+    row: Any,
+    decision: ConsentDecision,
+    run_id: str,
+    now: datetime,
+) -> None:
+    """Compare-and-set the approval to the decision, with its audit record. A person's decision
+    (``decided_by`` is ``owner``) keeps ``owner``'s display name beside it."""
+    status = STATUS_OF[decision.decision]
+    won = await approvals_repo.decide_approval(
+        conn,
+        row.id,
+        status=status,
+        decided_by=decision.decided_by,
+        decided_by_name=owner.name if decision.decided_by == owner.display else None,
+        decision=decision.model_dump(mode="json"),
+        now=now,
+    )
+    if not won:
+        current = await approvals_repo.find_approval(conn, owner, row.id)
+        if current is not None and current.status == "expired":
+            raise expired(current)
+        raise already_decided(current if current is not None else row)
+    await record_audit(
+        conn,
+        owner,
+        action="consent_decided",
+        thread_id=row.thread_id,
+        run_id=run_id,
+        approval_id=row.id,
+        actor=decision.decided_by,
+        now=now,
+        data={
+            "decision": decision.decision,
+            "status": status,
+            "edited": decision.edited,
+            "comment": decision.comment,
+            "proposal_hash": row.proposal_hash,
+        },
+    )
+
+
+async def expire_consent(
+    conn: DbConnection, owner: Principal, *, row: Any, run_id: str, now: datetime
+) -> bool:
+    """Compare-and-set an overdue approval to ``expired`` (by ``system``), with its audit
+    record; False when a decision won."""
+    if not await approvals_repo.expire_approval(conn, row.id, now=now):
+        return False
+    await record_audit(
+        conn,
+        owner,
+        action="consent_expired",
+        thread_id=row.thread_id,
+        run_id=run_id,
+        approval_id=row.id,
+        actor="system",
+        now=now,
+        data={"expires_at": row.expires_at.isoformat()},
+    )
+    return True
+
+
+async def cancel_consent(conn: DbConnection, owner: Principal, *, row: Any, now: datetime) -> None:
+    """A pending approval the graph no longer waits for becomes ``cancelled``, audited."""
+    if await approvals_repo.cancel_approval(conn, row.id, now=now):
+        await record_audit(
+            conn,
+            owner,
+            action="consent_cancelled",
+            thread_id=row.thread_id,
+            approval_id=row.id,
+            actor="system",
+            now=now,
+            data={"reason": "the graph no longer waits for it"},
+        )

@@ -1,0 +1,195 @@
+"""The events of one run: numbering, buffering for storage, and hand-off to the open stream.
+
+Every durable event (all but ``token``) gets the thread's next ``seq``: a thread's stored events
+are numbered 1, 2, 3, ... with no gap, across its runs and across crashes. A ``token`` is never
+stored, so it takes no number of its own: it carries the ``seq`` of the event before it, and a
+client that rejoins after it (``Last-Event-ID``) misses nothing stored. A recorded event waits in
+two buffers: durable ones
+(all but ``token``) until the executor stores them, and every one until :meth:`flush` hands it
+to the listening SSE responses. The executor flushes only after storing, so a client never sees
+an event the log could lose. A run never waits for its listeners: a client that goes away only
+stops the hand-off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from consentry.runtime.clock import Clock
+from consentry.schemas.events import Event, TokenEvent
+from consentry.storage.transcript import TranscriptEntry
+
+__all__ = ["OutgoingEvent", "RunEventStream", "RunSuspendedError"]
+
+
+_PROGRESS = frozenset({"run_started", "step"})
+
+
+class RunSuspendedError(Exception):
+    """The run stopped without a ``final`` (the server shuts down, or another process took it
+    over): its listener should reconnect with ``Last-Event-ID``."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutgoingEvent:
+    """An event serialized once: what SSE sends and what storage keeps."""
+
+    seq: int
+    type: str
+    data: str
+
+
+class RunEventStream:
+    def __init__(
+        self, *, thread_id: str, run_id: str, last_seq: int, reserved_until: int, clock: Clock
+    ) -> None:
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self.last_seq = last_seq
+        self.reserved_until = reserved_until
+        """The run may number events up to here (see ``storage.leases.claim_thread``)."""
+        self._clock = clock
+        self._durable: list[OutgoingEvent] = []
+        self._unsent: list[OutgoingEvent] = []
+        self._history: list[OutgoingEvent] = []
+        """Durable events already sent: what a client joining mid-run catches up with."""
+        self._listeners: set[asyncio.Queue[OutgoingEvent | None]] = set()
+        self._closed = False
+        self.suspended = False
+        """The run stopped without a ``final`` (the server shuts down, or another process took
+        the run over): listeners should reconnect with ``Last-Event-ID``."""
+        self._main = self._subscribe(after_seq=last_seq)
+        self.transcript: list[TranscriptEntry] = []
+        """User messages the run's graph was given, for the transcript: written with the next
+        stored events (so after the replies that came before them), see :meth:`take_transcript`."""
+        self._transcript_taken = 0
+
+    @property
+    def listeners(self) -> int:
+        """Open streams following this run (the request that started it, and joiners)."""
+        return len(self._listeners)
+
+    @property
+    def unreserved(self) -> int:
+        """How many more events fit in the reservation."""
+        return self.reserved_until - self.last_seq
+
+    def make(self, event_type: type[Event], **fields: Any) -> Event:
+        if event_type is not TokenEvent:
+            if self.last_seq >= self.reserved_until:
+                raise RuntimeError("event sequence reservation exhausted")
+            self.last_seq += 1
+        event: Event = event_type(
+            thread_id=self.thread_id,
+            run_id=self.run_id,
+            seq=self.last_seq,
+            ts=self._clock(),
+            **fields,
+        )
+        return event
+
+    def record(self, event: Event) -> None:
+        """Serialize ``event``; keep it for storage unless it is ephemeral, and for the next
+        :meth:`flush`."""
+        outgoing = OutgoingEvent(event.seq, event.type, event.model_dump_json())
+        if not isinstance(event, TokenEvent):
+            self._durable.append(outgoing)
+        self._unsent.append(outgoing)
+
+    def flush(self, *, through: int | None = None) -> None:
+        """Hand the recorded events (up to seq ``through``) to the listeners: call it once they
+        are stored."""
+        if through is None or not self._unsent or self._unsent[-1].seq <= through:
+            unsent, self._unsent = self._unsent, []
+        else:
+            cut = next(i for i, e in enumerate(self._unsent) if e.seq > through)
+            unsent, self._unsent = self._unsent[:cut], self._unsent[cut:]
+        # Only what the store wrote: a message given meanwhile (a late progress write, then the
+        # run's next input) waits for the next store.
+        del self.transcript[: self._transcript_taken]
+        self._transcript_taken = 0
+        for outgoing in unsent:
+            if outgoing.type != "token":
+                self._history.append(outgoing)
+            for queue in self._listeners:
+                queue.put_nowait(outgoing)
+
+    def discard_unsent(self) -> None:
+        """Forget the events recorded since the last flush (they could not be stored): their
+        numbers are given out again."""
+        first = next((e.seq for e in self._unsent if e.type != "token"), None)
+        if first is not None:
+            self.last_seq = first - 1
+        self._unsent = []
+        self._durable = []
+        self._transcript_taken = 0
+
+    @property
+    def has_unstored(self) -> bool:
+        return bool(self._durable)
+
+    def take_durable(self) -> list[OutgoingEvent]:
+        taken, self._durable = self._durable, []
+        return taken
+
+    def restore_durable(self, taken: list[OutgoingEvent]) -> None:
+        """Put back what :meth:`take_durable` gave, ahead of what was recorded since."""
+        self._durable = taken + self._durable
+        self._transcript_taken = 0
+
+    def take_transcript(self) -> list[TranscriptEntry]:
+        """The user messages to write with the events being stored; they are forgotten at the
+        next :meth:`flush` (written), or given again after a failed store."""
+        self._transcript_taken = len(self.transcript)
+        return list(self.transcript)
+
+    @property
+    def only_progress_unsent(self) -> bool:
+        """What waits to be sent is only ``run_started`` and ``step`` events."""
+        return bool(self._unsent) and all(e.type in _PROGRESS for e in self._unsent)
+
+    def close(self, *, suspended: bool = False) -> None:
+        """No more events: listeners end (``suspended``: without a ``final``, so they end with
+        :class:`RunSuspendedError`)."""
+        self.suspended = suspended
+        self._closed = True
+        for queue in self._listeners:
+            queue.put_nowait(None)
+
+    def _subscribe(self, *, after_seq: int) -> asyncio.Queue[OutgoingEvent | None]:
+        queue: asyncio.Queue[OutgoingEvent | None] = asyncio.Queue()
+        for outgoing in self._history:
+            if outgoing.seq > after_seq:
+                queue.put_nowait(outgoing)
+        if self._closed:
+            queue.put_nowait(None)
+        self._listeners.add(queue)
+        return queue
+
+    def detach(self) -> None:
+        """The client that started the run went away: stop queueing for it (the run goes on)."""
+        self._listeners.discard(self._main)
+
+    async def listen(self) -> AsyncIterator[OutgoingEvent]:
+        """The stream of the request that started the run: every event, until ``final``
+        (:class:`RunSuspendedError` when the run stops without one)."""
+        while (item := await self._main.get()) is not None:
+            yield item
+        if self.suspended:
+            raise RunSuspendedError(self.run_id)
+
+    async def join(self, *, after_seq: int) -> AsyncIterator[OutgoingEvent]:
+        """Another client joins: the durable events after ``after_seq`` sent so far, then every
+        event as it comes, until ``final`` (:class:`RunSuspendedError` when the run stops without
+        one)."""
+        queue = self._subscribe(after_seq=after_seq)
+        try:
+            while (item := await queue.get()) is not None:
+                yield item
+            if self.suspended:
+                raise RunSuspendedError(self.run_id)
+        finally:
+            self._listeners.discard(queue)

@@ -1,0 +1,141 @@
+"""The expiry sweeper: a durable timer for consent deadlines.
+
+It sleeps until the earliest deadline among pending consents (or until a new consent is asked,
+which may expire sooner), then expires every overdue consent exactly once (a compare-and-set that
+a racing decision may win instead) and resumes its graph down the expired path; that run ends with
+``final`` reason ``expired``. Consents that expired while no server ran are swept at start-up. No
+polling: between deadlines it sleeps, at most an hour, which is also when it prunes idempotency
+keys past their retention.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import datetime, timedelta
+
+from consentry.principal import Principal
+from consentry.runtime.background import BackgroundLoop
+from consentry.runtime.clock import Clock
+from consentry.runtime.runs import RunStarter
+from consentry.storage import approvals as approvals_repo
+from consentry.storage import events as events_repo
+from consentry.storage.database import Database
+from consentry.storage.idempotency import prune_idempotency_keys
+
+__all__ = ["ExpirySweeper"]
+
+log = logging.getLogger(__name__)
+MAX_SLEEP_SECONDS = 3600.0
+BUSY_RETRY_SECONDS = 1.0
+BATCH = 100
+
+
+class ExpirySweeper(BackgroundLoop):
+    def __init__(
+        self,
+        *,
+        db: Database,
+        runs: RunStarter,
+        clock: Clock,
+        key_retention: timedelta,
+        event_retention: timedelta,
+        graphs: list[str],
+    ) -> None:
+        self._event_retention = event_retention
+        self._db = db
+        self._graphs = graphs
+        """Threads of graphs no longer served are left alone (their consents wait)."""
+        self._runs = runs
+        self._clock = clock
+        self._key_retention = key_retention
+        self._wake = asyncio.Event()
+        self._planned: datetime | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._sweeping = asyncio.Lock()
+        """One sweep at a time per process: a sweep asked for while one runs waits for it (so the
+        runs it started have been launched when it returns) instead of racing it."""
+
+    def wake(self) -> None:
+        """Sweep now (a decision found its consent overdue)."""
+        self._wake.set()
+
+    def consent_requested(self, expires_at: datetime) -> None:
+        """A consent was asked: re-plan only if it expires before the planned wake-up."""
+        if self._planned is None or expires_at < self._planned:
+            self._wake.set()
+
+    async def sweep(self) -> int:
+        """Expire every overdue consent now; return how many expired (their runs go on)."""
+        async with self._sweeping:
+            return await self._sweep()
+
+    async def _sweep(self) -> int:
+        expired = 0
+        while True:
+            async with self._db.read() as conn:
+                due = await approvals_repo.due_approvals(
+                    conn, now=self._clock(), limit=BATCH, graphs=self._graphs
+                )
+            started = 0
+            for row in due:
+                try:
+                    run = await self._runs.expire(Principal(row.tenant, row.user_id), row)
+                except Exception:
+                    log.exception("could not expire a consent", extra={"approval_id": row.id})
+                    continue
+                if run is not None:
+                    run.events.detach()  # nobody listens; the run's events are stored
+                    started += 1
+            expired += started
+            if len(due) < BATCH or started == 0:
+                return expired
+
+    async def prune_idempotency_keys(self) -> int:
+        """Forget idempotency keys older than their retention (at least 24 hours)."""
+        async with self._db.write() as conn:
+            return await prune_idempotency_keys(
+                conn, older_than=self._clock() - self._key_retention
+            )
+
+    async def prune_events(self) -> int:
+        """Forget stored events older than their retention (clients then get a ``resync``)."""
+        async with self._db.write() as conn:
+            return await events_repo.prune_events(
+                conn, older_than=self._clock() - self._event_retention
+            )
+
+    async def _seconds_to_next_deadline(self) -> float:
+        async with self._db.read() as conn:
+            deadline = await approvals_repo.next_expiry(conn, graphs=self._graphs)
+        if deadline is None:
+            return MAX_SLEEP_SECONDS
+        seconds = (deadline - self._clock()).total_seconds()
+        # An overdue consent still pending has a busy thread: look again shortly.
+        return BUSY_RETRY_SECONDS if seconds <= 0 else min(seconds, MAX_SLEEP_SECONDS)
+
+    async def _run(self) -> None:
+        while True:
+            self._planned = None  # a consent asked during this pass wakes the next one
+            try:
+                await self.sweep()
+                await self.prune_idempotency_keys()
+                await self.prune_events()
+                delay = await self._seconds_to_next_deadline()
+            except Exception:
+                log.exception("expiry sweep failed; retrying")
+                delay = BUSY_RETRY_SECONDS
+            self._planned = self._clock() + timedelta(seconds=delay)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=delay)
+            self._wake.clear()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="consent-expiry-sweeper")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task

@@ -1,0 +1,75 @@
+"""The notes store a graph receives: the storage layer, scoped to one owner."""
+
+from __future__ import annotations
+
+from consentry.principal import Principal
+from consentry.runtime.clock import Clock
+from consentry.storage import notes as repo
+from consentry.storage.database import Database
+from consentry_graphs.services import AppliedDeletion, AppliedEdit, NoteHit, NoteSnapshot
+
+__all__ = ["OwnerNotesStore"]
+
+
+class OwnerNotesStore:
+    """Implements :class:`consentry_graphs.services.NotesStore` for one owner."""
+
+    def __init__(self, db: Database, owner: Principal, clock: Clock) -> None:
+        self._db = db
+        self._owner = owner
+        self._clock = clock
+
+    async def get_note(self, note_id: str) -> NoteSnapshot | None:
+        async with self._db.read() as conn:
+            note = await repo.find_note(conn, self._owner, note_id)
+        return None if note is None else repo.note_snapshot(note)
+
+    async def search_notes(self, project_id: str, query: str, *, limit: int) -> list[NoteHit]:
+        async with self._db.read() as conn:
+            hits = await repo.search_notes(conn, self._owner, project_id, query, limit=limit)
+        return [
+            NoteHit(note_id=h.note_id, title=h.title, snippet=h.snippet, score=h.score)
+            for h in hits
+        ]
+
+    async def apply_note_edit(
+        self, *, approval_id: str, note_id: str, title: str, content: str, base_version: int
+    ) -> AppliedEdit:
+        async with self._db.write() as conn:
+            return await repo.apply_note_edit(
+                conn,
+                self._owner,
+                approval_id=approval_id,
+                note_id=note_id,
+                title=title,
+                content=content,
+                base_version=base_version,
+                now=self._clock(),
+            )
+
+    async def apply_note_creation(
+        self, *, approval_id: str, project_id: str, title: str, content: str
+    ) -> AppliedEdit:
+        async with self._db.write() as conn:
+            return await repo.apply_note_creation(
+                conn,
+                self._owner,
+                approval_id=approval_id,
+                project_id=project_id,
+                title=title,
+                content=content,
+                now=self._clock(),
+            )
+
+    async def apply_note_deletion(
+        self, *, approval_id: str, note_id: str, version: int
+    ) -> AppliedDeletion:
+        async with self._db.write() as conn:
+            return await repo.apply_note_deletion(
+                conn,
+                self._owner,
+                approval_id=approval_id,
+                note_id=note_id,
+                version=version,
+                now=self._clock(),
+            )

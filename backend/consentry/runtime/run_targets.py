@@ -1,0 +1,171 @@
+"""The thread a run is for: a new one or an existing one, resolved and checked from a request
+before anything is written (unknown ids are 404, mismatches 422, a busy thread 409)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+from uuid import uuid4
+
+from consentry.errors import ConflictError, InvalidRequestError, NotFoundError
+from consentry.principal import Principal
+from consentry.runtime.clock import Clock
+from consentry.runtime.sample_notes import SampleNote, default_project_id
+from consentry.schemas.chat import ChatRequest
+from consentry.storage import notes as notes_repo
+from consentry.storage import threads as threads_repo
+from consentry.storage.database import Database
+from consentry_graphs.registry import GraphSpec
+
+__all__ = ["RunTarget", "RunTargets", "refuse_if_running", "run_in_progress"]
+
+_DEFAULT_PROJECTS_KEPT = 10_000
+
+
+@dataclass(frozen=True)
+class RunTarget:
+    thread_id: str
+    spec: GraphSpec
+    project_id: str
+    note_id: str | None
+    is_new: bool
+    status: str
+    last_reason: str | None
+    consent_policy: str
+    transcript_kept: bool = True
+    """False for a thread from before the transcript table: its messages are in its checkpoint."""
+    remembered_note_id: str | None = None
+    """The note the thread is about (``threads.note_id``), if it has one yet."""
+
+    @property
+    def stopped_half_way(self) -> bool:
+        """The last run failed or was cancelled: the graph may have work left to continue."""
+        return self.last_reason in ("failed", "cancelled")
+
+
+def run_in_progress(thread_id: str) -> ConflictError:
+    """409 ``run_in_progress``: a thread runs one run at a time."""
+    return ConflictError(
+        "Another run is active on this thread; wait for its final event.",
+        code="run_in_progress",
+        details={"thread_id": thread_id},
+    )
+
+
+def refuse_if_running(target: RunTarget) -> None:
+    if target.status == "running":
+        raise run_in_progress(target.thread_id)
+
+
+class RunTargets:
+    """Resolves requests to the thread they are for, and names to the graphs served."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        graphs: dict[str, GraphSpec],
+        clock: Clock,
+        sample_notes: Sequence[SampleNote] = (),
+    ) -> None:
+        self._db = db
+        self._graphs = graphs
+        self._clock = clock
+        self._sample_notes = sample_notes
+        """What a default project starts with (``runtime.sample_notes``)."""
+        self._default_projects: dict[Principal, str] = {}
+        """Each owner's default project, once read: it is never deleted nor replaced (one per
+        owner, ``0009_one_default_project``), so a new thread needs no read to find it."""
+
+    async def resolve(self, owner: Principal, request: ChatRequest) -> RunTarget:
+        """The thread ``request`` is for: checked (404, 422) and read once; a new thread's
+        default project is created on first use."""
+        async with self._db.read() as conn:
+            if request.thread_id is None:  # a message (a `resume` names its thread: ChatRequest)
+                spec = self.spec(request.graph)
+                project_id = request.project_id
+                if project_id is not None:
+                    await notes_repo.get_project(conn, owner, project_id)
+                target = RunTarget(
+                    thread_id=str(uuid4()),
+                    spec=spec,
+                    project_id=project_id or "",
+                    note_id=request.note_id,
+                    is_new=True,
+                    status="idle",
+                    last_reason=None,
+                    consent_policy=request.consent_policy or "ask",
+                )
+            else:
+                row = await threads_repo.get_thread(conn, owner, request.thread_id)
+                if request.project_id not in (None, row.project_id):
+                    await notes_repo.get_project(conn, owner, request.project_id)  # 404 first
+                self._check_thread_matches(row, request)
+                target = self.of(row, note_id=request.note_id)
+            if (note_id := target.note_id) is not None:
+                note = await notes_repo.get_note(conn, owner, note_id)
+                if not target.project_id:
+                    target = replace(target, project_id=note.project_id)
+                elif note.project_id != target.project_id:
+                    raise NotFoundError.of("note", note_id)
+            default_project = None
+            if not target.project_id:
+                default_project = self._default_projects.get(owner)
+                if default_project is None:
+                    default_project = await notes_repo.find_default_project_id(conn, owner)
+        if not target.project_id:
+            if default_project is None:  # first use: create it
+                async with self._db.write() as conn:
+                    default_project = await default_project_id(
+                        conn, owner, now=self._clock(), samples=self._sample_notes
+                    )
+            self._remember_default_project(owner, default_project)
+            target = replace(target, project_id=default_project)
+        return target
+
+    def _remember_default_project(self, owner: Principal, project_id: str) -> None:
+        if len(self._default_projects) >= _DEFAULT_PROJECTS_KEPT:
+            self._default_projects.clear()  # bounded: owners beyond it are read again
+        self._default_projects[owner] = project_id
+
+    def _check_thread_matches(self, row: Any, request: ChatRequest) -> None:
+        fields = request.model_fields_set
+        mismatches = [
+            ("graph", "graph_mismatch", request.graph, row.graph),
+            ("project_id", "project_mismatch", request.project_id, row.project_id),
+            ("consent_policy", "policy_mismatch", request.consent_policy, row.consent_policy),
+        ]
+        for field, code, asked, actual in mismatches:
+            if field in fields and asked is not None and asked != actual:
+                raise InvalidRequestError(
+                    f"Thread {row.id!r} keeps its {field.replace('_', ' ')}: {actual!r}.",
+                    code=code,
+                    details={field: actual},
+                )
+
+    def of(self, row: Any, *, note_id: str | None = None) -> RunTarget:
+        """The target of an existing thread's row."""
+        return RunTarget(
+            thread_id=row.id,
+            spec=self.spec(row.graph),
+            project_id=row.project_id,
+            note_id=note_id,
+            is_new=False,
+            status=row.status,
+            last_reason=row.last_reason,
+            consent_policy=row.consent_policy,
+            transcript_kept=row.transcript_kept,
+            remembered_note_id=row.note_id,
+        )
+
+    def spec(self, name: str) -> GraphSpec:
+        spec = self._graphs.get(name)
+        if spec is None:
+            available = sorted(self._graphs)
+            raise InvalidRequestError(
+                f"No graph named {name!r}; available: {', '.join(available)}.",
+                code="unknown_graph",
+                details={"graph": name, "available": available},
+            )
+        return spec

@@ -1,0 +1,99 @@
+"""When a run's progress events are stored: with the next write, or after a short delay.
+
+``run_started`` and ``step`` say that something began. Stored on their own, each one cost a write
+transaction: more than a third of a conversation's. Instead they wait for the next chunk that has
+something else to store (a node's ``message``, a ``note``, a ``consent``, the run's end), and go
+in its transaction, in order. A node that runs longer than the delay before that (a model call,
+say) gets them stored and sent on their own, so a progress line is never later than that.
+
+Nothing changes for the client but timing: no event is sent before it is stored, and none is
+sent before an earlier one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from consentry.runtime.event_stream import OutgoingEvent, RunEventStream
+
+__all__ = ["PROGRESS_DELAY_SECONDS", "ProgressBatcher"]
+
+log = logging.getLogger(__name__)
+
+PROGRESS_DELAY_SECONDS = 0.1
+"""How long ``run_started`` and ``step`` events wait for the next write before their own."""
+
+
+class ProgressBatcher:
+    """Stores and sends one run's recorded events, holding progress back as described above."""
+
+    def __init__(
+        self,
+        events: RunEventStream,
+        store: Callable[[list[OutgoingEvent]], Awaitable[None]],
+        *,
+        delay: float = PROGRESS_DELAY_SECONDS,
+    ) -> None:
+        self._events = events
+        self._store = store
+        self._delay = delay
+        self._lock = asyncio.Lock()
+        self._timer: asyncio.TimerHandle | None = None
+        self._late: asyncio.Task[None] | None = None
+
+    async def after_chunk(self) -> None:
+        """A chunk's events were recorded: store and send them now, or, when all that waits is
+        progress, in the next write or after the delay."""
+        if self._events.only_progress_unsent:
+            if self._timer is None:
+                self._timer = asyncio.get_running_loop().call_later(self._delay, self._on_timer)
+            return
+        self._cancel_timer()
+        async with self._lock:
+            rows = self._events.take_durable()
+            if rows:
+                try:
+                    await self._store(rows)
+                except BaseException:
+                    self._events.discard_unsent()  # neither stored nor sent
+                    raise
+            self._events.flush()
+
+    async def settle(self) -> None:
+        """Before the run's own last writes: no timer left, no write of ours in flight."""
+        self._cancel_timer()
+        if self._late is not None:
+            await asyncio.shield(self._late)
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._late = asyncio.create_task(self._store_late(), name="store-progress")
+
+    async def _store_late(self) -> None:
+        async with self._lock:
+            rows = self._events.take_durable()
+            if not rows:
+                return
+            try:
+                await self._store(rows)
+            except Exception:
+                # Kept for the run's next write, which fails the run if the database is gone.
+                self._events.restore_durable(rows)
+                log.warning(
+                    "could not store a run's progress events yet",
+                    extra={"thread_id": self._events.thread_id, "run_id": self._events.run_id},
+                    exc_info=True,
+                )
+                return
+            finally:
+                if self._late is asyncio.current_task():  # not a later one, queued behind us
+                    self._late = None
+            # The run may have recorded more meanwhile: send only what is stored.
+            self._events.flush(through=rows[-1].seq)

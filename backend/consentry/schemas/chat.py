@@ -1,0 +1,115 @@
+"""``POST /v1/chat``: a user message, or a person's decision on a pending consent."""
+
+from __future__ import annotations
+
+from copy import deepcopy
+from typing import Annotated, Any, Literal, Self, cast
+
+from pydantic import ConfigDict, Field, model_validator
+from pydantic.config import JsonDict
+
+from consentry.schemas.approvals import edited_goes_with_edit
+from consentry.schemas.requests import RequestModel
+from consentry_graphs.wire_types import Decision
+
+__all__ = ["ChatRequest", "ConsentPolicy", "ResumeDecision"]
+
+ConsentPolicy = Literal["ask", "auto_approve", "auto_reject"]
+
+
+class ResumeDecision(RequestModel):
+    """A person's answer to a ``consent`` event."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=edited_goes_with_edit)
+
+    approval_id: str = Field(min_length=1, max_length=64, description="From the consent event.")
+    decision: Decision
+    edited: dict[str, Any] | None = Field(
+        default=None,
+        description="With `edit`: the person's version, in the consent kind's edit schema "
+        "(for `note_edit`: `{content, title?}`).",
+    )
+    comment: str | None = Field(default=None, max_length=2000)
+
+    @model_validator(mode="after")
+    def _edited_goes_with_edit(self) -> Self:
+        if self.decision == "edit" and self.edited is None:
+            raise ValueError("decision `edit` needs `edited`")
+        if self.decision != "edit" and self.edited is not None:
+            raise ValueError("`edited` is only allowed with decision `edit`")
+        return self
+
+
+def _one_input(schema: JsonDict) -> None:
+    """The JSON Schema of ``ChatRequest`` says what its ``_exactly_one_input`` checks: a
+    ``message``, or a ``resume`` with the ``thread_id`` of its consents."""
+    resume = cast("dict[str, Any]", schema["properties"])["resume"]
+    decisions = [member for member in resume["anyOf"] if member != {"type": "null"}]
+    schema["oneOf"] = [
+        {
+            "required": ["message"],
+            "properties": {"message": {"type": "string"}, "resume": {"type": "null"}},
+        },
+        {
+            "required": ["resume", "thread_id"],
+            "properties": {
+                "message": {"type": "null"},
+                "resume": {"anyOf": deepcopy(decisions)},
+                "thread_id": {"type": "string"},
+            },
+        },
+    ]
+
+
+class ChatRequest(RequestModel):
+    """Start a run: exactly one of ``message`` or ``resume``."""
+
+    # Python's regex engine for the pattern of `message`: blank is what `str.isspace` says, as
+    # Python clients of the document (schemathesis) read `\S`. Rust's engine, pydantic's default,
+    # takes fewer characters for spaces (U+001C).
+    model_config = ConfigDict(
+        extra="forbid", regex_engine="python-re", json_schema_extra=_one_input
+    )
+
+    thread_id: str | None = Field(
+        default=None, min_length=1, max_length=36, description="Omit to start a new thread."
+    )
+    graph: str = Field(default="tutor", min_length=1, max_length=64)
+    project_id: str | None = Field(default=None, min_length=1, max_length=36)
+    note_id: str | None = Field(
+        default=None, min_length=1, max_length=36, description="The note the user is looking at."
+    )
+    message: str | None = Field(default=None, pattern=r"\S", description="Not blank.")
+    resume: (
+        ResumeDecision | Annotated[list[ResumeDecision], Field(min_length=1, max_length=50)] | None
+    ) = Field(
+        default=None,
+        description="A decision on a pending consent, or a list of decisions on several pending "
+        "consents of the thread (parallel branches), applied together; each consent once "
+        "(422 `duplicate_decision`).",
+    )
+    consent_policy: ConsentPolicy | None = Field(
+        default=None,
+        description="For a new thread: `ask` (default: a person decides every consent), "
+        "`auto_approve` (decided by `policy`), `auto_reject` (dry run: nothing applied). "
+        "Consents of destructive kinds always ask.",
+    )
+    on_pending_consent: Literal["fail", "reject"] = Field(
+        default="fail",
+        description="A message while a consent is pending: `fail` (409 `consent_pending`) or "
+        "`reject` (reject the pending consents first, in the same transaction).",
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one_input(self) -> Self:
+        if (self.message is None) == (self.resume is None):
+            raise ValueError("send exactly one of `message` or `resume`")
+        if self.resume is not None and self.thread_id is None:
+            raise ValueError("a `resume` needs the `thread_id` of its consent")
+        return self
+
+    @property
+    def decisions(self) -> list[ResumeDecision]:
+        if self.resume is None:
+            return []
+        return self.resume if isinstance(self.resume, list) else [self.resume]

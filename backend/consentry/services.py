@@ -1,0 +1,249 @@
+"""The long-lived objects of one app: opened by the lifespan, injected into routes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+
+from langchain_core.language_models import BaseChatModel
+
+from consentry.api.sse_response import OpenStreams
+from consentry.api.stream_slots import StreamSlots
+from consentry.exit_signals import forwarding_exit_signals
+from consentry.observability.metrics import Metrics
+from consentry.observability.tracing import Tracing
+from consentry.runtime.approval_feed import ApprovalFeed
+from consentry.runtime.approvals import ApprovalInbox
+from consentry.runtime.clock import Clock, utc_now
+from consentry.runtime.executor import SHUTDOWN_GRACE_SECONDS, RunExecutor, RunLimits
+from consentry.runtime.expiry import ExpirySweeper
+from consentry.runtime.idempotency import KEY_RETENTION, IdempotencyGuard
+from consentry.runtime.notifications import EventNotifications
+from consentry.runtime.rate_limits import RateLimiter, rate_limiter
+from consentry.runtime.readiness import BackgroundTask, Readiness
+from consentry.runtime.runs import RunStarter
+from consentry.runtime.sample_notes import SampleNote, read_sample_notes
+from consentry.runtime.takeover import RunTakeover
+from consentry.runtime.threads import ThreadReader
+from consentry.runtime.worker import RunWorker
+from consentry.settings import Settings
+from consentry.storage.checkpointer import open_checkpointer
+from consentry.storage.database import Database
+from consentry.storage.process_lock import serving_lock
+from consentry_graphs.models import build_chat_model
+from consentry_graphs.registry import GraphSpec, load_graphs
+
+__all__ = ["Services", "open_services"]
+
+
+@dataclass(frozen=True)
+class Services:
+    settings: Settings
+    db: Database
+    graphs: Mapping[str, GraphSpec]
+    executor: RunExecutor
+    runs: RunStarter
+    threads: ThreadReader
+    approvals: ApprovalInbox
+    approval_feed: ApprovalFeed
+    """Each caller's approvals as they change (``GET /v1/approvals/stream``)."""
+    idempotency: IdempotencyGuard
+    expiry: ExpirySweeper
+    clock: Clock
+    notifications: EventNotifications
+    open_streams: OpenStreams
+    """The event streams being sent; the ones still open after a shutdown's grace period end."""
+    readiness: Readiness
+    metrics: Metrics
+    rate_limits: RateLimiter
+    """Per-principal token buckets of messages and decisions, in this process."""
+    stream_slots: StreamSlots
+    """The event streams each principal holds open in this process, capped."""
+    sample_notes: tuple[SampleNote, ...]
+    """What an owner's default project starts with (``CONSENTRY_SAMPLE_NOTES``)."""
+
+
+@asynccontextmanager
+async def open_services(
+    settings: Settings, *, clock: Clock = utc_now, tracing: Tracing | None = None
+) -> AsyncIterator[Services]:
+    """Open the database (migrated), the checkpointer and the compiled graphs, once."""
+    with serving_lock(settings.sqlite_path):
+        async with _open(settings, clock, tracing) as services:
+            yield services
+
+
+def chat_model(settings: Settings) -> BaseChatModel:
+    """The one chat model every served graph is built with (``CONSENTRY_LLM_*``)."""
+    return build_chat_model(
+        base_url=settings.llm_base_url,
+        api_key=settings.llm_api_key,
+        model=settings.llm_model,
+        timeout_seconds=settings.llm_timeout_seconds,
+        retry=settings.llm_retry_policy,
+        json_mode=settings.llm_json_mode,
+    )
+
+
+@asynccontextmanager
+async def _open(
+    settings: Settings, clock: Clock, tracing: Tracing | None
+) -> AsyncIterator[Services]:
+    graphs: Mapping[str, GraphSpec] = load_graphs(settings.graphs)
+    metrics = Metrics()
+    db = Database(settings.database_url, pool_size=settings.database_pool_size)
+    try:
+        await db.open()
+        if settings.run_migrations:
+            await db.migrate()
+        else:
+            await db.require_current_schema()
+        async with open_checkpointer(
+            settings.database_url, pool_size=settings.database_pool_size
+        ) as checkpointer:
+            model = chat_model(settings)
+            executor = RunExecutor(
+                db=db,
+                graphs={name: spec.build(model, checkpointer) for name, spec in graphs.items()},
+                clock=clock,
+                consent_ttl_seconds=settings.consent_ttl_seconds,
+                limits=RunLimits(
+                    max_steps=settings.max_steps_per_run,
+                    timeout_seconds=settings.run_timeout_seconds,
+                    thread_token_budget=settings.thread_token_budget,
+                    tenant_token_budget=settings.tenant_token_budget,
+                    conversation_window=settings.conversation_window,
+                ),
+                checkpoint_retention=settings.checkpoint_retention,
+                lease_seconds=settings.lease_seconds,
+                metrics=metrics,
+                tracing=tracing,
+            )
+            idempotency = IdempotencyGuard(
+                db, clock, stale_after=timedelta(seconds=settings.lease_seconds)
+            )
+            if not db.is_postgres:  # the only process on the file: no key is really in flight
+                await idempotency.release_abandoned()
+            notifications = EventNotifications(settings.database_url if db.is_postgres else None)
+            if not db.is_postgres:  # one process: what it notifies at commit, it tells itself
+                db.listen_locally(notifications.deliver)
+            await notifications.start()
+            sample_notes = (
+                await asyncio.to_thread(read_sample_notes) if settings.sample_notes else ()
+            )
+            runs = RunStarter(
+                db=db,
+                executor=executor,
+                graphs=dict(graphs),
+                clock=clock,
+                max_message_chars=settings.max_message_chars,
+                metrics=metrics,
+                queue_for=notifications if settings.role == "api" else None,
+                max_active_runs_per_tenant=settings.max_active_runs_per_tenant,
+                sample_notes=sample_notes,
+            )
+            # On SQLite this process is the only one on the file (serving_lock): every run left
+            # open is dead, whatever its lease says. On PostgreSQL only expired leases are.
+            await runs.take_over_dead_runs(lease_expired_by=clock() if db.is_postgres else None)
+            expiry = ExpirySweeper(
+                db=db,
+                runs=runs,
+                clock=clock,
+                key_retention=KEY_RETENTION,
+                event_retention=timedelta(hours=settings.event_retention_hours),
+                graphs=executor.graph_names,
+            )
+            executor.on_consent_requested = expiry.consent_requested
+            runs.on_overdue = expiry.wake
+            expiry.start()
+            takeover = RunTakeover(
+                db=db,
+                executor=executor,
+                runs=runs,
+                clock=clock,
+                lease_seconds=settings.lease_seconds,
+            )
+            worker = RunWorker(
+                db=db,
+                executor=executor,
+                graphs=graphs,
+                clock=clock,
+            )
+            notifications.on_consent_requested = expiry.consent_requested
+            notifications.on_cancel_requested = executor.cancel_run
+            if db.is_postgres and settings.role != "api":
+                # Replicas share the database: execute the runs API replicas queue, and take over
+                # the runs of replicas that died.
+                notifications.on_run_queued = worker.run_queued
+                worker.start()
+                takeover.start()
+            background: dict[str, BackgroundTask] = {"expiry_sweeper": expiry}
+            if notifications.enabled:
+                background["notifications"] = notifications
+            if db.is_postgres and settings.role != "api":
+                background |= {"run_worker": worker, "run_takeover": takeover}
+            readiness = Readiness(db, background=background)
+            open_streams = OpenStreams()
+            metrics.watch(
+                open_streams=lambda: len(open_streams), active_runs=lambda: executor.running
+            )
+            begin_shutdown = _shutdown_steps(executor, open_streams, readiness)
+            try:
+                with forwarding_exit_signals(begin_shutdown):
+                    yield Services(
+                        settings=settings,
+                        db=db,
+                        graphs=graphs,
+                        executor=executor,
+                        runs=runs,
+                        threads=ThreadReader(
+                            db=db,
+                            executor=executor,
+                            clock=clock,
+                            notifications=notifications,
+                            metrics=metrics,
+                        ),
+                        approvals=ApprovalInbox(db=db, runs=runs),
+                        approval_feed=ApprovalFeed(db=db, notifications=notifications, clock=clock),
+                        idempotency=idempotency,
+                        expiry=expiry,
+                        clock=clock,
+                        notifications=notifications,
+                        open_streams=open_streams,
+                        readiness=readiness,
+                        metrics=metrics,
+                        rate_limits=rate_limiter(settings, clock),
+                        stream_slots=StreamSlots(settings.max_streams_per_principal),
+                        sample_notes=sample_notes,
+                    )
+            finally:
+                await worker.stop()
+                await takeover.stop()
+                await notifications.stop()
+                await expiry.stop()
+                await executor.shutdown()
+    finally:
+        await db.close()
+
+
+def _shutdown_steps(
+    executor: RunExecutor, open_streams: OpenStreams, readiness: Readiness
+) -> Callable[[], None]:
+    """What happens as soon as the server is asked to stop, while it still drains the open
+    streams (the lifespan's end comes after them): every run stops at its next step boundary,
+    and the streams still open after the grace period end with a reconnect hint."""
+    started = False
+
+    def begin_shutdown() -> None:
+        nonlocal started
+        if started:
+            return
+        started = True
+        readiness.draining = True  # GET /readyz answers 503: the balancer sends nothing new
+        executor.suspend_all()
+        asyncio.get_running_loop().call_later(SHUTDOWN_GRACE_SECONDS, open_streams.end_all)
+
+    return begin_shutdown

@@ -1,0 +1,445 @@
+"""Settings, read once from the environment (prefix ``CONSENTRY_``) and validated at start-up."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from consentry.principal import Principal
+from consentry_graphs.models.retrying import RetryPolicy
+from consentry_graphs.window import DEFAULT_CONVERSATION_WINDOW
+
+__all__ = ["Settings"]
+
+_NAME = re.compile(r"[A-Za-z0-9._@-]{1,128}")
+_DISPLAY_NAME = re.compile(r"[^\x00-\x1f\x7f,=]{1,128}")
+# An origin as a browser sends it: scheme, host (a name, or an IPv6 address) and port, no path.
+_ORIGIN = re.compile(r"https?://(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
+_GRAPH_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_IMPORT_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
+DEFAULT_DATABASE_URL = f"sqlite:///{Path('data') / 'consentry.db'}"
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Settings(BaseSettings):
+    """Every setting Consentry reads. See the configuration table in README.md."""
+
+    model_config = SettingsConfigDict(env_prefix="CONSENTRY_", extra="ignore")
+
+    database_url: str = Field(
+        default=DEFAULT_DATABASE_URL,
+        description="Where state lives: `sqlite:///path/to/file.db` (default under data/), or "
+        "`postgresql://user:password@host:5432/db` for several replicas.",
+    )
+    role: Literal["all", "api", "worker"] = Field(
+        default="all",
+        description="What this process does: `api` serves requests and streams (runs are queued "
+        "for workers), `worker` executes runs, `all` both. `api`/`worker` need PostgreSQL.",
+    )
+    run_migrations: bool = Field(
+        default=True,
+        description="Migrate the database at start-up (off: run `consentry db upgrade` yourself).",
+    )
+    sample_notes: bool = Field(
+        default=True,
+        description="Put the sample notes of `data/samples/` into each owner's default project "
+        "when it is created (an owner's first request); off: it starts empty.",
+    )
+    database_pool_size: int = Field(
+        default=10, ge=1, le=200, description="PostgreSQL connections per process (app tables)."
+    )
+    host: str = Field(default="127.0.0.1", description="Address `consentry serve` binds to.")
+    port: int = Field(default=8000, ge=0, le=65535)
+    api_keys: Annotated[dict[str, Principal], NoDecode] = Field(
+        default_factory=dict,
+        description="Bearer tokens as `token=tenant:user,token2=tenant:user2`, each owner with "
+        "an optional display name (`token=tenant:user:Ada Lovelace`). Unset: one local user, "
+        "loopback only.",
+    )
+    graphs: Annotated[dict[str, str], NoDecode] = Field(
+        default_factory=dict,
+        description="Graphs served besides the built-in `tutor`, as "
+        "`name=package.module:factory,name2=...`; each factory returns a GraphSpec.",
+    )
+    llm_base_url: str | None = Field(default=None, description="OpenAI-compatible server URL.")
+    llm_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("CONSENTRY_LLM_API_KEY", "OPENAI_API_KEY")
+    )
+    llm_model: str = Field(default="gpt-4o-mini")
+    llm_timeout_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="How long one model request may wait for the server (to connect, or for "
+        "its next bytes); a hang past it is a retryable failure.",
+    )
+    llm_max_attempts: int = Field(
+        default=3,
+        ge=1,
+        le=10,
+        description="Attempts per model call in total, the first included (the only retry "
+        "layer: the client and the graph nodes do not retry).",
+    )
+    llm_retry_base_seconds: float = Field(
+        default=0.5, ge=0, le=60, description="Backoff after the first failed attempt; doubles."
+    )
+    llm_retry_max_seconds: float = Field(
+        default=8.0, ge=0, le=300, description="Longest backoff between two attempts."
+    )
+    llm_retry_after_cap_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        le=600,
+        description="Longest wait a provider's `Retry-After` can impose before the next attempt.",
+    )
+    llm_json_mode: bool = Field(
+        default=True,
+        description='Ask for `response_format={"type": "json_object"}` where the graphs need '
+        "JSON; turn off for servers that reject it.",
+    )
+    llm_max_retries: int | None = Field(
+        default=None, description="Replaced by CONSENTRY_LLM_MAX_ATTEMPTS.", exclude=True
+    )
+    consent_ttl_seconds: int = Field(
+        default=86_400, gt=0, description="How long a consent request stays open."
+    )
+    max_message_chars: int = Field(
+        default=20_000, gt=0, description="Longest chat message, in characters (docs/limits.md)."
+    )
+    # Request limits and abuse limits: docs/limits.md says what each refusal looks like.
+    max_body_bytes: int = Field(
+        default=1_048_576,
+        ge=1024,
+        le=64 * 1_048_576,
+        description="Largest request body, in bytes; a larger one gets 413 before it is parsed.",
+    )
+    max_json_depth: int = Field(
+        default=32,
+        ge=2,
+        le=200,
+        description="Deepest nesting of objects and arrays in a JSON body (the body itself is 1).",
+    )
+    max_list_items: int = Field(
+        default=1000, ge=1, le=1_000_000, description="Most items of any array in a JSON body."
+    )
+    max_note_chars: int = Field(
+        default=200_000, gt=0, description="Longest note content a client may write, in characters."
+    )
+    max_edit_chars: int = Field(
+        default=200_000,
+        gt=0,
+        description="Longest text in a decision's `edited` value (an edited note's content).",
+    )
+    max_page_size: int = Field(
+        default=200,
+        ge=1,
+        le=10_000,
+        description="Largest `limit` of a listing (threads, approvals).",
+    )
+    max_search_results: int = Field(
+        default=50, ge=1, le=1000, description="Largest `limit` of a note search."
+    )
+    # HTTP limits of `consentry serve`, enforced below the app (backend/consentry/http_protocol.py).
+    max_header_bytes: int = Field(
+        default=65_536,
+        ge=4096,
+        le=1_048_576,
+        description="Largest request head (request line and headers), in bytes; past it 431.",
+    )
+    max_header_count: int = Field(
+        default=100, ge=16, le=1000, description="Most headers of one request; past it 431."
+    )
+    http_header_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=120,
+        description="Time a request's head may take to arrive, from its first byte (from the "
+        "connection's opening for the first request); past it 408, or a silent close when "
+        "nothing came.",
+    )
+    http_body_idle_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=600,
+        description="Time a request body may go without a byte; past it 408.",
+    )
+    http_body_timeout_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        le=3600,
+        description="Time a whole request body may take to arrive; past it 408.",
+    )
+    http_keepalive_timeout_seconds: int = Field(
+        default=5,
+        ge=1,
+        le=600,
+        description="Time an idle keep-alive connection stays open after a response.",
+    )
+    max_requests_per_connection: int = Field(
+        default=1000,
+        ge=1,
+        le=1_000_000,
+        description="Requests one keep-alive connection may carry; the last is answered with "
+        "`Connection: close`.",
+    )
+    rate_limit_messages_per_minute: int = Field(
+        default=60,
+        ge=0,
+        description="Runs one principal may start per minute and replica (messages, retries); "
+        "0: no limit.",
+    )
+    rate_limit_messages_burst: int = Field(
+        default=30,
+        ge=1,
+        description="Runs one principal may start at once before the rate applies.",
+    )
+    rate_limit_decisions_per_minute: int = Field(
+        default=120,
+        ge=0,
+        description="Decisions one principal may send per minute and replica; 0: no limit.",
+    )
+    rate_limit_decisions_burst: int = Field(
+        default=60, ge=1, description="Decisions one principal may send at once."
+    )
+    max_streams_per_principal: int = Field(
+        default=100,
+        ge=0,
+        description="Event streams one principal may hold open at once, per replica; 0: no limit.",
+    )
+    max_active_runs_per_tenant: int = Field(
+        default=100,
+        ge=0,
+        description="Runs of one tenant that may be active (running or queued) at once, across "
+        "every replica; 0: no limit.",
+    )
+    max_steps_per_run: int = Field(
+        default=50, gt=0, le=10_000, description="Graph steps (supersteps) one run may take."
+    )
+    run_timeout_seconds: float = Field(
+        default=300.0, gt=0, description="Wall-clock time one run may take."
+    )
+    conversation_window: int = Field(
+        default=DEFAULT_CONVERSATION_WINDOW,
+        ge=2,
+        le=10_000,
+        description="Messages a graph keeps in its state and sends to the model; the full "
+        "transcript is kept apart (`GET /v1/threads/{id}/messages`).",
+    )
+    checkpoint_retention: Literal["latest", "all"] = Field(
+        default="latest",
+        description="`latest`: after each run that does not end waiting for a consent, keep only "
+        "the thread's newest checkpoint (what a resume, a retry and a takeover read). `all`: keep "
+        "every checkpoint of every step.",
+    )
+    event_retention_hours: float = Field(
+        default=168.0, ge=24.0, description="How long stored events stay replayable."
+    )
+    thread_token_budget: int | None = Field(
+        default=None, gt=0, description="Model tokens one thread may use (unset: no limit)."
+    )
+    tenant_token_budget: int | None = Field(
+        default=None, gt=0, description="Model tokens one tenant may use (unset: no limit)."
+    )
+    lease_seconds: float = Field(
+        default=30.0,
+        ge=1.0,
+        le=600.0,
+        description="How long a run's lease lasts without a heartbeat (renewed every third); a "
+        "run whose process died is taken over once its lease expired.",
+    )
+    keepalive_seconds: float = Field(default=15.0, gt=0, le=15.0)
+    log_format: Literal["auto", "json", "text"] = Field(
+        default="auto",
+        description="`json`: one JSON object per line with request, principal, thread and run "
+        "ids (docs/operations.md); `text`: plain lines for a terminal; `auto`: `text` when "
+        "stderr is a terminal, else `json`.",
+    )
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Origins whose web pages may call the API (a frontend on its own dev "
+        "server), exact and comma-separated: `http://localhost:5173,https://app.example.org`; "
+        "`*` for any, only with API keys. Unset: none (docs/frontend.md).",
+    )
+    otel_exporter_otlp_endpoint: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices(
+            "CONSENTRY_OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"
+        ),
+        description="Send OpenTelemetry traces over OTLP/HTTP to this collector (e.g. "
+        "`http://collector:4318`); needs `pip install 'consentry[otel]'`. Unset: no tracing, "
+        "at no cost.",
+    )
+    otel_service_name: str = Field(
+        default="consentry",
+        validation_alias=AliasChoices("CONSENTRY_OTEL_SERVICE_NAME", "OTEL_SERVICE_NAME"),
+        description="The `service.name` of the traces.",
+    )
+    metrics_token: SecretStr | None = Field(
+        default=None,
+        description="When set, `GET /metrics` wants it as a bearer token (unset: open, like "
+        "`/healthz`).",
+    )
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _parse_api_keys(cls, raw: object) -> object:
+        if not isinstance(raw, str):
+            return raw
+        keys: dict[str, Principal] = {}
+        for item in filter(None, (part.strip() for part in raw.split(","))):
+            # The owner never contains "=", a token may (base64 padding): split at the last one.
+            token, _, owner = item.rpartition("=")
+            tenant, _, rest = owner.partition(":")
+            user, named, name = rest.partition(":")
+            token, tenant, user, name = token.strip(), tenant.strip(), user.strip(), name.strip()
+            if not (token and _NAME.fullmatch(tenant) and _NAME.fullmatch(user)):
+                raise ValueError(
+                    "CONSENTRY_API_KEYS entries look like `token=tenant:user` or "
+                    "`token=tenant:user:Display Name`, separated by commas; tenant and user use "
+                    "letters, digits and . _ @ -"
+                )
+            if named and not _DISPLAY_NAME.fullmatch(name):
+                raise ValueError(
+                    f"CONSENTRY_API_KEYS: the display name of {tenant}:{user} must be 1 to 128 "
+                    "printable characters (no comma or =)"
+                )
+            if token in keys:
+                raise ValueError("CONSENTRY_API_KEYS names the same token twice")
+            keys[token] = Principal(tenant, user, name or None)
+        return keys
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _parse_cors_origins(cls, raw: object) -> object:
+        items = raw.split(",") if isinstance(raw, str) else raw
+        if not isinstance(items, list):
+            return raw
+        origins = [str(item).strip() for item in items if str(item).strip()]
+        for origin in origins:
+            if origin != "*" and not _ORIGIN.fullmatch(origin):
+                raise ValueError(
+                    f"CONSENTRY_CORS_ORIGINS: {origin!r} is not an origin: write scheme, host "
+                    "and port only, like `http://localhost:5173` (no path, no trailing /), or `*`"
+                )
+        if "*" in origins and len(origins) > 1:
+            raise ValueError("CONSENTRY_CORS_ORIGINS is either `*` or a list of origins")
+        return origins
+
+    @field_validator("graphs", mode="before")
+    @classmethod
+    def _parse_graphs(cls, raw: object) -> object:
+        if isinstance(raw, str):
+            items = [part.strip() for part in raw.split(",") if part.strip()]
+            pairs = [tuple(part.strip() for part in item.partition("=")[::2]) for item in items]
+        elif isinstance(raw, dict):
+            pairs = [(str(name), str(path)) for name, path in raw.items()]
+        else:
+            return raw
+        graphs: dict[str, str] = {}
+        for name, path in pairs:
+            if not (_GRAPH_NAME.fullmatch(name) and _IMPORT_PATH.fullmatch(path)):
+                raise ValueError(
+                    f"CONSENTRY_GRAPHS entry {name or '?'}={path or '?'} is not "
+                    "`name=package.module:factory`: names use letters, digits, _ and - (at "
+                    "most 64), and the factory is a function of an importable module"
+                )
+            if name in graphs:
+                raise ValueError(f"CONSENTRY_GRAPHS names the graph {name!r} twice")
+            graphs[name] = path
+        return graphs
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_database_url(cls, url: str) -> str:
+        if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
+            return url
+        if url.split("://", 1)[0] in ("postgresql", "postgres", "postgresql+psycopg"):
+            return url
+        raise ValueError(
+            "database_url must be `sqlite:///<path>` or `postgresql://user:password@host/db`"
+        )
+
+    @model_validator(mode="after")
+    def _refuse_replaced_settings(self) -> Settings:
+        if self.llm_max_retries is not None:
+            raise ValueError(
+                "CONSENTRY_LLM_MAX_RETRIES was replaced by CONSENTRY_LLM_MAX_ATTEMPTS (attempts "
+                f"in total, the first included): set CONSENTRY_LLM_MAX_ATTEMPTS="
+                f"{self.llm_max_retries + 1} instead"
+            )
+        return self
+
+    @property
+    def llm_retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(
+            max_attempts=self.llm_max_attempts,
+            base_delay_seconds=self.llm_retry_base_seconds,
+            max_delay_seconds=self.llm_retry_max_seconds,
+            retry_after_cap_seconds=self.llm_retry_after_cap_seconds,
+        )
+
+    @model_validator(mode="after")
+    def _body_idle_timeout_within_the_body_timeout(self) -> Settings:
+        if self.http_body_idle_timeout_seconds > self.http_body_timeout_seconds:
+            raise ValueError(
+                "CONSENTRY_HTTP_BODY_IDLE_TIMEOUT_SECONDS must not exceed "
+                "CONSENTRY_HTTP_BODY_TIMEOUT_SECONDS (the time the whole body may take)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _roles_need_a_shared_database(self) -> Settings:
+        if self.role != "all" and not self.uses_postgres:
+            raise ValueError(
+                f"role {self.role!r} needs PostgreSQL (CONSENTRY_DATABASE_URL=postgresql://…): "
+                "on SQLite one process does everything (role `all`)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _refuse_open_bind_without_keys(self) -> Settings:
+        if not self.api_keys and not _is_loopback(self.host):
+            raise ValueError(
+                f"refusing to bind to {self.host} without CONSENTRY_API_KEYS (keyless mode "
+                "serves one local user, on loopback only): set CONSENTRY_API_KEYS="
+                "token=tenant:user, or serve on 127.0.0.1"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _refuse_any_origin_without_keys(self) -> Settings:
+        if "*" in self.cors_origins and not self.api_keys:
+            raise ValueError(
+                "refusing CONSENTRY_CORS_ORIGINS=* without CONSENTRY_API_KEYS: any web page "
+                "could act as the local user; list your frontend's origins (like "
+                "`http://localhost:5173`) or set CONSENTRY_API_KEYS"
+            )
+        return self
+
+    @property
+    def uses_postgres(self) -> bool:
+        return not self.database_url.startswith("sqlite:///")
+
+    @cached_property
+    def sqlite_path(self) -> Path | None:
+        """The SQLite file, or None on PostgreSQL."""
+        if self.uses_postgres:
+            return None
+        return Path(self.database_url.removeprefix("sqlite:///"))
+
+    @property
+    def uses_offline_model(self) -> bool:
+        return self.llm_base_url is None and self.llm_api_key is None

@@ -1,0 +1,104 @@
+"""The effects ledger: one row per approval whose effect ran, with its result."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from pydantic import BaseModel
+
+from consentry.principal import Principal
+from consentry.storage.audit import record_audit
+from consentry.storage.database import DbConnection
+from consentry.storage.tables import approvals, effects, threads
+
+__all__ = ["apply_once", "recall_effect", "remember_effect"]
+
+ResultT = TypeVar("ResultT", bound=BaseModel)
+
+
+async def apply_once(
+    conn: DbConnection,
+    owner: Principal,
+    *,
+    approval_id: str,
+    kind: str,
+    result_model: type[ResultT],
+    act: Callable[[], Awaitable[ResultT]],
+    now: datetime,
+) -> ResultT:
+    """Run an effect on Consentry's own tables once per approval: the ledger row is written in
+    the caller's transaction, with the effect; a second call returns the recorded result."""
+    recorded = await recall_effect(conn, owner, approval_id)
+    if recorded is not None:
+        return result_model.model_validate(recorded)
+    result = await act()
+    await remember_effect(
+        conn, approval_id=approval_id, kind=kind, result=result.model_dump(mode="json"), now=now
+    )
+    return result
+
+
+async def recall_effect(
+    conn: DbConnection, owner: Principal, approval_id: str
+) -> dict[str, Any] | None:
+    """The recorded result of the effect behind one of the owner's approvals, if it ran."""
+    found = await conn.scalar(
+        sa.select(effects.c.result)
+        .join(approvals, approvals.c.id == effects.c.approval_id)
+        .where(
+            effects.c.approval_id == approval_id,
+            approvals.c.tenant == owner.tenant,
+            approvals.c.user_id == owner.user,
+        )
+    )
+    return dict(found) if found is not None else None
+
+
+async def remember_effect(
+    conn: DbConnection, *, approval_id: str, kind: str, result: dict[str, Any], now: datetime
+) -> None:
+    """Record an effect's result, with its ``effect_applied`` audit record, in the caller's
+    transaction (the one that made the effect, for effects on Consentry's own tables)."""
+    await conn.execute(
+        effects.insert().values(approval_id=approval_id, kind=kind, result=result, created_at=now)
+    )
+    approval = (
+        await conn.execute(
+            sa.select(
+                approvals.c.thread_id,
+                approvals.c.tenant,
+                approvals.c.user_id,
+                threads.c.active_run_id,  # the run doing the effect
+            )
+            .join(threads, threads.c.id == approvals.c.thread_id)
+            .where(approvals.c.id == approval_id)
+        )
+    ).first()
+    if approval is not None:
+        await record_audit(
+            conn,
+            Principal(approval.tenant, approval.user_id),
+            action="effect_applied",
+            thread_id=approval.thread_id,
+            run_id=approval.active_run_id,
+            approval_id=approval_id,
+            actor="system",
+            now=now,
+            data={"kind": kind, **_summary(result)},
+        )
+
+
+def _summary(result: dict[str, Any]) -> dict[str, Any]:
+    """The identifying facts of a result, not its content (an audit is not a copy of the data)."""
+    facts: dict[str, Any] = {
+        key: value
+        for key, value in result.items()
+        if isinstance(value, int | bool) or (isinstance(value, str) and len(value) <= 200)
+    }
+    note = result.get("note")
+    if isinstance(note, dict):
+        facts.update(note_id=note.get("note_id"), version=note.get("version"))
+    return facts

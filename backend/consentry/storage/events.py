@@ -1,0 +1,182 @@
+"""The stored event log: every durable event of a thread with its ``seq``, inserted only under
+the run's lease (fenced in the same statement), read back in order, pruned past retention."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+import sqlalchemy as sa
+
+from consentry.storage.database import DbConnection
+from consentry.storage.leases import LeaseLostError
+from consentry.storage.tables import events, threads
+
+__all__ = [
+    "RunIds",
+    "StoredEvent",
+    "events_after",
+    "first_run_seq",
+    "insert_events",
+    "last_stored_seq",
+    "prune_events",
+    "run_events",
+    "told_by_runs",
+]
+
+
+class RunIds(Protocol):
+    @property
+    def thread_id(self) -> str: ...
+    @property
+    def run_id(self) -> str: ...
+
+
+class StoredEvent(Protocol):
+    @property
+    def seq(self) -> int: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def data(self) -> str: ...
+
+
+# Events are inserted only while the run holds the lease: ``INSERT ... SELECT ... FROM threads
+# WHERE fencing_token = ?`` inserts nothing for a stale token, at no extra statement.
+_INSERT_EVENTS = events.insert().from_select(
+    ["thread_id", "seq", "run_id", "type", "data", "created_at"],
+    sa.select(
+        threads.c.id,
+        sa.bindparam("p_seq", type_=sa.Integer),
+        sa.bindparam("p_run", type_=sa.String),
+        sa.bindparam("p_type", type_=sa.String),
+        sa.bindparam("p_data", type_=sa.Text),
+        sa.bindparam("p_now", type_=events.c.created_at.type),
+    ).where(
+        threads.c.id == sa.bindparam("p_id"),
+        threads.c.fencing_token == sa.bindparam("p_token"),
+    ),
+)
+
+
+_INSERT_EVENTS_POSTGRES = sa.text(
+    "INSERT INTO events (thread_id, seq, run_id, type, data, created_at) "
+    "SELECT t.id, e.seq, :p_run, e.type, e.data, :p_now FROM threads AS t, "
+    "unnest(CAST(:p_seqs AS integer[]), CAST(:p_types AS text[]), CAST(:p_datas AS text[])) "
+    "AS e(seq, type, data) "
+    "WHERE t.id = :p_id AND t.fencing_token = :p_token"
+).bindparams(sa.bindparam("p_now", type_=events.c.created_at.type))
+
+
+async def insert_events(
+    conn: DbConnection,
+    run: RunIds,
+    rows: Iterable[StoredEvent],
+    *,
+    fencing_token: int,
+    now: datetime,
+) -> None:
+    """Store serialized events of one run, if it still holds the lease (else
+    :class:`LeaseLostError`, and the caller's transaction must roll back)."""
+    values = [
+        {
+            "p_id": run.thread_id,
+            "p_token": fencing_token,
+            "p_seq": row.seq,
+            "p_run": run.run_id,
+            "p_type": row.type,
+            "p_data": row.data,
+            "p_now": now,
+        }
+        for row in rows
+    ]
+    if not values:
+        return
+    if conn.dialect.name == "postgresql":
+        # One statement for all rows (psycopg reports no row count for executemany).
+        result = await conn.execute(
+            _INSERT_EVENTS_POSTGRES,
+            {
+                "p_id": run.thread_id,
+                "p_token": fencing_token,
+                "p_run": run.run_id,
+                "p_now": now,
+                "p_seqs": [v["p_seq"] for v in values],
+                "p_types": [v["p_type"] for v in values],
+                "p_datas": [v["p_data"] for v in values],
+            },
+        )
+    else:
+        result = await conn.execute(_INSERT_EVENTS, values)
+    if result.rowcount != len(values):
+        raise LeaseLostError(run.run_id)
+
+
+async def run_events(conn: DbConnection, thread_id: str, run_id: str) -> list[Any]:
+    """The stored (durable) events of one run, in order."""
+    rows = await conn.execute(
+        sa.select(events.c.seq, events.c.type, events.c.data)
+        .where(events.c.thread_id == thread_id, events.c.run_id == run_id)
+        .order_by(events.c.seq)
+    )
+    return list(rows)
+
+
+async def events_after(conn: DbConnection, thread_id: str, after_seq: int) -> list[Any]:
+    """The thread's stored events after ``after_seq``, in order (all runs)."""
+    rows = await conn.execute(
+        sa.select(events.c.seq, events.c.type, events.c.data, events.c.run_id)
+        .where(events.c.thread_id == thread_id, events.c.seq > after_seq)
+        .order_by(events.c.seq)
+    )
+    return list(rows)
+
+
+async def last_stored_seq(conn: DbConnection, thread_id: str) -> int:
+    found = await conn.scalar(
+        sa.select(sa.func.max(events.c.seq)).where(events.c.thread_id == thread_id)
+    )
+    return int(found or 0)
+
+
+async def told_by_runs(conn: DbConnection, thread_id: str, run_ids: Sequence[str]) -> list[Any]:
+    """The ``message`` and ``note`` events of these runs (type and data)."""
+    if not run_ids:
+        return []
+    rows = await conn.execute(
+        sa.select(events.c.type, events.c.data).where(
+            events.c.thread_id == thread_id,
+            events.c.run_id.in_(run_ids),
+            events.c.type.in_(("message", "note")),
+        )
+    )
+    return list(rows)
+
+
+async def first_run_seq(conn: DbConnection, thread_id: str, run_id: str) -> int | None:
+    """The seq of the run's first stored event (None: it has stored none)."""
+    found = await conn.scalar(
+        sa.select(sa.func.min(events.c.seq)).where(
+            events.c.thread_id == thread_id, events.c.run_id == run_id
+        )
+    )
+    return None if found is None else int(found)
+
+
+async def prune_events(conn: DbConnection, *, older_than: datetime) -> int:
+    """Forget stored events older than the retention window; each thread remembers how far its
+    log was pruned, so a client asking for older events gets a ``resync``."""
+    pruned = await conn.execute(
+        sa.select(events.c.thread_id, sa.func.max(events.c.seq).label("seq"))
+        .where(events.c.created_at < older_than)
+        .group_by(events.c.thread_id)
+    )
+    for row in list(pruned):
+        await conn.execute(
+            threads.update()
+            .where(threads.c.id == row.thread_id, threads.c.pruned_through < row.seq)
+            .values(pruned_through=row.seq)
+        )
+    result = await conn.execute(events.delete().where(events.c.created_at < older_than))
+    return result.rowcount

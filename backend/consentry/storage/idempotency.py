@@ -1,0 +1,145 @@
+"""Idempotency keys: the first request with a key, by owner, and what it produced.
+
+A key is ``in_flight`` while its request runs, held by one attempt (a random id); the run the
+request claims completes the key in the claim's own transaction, by compare-and-set on that
+attempt (``complete_idempotency_key``). So a key either names its run or no run was claimed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from consentry.principal import Principal
+from consentry.storage.database import DbConnection
+from consentry.storage.dialect import insert
+from consentry.storage.tables import idempotency_keys
+
+__all__ = [
+    "claim_idempotency_key",
+    "complete_idempotency_key",
+    "find_idempotency_key",
+    "prune_idempotency_keys",
+    "release_idempotency_key",
+    "release_in_flight_keys",
+    "take_over_idempotency_key",
+]
+
+
+def _key(owner: Principal, key: str) -> sa.ColumnElement[bool]:
+    return sa.and_(
+        idempotency_keys.c.tenant == owner.tenant,
+        idempotency_keys.c.user_id == owner.user,
+        idempotency_keys.c.key == key,
+    )
+
+
+def _held(owner: Principal, key: str, attempt: str) -> sa.ColumnElement[bool]:
+    return sa.and_(
+        _key(owner, key),
+        idempotency_keys.c.status == "in_flight",
+        idempotency_keys.c.attempt == attempt,
+    )
+
+
+async def find_idempotency_key(conn: DbConnection, owner: Principal, key: str) -> Any | None:
+    return (await conn.execute(idempotency_keys.select().where(_key(owner, key)))).first()
+
+
+async def claim_idempotency_key(
+    conn: DbConnection,
+    owner: Principal,
+    key: str,
+    *,
+    request_hash: str,
+    attempt: str,
+    now: datetime,
+) -> bool:
+    """Record the key as in flight, held by ``attempt``; False when it exists already (one
+    statement, so two requests racing with the same key get one True, on either database)."""
+    result = await conn.execute(
+        insert(conn, idempotency_keys)
+        .values(
+            tenant=owner.tenant,
+            user_id=owner.user,
+            key=key,
+            request_hash=request_hash,
+            status="in_flight",
+            attempt=attempt,
+            created_at=now,
+        )
+        .on_conflict_do_nothing()
+        .returning(idempotency_keys.c.key)  # (an INSERT's row count is not reported everywhere)
+    )
+    return result.first() is not None
+
+
+async def take_over_idempotency_key(
+    conn: DbConnection,
+    owner: Principal,
+    key: str,
+    *,
+    stale_attempt: str,
+    attempt: str,
+    now: datetime,
+) -> bool:
+    """Hold an in-flight key whose attempt stopped before claiming a run (its process died);
+    False when another request took it first or it was completed meanwhile."""
+    result = await conn.execute(
+        idempotency_keys.update()
+        .where(_held(owner, key, stale_attempt))
+        .values(attempt=attempt, created_at=now)
+    )
+    return result.rowcount == 1
+
+
+async def complete_idempotency_key(
+    conn: DbConnection,
+    owner: Principal,
+    key: str,
+    *,
+    attempt: str,
+    response_status: int,
+    response_body: dict[str, Any] | None,
+    thread_id: str | None,
+    run_id: str | None,
+) -> bool:
+    """Store what the request produced, if ``attempt`` still holds the key (else False: the
+    caller's transaction must roll back, another attempt owns the key now)."""
+    result = await conn.execute(
+        idempotency_keys.update()
+        .where(_held(owner, key, attempt))
+        .values(
+            status="done",
+            response_status=response_status,
+            response_body=response_body,
+            thread_id=thread_id,
+            run_id=run_id,
+        )
+    )
+    return result.rowcount == 1
+
+
+async def release_idempotency_key(
+    conn: DbConnection, owner: Principal, key: str, *, attempt: str
+) -> None:
+    """Forget a key whose request was refused before it claimed anything: a retry runs it
+    again. A key completed meanwhile, or held by another attempt, stays."""
+    await conn.execute(idempotency_keys.delete().where(_held(owner, key, attempt)))
+
+
+async def release_in_flight_keys(conn: DbConnection) -> int:
+    """Forget every in-flight key (at start-up, when no other process can hold one)."""
+    result = await conn.execute(
+        idempotency_keys.delete().where(idempotency_keys.c.status == "in_flight")
+    )
+    return result.rowcount
+
+
+async def prune_idempotency_keys(conn: DbConnection, *, older_than: datetime) -> int:
+    result = await conn.execute(
+        idempotency_keys.delete().where(idempotency_keys.c.created_at < older_than)
+    )
+    return result.rowcount

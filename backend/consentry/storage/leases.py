@@ -1,0 +1,264 @@
+"""Run leases: at most one active run per thread, across every process sharing the database.
+
+A thread is claimed for a run by a compare-and-set on its ``status``. The claim is a lease: it
+names the process that executes the run (``lease_owner``), lasts until ``lease_expires_at`` (the
+owner's heartbeat renews it), and increments the thread's ``fencing_token``. Every later write of
+the run (its events, its end) is checked against that token, so a process that lost its lease (it
+stalled, and another took the run over) cannot store anything more for it:
+:class:`LeaseLostError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from consentry.storage.database import DbConnection
+from consentry.storage.tables import runs, threads
+
+__all__ = [
+    "Claim",
+    "LeaseLostError",
+    "claim_thread",
+    "earliest_lease_expiry",
+    "extend_reservation",
+    "release_thread",
+    "renew_leases",
+    "seize_lease",
+    "suspend_lease",
+    "unfinished_runs",
+]
+
+
+class LeaseLostError(Exception):
+    """The run's lease was taken over (its fencing token is stale): it must not write anymore."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A thread claimed for a run: the seq before its reservation, and the run's fencing token."""
+
+    last_seq: int
+    fencing_token: int
+
+
+_HOLDS_LEASE = (
+    threads.c.id == sa.bindparam("p_id"),
+    threads.c.active_run_id == sa.bindparam("p_run"),
+    threads.c.fencing_token == sa.bindparam("p_token"),
+)
+
+
+_RELEASE_THREAD = (
+    threads.update()
+    .where(*_HOLDS_LEASE)
+    .values(
+        status=sa.bindparam("p_status"),
+        last_reason=sa.bindparam("p_reason"),
+        last_seq=sa.bindparam("p_seq"),
+        tokens_used=threads.c.tokens_used + sa.bindparam("p_tokens", type_=sa.Integer),
+        active_run_id=None,
+        lease_owner=None,
+        lease_expires_at=None,
+        updated_at=sa.bindparam("p_now"),
+    )
+)
+
+
+_CLAIM_THREAD = (
+    threads.update()
+    .where(
+        threads.c.id == sa.bindparam("p_id"),
+        threads.c.status.in_(sa.bindparam("p_expected", expanding=True)),
+    )
+    .values(
+        status="running",
+        active_run_id=sa.bindparam("p_run"),
+        last_seq=threads.c.last_seq + sa.bindparam("p_reserve"),
+        lease_owner=sa.bindparam("p_owner"),
+        lease_expires_at=sa.bindparam("p_expires"),
+        fencing_token=threads.c.fencing_token + 1,
+        updated_at=sa.bindparam("p_now"),
+    )
+    .returning(threads.c.last_seq, threads.c.fencing_token)
+)
+
+
+async def claim_thread(
+    conn: DbConnection,
+    thread_id: str,
+    *,
+    run_id: str,
+    expected: Sequence[str],
+    reserve: int,
+    lease_owner: str,
+    lease_expires_at: datetime,
+    now: datetime,
+) -> Claim | None:
+    """Mark the thread running if its status is one of ``expected``, lease it to ``lease_owner``
+    with a new fencing token, and reserve the next ``reserve`` sequence numbers for the run.
+    None when another run got there first.
+
+    The stored ``last_seq`` stays at the end of the reservation until the run ends, so a run that
+    dies mid-way never has its numbers handed out again."""
+    row = (
+        await conn.execute(
+            _CLAIM_THREAD,
+            {
+                "p_id": thread_id,
+                "p_expected": list(expected),
+                "p_run": run_id,
+                "p_reserve": reserve,
+                "p_owner": lease_owner,
+                "p_expires": lease_expires_at,
+                "p_now": now,
+            },
+        )
+    ).first()
+    if row is None:
+        return None
+    return Claim(last_seq=int(row.last_seq) - reserve, fencing_token=int(row.fencing_token))
+
+
+async def extend_reservation(
+    conn: DbConnection, thread_id: str, *, run_id: str, fencing_token: int, reserve: int
+) -> int:
+    """Reserve ``reserve`` more sequence numbers for the thread's active run; return the new end."""
+    result = await conn.execute(
+        threads.update()
+        .where(*_HOLDS_LEASE)
+        .values(last_seq=threads.c.last_seq + reserve)
+        .returning(threads.c.last_seq),
+        {"p_id": thread_id, "p_run": run_id, "p_token": fencing_token},
+    )
+    reserved_until = result.scalar()
+    if reserved_until is None:
+        raise LeaseLostError(run_id)
+    return int(reserved_until)
+
+
+async def renew_leases(
+    conn: DbConnection, *, lease_owner: str, run_ids: Sequence[str], expires_at: datetime
+) -> set[str]:
+    """Extend the leases ``lease_owner`` holds on these runs; return the runs it still holds."""
+    if not run_ids:
+        return set()
+    result = await conn.execute(
+        threads.update()
+        .where(threads.c.lease_owner == lease_owner, threads.c.active_run_id.in_(run_ids))
+        .values(lease_expires_at=expires_at)
+        .returning(threads.c.active_run_id)
+    )
+    return {str(run_id) for run_id in result.scalars()}
+
+
+async def seize_lease(
+    conn: DbConnection,
+    thread_id: str,
+    *,
+    run_id: str,
+    fencing_token: int,
+    lease_owner: str,
+    lease_expires_at: datetime,
+) -> int:
+    """Take over the lease of a run whose process is gone: a compare-and-set on its fencing
+    token that gives the thread a new one (returned), so whatever the old process still tries
+    to write is refused. :class:`LeaseLostError` when another process seized it first."""
+    result = await conn.execute(
+        threads.update()
+        .where(*_HOLDS_LEASE)
+        .values(
+            lease_owner=lease_owner,
+            lease_expires_at=lease_expires_at,
+            fencing_token=threads.c.fencing_token + 1,
+        )
+        .returning(threads.c.fencing_token),
+        {"p_id": thread_id, "p_run": run_id, "p_token": fencing_token},
+    )
+    token = result.scalar()
+    if token is None:
+        raise LeaseLostError(run_id)
+    return int(token)
+
+
+async def suspend_lease(
+    conn: DbConnection, thread_id: str, *, run_id: str, fencing_token: int, now: datetime
+) -> None:
+    """Give up the lease of a run stopped at a step boundary (the server is shutting down): the
+    run stays ``running`` with an expired lease, for the next process to take over."""
+    await conn.execute(
+        threads.update().where(*_HOLDS_LEASE).values(lease_owner=None, lease_expires_at=now),
+        {"p_id": thread_id, "p_run": run_id, "p_token": fencing_token},
+    )
+
+
+async def release_thread(
+    conn: DbConnection,
+    thread_id: str,
+    *,
+    run_id: str,
+    fencing_token: int,
+    status: str,
+    reason: str,
+    last_seq: int,
+    now: datetime,
+    tokens_used: int = 0,
+) -> None:
+    """End the run's lease, set the thread's new status and add the run's model tokens to the
+    thread's total; :class:`LeaseLostError` when the run no longer holds the lease (nothing is
+    changed, and the caller's transaction must roll back)."""
+    result = await conn.execute(
+        _RELEASE_THREAD,
+        {
+            "p_id": thread_id,
+            "p_run": run_id,
+            "p_token": fencing_token,
+            "p_status": status,
+            "p_reason": reason,
+            "p_seq": last_seq,
+            "p_now": now,
+            "p_tokens": tokens_used,
+        },
+    )
+    if result.rowcount != 1:
+        raise LeaseLostError(run_id)
+
+
+async def unfinished_runs(conn: DbConnection, *, lease_expired_by: datetime | None) -> list[Any]:
+    """Runs left ``running`` whose lease expired by ``lease_expired_by`` (their process stopped,
+    crashed or stalled); with None, every run left ``running`` (this process is the only one)."""
+    query = (
+        sa.select(
+            runs.c.id,
+            runs.c.thread_id,
+            runs.c.trigger,
+            runs.c.inputs,
+            threads.c.graph,
+            threads.c.pruned_through,
+            threads.c.tenant,
+            threads.c.user_id,
+            threads.c.fencing_token,
+        )
+        .join(threads, threads.c.id == runs.c.thread_id)
+        .where(runs.c.status == "running", threads.c.active_run_id == runs.c.id)
+    )
+    if lease_expired_by is not None:
+        query = query.where(
+            sa.or_(
+                threads.c.lease_expires_at.is_(None),
+                threads.c.lease_expires_at < lease_expired_by,
+            )
+        )
+    return list(await conn.execute(query))
+
+
+async def earliest_lease_expiry(conn: DbConnection) -> datetime | None:
+    """When the first lease among running threads expires (None: nothing runs)."""
+    found = await conn.scalar(
+        sa.select(sa.func.min(threads.c.lease_expires_at)).where(threads.c.status == "running")
+    )
+    return found if isinstance(found, datetime) else None  # min() keeps the column's UTC type

@@ -1,0 +1,134 @@
+"""Text for the terminal: colours, diffs, proposals, times and errors.
+
+Pure functions of their arguments (and of ``now``), so what the commands print is decided here
+and nowhere else. Colours are ANSI SGR codes, and only when the :class:`Palette` is on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from consentry.schemas.approvals import RecordedDecision
+from consentry.terminal.errors import ApiError, ClientError
+from consentry.terminal.note_diff import render_note_change
+from consentry.terminal.palette import Palette
+
+__all__ = [
+    "Palette",
+    "describe_decided",
+    "format_error",
+    "format_expiry",
+    "format_time",
+    "render_diff",
+    "render_proposal",
+]
+
+
+def render_diff(diff: str, palette: Palette) -> str:
+    """A unified diff: ``+`` lines green, ``-`` lines red, ``@@`` hunks cyan, headers bold."""
+    lines = []
+    for line in diff.splitlines():
+        if line.startswith(("+++", "---")):
+            lines.append(palette.bold(line))
+        elif line.startswith("@@"):
+            lines.append(palette.cyan(line))
+        elif line.startswith("+"):
+            lines.append(palette.green(line))
+        elif line.startswith("-"):
+            lines.append(palette.red(line))
+        else:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def _whole(content: str, sign: str, header: str) -> str:
+    """``content`` as one hunk that adds (``+``) or removes (``-``) every line."""
+    lines = content.splitlines() or [""]
+    span = "1" if len(lines) == 1 else f"1,{len(lines)}"
+    hunk = f"@@ -0,0 +{span} @@" if sign == "+" else f"@@ -{span} +0,0 @@"
+    return "\n".join([header, hunk, *(sign + line for line in lines)])
+
+
+def render_proposal(kind: str, proposal: dict[str, Any], palette: Palette) -> str:
+    """What a consent proposes: the tutor's note kinds as diffs, any other kind as JSON."""
+    diff, content = proposal.get("diff"), proposal.get("content")
+    title = proposal.get("title", "")
+    base, proposed = proposal.get("base_content"), proposal.get("proposed_content")
+    if kind == "note_edit" and isinstance(base, str) and isinstance(proposed, str):
+        return render_note_change(
+            base,
+            proposed,
+            old_header=f"{title} (version {proposal.get('base_version', '?')})",
+            new_header=f"{title} (proposed)",
+            palette=palette,
+        )
+    if kind == "note_edit" and isinstance(diff, str):
+        return render_diff(diff, palette)
+    if kind == "note_create" and isinstance(content, str):
+        return render_diff(_whole(content, "+", f"--- (no note)\n+++ {title} (new)"), palette)
+    if kind == "note_delete" and isinstance(content, str):
+        version = proposal.get("version", "?")
+        header = f"--- {title} (version {version})\n+++ (deleted)"
+        return render_diff(_whole(content, "-", header), palette)
+    return json.dumps(proposal, indent=2, ensure_ascii=False)
+
+
+def format_time(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _span(seconds: float) -> str:
+    minutes = int(seconds // 60)
+    if minutes < 1:
+        return f"{int(seconds)}s"
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    if days:
+        return f"{days}d {hours}h"
+    return f"{hours}h {minutes}m" if hours else f"{minutes}m"
+
+
+def format_expiry(expires_at: datetime, *, now: datetime | None = None) -> str:
+    """``expires in 23h 59m (2026-12-01 11:11 UTC)``, or ``expired 5m ago (…)``."""
+    left = (expires_at - (now or datetime.now(UTC))).total_seconds()
+    when = format_time(expires_at)
+    return (
+        f"expires in {_span(left)} ({when})" if left > 0 else f"expired {_span(-left)} ago ({when})"
+    )
+
+
+def describe_decided(decided: RecordedDecision) -> str:
+    """``approve by local/local at 2026-11-30 11:09 UTC, comment: …``; a person's display name
+    first when the server knows it: ``approve by Ada Lovelace (acme/ada) at …``."""
+    who = decided.decided_by or "nobody"
+    if decided.decided_by_name:
+        who = f"{decided.decided_by_name} ({who})"
+    text = f"{decided.decision or decided.status} by {who}"
+    if decided.decided_at is not None:
+        text += f" at {format_time(decided.decided_at)}"
+    if decided.comment:
+        text += f", comment: {decided.comment}"
+    return text
+
+
+def format_error(error: ClientError) -> str:
+    """``error: <code>: <message>``; who won an ``already_decided``; where a 422 was wrong."""
+    text = f"error: {error.code}: {error.message}"
+    if not isinstance(error, ApiError):
+        return text
+    decided = error.details.get("decided")
+    if isinstance(decided, dict):
+        with contextlib.suppress(ValidationError):
+            text += f" (decided: {describe_decided(RecordedDecision.model_validate(decided))})"
+    problems = error.details.get("errors")
+    if isinstance(problems, list):
+        for problem in problems[:5]:
+            if isinstance(problem, dict):
+                where = ".".join(str(part) for part in problem.get("loc", ()))
+                text += f"\n  {where}: {problem.get('msg', '')}"
+    return text

@@ -1,0 +1,226 @@
+"""The offline model: a small deterministic chat model that needs no key and no network.
+
+It is a real LangChain chat model, used by the same graph code as any other: it reads the task from
+the heading of the system prompt (``# task: classify | answer | summarize``) and answers it with
+rules instead of weights. It classifies intent with keyword rules (answer, search, edit or delete
+a note), answers from the notes the prompt carries, summarizes the conversation into a note
+section, and streams its answers word by word. It always says that it is the offline model.
+
+What it writes is what lands in people's notes, so it writes whole sentences
+(``consentry_graphs.sentences``: a note's sentences, never cut, without ``**`` markers):
+
+- an **answer** quotes, for each note in the prompt, its sentences about the question (those with
+  a word that begins like one of the question's words; the note's first ones if none is), up to
+  about 300 characters a note;
+- a **summary** lists each question with the gist of its answer (the answer's sentences, without
+  the offline model's introduction and lead-ins, up to about 400 characters), under
+  "## Summary of our discussion". The graph gives it the discussion only, no replies about
+  consents; a last user message (the request to summarize) is left out.
+
+The same conversation always gives the same text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Iterator, Sequence
+from html import unescape
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LangSmithParams
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.messages.ai import UsageMetadata
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+
+from consentry_graphs import sentences
+
+__all__ = ["OFFLINE_MODEL_NAME", "OfflineChatModel"]
+
+OFFLINE_MODEL_NAME = "consentry-offline"
+
+# An edit is a *request*: the verb opens a clause ("Add …", "Can you … and put it …"), so a
+# question about notes ("What did I write in my note?") is not one.
+_REQUEST = (
+    r"(?:^|[.!?;,:]\s*|\band\s+|\bthen\s+)"
+    r"(?:(?:please|pls|kindly|ok(?:ay)?|now|so|also|go\s+ahead\s+and|can\s+you|could\s+you|"
+    r"would\s+you|will\s+you|i\s+want\s+you\s+to|i'?d\s+like\s+you\s+to)\s+)*"
+)
+_INTO_NOTE = (
+    r"(?:add|save|put|write|append|record|store|jot(?:\s+down)?|copy|insert|summari[sz]e)\b"
+    r"[^.!?]*?\b(?:to|in|into|on|onto)\s+(?:(?:my|the|this|that|a|an|our|your)\s+)?"
+    r"(?:[\w-]+\s+)?notes?\b"
+)
+_NEW_NOTE = (
+    r"(?:write|add|create|make|start|save|take)\s+(?:(?:it|this|that)\s+as\s+)?"
+    r"(?:(?:a|an|the|my)\s+)?(?:new\s+)?notes?\b"
+)
+_EDIT_PATTERN = re.compile(rf"{_REQUEST}(?:{_INTO_NOTE}|{_NEW_NOTE})", re.IGNORECASE)
+# Deleting is a request too, about one note ("delete this note", "remove my RAG note"): "What
+# happens if I delete a note?" is a question, and "delete my notes" names no single note.
+_DELETE_PATTERN = re.compile(
+    rf"{_REQUEST}(?:delete|remove|erase|trash|discard)\s+"
+    r"(?:(?:this|that|the|my|our|current|open)\s+)*(?:[\w-]+\s+)?note\b",
+    re.IGNORECASE,
+)
+_SEARCH_PATTERN = re.compile(
+    r"\b(search|find|look\s+up|look\s+for|lookup)\b(?:\s+(?:in|through|my|the|our|all))*"
+    r"\s+notes?\b(?:\s+(?:for|about|on|mentioning))?\s*(?P<query>.*)",
+    re.IGNORECASE | re.DOTALL,
+)
+_NOTES_BLOCK = re.compile(r"<notes>\n?(?P<body>.*?)</notes>", re.DOTALL)
+_NOTE = re.compile(r'<note title="(?P<title>[^"]*)">\n(?P<text>.*?)\n</note>', re.DOTALL)
+_WORD = re.compile(r"\S+\s*")
+_INTRO = "I'm the offline model, so I answer from your notes rather than from general knowledge."
+_NOTHING_FOUND = "I found nothing in this project's notes about"
+_SUMMARY_HEADING = "## Summary of our discussion"
+_ANSWER_CHARS = 300
+"""About the most an answer quotes of one note (whole sentences)."""
+_SUMMARY_ANSWER_CHARS = 400
+_QUESTION_CHARS = 300
+
+
+def classify(message: str) -> dict[str, str]:
+    """Return ``{"intent": "search" | "delete_note" | "edit_note" | "answer", "query": ...}``."""
+    search = _SEARCH_PATTERN.search(message)
+    if search:
+        query = search.group("query").strip().strip("\"'?.!").strip()
+        return {"intent": "search", "query": query or message.strip()}
+    if _DELETE_PATTERN.search(message):
+        return {"intent": "delete_note", "query": ""}
+    if _EDIT_PATTERN.search(message):
+        return {"intent": "edit_note", "query": ""}
+    return {"intent": "answer", "query": message.strip()}
+
+
+def _usage(messages: Sequence[BaseMessage], answer: str) -> UsageMetadata:
+    """Tokens, counted as words: the offline model has no tokenizer, but budgets still apply."""
+    prompt = sum(len(str(m.content).split()) for m in messages)
+    output = len(answer.split())
+    return {"input_tokens": prompt, "output_tokens": output, "total_tokens": prompt + output}
+
+
+def _answer(system: str, question: str) -> str:
+    block = _NOTES_BLOCK.search(system)
+    quoted = []
+    for note in _NOTE.finditer(block.group("body") if block else ""):
+        found = sentences.sentences(note.group("text"))
+        picked = sentences.about(found, question, limit=_ANSWER_CHARS)
+        if picked:
+            quoted.append(f"- In \u201c{unescape(note.group('title'))}\u201d: {' '.join(picked)}")
+    if not quoted:
+        return (
+            f"{_INTRO} {_NOTHING_FOUND} \u201c{sentences.shorten(question, 80)}\u201d. Write a "
+            "note about it, or ask me to add a summary of our discussion to your note."
+        )
+    return "\n".join([f"{_INTRO} Here is what your notes say:", *quoted])
+
+
+def _gist(answer: str) -> str:
+    """An answer in a summary: its sentences, without the introduction and lead-ins ("…:")."""
+    answer = answer.strip().removeprefix(_INTRO).strip()
+    if answer.startswith(_NOTHING_FOUND):
+        return "Your notes say nothing about it yet."
+    found = [sentence for sentence in sentences.sentences(answer) if not sentence.endswith(":")]
+    return " ".join(sentences.leading(found, _SUMMARY_ANSWER_CHARS))
+
+
+def _summarize(conversation: Sequence[BaseMessage]) -> str:
+    """Summarize the turns before the last request (which is the request to summarize)."""
+    turns = list(conversation)
+    if turns and isinstance(turns[-1], HumanMessage):
+        turns = turns[:-1]
+    lines = [_SUMMARY_HEADING, ""]
+    questions = 0
+    for message in turns:
+        if isinstance(message, HumanMessage):
+            question = sentences.shorten(str(message.content), _QUESTION_CHARS)
+            lines.append(f"- **Question:** {question}")
+            questions += 1
+        elif isinstance(message, AIMessage) and (gist := _gist(str(message.content))):
+            lines.append(f"  **Answer:** {gist}")
+    if questions == 0:
+        lines.append("- We have not discussed anything yet in this conversation.")
+    lines += ["", "_Summarized by the offline model._"]
+    return "\n".join(lines)
+
+
+class OfflineChatModel(BaseChatModel):
+    """Deterministic rule-based chat model; see the module docstring."""
+
+    @property
+    def _llm_type(self) -> str:
+        return OFFLINE_MODEL_NAME
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_name": OFFLINE_MODEL_NAME}
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        """The model's name in callbacks' metadata (``ls_model_name``: metrics, traces)."""
+        return LangSmithParams(
+            ls_provider="consentry", ls_model_name=OFFLINE_MODEL_NAME, ls_model_type="chat"
+        )
+
+    def _respond(self, messages: Sequence[BaseMessage]) -> str:
+        system = next((str(m.content) for m in messages if m.type == "system"), "")
+        conversation = [m for m in messages if m.type != "system"]
+        last_human = next(
+            (str(m.content) for m in reversed(conversation) if isinstance(m, HumanMessage)), ""
+        )
+        task = system.split("\n", 1)[0].removeprefix("# task:").strip()
+        if task == "classify":
+            return json.dumps(classify(last_human))
+        if task == "summarize":
+            return _summarize(conversation)
+        return _answer(system, last_human)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        text = self._respond(messages)
+        usage = _usage(messages, text)
+        return ChatResult(
+            generations=[ChatGeneration(message=AIMessage(content=text, usage_metadata=usage))]
+        )
+
+    def _chunks(self, messages: list[BaseMessage]) -> Iterator[tuple[str, ChatGenerationChunk]]:
+        """The answer word by word (each with its trailing whitespace)."""
+        text = self._respond(messages)
+        words = _WORD.findall(text)
+        for i, word in enumerate(words):
+            # The last chunk reports the call's usage, as streaming providers do.
+            usage = _usage(messages, text) if i == len(words) - 1 else None
+            yield (
+                word,
+                ChatGenerationChunk(message=AIMessageChunk(content=word, usage_metadata=usage)),
+            )
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        for word, chunk in self._chunks(messages):
+            if run_manager:
+                run_manager.on_llm_new_token(word, chunk=chunk)
+            yield chunk
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        for word, chunk in self._chunks(messages):
+            if run_manager:
+                await run_manager.on_llm_new_token(word, chunk=chunk)
+            yield chunk

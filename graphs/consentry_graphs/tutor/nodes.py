@@ -1,0 +1,222 @@
+"""The tutor's nodes that read and draft: understand the message, answer, search, and draft the
+proposal of a consent. None of them changes a note; asking and acting live in ``consent_nodes``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import re
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.constants import TAG_NOSTREAM
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, ValidationError
+
+from consentry_graphs.models import json_mode
+from consentry_graphs.models.offline import classify
+from consentry_graphs.services import GraphContext, NoteHit, NoteSnapshot
+from consentry_graphs.tutor import prompts
+from consentry_graphs.tutor.consents import NoteCreateProposal, NoteDeleteProposal, NoteEditProposal
+from consentry_graphs.tutor.passages import notes_block, search_excerpt
+from consentry_graphs.tutor.replies import say, say_outcome
+from consentry_graphs.tutor.state import Intent, TutorState
+from consentry_graphs.tutor.summaries import as_summary_section, discussion, with_summary
+from consentry_graphs.window import outside_window
+
+__all__ = ["IntentChoice", "TutorNodes", "report_no_open_note"]
+
+log = logging.getLogger(__name__)
+NEW_NOTE_TITLE = "Summary of our discussion"
+SEARCH_LIMIT = 5
+GROUNDING_LIMIT = 3
+_JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+_INTERNAL: RunnableConfig = {"tags": [TAG_NOSTREAM]}
+
+
+def _last_user_text(state: TutorState) -> str:
+    for message in reversed(state.get("messages", [])):
+        if isinstance(message, HumanMessage):
+            return str(message.content)
+    return ""
+
+
+class IntentChoice(BaseModel):
+    """What the classify call must answer: one JSON object, validated before it routes."""
+
+    intent: Intent
+    query: str = ""
+
+
+def _parse_intent(raw: str, fallback_message: str) -> dict[str, str]:
+    """The model's JSON object, validated; an answer that is not one (prose, a code fence
+    around it, an unknown intent) falls back to the offline model's keyword rules."""
+    match = _JSON_OBJECT.search(raw)
+    try:
+        choice = IntentChoice.model_validate_json(match.group(0) if match else raw)
+    except ValidationError:
+        log.warning("the model's intent was not a valid JSON object; keyword rules route instead")
+        return classify(fallback_message)
+    return {"intent": choice.intent, "query": choice.query.strip() or fallback_message}
+
+
+def _lines(text: str) -> list[str]:
+    return [f"{line}\n" for line in text.splitlines()]
+
+
+def _search_result(hit: NoteHit) -> str:
+    if not hit.snippet:
+        return f"- \u201c{hit.title}\u201d (no text yet)"
+    return f"- In \u201c{hit.title}\u201d: {hit.snippet}"
+
+
+def unified_diff(*, title: str, base: str, proposed: str, base_version: int) -> str:
+    return "".join(
+        difflib.unified_diff(
+            _lines(base),
+            _lines(proposed),
+            fromfile=f"{title} (version {base_version})",
+            tofile=f"{title} (proposed)",
+        )
+    )
+
+
+async def _open_note(state: TutorState, runtime: Runtime[GraphContext]) -> NoteSnapshot | None:
+    """The note the user has open, if there is one and it still exists."""
+    note_id = state.get("note_id")
+    return await runtime.context.notes.get_note(note_id) if note_id else None
+
+
+def report_no_open_note(state: TutorState) -> dict[str, Any]:
+    """The user asked to change the open note, but none is open (or it was deleted meanwhile)."""
+    if state.get("note_id"):
+        text = "The note you had open no longer exists, so I changed nothing."
+    else:
+        text = "There is no note open to delete. Open the note you want to delete, then ask again."
+    return {"messages": [say_outcome(text)]}
+
+
+class TutorNodes:
+    """Node functions bound to one chat model."""
+
+    def __init__(self, model: BaseChatModel) -> None:
+        self.model = model
+        self.classifier = json_mode(model)
+
+    async def analyze_message(
+        self, state: TutorState, runtime: Runtime[GraphContext]
+    ) -> dict[str, Any]:
+        """Route the new message, and let the oldest messages go past the conversation window."""
+        text = _last_user_text(state)
+        reply = await self.classifier.ainvoke(
+            [SystemMessage(prompts.CLASSIFY), HumanMessage(text)], config=_INTERNAL
+        )
+        routed = _parse_intent(str(reply.content), text)
+        return {
+            "intent": routed["intent"],
+            "query": routed["query"],
+            "found_notes": [],
+            "proposal": None,
+            "decision": None,
+            "messages": outside_window(
+                state.get("messages", []), runtime.context.conversation_window
+            ),
+        }
+
+    async def answer_question(
+        self, state: TutorState, runtime: Runtime[GraphContext]
+    ) -> dict[str, Any]:
+        """Answer from the notes the question finds, and the open note (first, if not found)."""
+        notes = runtime.context.notes
+        query = state.get("query") or _last_user_text(state)
+        hits = await notes.search_notes(state["project_id"], query, limit=GROUNDING_LIMIT)
+        note_ids = [hit.note_id for hit in hits]
+        active_id = state.get("note_id")
+        if active_id and active_id not in note_ids:
+            note_ids.insert(0, active_id)
+        found = [note for note_id in note_ids if (note := await notes.get_note(note_id))]
+        system = SystemMessage(prompts.ANSWER.format(notes=notes_block(found, query)))
+        reply = await self.model.ainvoke([system, *state["messages"]])
+        return {"messages": [reply]}
+
+    async def search_notes(
+        self, state: TutorState, runtime: Runtime[GraphContext]
+    ) -> dict[str, Any]:
+        """Search the project; each hit shows the note's own sentences about the query."""
+        notes = runtime.context.notes
+        query = state.get("query") or _last_user_text(state)
+        found = []
+        for hit in await notes.search_notes(state["project_id"], query, limit=SEARCH_LIMIT):
+            note = await notes.get_note(hit.note_id)
+            if note is not None:
+                excerpt = search_excerpt(note, query)
+                found.append(hit.model_copy(update={"snippet": excerpt}).model_dump())
+        return {"found_notes": found}
+
+    async def report_search_results(self, state: TutorState) -> dict[str, Any]:
+        hits = [NoteHit.model_validate(hit) for hit in state.get("found_notes", [])]
+        query = state.get("query", "")
+        if not hits:
+            text = f"I found no notes matching \u201c{query}\u201d in this project."
+        else:
+            plural = "s" if len(hits) != 1 else ""
+            lines = [f"I found {len(hits)} note{plural} matching \u201c{query}\u201d:"]
+            lines += [_search_result(hit) for hit in hits]
+            text = "\n".join(lines)
+        return {"messages": [say(text)]}
+
+    async def _summary_section(self, state: TutorState) -> str:
+        """A summary of the discussion (``summaries.discussion``), asked for by the request."""
+        request = HumanMessage(_last_user_text(state))
+        reply = await self.model.ainvoke(
+            [SystemMessage(prompts.SUMMARIZE), *discussion(state["messages"]), request],
+            config=_INTERNAL,
+        )
+        return as_summary_section(str(reply.content))
+
+    async def draft_note_edit(
+        self, state: TutorState, runtime: Runtime[GraphContext]
+    ) -> dict[str, Any]:
+        """Propose the open note with a summary of the discussion: in place of the summary it
+        has, else at its end (``summaries.with_summary``)."""
+        note = await _open_note(state, runtime)
+        if note is None:
+            return {"proposal": None}
+        section = await self._summary_section(state)
+        base = note.content
+        proposed = with_summary(base, section)
+        proposal = NoteEditProposal(
+            project_id=state["project_id"],
+            note_id=note.note_id,
+            title=note.title,
+            base_version=note.version,
+            base_content=base,
+            proposed_content=proposed,
+            diff=unified_diff(
+                title=note.title, base=base, proposed=proposed, base_version=note.version
+            ),
+        )
+        return {"proposal": proposal.model_dump()}
+
+    async def draft_note_creation(self, state: TutorState) -> dict[str, Any]:
+        """Propose saving a summary of the discussion as a new note (no note is open)."""
+        section = await self._summary_section(state)
+        proposal = NoteCreateProposal(
+            project_id=state["project_id"], title=NEW_NOTE_TITLE, content=f"{section}\n"
+        )
+        return {"proposal": proposal.model_dump()}
+
+    async def draft_note_deletion(
+        self, state: TutorState, runtime: Runtime[GraphContext]
+    ) -> dict[str, Any]:
+        """Propose deleting the open note, as it is now."""
+        note = await _open_note(state, runtime)
+        if note is None:
+            return {"proposal": None}
+        proposal = NoteDeleteProposal(
+            note_id=note.note_id, title=note.title, version=note.version, content=note.content
+        )
+        return {"proposal": proposal.model_dump()}

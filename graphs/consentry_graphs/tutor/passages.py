@@ -1,0 +1,48 @@
+"""What the tutor shows of a note: to the model in the answer prompt's ``<notes>``, and to the
+user in search results.
+
+Both come from the note itself, never from the search engine's snippet: a snippet is a fragment
+of a few words, cut mid-sentence and with ``**`` around the words it matched, and a model (the
+offline one above all) copies what it reads. The tutor's own summary section is left out: it
+only repeats the discussion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+from consentry_graphs import sentences
+from consentry_graphs.services import NoteSnapshot
+from consentry_graphs.tutor.summaries import without_summary
+
+__all__ = ["PROMPT_CHARS", "SEARCH_EXCERPT_CHARS", "notes_block", "search_excerpt"]
+
+PROMPT_CHARS = 1500
+"""The most of one note the answer prompt carries."""
+SEARCH_EXCERPT_CHARS = 240
+"""The most of one note a search result shows."""
+
+
+def _prompt_passage(note: NoteSnapshot, query: str) -> str:
+    """The note as written if it is short enough, else its sentences about ``query``."""
+    text = without_summary(note.content)
+    if len(text) <= PROMPT_CHARS:
+        return text
+    return " ".join(sentences.about(sentences.sentences(text), query, limit=PROMPT_CHARS))
+
+
+def notes_block(notes: Sequence[NoteSnapshot], query: str) -> str:
+    """The ``<notes>`` of the answer prompt: one ``<note title="…">`` element per note with text."""
+    parts = []
+    for note in notes:
+        passage = _prompt_passage(note, query)
+        if passage:
+            parts.append(f'<note title="{escape(note.title)}">\n{passage}\n</note>\n')
+    return "".join(parts)
+
+
+def search_excerpt(note: NoteSnapshot, query: str) -> str:
+    """The whole sentences of the note about ``query`` that fit in a search result."""
+    found = sentences.sentences(without_summary(note.content))
+    return " ".join(sentences.about(found, query, limit=SEARCH_EXCERPT_CHARS))
