@@ -30,15 +30,14 @@ from consentry.api import (
     threads,
     web,
 )
-from consentry.api.body_limit import RequestBodyLimits
 from consentry.api.cors import cors_options
 from consentry.api.deps import authenticate, bearer_credentials, needs_principal
 from consentry.api.request_errors import request_error
 from consentry.api.request_ids import RequestIds
-from consentry.api.url_text import UnstorableTextInUrl
 from consentry.errors import ConsentryError, UnauthorizedError
 from consentry.observability.tracing import Tracing, TracingMiddleware
 from consentry.runtime.clock import Clock, utc_now
+from consentry.runtime.guards import RequestBodyLimits, UnstorableTextInUrl
 from consentry.schemas.approvals import ApprovalChange, ApprovalsReady
 from consentry.schemas.errors import ErrorBody, ErrorDetail
 from consentry.schemas.events import EVENT_ADAPTER

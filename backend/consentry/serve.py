@@ -27,7 +27,7 @@ def serve_command(*, host: str | None, port: int | None, role: str | None, log_l
     from consentry.app import create_app
     from consentry.http_protocol import HttpLimits, bounded_http_protocol
     from consentry.observability.logs import logging_config
-    from consentry.runtime.executor import SHUTDOWN_GRACE_SECONDS
+    from consentry.runtime.runs import SHUTDOWN_GRACE_SECONDS
     from consentry.settings import Settings
     from consentry.storage.process_lock import DatabaseInUseError, serving_lock
     from consentry_graphs.registry import GraphLoadError, load_graphs

@@ -10,25 +10,31 @@ from datetime import timedelta
 
 from langchain_core.language_models import BaseChatModel
 
-from consentry.api.sse_response import OpenStreams
-from consentry.api.stream_slots import StreamSlots
 from consentry.exit_signals import forwarding_exit_signals
 from consentry.observability.metrics import Metrics
 from consentry.observability.tracing import Tracing
-from consentry.runtime.approval_feed import ApprovalFeed
-from consentry.runtime.approvals import ApprovalInbox
 from consentry.runtime.clock import Clock, utc_now
-from consentry.runtime.executor import SHUTDOWN_GRACE_SECONDS, RunExecutor, RunLimits
-from consentry.runtime.expiry import ExpirySweeper
-from consentry.runtime.idempotency import KEY_RETENTION, IdempotencyGuard
-from consentry.runtime.notifications import EventNotifications
-from consentry.runtime.rate_limits import RateLimiter, rate_limiter
+from consentry.runtime.consents import ApprovalFeed, ApprovalInbox, ExpirySweeper
+from consentry.runtime.guards import (
+    KEY_RETENTION,
+    IdempotencyGuard,
+    OpenStreams,
+    RateLimiter,
+    StreamSlots,
+    rate_limiter,
+)
+from consentry.runtime.notes import SampleNote, read_sample_notes
 from consentry.runtime.readiness import BackgroundTask, Readiness
-from consentry.runtime.runs import RunStarter
-from consentry.runtime.sample_notes import SampleNote, read_sample_notes
-from consentry.runtime.takeover import RunTakeover
-from consentry.runtime.threads import ThreadReader
-from consentry.runtime.worker import RunWorker
+from consentry.runtime.replicas import EventNotifications
+from consentry.runtime.runs import (
+    SHUTDOWN_GRACE_SECONDS,
+    RunExecutor,
+    RunLimits,
+    RunStarter,
+    RunTakeover,
+    RunWorker,
+    ThreadReader,
+)
 from consentry.settings import Settings
 from consentry.storage.checkpointer import open_checkpointer
 from consentry.storage.database import Database
@@ -206,7 +212,7 @@ async def _open(
                             notifications=notifications,
                             metrics=metrics,
                         ),
-                        approvals=ApprovalInbox(db=db, runs=runs),
+                        approvals=ApprovalInbox(db=db),
                         approval_feed=ApprovalFeed(db=db, notifications=notifications, clock=clock),
                         idempotency=idempotency,
                         expiry=expiry,

@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from consentry.app import create_app
-from consentry.runtime import executor as executor_module
 from consentry.runtime.clock import utc_now
 from consentry.runtime.runs import RunStarter
+from consentry.runtime.runs import _executor as executor_module
 from consentry.schemas.events import ConsentEvent
 from consentry.settings import Settings
 from consentry_graphs.examples.parallel_consents import OUTBOX
@@ -168,7 +168,7 @@ async def test_keys_left_in_flight_by_a_dead_process_are_released_or_taken_over(
     process forgets it at start-up; on PostgreSQL (other replicas may hold keys) a retry takes
     it over once it is older than a run's lease."""
     from consentry.principal import LOCAL_PRINCIPAL
-    from consentry.runtime.idempotency import request_fingerprint
+    from consentry.runtime.guards import request_fingerprint
     from consentry.schemas.chat import ChatRequest
     from consentry.storage.idempotency import claim_idempotency_key
 

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from consentry.runtime.executor import RunExecutor
+from consentry.runtime.runs import RunExecutor
 from consentry.schemas.events import (
     ConsentEvent,
     ErrorEvent,

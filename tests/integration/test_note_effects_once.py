@@ -13,7 +13,7 @@ from asgi_lifespan import LifespanManager
 
 from consentry.app import create_app
 from consentry.principal import LOCAL_PRINCIPAL
-from consentry.runtime.notes_store import OwnerNotesStore
+from consentry.runtime.notes import OwnerNotesStore
 from consentry.services import Services
 from consentry.settings import Settings
 from consentry_graphs.services import AppliedDeletion

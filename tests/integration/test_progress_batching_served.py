@@ -1,7 +1,7 @@
-"""Progress batching as served (``consentry.runtime.step_batching``): a run's ``run_started`` and
-``step`` events are stored with its next write instead of in writes of their own, and the SSE
-stream still carries every event, in seq order, with no gap; a rejoining client replays exactly
-what the stream sent.
+"""Progress batching as served (``consentry.runtime.runs._step_batching``): a run's ``run_started``
+and ``step`` events are stored with its next write instead of in writes of their own, and the SSE
+stream still carries every event, in seq order, with no gap; a rejoining client replays exactly what
+the stream sent.
 
 Which rows one write stored is read from the ``events`` table: the test clock ticks 1 µs on every
 call and a write stamps all its rows with one reading, so the rows of one write share one
@@ -18,8 +18,8 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-import consentry.runtime.executor
-from consentry.runtime.step_batching import ProgressBatcher
+import consentry.runtime.runs._executor
+from consentry.runtime.runs._step_batching import ProgressBatcher
 from consentry.schemas.events import ConsentEvent, Event
 from consentry.storage.tables import events as events_table
 from tests.sse import ask_for_note_edit, chat, kinds, numbering, parse_events
@@ -34,7 +34,7 @@ def _progress_waits_for_the_next_write(monkeypatch: pytest.MonkeyPatch) -> None:
     own: give it a delay no run here reaches, so what goes in which write depends on the run only.
     (The delay itself: ``tests/unit/test_progress_batching.py``.)"""
     monkeypatch.setattr(
-        consentry.runtime.executor, "ProgressBatcher", partial(ProgressBatcher, delay=3600.0)
+        consentry.runtime.runs._executor, "ProgressBatcher", partial(ProgressBatcher, delay=3600.0)
     )
 
 

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from consentry.app import create_app
-from consentry.runtime import log_follower
+from consentry.runtime.replicas import _log_follower as log_follower
 from consentry.services import Services
 from consentry.settings import Settings
 from tests.conftest import ManualClock

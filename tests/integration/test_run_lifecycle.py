@@ -20,10 +20,10 @@ import pytest_asyncio
 import sqlalchemy as sa
 from asgi_lifespan import LifespanManager
 
-import consentry.runtime.executor
+import consentry.runtime.runs._executor
 import consentry.storage.runs
 from consentry.app import create_app
-from consentry.runtime.notes_store import OwnerNotesStore
+from consentry.runtime.notes import OwnerNotesStore
 from consentry.schemas.events import (
     ConsentEvent,
     ErrorEvent,

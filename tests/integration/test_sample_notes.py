@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from consentry.runtime.sample_notes import read_sample_notes
+from consentry.runtime.notes import read_sample_notes
 from consentry.schemas.events import MessageEvent
 from tests.sse import chat
 

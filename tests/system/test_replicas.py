@@ -19,7 +19,7 @@ from typing import Any, Literal
 import httpx
 import pytest
 
-from consentry.runtime.log_follower import FOLLOW_RECHECK_SECONDS
+from consentry.runtime.replicas._log_follower import FOLLOW_RECHECK_SECONDS
 from consentry.schemas.events import (
     ConsentEvent,
     ErrorEvent,

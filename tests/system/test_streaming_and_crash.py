@@ -23,7 +23,7 @@ import pytest
 
 from consentry.api.sse_response import RECONNECT_AFTER_MS
 from consentry.app import create_app
-from consentry.runtime.event_stream import RunEventStream
+from consentry.runtime.runs._event_stream import RunEventStream
 from consentry.schemas.events import Event, FinalEvent, StepEvent
 from consentry.services import Services
 from consentry.settings import Settings

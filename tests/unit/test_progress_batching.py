@@ -1,6 +1,6 @@
-"""``consentry.runtime.step_batching.ProgressBatcher``: ``run_started`` and ``step`` events wait for
-the run's next write, or for a short delay, instead of a write of their own; and still no event is
-sent before it is stored, nor before an earlier one.
+"""``consentry.runtime.runs._step_batching.ProgressBatcher``: ``run_started`` and ``step`` events
+wait for the run's next write, or for a short delay, instead of a write of their own; and still no
+event is sent before it is stored, nor before an earlier one.
 
 Driven with a real :class:`RunEventStream`, a store that records what it is given (and can be held
 or made to fail) and the run's client reading ``listen()``. Both write into one timeline, so a test
@@ -17,8 +17,9 @@ from typing import Literal, TypeVar
 
 import pytest
 
-from consentry.runtime.event_stream import OutgoingEvent, RunEventStream
-from consentry.runtime.step_batching import ProgressBatcher
+from consentry.runtime.outgoing import OutgoingEvent
+from consentry.runtime.runs._event_stream import RunEventStream
+from consentry.runtime.runs._step_batching import ProgressBatcher
 from consentry.schemas.events import MessageEvent, RunStartedEvent, StepEvent, TokenEvent
 
 DELAY = 0.01
@@ -295,7 +296,7 @@ async def test_a_failed_late_store_keeps_its_rows_for_the_next_write_and_logs_a_
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     store.failures = 1
-    caplog.set_level(logging.WARNING, logger="consentry.runtime.step_batching")
+    caplog.set_level(logging.WARNING, logger="consentry.runtime.runs._step_batching")
     _start(events)
     _step(events, "answer")
     await _within(batcher.after_chunk())
@@ -307,7 +308,7 @@ async def test_a_failed_late_store_keeps_its_rows_for_the_next_write_and_logs_a_
     assert store.calls == [[STARTED, STEP], [STARTED, STEP, (3, "message")]]
     assert await client.received_through(3) == [STARTED, STEP, (3, "message")]
     assert _sent_before_stored(timeline) == []
-    warnings = [r for r in caplog.records if r.name == "consentry.runtime.step_batching"]
+    warnings = [r for r in caplog.records if r.name == "consentry.runtime.runs._step_batching"]
     assert [(r.levelno, r.getMessage()) for r in warnings] == [
         (logging.WARNING, "could not store a run's progress events yet")
     ]

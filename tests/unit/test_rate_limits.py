@@ -10,7 +10,8 @@ import pytest
 
 from consentry.errors import TooManyRequestsError
 from consentry.principal import Principal
-from consentry.runtime.rate_limits import Rate, RateLimiter
+from consentry.runtime.guards import RateLimiter
+from consentry.runtime.guards._rate_limits import Rate
 
 ALICE = Principal("acme", "alice")
 BOB = Principal("acme", "bob")

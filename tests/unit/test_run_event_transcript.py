@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from consentry.runtime.event_stream import RunEventStream
+from consentry.runtime.runs._event_stream import RunEventStream
 from consentry.schemas.events import StepEvent
 from consentry.storage.transcript import TranscriptEntry
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from consentry.runtime.sample_notes import SAMPLES_DIRECTORY, SampleNote, read_sample_notes
+from consentry.runtime.notes import SampleNote, read_sample_notes
+from consentry.runtime.notes._samples import SAMPLES_DIRECTORY
 from consentry.settings import Settings
 from consentry_graphs import sentences
 

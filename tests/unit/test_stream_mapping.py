@@ -8,7 +8,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from consentry.runtime.stream_mapping import ChunkMapper
+from consentry.runtime.runs._stream_mapping import ChunkMapper
 from consentry_graphs.registry import BUILTIN_GRAPHS
 
 NOTE: dict[str, Any] = {

@@ -9,8 +9,8 @@ from fastapi import APIRouter, Query, Response, status
 from consentry.api.deps import IdempotencyKey, PrincipalDep, ServicesDep
 from consentry.api.limits import check_edits, page_limit
 from consentry.api.responses import ERROR_RESPONSES
-from consentry.runtime.approvals import accepted
-from consentry.runtime.idempotency import KeyHold, StoredResponse, request_fingerprint
+from consentry.runtime.consents import accepted
+from consentry.runtime.guards import KeyHold, StoredResponse, request_fingerprint
 from consentry.schemas.approvals import (
     Approval,
     ApprovalList,
@@ -60,7 +60,9 @@ async def decide(
     async def action(key: KeyHold | None) -> DecisionAccepted:
         # Only a request that runs is counted: an idempotent replay is not.
         services.rate_limits.charge(owner, "decisions")
-        return await services.approvals.decide(owner, approval_id, body, key=key)
+        run = await services.runs.decide(owner, approval_id, body, key=key)
+        run.events.detach()  # the graph resumes in the background; its events are stored
+        return accepted(approval_id, body, thread_id=run.thread_id, run_id=run.run_id)
 
     if idempotency_key is None:
         return await action(None)

@@ -9,8 +9,8 @@ from consentry.api.limits import check_chat_edits
 from consentry.api.responses import ERROR_RESPONSES
 from consentry.api.sse_response import EventStreamResponse
 from consentry.api.streaming import EVENT_STREAM_RESPONSE, stream_new_run
-from consentry.runtime.executor import ActiveRun
-from consentry.runtime.idempotency import KeyHold
+from consentry.runtime.guards import KeyHold
+from consentry.runtime.runs import ActiveRun
 from consentry.schemas.chat import ChatRequest
 
 __all__ = ["router"]

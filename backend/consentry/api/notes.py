@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Response, status
 from consentry.api.deps import PrincipalDep, ServicesDep
 from consentry.api.limits import check_note_text, page_limit
 from consentry.api.responses import ERROR_RESPONSES
-from consentry.runtime.sample_notes import default_project_id
+from consentry.runtime.notes import default_project_id
 from consentry.schemas.notes import (
     Note,
     NoteCreateRequest,

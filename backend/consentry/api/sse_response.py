@@ -31,7 +31,9 @@ from starlette.background import BackgroundTask
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-__all__ = ["RECONNECT_AFTER_MS", "RECONNECT_HINT", "EventStreamResponse", "OpenStreams"]
+from consentry.runtime.guards import OpenStreams
+
+__all__ = ["RECONNECT_AFTER_MS", "RECONNECT_HINT", "EventStreamResponse"]
 
 RECONNECT_AFTER_MS = 2000
 """The ``retry:`` a stream ends with when its run stopped without a ``final``."""
@@ -40,29 +42,6 @@ RECONNECT_HINT = ServerSentEvent(
 ).encode()
 """The frame a stream ends with when its run goes on elsewhere (or after a restart)."""
 _KEEPALIVE = ServerSentEvent(comment="ping").encode()
-
-
-class OpenStreams:
-    """The event streams this process is sending, so that a shutdown can end the ones still open
-    after the grace period (streams that follow a run of another process never end on their
-    own)."""
-
-    def __init__(self) -> None:
-        self._streams: set[EventStreamResponse] = set()
-
-    def __len__(self) -> int:
-        return len(self._streams)
-
-    def add(self, stream: EventStreamResponse) -> None:
-        self._streams.add(stream)
-
-    def discard(self, stream: EventStreamResponse) -> None:
-        self._streams.discard(stream)
-
-    def end_all(self) -> None:
-        """End every open stream with a reconnect hint."""
-        for stream in list(self._streams):
-            stream.end_with_reconnect_hint()
 
 
 class EventStreamResponse(Response):

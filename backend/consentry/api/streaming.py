@@ -17,9 +17,9 @@ from sse_starlette import ServerSentEvent
 
 from consentry.api.sse_response import RECONNECT_HINT, EventStreamResponse
 from consentry.principal import Principal
-from consentry.runtime.event_stream import OutgoingEvent, RunSuspendedError
-from consentry.runtime.executor import ActiveRun
-from consentry.runtime.idempotency import KeyHold, StoredResponse, request_fingerprint
+from consentry.runtime.guards import KeyHold, StoredResponse, request_fingerprint
+from consentry.runtime.outgoing import OutgoingEvent
+from consentry.runtime.runs import ActiveRun, RunSuspendedError
 from consentry.services import Services
 
 __all__ = ["EVENT_STREAM_RESPONSE", "event_stream_response", "stream_new_run"]

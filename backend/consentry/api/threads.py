@@ -12,8 +12,8 @@ from consentry.api.limits import page_limit
 from consentry.api.responses import ERROR_RESPONSES
 from consentry.api.sse_response import EventStreamResponse
 from consentry.api.streaming import EVENT_STREAM_RESPONSE, event_stream_response, stream_new_run
-from consentry.runtime.executor import ActiveRun
-from consentry.runtime.idempotency import KeyHold
+from consentry.runtime.guards import KeyHold
+from consentry.runtime.runs import ActiveRun
 from consentry.schemas.audit import AuditTrail
 from consentry.schemas.threads import CancelAccepted, ThreadDetail, ThreadList, Transcript
 

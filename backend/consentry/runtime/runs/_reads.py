@@ -10,11 +10,11 @@ from consentry.errors import BadRequestError
 from consentry.observability.metrics import Metrics
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
-from consentry.runtime.event_stream import OutgoingEvent, RunEventStream
-from consentry.runtime.executor import RunExecutor
-from consentry.runtime.log_follower import follow_log
-from consentry.runtime.notifications import EventNotifications
-from consentry.runtime.transcripts import checkpoint_transcript
+from consentry.runtime.outgoing import OutgoingEvent
+from consentry.runtime.replicas import EventNotifications, follow_log
+from consentry.runtime.runs._event_stream import RunEventStream
+from consentry.runtime.runs._executor import RunExecutor
+from consentry.runtime.runs._transcripts import checkpoint_transcript
 from consentry.schemas.audit import AuditTrail
 from consentry.schemas.events import ConsentEvent, ResyncEvent
 from consentry.schemas.threads import ThreadDetail, ThreadList, Transcript, TranscriptMessage

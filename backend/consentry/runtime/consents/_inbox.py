@@ -7,9 +7,7 @@ from datetime import datetime
 
 from consentry.errors import InvalidRequestError, NotFoundError
 from consentry.principal import Principal
-from consentry.runtime.consent_gate import STATUS_OF
-from consentry.runtime.idempotency import KeyHold
-from consentry.runtime.runs import RunStarter
+from consentry.runtime.consents._gate import STATUS_OF
 from consentry.schemas.approvals import (
     Approval,
     ApprovalList,
@@ -41,9 +39,8 @@ def _parse_cursor(cursor: str) -> tuple[datetime, str]:
 
 
 class ApprovalInbox:
-    def __init__(self, *, db: Database, runs: RunStarter) -> None:
+    def __init__(self, *, db: Database) -> None:
         self._db = db
-        self._runs = runs
 
     async def list_approvals(
         self, owner: Principal, *, status: ApprovalStatus | None, limit: int, cursor: str | None
@@ -66,19 +63,6 @@ class ApprovalInbox:
         if row is None:
             raise NotFoundError.of("approval", approval_id)
         return repo.to_approval(row)
-
-    async def decide(
-        self,
-        owner: Principal,
-        approval_id: str,
-        decision: DecisionRequest,
-        *,
-        key: KeyHold | None = None,
-    ) -> DecisionAccepted:
-        """Record the decision and resume the graph in the background; its events are stored."""
-        run = await self._runs.decide(owner, approval_id, decision, key=key)
-        run.events.detach()
-        return accepted(approval_id, decision, thread_id=run.thread_id, run_id=run.run_id)
 
 
 def accepted(

@@ -9,9 +9,9 @@ from datetime import datetime
 from typing import Any
 
 from consentry.principal import Principal
-from consentry.runtime.executor import SEQ_RESERVATION
-from consentry.runtime.leases import LeaseKeeper
-from consentry.runtime.run_targets import RunTarget
+from consentry.runtime.replicas import LeaseKeeper
+from consentry.runtime.runs._executor import SEQ_RESERVATION
+from consentry.runtime.runs._targets import RunTarget
 from consentry.schemas.events import Trigger
 from consentry.storage import leases as leases_repo
 from consentry.storage import runs as runs_repo

@@ -26,8 +26,8 @@ from typing import Any
 
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
-from consentry.runtime.event_stream import OutgoingEvent
-from consentry.runtime.notifications import EventNotifications
+from consentry.runtime.outgoing import OutgoingEvent
+from consentry.runtime.replicas import EventNotifications
 from consentry.schemas.approvals import ApprovalChange, ApprovalsReady
 from consentry.storage import approvals as approvals_repo
 from consentry.storage.audit import (

@@ -11,7 +11,7 @@ from uuid import uuid4
 from consentry.errors import ConflictError, InvalidRequestError, NotFoundError
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
-from consentry.runtime.sample_notes import SampleNote, default_project_id
+from consentry.runtime.notes import SampleNote, default_project_id
 from consentry.schemas.chat import ChatRequest
 from consentry.storage import notes as notes_repo
 from consentry.storage import threads as threads_repo

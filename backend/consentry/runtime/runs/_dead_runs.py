@@ -35,14 +35,14 @@ from langgraph.types import Interrupt
 
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
-from consentry.runtime.continuation import continuation
-from consentry.runtime.event_stream import RunEventStream
-from consentry.runtime.executor import NOWHERE, SEQ_RESERVATION, GraphInput, GraphPosition
-from consentry.runtime.leases import LeaseKeeper
-from consentry.runtime.run_consents import consent_event, recorded_decisions, store_consent
-from consentry.runtime.run_inputs import load_inputs
-from consentry.runtime.run_targets import RunTarget
-from consentry.runtime.transcripts import checkpoint_transcript
+from consentry.runtime.consents import consent_event, recorded_decisions, store_consent
+from consentry.runtime.replicas import LeaseKeeper
+from consentry.runtime.runs._continuation import continuation
+from consentry.runtime.runs._event_stream import RunEventStream
+from consentry.runtime.runs._executor import NOWHERE, SEQ_RESERVATION, GraphInput, GraphPosition
+from consentry.runtime.runs._inputs import load_inputs
+from consentry.runtime.runs._targets import RunTarget
+from consentry.runtime.runs._transcripts import checkpoint_transcript
 from consentry.schemas.events import (
     ConsentEvent,
     ErrorEvent,

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from consentry.api.raw_errors import send_error
 from consentry.errors import InvalidRequestError
+from consentry.runtime.guards._responses import send_error
 from consentry.schemas.requests import UNSTORABLE_TEXT
 
 __all__ = ["UnstorableTextInUrl"]

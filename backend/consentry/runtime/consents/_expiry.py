@@ -14,17 +14,26 @@ import asyncio
 import contextlib
 import logging
 from datetime import datetime, timedelta
+from typing import Any, Protocol
 
 from consentry.principal import Principal
 from consentry.runtime.background import BackgroundLoop
 from consentry.runtime.clock import Clock
-from consentry.runtime.runs import RunStarter
 from consentry.storage import approvals as approvals_repo
 from consentry.storage import events as events_repo
 from consentry.storage.database import Database
 from consentry.storage.idempotency import prune_idempotency_keys
 
-__all__ = ["ExpirySweeper"]
+__all__ = ["Expirer", "ExpirySweeper"]
+
+
+class Expirer(Protocol):
+    """What takes an overdue consent's graph down its expired path (``runs.RunService``): True
+    when a run started (nobody listens to it; its events are stored), False when a decision won
+    the race or the thread is busy (the next sweep tries again)."""
+
+    async def expire(self, owner: Principal, row: Any) -> bool: ...
+
 
 log = logging.getLogger(__name__)
 MAX_SLEEP_SECONDS = 3600.0
@@ -37,7 +46,7 @@ class ExpirySweeper(BackgroundLoop):
         self,
         *,
         db: Database,
-        runs: RunStarter,
+        runs: Expirer,
         clock: Clock,
         key_retention: timedelta,
         event_retention: timedelta,
@@ -81,13 +90,10 @@ class ExpirySweeper(BackgroundLoop):
             started = 0
             for row in due:
                 try:
-                    run = await self._runs.expire(Principal(row.tenant, row.user_id), row)
+                    if await self._runs.expire(Principal(row.tenant, row.user_id), row):
+                        started += 1
                 except Exception:
                     log.exception("could not expire a consent", extra={"approval_id": row.id})
-                    continue
-                if run is not None:
-                    run.events.detach()  # nobody listens; the run's events are stored
-                    started += 1
             expired += started
             if len(due) < BATCH or started == 0:
                 return expired

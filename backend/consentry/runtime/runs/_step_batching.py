@@ -16,7 +16,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from consentry.runtime.event_stream import OutgoingEvent, RunEventStream
+from consentry.runtime.outgoing import OutgoingEvent
+from consentry.runtime.runs._event_stream import RunEventStream
 
 __all__ = ["PROGRESS_DELAY_SECONDS", "ProgressBatcher"]
 

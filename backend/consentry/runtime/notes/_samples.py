@@ -28,7 +28,7 @@ __all__ = ["SAMPLES_DIRECTORY", "SampleNote", "default_project_id", "read_sample
 
 log = logging.getLogger(__name__)
 
-SAMPLES_DIRECTORY = Path(__file__).resolve().parents[3] / "data" / "samples"
+SAMPLES_DIRECTORY = Path(__file__).resolve().parents[4] / "data" / "samples"
 
 
 @dataclass(frozen=True)

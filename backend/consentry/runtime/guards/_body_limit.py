@@ -18,9 +18,9 @@ from __future__ import annotations
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from consentry.api.json_limits import json_body_problem
-from consentry.api.raw_errors import send_error
 from consentry.errors import PayloadTooLargeError
+from consentry.runtime.guards._json_limits import json_body_problem
+from consentry.runtime.guards._responses import send_error
 
 __all__ = ["RequestBodyLimits"]
 

@@ -41,17 +41,21 @@ from consentry.observability.metrics import Metrics, ModelCallMetrics
 from consentry.observability.run_observer import RunObserver
 from consentry.observability.tracing import ModelCallSpans, Tracing
 from consentry.principal import Principal
-from consentry.runtime.budgets import BudgetExhaustedError, TokenMeter
 from consentry.runtime.clock import Clock
-from consentry.runtime.consent_gate import record_decision
-from consentry.runtime.effect_ledger import OwnerEffectLedger
-from consentry.runtime.errors import describe_failure
-from consentry.runtime.event_stream import OutgoingEvent, RunEventStream
-from consentry.runtime.leases import LeaseKeeper
-from consentry.runtime.notes_store import OwnerNotesStore
-from consentry.runtime.run_consents import consent_event, store_consent
-from consentry.runtime.step_batching import ProgressBatcher
-from consentry.runtime.stream_mapping import (
+from consentry.runtime.consents import (
+    OwnerEffectLedger,
+    consent_event,
+    record_decision,
+    store_consent,
+)
+from consentry.runtime.guards import BudgetExhaustedError, TokenMeter
+from consentry.runtime.notes import OwnerNotesStore
+from consentry.runtime.outgoing import OutgoingEvent
+from consentry.runtime.replicas import LeaseKeeper
+from consentry.runtime.runs._event_stream import RunEventStream
+from consentry.runtime.runs._failures import describe_failure
+from consentry.runtime.runs._step_batching import ProgressBatcher
+from consentry.runtime.runs._stream_mapping import (
     RESUMED_LABELS,
     STREAM_MODES,
     ChunkMapper,
@@ -79,7 +83,14 @@ from consentry_graphs.registry import CompiledGraph, GraphSpec
 from consentry_graphs.services import GraphContext
 from consentry_graphs.window import DEFAULT_CONVERSATION_WINDOW
 
-__all__ = ["ActiveRun", "RunExecutor"]
+__all__ = [
+    "SHUTDOWN_GRACE_SECONDS",
+    "ActiveRun",
+    "GraphInput",
+    "GraphPosition",
+    "RunExecutor",
+    "RunLimits",
+]
 
 log = logging.getLogger(__name__)
 SHUTDOWN_GRACE_SECONDS = 10.0

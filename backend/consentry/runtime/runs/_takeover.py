@@ -16,8 +16,8 @@ from datetime import timedelta
 
 from consentry.runtime.background import BackgroundLoop
 from consentry.runtime.clock import Clock
-from consentry.runtime.executor import RunExecutor
-from consentry.runtime.runs import RunStarter
+from consentry.runtime.runs._executor import RunExecutor
+from consentry.runtime.runs._starter import RunStarter
 from consentry.storage import leases as leases_repo
 from consentry.storage.database import Database
 

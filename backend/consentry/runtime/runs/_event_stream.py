@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 from consentry.runtime.clock import Clock
+from consentry.runtime.outgoing import OutgoingEvent
 from consentry.schemas.events import Event, TokenEvent
 from consentry.storage.transcript import TranscriptEntry
 
-__all__ = ["OutgoingEvent", "RunEventStream", "RunSuspendedError"]
+__all__ = ["RunEventStream", "RunSuspendedError"]
 
 
 _PROGRESS = frozenset({"run_started", "step"})
@@ -31,15 +31,6 @@ _PROGRESS = frozenset({"run_started", "step"})
 class RunSuspendedError(Exception):
     """The run stopped without a ``final`` (the server shuts down, or another process took it
     over): its listener should reconnect with ``Last-Event-ID``."""
-
-
-@dataclass(frozen=True, slots=True)
-class OutgoingEvent:
-    """An event serialized once: what SSE sends and what storage keeps."""
-
-    seq: int
-    type: str
-    data: str
 
 
 class RunEventStream:

@@ -7,17 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
 from consentry.errors import ConflictError
 from consentry.principal import Principal
-from consentry.runtime.consent_gate import cancel_consent, expire_consent, record_decision
-from consentry.runtime.event_stream import RunEventStream
-from consentry.runtime.run_targets import RunTarget
+from consentry.runtime.consents._gate import cancel_consent, expire_consent, record_decision
 from consentry.schemas.chat import ChatRequest
-from consentry.schemas.events import ConsentEvent
+from consentry.schemas.events import ConsentEvent, Event
 from consentry.storage import approvals as approvals_repo
 from consentry.storage.audit import record_audit
 from consentry.storage.database import DbConnection
@@ -25,6 +23,8 @@ from consentry_graphs.consent import ConsentDecision, ConsentRequest, proposal_h
 from consentry_graphs.registry import GraphSpec
 
 __all__ = [
+    "ConsentThread",
+    "EventNumbering",
     "SettledConsents",
     "consent_event",
     "recorded_decisions",
@@ -33,8 +33,25 @@ __all__ = [
 ]
 
 
+class EventNumbering(Protocol):
+    """What numbers a run's events (``runs.RunEventStream``)."""
+
+    def make(self, event_type: type[Event], **fields: Any) -> Event: ...
+
+
+class ConsentThread(Protocol):
+    """The thread a run is for, as far as its consents go (``runs.RunTarget``)."""
+
+    @property
+    def thread_id(self) -> str: ...
+    @property
+    def is_new(self) -> bool: ...
+    @property
+    def stopped_half_way(self) -> bool: ...
+
+
 def consent_event(
-    events: RunEventStream,
+    events: EventNumbering,
     spec: GraphSpec,
     *,
     approval_id: str,
@@ -93,7 +110,7 @@ async def store_consent(
 
 
 async def recorded_decisions(
-    conn: DbConnection, target: RunTarget, waiting: frozenset[str]
+    conn: DbConnection, target: ConsentThread, waiting: frozenset[str]
 ) -> dict[str, Any]:
     """Decisions (or expiries) already recorded for consents the graph still waits for: the
     run that carried them stopped half-way, so the next run resumes with them."""
@@ -119,7 +136,7 @@ class SettledConsents:
 async def settle_pending(
     conn: DbConnection,
     owner: Principal,
-    target: RunTarget,
+    target: ConsentThread,
     request: ChatRequest,
     run_id: str,
     waiting: frozenset[str],

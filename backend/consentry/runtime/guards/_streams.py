@@ -12,15 +12,24 @@ replica its streams land on (docs/limits.md).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar
 
-from consentry.api.sse_response import EventStreamResponse
 from consentry.errors import TooManyRequestsError
 from consentry.principal import Principal
 
-__all__ = ["STREAM_RETRY_AFTER_SECONDS", "StreamSlots"]
+__all__ = ["STREAM_RETRY_AFTER_SECONDS", "EndableStream", "OpenStreams", "StreamSlots"]
 
 STREAM_RETRY_AFTER_SECONDS = 5
 """The ``Retry-After`` of ``too_many_streams``: a hint, since only the client can end a stream."""
+
+
+class ClosingStream(Protocol):
+    """A response that runs callbacks once it is over (``api.sse_response.EventStreamResponse``)."""
+
+    def also_on_close(self, callback: Callable[[], None]) -> None: ...
+
+
+Stream = TypeVar("Stream", bound=ClosingStream)
 
 
 class StreamSlots:
@@ -37,9 +46,7 @@ class StreamSlots:
         """Principals holding a stream (what the slots take in memory)."""
         return len(self._open)
 
-    async def open(
-        self, owner: Principal, make: Callable[[], Awaitable[EventStreamResponse]]
-    ) -> EventStreamResponse:
+    async def open(self, owner: Principal, make: Callable[[], Awaitable[Stream]]) -> Stream:
         """The stream ``make`` returns, holding one of ``owner``'s slots until it is over; 429
         ``too_many_streams`` (and ``make`` is not called) when ``owner`` holds them all."""
         release = self._reserve(owner)
@@ -76,3 +83,32 @@ class StreamSlots:
                 self._open.pop(owner, None)
 
         return release
+
+
+class EndableStream(Protocol):
+    """A stream that can be ended from outside (``api.sse_response.EventStreamResponse``)."""
+
+    def end_with_reconnect_hint(self) -> None: ...
+
+
+class OpenStreams:
+    """The event streams this process is sending, so that a shutdown can end the ones still open
+    after the grace period (streams that follow a run of another process never end on their
+    own)."""
+
+    def __init__(self) -> None:
+        self._streams: set[EndableStream] = set()
+
+    def __len__(self) -> int:
+        return len(self._streams)
+
+    def add(self, stream: EndableStream) -> None:
+        self._streams.add(stream)
+
+    def discard(self, stream: EndableStream) -> None:
+        self._streams.discard(stream)
+
+    def end_all(self) -> None:
+        """End every open stream with a reconnect hint."""
+        for stream in list(self._streams):
+            stream.end_with_reconnect_hint()

@@ -22,7 +22,7 @@ from consentry.errors import ConflictError, GoneError, InvalidRequestError, NotF
 from consentry.observability.metrics import Metrics
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
-from consentry.runtime.consent_gate import (
+from consentry.runtime.consents import (
     DECIDED,
     already_decided,
     cancel_consent,
@@ -30,20 +30,30 @@ from consentry.runtime.consent_gate import (
     check_each_consent_once,
     expire_consent,
     record_decision,
+    recorded_decisions,
+    settle_pending,
 )
-from consentry.runtime.continuation import continuation
-from consentry.runtime.dead_runs import Recovery, close_dead_run, dead_runs, read_recovery
-from consentry.runtime.executor import NOWHERE, ActiveRun, GraphInput, GraphPosition, RunExecutor
-from consentry.runtime.idempotency import KeyHold
-from consentry.runtime.log_follower import FollowedRun
-from consentry.runtime.notifications import EventNotifications
-from consentry.runtime.run_claims import claim_run
-from consentry.runtime.run_consents import recorded_decisions, settle_pending
-from consentry.runtime.run_inputs import dump_inputs, load_inputs
-from consentry.runtime.run_targets import RunTarget, RunTargets, refuse_if_running, run_in_progress
-from consentry.runtime.sample_notes import SampleNote
-from consentry.runtime.tenant_runs import refuse_if_tenant_at_cap
-from consentry.runtime.transcripts import checkpoint_transcript
+from consentry.runtime.guards import KeyHold, refuse_if_tenant_at_cap
+from consentry.runtime.notes import SampleNote
+from consentry.runtime.replicas import EventNotifications, FollowedRun
+from consentry.runtime.runs._claims import claim_run
+from consentry.runtime.runs._continuation import continuation
+from consentry.runtime.runs._dead_runs import Recovery, close_dead_run, dead_runs, read_recovery
+from consentry.runtime.runs._executor import (
+    NOWHERE,
+    ActiveRun,
+    GraphInput,
+    GraphPosition,
+    RunExecutor,
+)
+from consentry.runtime.runs._inputs import dump_inputs, load_inputs
+from consentry.runtime.runs._targets import (
+    RunTarget,
+    RunTargets,
+    refuse_if_running,
+    run_in_progress,
+)
+from consentry.runtime.runs._transcripts import checkpoint_transcript
 from consentry.schemas.approvals import DecisionRequest
 from consentry.schemas.chat import ChatRequest, ResumeDecision
 from consentry.schemas.events import Trigger
@@ -230,9 +240,10 @@ class RunStarter:
             )
         return await self._start_continuation(owner, target, self._clock(), inputs, "retry", key)
 
-    async def expire(self, owner: Principal, row: Any) -> ActiveRun | None:
-        """Expire one overdue consent and resume its graph down the expired path. Returns None
-        when a decision won the race, or the thread is busy (the sweeper tries again)."""
+    async def expire(self, owner: Principal, row: Any) -> bool:
+        """Expire one overdue consent and resume its graph down the expired path, in a run
+        nobody listens to (its events are stored). False when a decision won the race, or the
+        thread is busy (the sweeper tries again)."""
         now = self._clock()
         async with self._db.read() as conn:
             thread = await threads_repo.get_thread(conn, owner, row.thread_id)
@@ -240,9 +251,13 @@ class RunStarter:
         position = await self._executor.position(target.spec, target.thread_id)
         run_id = str(uuid4())
         try:
-            return await self._expire_in(owner, target, row, run_id, position, now)
+            run = await self._expire_in(owner, target, row, run_id, position, now)
         except _ThreadBusyError:
-            return None
+            return False
+        if run is None:
+            return False
+        run.events.detach()
+        return True
 
     async def _expire_in(
         self,

@@ -13,8 +13,8 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from consentry.runtime.event_stream import OutgoingEvent
-from consentry.runtime.notifications import EventNotifications
+from consentry.runtime.outgoing import OutgoingEvent
+from consentry.runtime.replicas._notifications import EventNotifications
 from consentry.storage import events as events_repo
 from consentry.storage import runs as runs_repo
 from consentry.storage.database import Database

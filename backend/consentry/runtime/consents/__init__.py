@@ -1,0 +1,45 @@
+"""Consents: the gate that checks and records decisions exactly once, the approval records a run
+stores, expiry, the approvals inbox and its live feed, and the effects ledger graphs write
+through. Nothing here starts a run: the expiry sweeper is given an :class:`Expirer` (the run
+service)."""
+
+from __future__ import annotations
+
+from consentry.runtime.consents._effects import OwnerEffectLedger
+from consentry.runtime.consents._expiry import ExpirySweeper
+from consentry.runtime.consents._feed import ApprovalFeed
+from consentry.runtime.consents._gate import (
+    DECIDED,
+    already_decided,
+    cancel_consent,
+    check_decision,
+    check_each_consent_once,
+    expire_consent,
+    record_decision,
+)
+from consentry.runtime.consents._inbox import ApprovalInbox, accepted
+from consentry.runtime.consents._records import (
+    consent_event,
+    recorded_decisions,
+    settle_pending,
+    store_consent,
+)
+
+__all__ = [
+    "DECIDED",
+    "ApprovalFeed",
+    "ApprovalInbox",
+    "ExpirySweeper",
+    "OwnerEffectLedger",
+    "accepted",
+    "already_decided",
+    "cancel_consent",
+    "check_decision",
+    "check_each_consent_once",
+    "consent_event",
+    "expire_consent",
+    "record_decision",
+    "recorded_decisions",
+    "settle_pending",
+    "store_consent",
+]

@@ -1,0 +1,14 @@
+"""Notes as graphs and first visits see them: the notes store a graph gets (scoped to its owner,
+writing effects once per approval) and the sample notes a new default project gets."""
+
+from __future__ import annotations
+
+from consentry.runtime.notes._samples import SampleNote, default_project_id, read_sample_notes
+from consentry.runtime.notes._store import OwnerNotesStore
+
+__all__ = [
+    "OwnerNotesStore",
+    "SampleNote",
+    "default_project_id",
+    "read_sample_notes",
+]
