@@ -14,7 +14,7 @@ from consentry.exit_signals import forwarding_exit_signals
 from consentry.observability.metrics import Metrics
 from consentry.observability.tracing import Tracing
 from consentry.runtime.clock import Clock, utc_now
-from consentry.runtime.consents import ApprovalFeed, ApprovalInbox, ExpirySweeper
+from consentry.runtime.consents import ApprovalFeed, ApprovalInbox, ExpiryAlarm, ExpirySweeper
 from consentry.runtime.guards import (
     KEY_RETENTION,
     IdempotencyGuard,
@@ -30,7 +30,7 @@ from consentry.runtime.runs import (
     SHUTDOWN_GRACE_SECONDS,
     RunExecutor,
     RunLimits,
-    RunStarter,
+    RunService,
     RunTakeover,
     RunWorker,
     ThreadReader,
@@ -51,7 +51,7 @@ class Services:
     db: Database
     graphs: Mapping[str, GraphSpec]
     executor: RunExecutor
-    runs: RunStarter
+    runs: RunService
     threads: ThreadReader
     approvals: ApprovalInbox
     approval_feed: ApprovalFeed
@@ -111,11 +111,14 @@ async def _open(
             settings.database_url, pool_size=settings.database_pool_size
         ) as checkpointer:
             model = chat_model(settings)
+            # Made in the order they depend on each other; nothing is wired afterwards.
+            alarm = ExpiryAlarm()  # rung by whoever learns of a deadline; the sweeper waits on it
             executor = RunExecutor(
                 db=db,
                 graphs={name: spec.build(model, checkpointer) for name, spec in graphs.items()},
                 clock=clock,
                 consent_ttl_seconds=settings.consent_ttl_seconds,
+                alarm=alarm,
                 limits=RunLimits(
                     max_steps=settings.max_steps_per_run,
                     timeout_seconds=settings.run_timeout_seconds,
@@ -133,21 +136,32 @@ async def _open(
             )
             if not db.is_postgres:  # the only process on the file: no key is really in flight
                 await idempotency.release_abandoned()
-            notifications = EventNotifications(settings.database_url if db.is_postgres else None)
+            worker = RunWorker(db=db, executor=executor, graphs=graphs, clock=clock)
+            # Replicas share the database (PostgreSQL): unless this is an API-only replica, it
+            # executes the runs API replicas queue, and takes over the runs of dead replicas.
+            works = db.is_postgres and settings.role != "api"
+            notifications = EventNotifications(
+                settings.database_url if db.is_postgres else None,
+                on_consent_requested=alarm.consent_requested,
+                on_cancel_requested=executor.cancel_run,
+                on_run_queued=worker.run_queued if works else None,
+            )
             if not db.is_postgres:  # one process: what it notifies at commit, it tells itself
                 db.listen_locally(notifications.deliver)
             await notifications.start()
             sample_notes = (
                 await asyncio.to_thread(read_sample_notes) if settings.sample_notes else ()
             )
-            runs = RunStarter(
+            runs = RunService(
                 db=db,
                 executor=executor,
                 graphs=dict(graphs),
                 clock=clock,
-                max_message_chars=settings.max_message_chars,
                 metrics=metrics,
-                queue_for=notifications if settings.role == "api" else None,
+                alarm=alarm,
+                notifications=notifications,
+                max_message_chars=settings.max_message_chars,
+                queue_for_workers=settings.role == "api",
                 max_active_runs_per_tenant=settings.max_active_runs_per_tenant,
                 sample_notes=sample_notes,
             )
@@ -157,13 +171,12 @@ async def _open(
             expiry = ExpirySweeper(
                 db=db,
                 runs=runs,
+                alarm=alarm,
                 clock=clock,
                 key_retention=KEY_RETENTION,
                 event_retention=timedelta(hours=settings.event_retention_hours),
                 graphs=executor.graph_names,
             )
-            executor.on_consent_requested = expiry.consent_requested
-            runs.on_overdue = expiry.wake
             expiry.start()
             takeover = RunTakeover(
                 db=db,
@@ -172,24 +185,13 @@ async def _open(
                 clock=clock,
                 lease_seconds=settings.lease_seconds,
             )
-            worker = RunWorker(
-                db=db,
-                executor=executor,
-                graphs=graphs,
-                clock=clock,
-            )
-            notifications.on_consent_requested = expiry.consent_requested
-            notifications.on_cancel_requested = executor.cancel_run
-            if db.is_postgres and settings.role != "api":
-                # Replicas share the database: execute the runs API replicas queue, and take over
-                # the runs of replicas that died.
-                notifications.on_run_queued = worker.run_queued
+            if works:
                 worker.start()
                 takeover.start()
             background: dict[str, BackgroundTask] = {"expiry_sweeper": expiry}
             if notifications.enabled:
                 background["notifications"] = notifications
-            if db.is_postgres and settings.role != "api":
+            if works:
                 background |= {"run_worker": worker, "run_takeover": takeover}
             readiness = Readiness(db, background=background)
             open_streams = OpenStreams()
@@ -205,13 +207,7 @@ async def _open(
                         graphs=graphs,
                         executor=executor,
                         runs=runs,
-                        threads=ThreadReader(
-                            db=db,
-                            executor=executor,
-                            clock=clock,
-                            notifications=notifications,
-                            metrics=metrics,
-                        ),
+                        threads=ThreadReader(db=db, executor=executor, clock=clock),
                         approvals=ApprovalInbox(db=db),
                         approval_feed=ApprovalFeed(db=db, notifications=notifications, clock=clock),
                         idempotency=idempotency,

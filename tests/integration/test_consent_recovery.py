@@ -12,8 +12,8 @@ import pytest
 
 from consentry.app import create_app
 from consentry.runtime.clock import utc_now
-from consentry.runtime.runs import RunStarter
-from consentry.runtime.runs import _executor as executor_module
+from consentry.runtime.runs import RunService
+from consentry.runtime.runs import _graph_stream as graph_stream_module
 from consentry.schemas.events import ConsentEvent
 from consentry.settings import Settings
 from consentry_graphs.examples.parallel_consents import OUTBOX
@@ -25,7 +25,7 @@ PARALLEL = "parallel=consentry_graphs.examples.parallel_consents:graph_spec"
 
 def _fail_next_stream(monkeypatch: pytest.MonkeyPatch) -> None:
     """The next run fails before its graph does anything (a checkpointer or process failure)."""
-    original = executor_module.RunExecutor._stream
+    original = graph_stream_module.GraphStreamer.stream
     state = {"failed": False}
 
     async def failing(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -34,7 +34,7 @@ def _fail_next_stream(monkeypatch: pytest.MonkeyPatch) -> None:
             raise RuntimeError("the checkpointer went away")
         await original(self, *args, **kwargs)
 
-    monkeypatch.setattr(executor_module.RunExecutor, "_stream", failing)
+    monkeypatch.setattr(graph_stream_module.GraphStreamer, "stream", failing)
 
 
 async def _until(check: Callable[[], Awaitable[bool]]) -> None:
@@ -99,7 +99,7 @@ async def test_a_failed_resume_of_one_parallel_consent_leaves_the_other_decidabl
 async def test_an_idempotency_key_is_released_when_its_request_fails(
     open_live: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original = RunStarter.start
+    original = RunService.start
     calls = {"n": 0}
 
     async def start_failing_once(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -108,7 +108,7 @@ async def test_an_idempotency_key_is_released_when_its_request_fails(
             raise RuntimeError("boom")
         return await original(self, *args, **kwargs)
 
-    monkeypatch.setattr(RunStarter, "start", start_failing_once)
+    monkeypatch.setattr(RunService, "start", start_failing_once)
     async with open_live() as (client, _):
         headers = {"Idempotency-Key": "retry-me"}
         first = await client.post("/v1/chat", json={"message": "Hi"}, headers=headers)

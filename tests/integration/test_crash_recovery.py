@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from consentry.runtime.runs import RunExecutor
+from consentry.runtime.runs._run_store import RunStore
 from consentry.schemas.events import (
     ConsentEvent,
     ErrorEvent,
@@ -41,7 +42,7 @@ def _dying(monkeypatch: pytest.MonkeyPatch, where: str) -> Iterator[None]:
     async def before_the_graph(self: RunExecutor, run: Any, graph_inputs: Any) -> None:
         run.events.close(suspended=True)
 
-    async def before_the_end(self: RunExecutor, run: Any, outcome: Any) -> None:
+    async def before_the_end(self: RunStore, run: Any, outcome: Any) -> None:
         await run.progress.settle()
         run.events.close(suspended=True)
 
@@ -49,7 +50,7 @@ def _dying(monkeypatch: pytest.MonkeyPatch, where: str) -> Iterator[None]:
         if where == "before_the_graph":
             patched.setattr(RunExecutor, "_execute", before_the_graph)
         else:
-            patched.setattr(RunExecutor, "_finish", before_the_end)
+            patched.setattr(RunStore, "finish", before_the_end)
         yield
 
 

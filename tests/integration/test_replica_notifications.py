@@ -17,7 +17,9 @@ import httpx
 import pytest
 
 from consentry.app import create_app
+from consentry.runtime.consents import ExpiryAlarm
 from consentry.runtime.replicas import _log_follower as log_follower
+from consentry.runtime.runs import RunExecutor
 from consentry.services import Services
 from consentry.settings import Settings
 from tests.conftest import ManualClock
@@ -97,29 +99,25 @@ async def _follow_on_the_other_replica(first: Replica, second: Replica, stub: Op
 async def test_a_consent_asked_on_one_replica_is_planned_by_the_expiry_sweeper_of_another(
     postgres: PostgresCluster, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with _replicas(postgres.new_database(), clock) as (first, second):
-        await _ask_on_one_and_see_it_planned_on_the_other(first, second, monkeypatch)
+    told: asyncio.Queue[tuple[int, datetime]] = asyncio.Queue()
+    original = ExpiryAlarm.consent_requested
 
+    def record(alarm: ExpiryAlarm, expires_at: datetime) -> None:
+        told.put_nowait((id(alarm), expires_at))
+        original(alarm, expires_at)
 
-async def _ask_on_one_and_see_it_planned_on_the_other(
-    first: Replica, second: Replica, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    told: asyncio.Queue[datetime] = asyncio.Queue()
-    notifications = second.services.notifications
-    original = notifications.on_consent_requested
-    assert original == second.services.expiry.consent_requested
+    # Before the replicas exist: each hands its alarm's method to its notifications when built.
+    monkeypatch.setattr(ExpiryAlarm, "consent_requested", record)
+    async with _replicas(postgres.new_database(), clock) as (first, _):
+        _, asked = await ask_for_note_edit(first.http)
+        consent = asked[-2]
+        alarms: dict[int, datetime] = {}
+        async with asyncio.timeout(WAIT_SECONDS):
+            while len(alarms) < 2:  # the asking replica's alarm, and the other's (only notified)
+                alarm, deadline = await told.get()
+                alarms[alarm] = deadline
 
-    def record(expires_at: datetime) -> Any:
-        told.put_nowait(expires_at)
-        return original(expires_at)
-
-    monkeypatch.setattr(notifications, "on_consent_requested", record)
-    _, asked = await ask_for_note_edit(first.http)
-    consent = asked[-2]
-
-    async with asyncio.timeout(WAIT_SECONDS):
-        deadline = await told.get()
-    assert deadline == consent.expires_at  # type: ignore[union-attr]
+    assert set(alarms.values()) == {consent.expires_at}  # type: ignore[union-attr]
 
 
 async def test_a_cancel_sent_to_another_replica_stops_the_run_where_it_executes(
@@ -130,17 +128,17 @@ async def test_a_cancel_sent_to_another_replica_stops_the_run_where_it_executes(
 ) -> None:
     model = stub.app_settings()
     stub.hold(CLASSIFIED_AS_ANSWER)  # the run is inside its first step
-    async with _replicas(postgres.new_database(), clock, **model) as (first, second):
-        told = asyncio.Event()
-        notifications = first.services.notifications
-        cancel_run = notifications.on_cancel_requested
-        assert cancel_run == first.services.executor.cancel_run
+    told = asyncio.Event()
+    cancel_run = RunExecutor.cancel_run
 
-        def cancel_and_tell(run_id: str) -> None:
-            cancel_run(run_id)
+    def cancel_and_tell(executor: RunExecutor, run_id: str) -> None:
+        cancel_run(executor, run_id)
+        if executor.running:  # the replica executing the run (the other runs nothing)
             told.set()
 
-        monkeypatch.setattr(notifications, "on_cancel_requested", cancel_and_tell)
+    # Before the replicas exist: each hands its executor's method to its notifications when built.
+    monkeypatch.setattr(RunExecutor, "cancel_run", cancel_and_tell)
+    async with _replicas(postgres.new_database(), clock, **model) as (first, second):
         request = asyncio.create_task(first.http.post("/v1/chat", json={"message": "Why?"}))
         async with asyncio.timeout(WAIT_SECONDS):
             await stub.holding.wait()

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from playwright.sync_api import Browser, ConsoleMessage, Page, Playwright, sync_playwright
 
+from tests.paths import ROOT
+
 CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
 CHROMIUM_ARGS = [
     "--headless=new",
@@ -30,7 +32,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
+ARTIFACTS = ROOT / "test-artifacts" / "screenshots"
 LAPTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 _RESOURCE_STATUS = re.compile(

@@ -6,9 +6,9 @@ import re
 import subprocess
 from pathlib import Path
 
+from tests.paths import ROOT
 from tests.system.server import serve
 
-ROOT = Path(__file__).parents[2]
 _IDS = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32}")
 _MESSAGE_IDS = re.compile(r"(lc_run--|msg-)[0-9a-f-]+")
 _TIMES = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")

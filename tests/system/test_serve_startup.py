@@ -19,9 +19,9 @@ from pathlib import Path
 
 import httpx
 
+from tests.paths import ROOT
 from tests.system.server import STARTUP_TIMEOUT_SECONDS
 
-ROOT = Path(__file__).parents[2]
 STARTED = re.compile(
     r"Consentry is serving (http://127\.0\.0\.1:\d+/) \(the web app; the API's documentation at "
     r"/docs\)\. Stop it with Ctrl-C\."

@@ -25,9 +25,9 @@ import httpx
 import pytest
 
 from consentry.terminal.sse import SseFrame, SseParser
+from tests.paths import ROOT
 from tests.system.server import free_port, serve
 
-ROOT = Path(__file__).parents[2]
 GREEN, RED, CYAN, RESET = "\x1b[32m", "\x1b[31m", "\x1b[36m", "\x1b[0m"
 SUMMARY_REQUEST = "Add a summary of our discussion to my note"
 CLI_TIMEOUT_SECONDS = 90.0

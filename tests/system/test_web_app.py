@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from playwright.sync_api import Browser, Locator, Page, Request, expect
 
+from tests.paths import DOCS
 from tests.sse import ASK_FOR_SUMMARY, parse_events
 from tests.system.browser import ARTIFACTS, PHONE, WatchedPage, watched_page
 from tests.system.server import API_KEY, serve
@@ -33,7 +33,7 @@ from tests.system.web_steps import (
     versions_of,
 )
 
-README_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "images" / "web-app.png"
+README_SCREENSHOT = DOCS / "images" / "web-app.png"
 RAG_NOTE = [
     "RAG retrieves passages first, then generates an answer.",
     "Retrieval: embed the question, find the nearest passages.",

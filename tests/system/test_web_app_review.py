@@ -244,6 +244,39 @@ def test_approve_with_an_edit_open_writes_the_persons_text_not_the_proposal(
     expect(approve).to_have_text("Approve my edit")  # it said what it would send
 
 
+def test_an_edit_being_typed_on_a_card_survives_a_visit_to_the_inbox(
+    watched: WatchedPage, api: httpx.Client, server: str
+) -> None:
+    page = watched.page
+    note = create_note(api, "Edit, look elsewhere, come back", "Line one.")
+    open_note(page, server, note)
+    card = ask_for_a_summary(page)
+    approval_id = card.get_attribute("data-approval-id")
+    card.locator(".edit").click()
+    mine = "Line one.\n\nHalf of my own summary"
+    card.locator("textarea.edit-content").fill(mine)
+    drawn = card.element_handle()
+
+    page.locator("#nav-inbox").click()
+    expect(
+        page.locator(f'#inbox-list .consent-card[data-approval-id="{approval_id}"]')
+    ).to_be_visible()
+    # Meanwhile the note changed elsewhere: coming back shows it; nothing more is drawn after.
+    changed = api.put(
+        f"/v1/notes/{note['note_id']}",
+        json={"version": 1, "title": note["title"], "content": "Line one, changed elsewhere."},
+    )
+    assert changed.status_code == 200, changed.text
+    page.locator("#nav-notes").click()
+    expect(page.locator("#note-version")).to_have_text("Version 2")
+
+    # The very card (not one drawn again), its editor open with the person's text.
+    assert drawn is not None
+    assert drawn.evaluate("(card) => card.isConnected")
+    expect(card.locator("textarea.edit-content")).to_have_value(mine)
+    assert api.get(f"/v1/approvals/{approval_id}").json()["status"] == "pending"
+
+
 # ---- Markdown: shown, never run ----
 
 MARKDOWN_NOTE = """## Summary

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from consentry.protocol_schema import protocol_schema, protocol_schema_json
 from consentry.schemas.events import EVENT_ADAPTER
+from tests.paths import DOCS
 
-SCHEMA_FILE = Path(__file__).parents[2] / "docs" / "protocol.schema.json"
+SCHEMA_FILE = DOCS / "protocol.schema.json"
 
 
 def test_docs_protocol_schema_matches_the_models() -> None:

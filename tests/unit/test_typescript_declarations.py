@@ -26,10 +26,9 @@ from consentry.typescript_declarations import (
     schema_declarations,
     typescript_declarations,
 )
+from tests.paths import ROOT
 
-DECLARATIONS_FILE = (
-    Path(__file__).parents[2] / "backend" / "consentry" / "web" / "consentry-protocol.d.ts"
-)
+DECLARATIONS_FILE = ROOT / "backend" / "consentry" / "web" / "consentry-protocol.d.ts"
 
 
 def _event_models() -> list[type[BaseModel]]:

@@ -99,7 +99,7 @@ async def stream_new_run(
         return _run_stream(services, result)
     assert result.thread_id is not None
     assert result.run_id is not None
-    replayed = await services.threads.replay_run(owner, result.thread_id, result.run_id)
+    replayed = await services.runs.replay(owner, result.thread_id, result.run_id)
     services.metrics.stream_replayed("idempotent")
     return event_stream_response(
         replayed,

@@ -75,7 +75,7 @@ async def join_stream(
     run does, until its `final`. Without an id the whole stored history comes first."""
 
     async def join() -> EventStreamResponse:
-        events = await services.threads.join(owner, thread_id, after_seq=after or 0)
+        events = await services.runs.join(owner, thread_id, after_seq=after or 0)
         return event_stream_response(events, services=services, headers={"X-Thread-Id": thread_id})
 
     return await services.stream_slots.open(owner, join)

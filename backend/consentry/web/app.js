@@ -87,7 +87,9 @@ function route() {
     else link.removeAttribute("aria-current");
   }
   if (inboxShown) return inbox.load();
-  return back ? notes.refresh() : Promise.resolve(); // decisions there may have changed notes
+  // Decisions there may have changed notes. A live approvals stream kept the chat's cards and
+  // its conversation current: only without one is the chat drawn again.
+  return back ? notes.refresh({ chat: !live }) : Promise.resolve();
 }
 window.addEventListener("hashchange", () => guard(route()));
 

@@ -162,6 +162,12 @@ export class NotesPane {
 
   /** Show `note` (or nothing) in the editor, and tell the chat which note is open. */
   show(note) {
+    this.display(note);
+    this.app.noteOpened(note, this.project);
+  }
+
+  /** Put `note` in the editor and the preview (the chat is left as it is). */
+  display(note) {
     this.note = note;
     this.editor.hidden = note === null;
     $("#no-note").hidden = note !== null;
@@ -181,7 +187,6 @@ export class NotesPane {
       if (item.dataset.noteId === note?.note_id) button.setAttribute("aria-current", "page");
       else button.removeAttribute("aria-current");
     }
-    this.app.noteOpened(note, this.project);
   }
 
   renderVersion() {
@@ -227,14 +232,16 @@ export class NotesPane {
     this.show(await this.client.getNote(this.note.note_id));
   }
 
-  /** Back from the inbox: decisions there may have changed notes. Unsaved text stays. */
-  async refresh() {
+  /** Back from the inbox: decisions there may have changed notes. Unsaved text stays. The
+   * chat is drawn again only when asked (`chat`: the app has no live approvals stream); a live
+   * chat keeps its cards as they are, with whatever a person was typing into them. */
+  async refresh({ chat = true } = {}) {
     const { notes } = await this.refreshList();
-    if (!this.note) return this.app.noteOpened(null, this.project);
+    if (!this.note) return chat ? this.app.noteOpened(null, this.project) : undefined;
     const current = notes.find((n) => n.note_id === this.note.note_id);
     if (!current) return this.afterRun();
-    if (this.dirty) return this.app.noteOpened(this.note, this.project);
-    this.show(await this.client.getNote(this.note.note_id));
+    if (!this.dirty) this.display(await this.client.getNote(this.note.note_id));
+    if (chat) this.app.noteOpened(this.note, this.project);
   }
 
   /** A `note` event: an approved edit was written. The open note follows it at once, unless

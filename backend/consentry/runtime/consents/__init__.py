@@ -5,6 +5,7 @@ service)."""
 
 from __future__ import annotations
 
+from consentry.runtime.consents._alarm import ExpiryAlarm
 from consentry.runtime.consents._effects import OwnerEffectLedger
 from consentry.runtime.consents._expiry import ExpirySweeper
 from consentry.runtime.consents._feed import ApprovalFeed
@@ -29,6 +30,7 @@ __all__ = [
     "DECIDED",
     "ApprovalFeed",
     "ApprovalInbox",
+    "ExpiryAlarm",
     "ExpirySweeper",
     "OwnerEffectLedger",
     "accepted",

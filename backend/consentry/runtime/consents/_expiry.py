@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, Protocol
 
 from consentry.principal import Principal
 from consentry.runtime.background import BackgroundLoop
 from consentry.runtime.clock import Clock
+from consentry.runtime.consents._alarm import ExpiryAlarm
 from consentry.storage import approvals as approvals_repo
 from consentry.storage import events as events_repo
 from consentry.storage.database import Database
@@ -47,6 +48,7 @@ class ExpirySweeper(BackgroundLoop):
         *,
         db: Database,
         runs: Expirer,
+        alarm: ExpiryAlarm,
         clock: Clock,
         key_retention: timedelta,
         event_retention: timedelta,
@@ -59,21 +61,11 @@ class ExpirySweeper(BackgroundLoop):
         self._runs = runs
         self._clock = clock
         self._key_retention = key_retention
-        self._wake = asyncio.Event()
-        self._planned: datetime | None = None
+        self._alarm = alarm
         self._task: asyncio.Task[None] | None = None
         self._sweeping = asyncio.Lock()
         """One sweep at a time per process: a sweep asked for while one runs waits for it (so the
         runs it started have been launched when it returns) instead of racing it."""
-
-    def wake(self) -> None:
-        """Sweep now (a decision found its consent overdue)."""
-        self._wake.set()
-
-    def consent_requested(self, expires_at: datetime) -> None:
-        """A consent was asked: re-plan only if it expires before the planned wake-up."""
-        if self._planned is None or expires_at < self._planned:
-            self._wake.set()
 
     async def sweep(self) -> int:
         """Expire every overdue consent now; return how many expired (their runs go on)."""
@@ -123,7 +115,7 @@ class ExpirySweeper(BackgroundLoop):
 
     async def _run(self) -> None:
         while True:
-            self._planned = None  # a consent asked during this pass wakes the next one
+            self._alarm.planned = None  # a consent asked during this pass rings for the next
             try:
                 await self.sweep()
                 await self.prune_idempotency_keys()
@@ -132,10 +124,8 @@ class ExpirySweeper(BackgroundLoop):
             except Exception:
                 log.exception("expiry sweep failed; retrying")
                 delay = BUSY_RETRY_SECONDS
-            self._planned = self._clock() + timedelta(seconds=delay)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=delay)
-            self._wake.clear()
+            self._alarm.planned = self._clock() + timedelta(seconds=delay)
+            await self._alarm.wait(delay)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="consent-expiry-sweeper")

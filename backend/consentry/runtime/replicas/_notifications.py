@@ -47,17 +47,25 @@ RECONNECT_SECONDS = 1.0
 
 
 class EventNotifications(BackgroundLoop):
-    def __init__(self, database_url: str | None) -> None:
-        """``database_url``: the PostgreSQL URL, or None (SQLite: nothing to listen to)."""
+    def __init__(
+        self,
+        database_url: str | None,
+        *,
+        on_consent_requested: Callable[[datetime], None],
+        on_cancel_requested: Callable[[str], None],
+        on_run_queued: Callable[[str], None] | None = None,
+    ) -> None:
+        """``database_url``: the PostgreSQL URL, or None (SQLite: nothing to listen to). Told
+        with the deadline of every consent any process stored, the id of every run a client
+        asked to cancel, and (a worker replica) the id of every run queued for the workers."""
         self._dsn = libpq_url(database_url) if database_url else None
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self._approval_waiters: dict[str, set[asyncio.Event]] = {}
         self._task: asyncio.Task[None] | None = None
         self._listening = asyncio.Event()
-        self.on_consent_requested: Callable[[datetime], None] = lambda expires_at: None
-        """Called with the deadline of every consent any process stored."""
-        self.on_run_queued: Callable[[str], None] = lambda run_id: None
-        self.on_cancel_requested: Callable[[str], None] = lambda run_id: None
+        self._on_consent_requested = on_consent_requested
+        self._on_cancel_requested = on_cancel_requested
+        self._on_run_queued = on_run_queued or (lambda run_id: None)
 
     @property
     def enabled(self) -> bool:
@@ -126,11 +134,11 @@ class EventNotifications(BackgroundLoop):
         if channel == EVENTS_CHANNEL:
             self._wake(payload)
         elif channel == CONSENTS_CHANNEL:
-            self.on_consent_requested(datetime.fromtimestamp(float(payload), UTC))
+            self._on_consent_requested(datetime.fromtimestamp(float(payload), UTC))
         elif channel == RUNS_CHANNEL:
-            self.on_run_queued(payload)
+            self._on_run_queued(payload)
         elif channel == CANCELS_CHANNEL:
-            self.on_cancel_requested(payload)
+            self._on_cancel_requested(payload)
         elif channel == APPROVALS_CHANNEL:
             for waiter in self._approval_waiters.get(payload, ()):
                 waiter.set()
@@ -151,7 +159,7 @@ class EventNotifications(BackgroundLoop):
                         await conn.execute(f"LISTEN {channel}")
                     self._listening.set()
                     self._wake(None)  # whatever happened while not listening
-                    self.on_run_queued("")
+                    self._on_run_queued("")
                     async for notify in conn.notifies():
                         self._dispatch(notify.channel, notify.payload)
             except asyncio.CancelledError:

@@ -1,24 +1,23 @@
 """Runs: start one (a message, a decision, a retry, an expiry, a recovery), execute it as a
 task that outlives its request, store its events and its end, and let clients join it.
 
-The one run service every face calls is :class:`RunStarter` (its operations: ``start``,
-``decide``, ``cancel``, ``retry``, ``expire``, ``take_over``); :class:`ThreadReader` reads threads
-and joins their streams. The stages live in private modules: ``_targets`` (the thread a request
-is for), ``_claims`` (claiming it), ``_inputs`` and ``_continuation`` (what a run starts with),
-``_executor`` (the task), ``_event_stream``, ``_step_batching`` and ``_stream_mapping`` (its
-events), ``_dead_runs``, ``_takeover`` and ``_worker`` (runs of other processes)."""
+The one run service every face calls is :class:`RunService` (``start``, ``decide``, ``cancel``,
+``retry``, ``join``, ``replay``; and ``expire``, ``take_over_dead_runs`` for the background
+loops); :class:`ThreadReader` reads threads. The stages live in private modules: ``_targets``
+(the thread a request is for), ``_messages`` and ``_decisions`` (starting a run),
+``_launcher`` and ``_claims`` (claiming and launching it), ``_inputs`` and ``_continuation``
+(what a run starts with), ``_executor``, ``_run_store`` and ``_run_consents`` (the task),
+``_event_stream``, ``_step_batching`` and ``_stream_mapping`` (its events), ``_joins``
+(following it), ``_recovery``, ``_dead_runs``, ``_takeover`` and ``_worker`` (runs of other
+processes, and retries)."""
 
 from __future__ import annotations
 
 from consentry.runtime.runs._event_stream import RunSuspendedError
-from consentry.runtime.runs._executor import (
-    SHUTDOWN_GRACE_SECONDS,
-    ActiveRun,
-    RunExecutor,
-    RunLimits,
-)
+from consentry.runtime.runs._executor import RunExecutor
 from consentry.runtime.runs._reads import ThreadReader
-from consentry.runtime.runs._starter import RunStarter
+from consentry.runtime.runs._run_types import SHUTDOWN_GRACE_SECONDS, ActiveRun, RunLimits
+from consentry.runtime.runs._service import RunService
 from consentry.runtime.runs._takeover import RunTakeover
 from consentry.runtime.runs._worker import RunWorker
 
@@ -27,7 +26,7 @@ __all__ = [
     "ActiveRun",
     "RunExecutor",
     "RunLimits",
-    "RunStarter",
+    "RunService",
     "RunSuspendedError",
     "RunTakeover",
     "RunWorker",

@@ -10,7 +10,7 @@ from typing import Any
 
 from consentry.principal import Principal
 from consentry.runtime.replicas import LeaseKeeper
-from consentry.runtime.runs._executor import SEQ_RESERVATION
+from consentry.runtime.runs._run_types import SEQ_RESERVATION
 from consentry.runtime.runs._targets import RunTarget
 from consentry.schemas.events import Trigger
 from consentry.storage import leases as leases_repo

@@ -17,7 +17,7 @@ from typing import Any
 
 from langgraph.types import Command
 
-from consentry.runtime.runs._executor import GraphInput, GraphPosition
+from consentry.runtime.runs._run_types import GraphInput, GraphPosition
 
 __all__ = ["continuation"]
 

@@ -17,7 +17,7 @@ and closes the run from it, in one transaction fenced by the dead run's token
 - the run ends as its graph did: ``interrupted`` when consents wait, ``completed`` (``expired``
   for an expiry's run) when its graph got to its end; otherwise ``failed`` with an ``error``
   ``server_restarted``, and the run that continues its work (``runtime.continuation``) is claimed
-  in the same transaction (``RunStarter.take_over``).
+  in the same transaction (``RunService.take_over_dead_runs``).
 
 Its events are numbered after the thread's last stored event: no number is skipped, and none a
 client saw is reused (``token`` events carry the number of the stored event before them).
@@ -39,8 +39,8 @@ from consentry.runtime.consents import consent_event, recorded_decisions, store_
 from consentry.runtime.replicas import LeaseKeeper
 from consentry.runtime.runs._continuation import continuation
 from consentry.runtime.runs._event_stream import RunEventStream
-from consentry.runtime.runs._executor import NOWHERE, SEQ_RESERVATION, GraphInput, GraphPosition
 from consentry.runtime.runs._inputs import load_inputs
+from consentry.runtime.runs._run_types import NOWHERE, SEQ_RESERVATION, GraphInput, GraphPosition
 from consentry.runtime.runs._targets import RunTarget
 from consentry.runtime.runs._transcripts import checkpoint_transcript
 from consentry.schemas.events import (

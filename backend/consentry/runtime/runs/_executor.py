@@ -11,77 +11,64 @@ Each run holds a lease on its thread (``runtime.leases``); its event writes and 
 checked against the lease's fencing token, so a run that lost its lease stores nothing more and
 just stops. On shutdown (SIGTERM), every run stops at its next step boundary (its checkpoint is
 saved), stores its events and gives up its lease without ending: the next process takes it over
-and continues it from that checkpoint (``RunStarter.take_over``). A run that does not reach a step
-boundary within the grace period is cancelled mid-step and taken over the same way; its
-unfinished step runs again.
+and continues it from that checkpoint (``RunService.take_over_dead_runs``). A run that does not
+reach a step boundary within the grace period is cancelled mid-step and taken over the same way;
+its unfinished step runs again.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from collections.abc import Mapping
+from datetime import timedelta
 from functools import partial
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
-from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import HumanMessage
-from langchain_core.runnables import RunnableConfig
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.errors import GraphRecursionError
-from langgraph.types import Command, Interrupt
 
-from consentry.errors import InvalidRequestError
 from consentry.observability.logs import bind_run
 from consentry.observability.metrics import Metrics, ModelCallMetrics
 from consentry.observability.run_observer import RunObserver
-from consentry.observability.tracing import ModelCallSpans, Tracing
+from consentry.observability.tracing import Tracing
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
-from consentry.runtime.consents import (
-    OwnerEffectLedger,
-    consent_event,
-    record_decision,
-    store_consent,
-)
+from consentry.runtime.consents import ExpiryAlarm, OwnerEffectLedger
 from consentry.runtime.guards import BudgetExhaustedError, TokenMeter
 from consentry.runtime.notes import OwnerNotesStore
-from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.replicas import LeaseKeeper
 from consentry.runtime.runs._event_stream import RunEventStream
 from consentry.runtime.runs._failures import describe_failure
+from consentry.runtime.runs._graph_stream import GraphStreamer
+from consentry.runtime.runs._run_consents import RunConsents
+from consentry.runtime.runs._run_store import RunStore
+from consentry.runtime.runs._run_types import (
+    SEQ_RESERVATION,
+    SHUTDOWN_GRACE_SECONDS,
+    ActiveRun,
+    GraphInput,
+    GraphPosition,
+    Outcome,
+    RunContext,
+    RunLimits,
+    StopRequestedError,
+)
 from consentry.runtime.runs._step_batching import ProgressBatcher
 from consentry.runtime.runs._stream_mapping import (
     RESUMED_LABELS,
-    STREAM_MODES,
     ChunkMapper,
-    Said,
-    said_by,
 )
 from consentry.schemas.events import (
-    ConsentEvent,
     ErrorEvent,
-    FinalEvent,
     RunStartedEvent,
-    TerminalReason,
     Trigger,
 )
-from consentry.storage import approvals as approvals_repo
-from consentry.storage import events as events_repo
-from consentry.storage import leases as leases_repo
-from consentry.storage import runs as runs_repo
-from consentry.storage import threads as threads_repo
-from consentry.storage.database import Database, DbConnection
+from consentry.storage.database import Database
 from consentry.storage.leases import Claim, LeaseLostError
-from consentry.storage.transcript import TranscriptEntry, add_to_transcript
-from consentry_graphs.consent import ConsentDecision, ConsentRequest, Decision
 from consentry_graphs.registry import CompiledGraph, GraphSpec
 from consentry_graphs.services import GraphContext
-from consentry_graphs.window import DEFAULT_CONVERSATION_WINDOW
 
 __all__ = [
     "SHUTDOWN_GRACE_SECONDS",
@@ -93,99 +80,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-SHUTDOWN_GRACE_SECONDS = 10.0
-
-
-class RunEvents(Protocol):
-    """How the request that started a run reads its events: a local run's ``RunEventStream``, or
-    a ``FollowedRun`` reading the log of a run queued for a worker."""
-
-    def listen(self) -> AsyncIterator[OutgoingEvent]: ...
-
-    def detach(self) -> None: ...
-
-
-@dataclass
-class ActiveRun:
-    thread_id: str
-    run_id: str
-    events: RunEvents
-
-
-@dataclass(frozen=True)
-class RunLimits:
-    """Bounds every run gets, each ending it with its own terminal reason."""
-
-    max_steps: int = 50
-    timeout_seconds: float = 300.0
-    thread_token_budget: int | None = None
-    tenant_token_budget: int | None = None
-    conversation_window: int = DEFAULT_CONVERSATION_WINDOW
-    """Messages a graph keeps in its state (``consentry_graphs.window``)."""
-
-
-class _StopRequestedError(Exception):
-    """The run was asked to stop (``_RunContext.stop``); it stops at the next step boundary."""
-
-
-StopReason = Literal["cancel", "suspend", "lease_lost"]
-"""Why a run stops early: a client cancelled it (it ends ``cancelled``), the server shuts down
-(it is suspended, for the next process to continue), or another process took it over."""
-
-
-@dataclass
-class _RunContext:
-    owner: Principal
-    spec: GraphSpec
-    events: RunEventStream
-    context: GraphContext
-    trigger: Trigger
-    consent_policy: str
-    meter: TokenMeter
-    fencing_token: int
-    observer: RunObserver
-    resumed: frozenset[str] = frozenset()
-    stop: StopReason | None = None
-    task: asyncio.Task[None] | None = field(default=None, repr=False)
-    progress: ProgressBatcher = field(init=False, repr=False)
-
-
-@dataclass
-class _Outcome:
-    reason: TerminalReason = "completed"
-    error_code: str | None = None
-    consents: list[ConsentEvent] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class GraphPosition:
-    waiting: frozenset[str]
-    """The interrupt (approval) ids the graph waits for."""
-    unfinished: bool
-    """Nodes are left to run and no consent is awaited: a run stopped half-way (a failure, a
-    crash) and ``astream(None)`` would continue it."""
-    interrupts: tuple[Interrupt, ...] = ()
-    """The interrupts the graph waits for, with their values."""
-    asking: frozenset[str] = frozenset()
-    """The nodes that asked them."""
-    written_by: str | None = None
-    """The run whose graph input wrote the newest checkpoint (``RUN_MARK``), if any."""
-    input_index: int | None = None
-    """Which of that run's graph inputs (0, 1, ...) it was."""
-
-
-NOWHERE = GraphPosition(waiting=frozenset(), unfinished=False)
-
-RUN_MARK = "consentry_run_id"
-INPUT_MARK = "consentry_input"
-"""Keys of the checkpoint metadata naming the run and the graph input that wrote it: after a
-crash they tell how far a run's inputs got (``runtime.recovery``)."""
-
-GraphInput = dict[str, Any] | Command[Any] | None
-"""What one ``astream`` call starts with; ``None`` continues a run that stopped half-way."""
-
-SEQ_RESERVATION = 4096
-"""Sequence numbers a run reserves at a time; a run that dies leaves a gap, never a reuse."""
 
 
 class RunExecutor:
@@ -198,17 +92,18 @@ class RunExecutor:
         consent_ttl_seconds: int,
         limits: RunLimits | None = None,
         lease_seconds: float = 30.0,
+        alarm: ExpiryAlarm,
         checkpoint_retention: Literal["latest", "all"] = "latest",
         metrics: Metrics | None = None,
         tracing: Tracing | None = None,
     ) -> None:
+        """``alarm``: told the deadline of each consent a run stores (the expiry sweeper)."""
         self._db = db
         self._tracing = tracing
         self._metrics = metrics or Metrics()
-        self._model_metrics = ModelCallMetrics(self._metrics)
         # Decided once, not per run: which graphs' checkpoints are pruned after each run. Not a
         # graph with a DeltaChannel, whose checkpoints hold only changes (the older are needed).
-        self._prunable: dict[str, BaseCheckpointSaver[Any]] = {
+        prunable: dict[str, BaseCheckpointSaver[Any]] = {
             name: graph.checkpointer
             for name, graph in graphs.items()
             if checkpoint_retention == "latest"
@@ -219,23 +114,33 @@ class RunExecutor:
             db=db, clock=clock, lease_seconds=lease_seconds, on_lost=self._leases_lost
         )
         self._limits = limits or RunLimits()
-        self._active: dict[str, _RunContext] = {}
+        self._active: dict[str, RunContext] = {}
         self._graphs = graphs
         self._clock = clock
         self._consent_ttl = timedelta(seconds=consent_ttl_seconds)
         self._running: set[asyncio.Task[None]] = set()
-        self.on_consent_requested: Callable[[datetime], None] = lambda expires_at: None
-        """Called with the deadline of each consent a run stored (the expiry sweeper's timer)."""
+        self._store = RunStore(
+            db=db,
+            clock=clock,
+            metrics=self._metrics,
+            alarm=alarm,
+            prunable=prunable,
+            ended=self._ended,
+        )
+        self._streamer = GraphStreamer(
+            db=db, graphs=graphs, limits=self._limits, model_metrics=ModelCallMetrics(self._metrics)
+        )
+        self._consents = RunConsents(
+            db=db,
+            clock=clock,
+            metrics=self._metrics,
+            consent_ttl=self._consent_ttl,
+            store=self._store,
+        )
 
     def graph(self, name: str) -> CompiledGraph:
-        graph = self._graphs.get(name)
-        if graph is None:  # a thread of a graph this deployment no longer serves
-            raise InvalidRequestError(
-                f"Graph {name!r} is not served here (CONSENTRY_GRAPHS).",
-                code="unknown_graph",
-                details={"graph": name, "available": sorted(self._graphs)},
-            )
-        return graph
+        """The compiled graph ``name`` (``unknown_graph`` when it is not served here)."""
+        return self._streamer.graph(name)
 
     @property
     def consent_ttl(self) -> timedelta:
@@ -253,19 +158,7 @@ class RunExecutor:
 
     async def position(self, spec: GraphSpec, thread_id: str) -> GraphPosition:
         """Where the thread's graph stands, from one checkpoint read."""
-        state = await self.graph(spec.name).aget_state(_config(thread_id))
-        metadata: Mapping[str, Any] = state.metadata or {}
-        written_by, input_index = metadata.get(RUN_MARK), metadata.get(INPUT_MARK)
-        return GraphPosition(
-            waiting=frozenset(interrupt.id for interrupt in state.interrupts),
-            # ``tasks`` (not ``next``): a step whose tasks all finished but whose checkpoint was
-            # not written yet (the run stopped at that boundary) lists them with their writes.
-            unfinished=bool(state.tasks) and not state.interrupts,
-            interrupts=tuple(state.interrupts),
-            asking=frozenset(task.name for task in state.tasks if task.interrupts),
-            written_by=written_by if isinstance(written_by, str) else None,
-            input_index=input_index if isinstance(input_index, int) else None,
-        )
+        return await self._streamer.position(spec, thread_id)
 
     def launch(
         self,
@@ -309,7 +202,7 @@ class RunExecutor:
                 graph=spec.name, trigger=trigger, thread_id=thread_id, run_id=run_id
             )
         observer = RunObserver(self._metrics, graph=spec.name, trigger=trigger, spans=spans)
-        run = _RunContext(
+        run = RunContext(
             owner,
             spec,
             events,
@@ -321,7 +214,7 @@ class RunExecutor:
             observer,
             resumed,
         )
-        run.progress = ProgressBatcher(events, partial(self._store_rows, run))
+        run.progress = ProgressBatcher(events, partial(self._store.store_rows, run))
         self._active[thread_id] = run
         self.leases.track(run_id)
         task = asyncio.create_task(
@@ -334,32 +227,36 @@ class RunExecutor:
         task.add_done_callback(lambda _: self._ended(thread_id, run_id))
         return ActiveRun(thread_id=thread_id, run_id=run_id, events=events)
 
-    async def _execute(self, run: _RunContext, graph_inputs: list[GraphInput]) -> None:
+    async def _execute(self, run: RunContext, graph_inputs: list[GraphInput]) -> None:
         events = run.events
         bind_run(thread=events.thread_id, run=events.run_id)  # this task's log lines name it
-        outcome = _Outcome()
+        outcome = Outcome()
         mapper = ChunkMapper(
             run.spec, resumed=run.resumed, resumed_label=RESUMED_LABELS.get(run.trigger)
         )
         inputs = list(graph_inputs)
         try:
             async with asyncio.timeout(self._limits.timeout_seconds):
-                await self._load_usage(run)
+                await self._streamer.load_usage(run)
                 if run.trigger in ("recovery", "retry"):
-                    mapper = ChunkMapper(run.spec, said=await self._told_before(run))
+                    mapper = ChunkMapper(run.spec, said=await self._streamer.told_before(run))
                 index = 0
                 while inputs:
                     mapper.interrupts.clear()
-                    await self._stream(run, mapper, inputs.pop(0), index)
+                    await self._streamer.stream(run, mapper, inputs.pop(0), index)
                     index += 1
-                    if mapper.interrupts and (command := await self._decide_by_policy(run, mapper)):
+                    if mapper.interrupts and (
+                        command := await self._consents.decide_by_policy(run, mapper)
+                    ):
                         inputs.append(command)
             # Only a resume can meet a consent asked before (a parallel branch re-raising it).
             resumed = run.trigger != "message" or len(graph_inputs) > 1
             ids = [i.id for i in mapper.interrupts]
-            known = await self._known_approvals(ids) if resumed else set()
+            known = await self._consents.known_approvals(ids) if resumed else set()
             outcome.consents = [
-                self._consent(run, i.id, i.value) for i in mapper.interrupts if i.id not in known
+                self._consents.consent(run, i.id, i.value)
+                for i in mapper.interrupts
+                if i.id not in known
             ]
             if mapper.interrupts:
                 outcome.reason = "interrupted"
@@ -367,7 +264,7 @@ class RunExecutor:
                 outcome.reason = "expired"
         except asyncio.CancelledError:
             # Only shutdown (past its grace) and a lost lease cancel a run's task.
-            await asyncio.shield(self._suspend(run))
+            await asyncio.shield(self._store.suspend(run))
             raise
         except LeaseLostError:
             log.warning(
@@ -375,19 +272,19 @@ class RunExecutor:
                 extra={"thread_id": events.thread_id, "run_id": events.run_id},
             )
             run.stop = "lease_lost"
-            await self._suspend(run)
+            await self._store.suspend(run)
             return
-        except _StopRequestedError:
+        except StopRequestedError:
             if run.stop != "cancel":
-                await self._suspend(run)
+                await self._store.suspend(run)
                 return
-            outcome = _Outcome(reason="cancelled")
+            outcome = Outcome(reason="cancelled")
         except GraphRecursionError:
-            outcome = _Outcome(reason="step_limit")
+            outcome = Outcome(reason="step_limit")
         except BudgetExhaustedError:
-            outcome = _Outcome(reason="budget_exhausted")
+            outcome = Outcome(reason="budget_exhausted")
         except TimeoutError:
-            outcome = _Outcome(reason="timeout")
+            outcome = Outcome(reason="timeout")
         except Exception as exc:
             failure = describe_failure(exc)
             log.exception(
@@ -398,7 +295,7 @@ class RunExecutor:
                     "code": failure.code,
                 },
             )
-            outcome = _Outcome(reason="failed", error_code=failure.code)
+            outcome = Outcome(reason="failed", error_code=failure.code)
             events.record(
                 events.make(
                     ErrorEvent,
@@ -407,268 +304,7 @@ class RunExecutor:
                     retryable=failure.retryable,
                 )
             )
-        await asyncio.shield(self._finish(run, outcome))
-
-    async def _stream(
-        self, run: _RunContext, mapper: ChunkMapper, graph_input: GraphInput, index: int
-    ) -> None:
-        """Stream the run's graph input number ``index``: its checkpoints name the run and the
-        input (``RUN_MARK``, ``INPUT_MARK``)."""
-        events = run.events
-        config = _config(events.thread_id)
-        config["recursion_limit"] = self._limits.max_steps
-        config["metadata"] = {RUN_MARK: events.run_id, INPUT_MARK: index}
-        callbacks: list[BaseCallbackHandler] = [run.meter, self._model_metrics]
-        if run.observer.spans is not None:
-            callbacks.append(ModelCallSpans(run.observer.spans))
-        config["callbacks"] = callbacks
-        if isinstance(graph_input, dict) and run.trigger == "message":
-            # A message is the transcript's once, from the run the client started: a recovery
-            # or a retry that gives it to the graph again finds it there already.
-            events.transcript.extend(
-                TranscriptEntry(str(m.id), "user", m.text)
-                for m in graph_input.get("messages", [])
-                if isinstance(m, HumanMessage)
-            )
-        async for mode, chunk in self.graph(run.spec.name).astream(
-            graph_input,
-            config,
-            context=run.context,
-            stream_mode=STREAM_MODES,
-            durability="sync",
-        ):
-            run.observer.chunk(mode, chunk)
-            for event_type, fields in mapper.map(mode, chunk):
-                events.record(events.make(event_type, **fields))
-            # Durable events are stored before they are sent (at most one transaction per chunk,
-            # progress held for the next one: ``step_batching``; token chunks carry none and cost
-            # no write), so a client that rejoins after a crash finds everything it saw.
-            await run.progress.after_chunk()
-            if mode == "updates" and run.stop is not None:
-                raise _StopRequestedError  # a step just ended: its checkpoint is saved
-            if events.unreserved < SEQ_RESERVATION // 4:
-                async with self._db.write() as conn:
-                    events.reserved_until = await leases_repo.extend_reservation(
-                        conn,
-                        events.thread_id,
-                        run_id=events.run_id,
-                        fencing_token=run.fencing_token,
-                        reserve=SEQ_RESERVATION,
-                    )
-
-    async def _store_events(self, conn: DbConnection, run: _RunContext) -> None:
-        """Store the run's recorded durable events, fenced by its lease."""
-        await self._insert_events(conn, run, run.events.take_durable())
-
-    async def _store_rows(self, run: _RunContext, rows: list[OutgoingEvent]) -> None:
-        async with self._db.write() as conn:
-            await self._insert_events(conn, run, rows)
-
-    async def _insert_events(
-        self, conn: DbConnection, run: _RunContext, rows: list[OutgoingEvent]
-    ) -> None:
-        """Insert events fenced by the run's lease, and what they add to the transcript: the
-        user's messages given to the graph since the last write, then ``message`` events."""
-        now = self._clock()
-        await events_repo.insert_events(
-            conn, run.events, rows, fencing_token=run.fencing_token, now=now
-        )
-        said = [json.loads(row.data) for row in rows if row.type == "message"]
-        await add_to_transcript(
-            conn,
-            run.events.thread_id,
-            [
-                *run.events.take_transcript(),
-                *(TranscriptEntry(m["message_id"], "assistant", m["content"]) for m in said),
-            ],
-            now=now,
-        )
-
-    async def _load_usage(self, run: _RunContext) -> None:
-        """With a token budget set, what the thread and tenant used before this run."""
-        if not run.meter.limited:
-            return
-        async with self._db.read() as conn:
-            thread_used, tenant_used = await threads_repo.token_usage(
-                conn, run.events.thread_id, run.owner.tenant
-            )
-        run.meter.thread_used, run.meter.tenant_used = thread_used, tenant_used
-
-    async def _told_before(self, run: _RunContext) -> frozenset[Said]:
-        """The messages and notes the runs this continuation continues stored already."""
-        thread_id = run.events.thread_id
-        async with self._db.read() as conn:
-            chain = await runs_repo.continued_runs(conn, thread_id, run_id=run.events.run_id)
-            told = await events_repo.told_by_runs(conn, thread_id, chain)
-        return frozenset(
-            said for row in told if (said := said_by(row.type, json.loads(row.data))) is not None
-        )
-
-    async def _known_approvals(self, ids: list[str]) -> set[str]:
-        """Interrupts that already have an approval: a consent still pending from before (a
-        parallel branch re-raises it with the same id) is not asked again."""
-        if not ids:
-            return set()
-        async with self._db.read() as conn:
-            return await approvals_repo.existing_approval_ids(conn, ids)
-
-    async def _decide_by_policy(self, run: _RunContext, mapper: ChunkMapper) -> Command[Any] | None:
-        """With an ``auto_approve`` or ``auto_reject`` thread, record the policy's decision on
-        every consent that allows it (never on ``always_ask`` kinds) and return the resume."""
-        if run.consent_policy == "ask":
-            return None
-        decision: Decision = "approve" if run.consent_policy == "auto_approve" else "reject"
-        decided = []
-        for interrupt in mapper.interrupts:
-            request = ConsentRequest.model_validate(interrupt.value)
-            if not request.always_ask and decision in request.allowed_decisions:
-                decided.append(self._consent(run, interrupt.id, interrupt.value))
-        if not decided:
-            return None
-        now = self._clock()
-        answers = {
-            consent.approval_id: ConsentDecision(
-                approval_id=consent.approval_id, decision=decision, decided_by="policy"
-            )
-            for consent in decided
-        }
-        events = run.events
-        for consent in decided:
-            events.record(consent)
-        await run.progress.settle()
-        async with self._db.write() as conn:
-            for consent in decided:
-                row = await store_consent(conn, run.owner, consent, now=now)
-                await record_decision(
-                    conn,
-                    run.owner,
-                    row=row,
-                    decision=answers[consent.approval_id],
-                    run_id=events.run_id,
-                    now=now,
-                )
-            await self._store_events(conn, run)
-        events.flush()
-        for consent in decided:
-            self._metrics.consent_requested(run.spec.name, consent.kind)
-            self._metrics.decided(
-                kind=consent.kind, decision=decision, decided_by="policy", asked_at=now, now=now
-            )
-        return Command(resume={i: a.model_dump(mode="json") for i, a in answers.items()})
-
-    def _consent(self, run: _RunContext, approval_id: str, value: Any) -> ConsentEvent:
-        return consent_event(
-            run.events,
-            run.spec,
-            approval_id=approval_id,
-            value=value,
-            default_ttl=self._consent_ttl,
-            now=self._clock(),
-        )
-
-    async def _finish(self, run: _RunContext, outcome: _Outcome) -> None:
-        """Store everything the run produced in one transaction, then send consent + final.
-
-        If that transaction fails, a second, smaller one still ends the run as ``failed`` and
-        frees the thread (the events made so far are logged as lost); only if that fails too does
-        the thread wait for the start-up recovery of the next process."""
-        events = run.events
-        await run.progress.settle()
-        final = events.make(FinalEvent, reason=outcome.reason, usage=run.meter.usage)
-        for event in (*outcome.consents, final):
-            events.record(event)
-        try:
-            await self._store_end(run, outcome)
-        except LeaseLostError:
-            log.warning(
-                "a run lost its lease before it could store its end; another process has it",
-                extra={"thread_id": events.thread_id, "run_id": events.run_id},
-            )
-            run.observer.stopped()
-            events.discard_unsent()
-            events.close(suspended=True)
-            return
-        except Exception:
-            log.exception(
-                "could not store the end of a run",
-                extra={"thread_id": events.thread_id, "run_id": events.run_id},
-            )
-            self._metrics.database_error("run_end")
-            outcome = _Outcome("failed", "storage_error")
-            events.discard_unsent()
-            events.record(
-                events.make(
-                    ErrorEvent,
-                    code="storage_error",
-                    retryable=True,
-                    message="The run's result could not be stored.",
-                )
-            )
-            events.record(events.make(FinalEvent, reason="failed", usage=run.meter.usage))
-            try:
-                await self._store_end(run, outcome)
-            except Exception:
-                log.exception(
-                    "could not record the failure of a run either; the next start recovers it",
-                    extra={"thread_id": events.thread_id, "run_id": events.run_id},
-                )
-        run.observer.ended(outcome.reason)
-        for consent in outcome.consents:
-            self._metrics.consent_requested(run.spec.name, consent.kind)
-            self.on_consent_requested(consent.expires_at)
-        events.flush()
-        events.close()
-        self._ended(events.thread_id, events.run_id)  # the thread is free: a cancel finds nothing
-        if outcome.reason != "interrupted":  # a consent's decision comes soon: prune after it
-            await self._prune_checkpoints(run)
-
-    async def _prune_checkpoints(self, run: _RunContext) -> None:
-        """With ``CONSENTRY_CHECKPOINT_RETENTION=latest``, keep only the thread's newest
-        checkpoint: the one a resume, a retry or a takeover starts from. Called when a run ends
-        without waiting for a consent, so a conversation that pauses for one is pruned once, after
-        its decision. Best effort: a prune that fails (or loses a race to the next run) leaves
-        the older ones for the next run's."""
-        saver = self._prunable.get(run.spec.name)
-        if saver is None:
-            return
-        try:
-            await saver.aprune([run.events.thread_id], strategy="keep_latest")
-        except Exception:
-            log.warning(
-                "could not prune a thread's older checkpoints; the next run tries again",
-                extra={"thread_id": run.events.thread_id},
-                exc_info=True,
-            )
-
-    async def _suspend(self, run: _RunContext) -> None:
-        """Stop without ending: store the events made so far and give up the lease, so the next
-        process continues the run from its last checkpoint. With the lease lost, store nothing
-        (the process that took the run over owns it now). Listeners get no ``final``: the stream
-        ends, and the client rejoins with ``Last-Event-ID``."""
-        events = run.events
-        run.observer.stopped()
-        await run.progress.settle()
-        if run.stop == "lease_lost":
-            events.discard_unsent()
-        else:
-            try:
-                async with self._db.write() as conn:
-                    await self._store_events(conn, run)
-                    await leases_repo.suspend_lease(
-                        conn,
-                        events.thread_id,
-                        run_id=events.run_id,
-                        fencing_token=run.fencing_token,
-                        now=self._clock(),
-                    )
-            except Exception:
-                log.exception(
-                    "could not store a suspended run; the lease expires and it is taken over",
-                    extra={"thread_id": events.thread_id, "run_id": events.run_id},
-                )
-                events.discard_unsent()
-            events.flush()
-        events.close(suspended=True)
+        await asyncio.shield(self._store.finish(run, outcome))
 
     def _ended(self, thread_id: str, run_id: str) -> None:
         self.leases.forget(run_id)
@@ -683,43 +319,6 @@ class RunExecutor:
             if run.events.run_id in run_ids and run.task is not None:
                 run.stop = "lease_lost"
                 run.task.cancel()
-
-    async def _store_end(self, run: _RunContext, outcome: _Outcome) -> None:
-        events, owner = run.events, run.owner
-        now = self._clock()
-        async with self._db.write() as conn:
-            await self._store_events(conn, run)
-            for consent in outcome.consents:
-                await store_consent(conn, run.owner, consent, now=now)
-            await runs_repo.record_run_end(
-                conn,
-                owner,
-                thread_id=events.thread_id,
-                run_id=events.run_id,
-                reason=outcome.reason,
-                error_code=outcome.error_code,
-                now=now,
-                usage=run.meter.usage,
-            )
-            # A run that stopped half-way may leave consents pending (a parallel branch's): the
-            # thread still waits for them.
-            if outcome.reason == "cancelled":
-                await approvals_repo.cancel_run_approvals(conn, events.run_id, now=now)
-            waiting = outcome.reason == "interrupted" or (
-                outcome.reason in ("failed", "cancelled")
-                and bool(await approvals_repo.pending_approvals(conn, events.thread_id))
-            )
-            await leases_repo.release_thread(
-                conn,
-                events.thread_id,
-                run_id=events.run_id,
-                fencing_token=run.fencing_token,
-                status="awaiting_consent" if waiting else "idle",
-                reason=outcome.reason,
-                last_seq=events.last_seq,
-                now=now,
-                tokens_used=run.meter.run_tokens,
-            )
 
     def active_stream(self, thread_id: str) -> RunEventStream | None:
         """The events of the thread's run active in this process, if any."""
@@ -769,7 +368,3 @@ class RunExecutor:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
         await self.leases.stop()
-
-
-def _config(thread_id: str) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id}}

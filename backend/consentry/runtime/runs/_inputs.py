@@ -13,7 +13,7 @@ from typing import Any
 from langchain_core.messages import messages_from_dict, messages_to_dict
 from langgraph.types import Command
 
-from consentry.runtime.runs._executor import GraphInput
+from consentry.runtime.runs._run_types import GraphInput
 
 __all__ = ["dump_inputs", "load_inputs"]
 

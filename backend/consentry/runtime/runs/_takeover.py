@@ -17,7 +17,7 @@ from datetime import timedelta
 from consentry.runtime.background import BackgroundLoop
 from consentry.runtime.clock import Clock
 from consentry.runtime.runs._executor import RunExecutor
-from consentry.runtime.runs._starter import RunStarter
+from consentry.runtime.runs._service import RunService
 from consentry.storage import leases as leases_repo
 from consentry.storage.database import Database
 
@@ -33,7 +33,7 @@ class RunTakeover(BackgroundLoop):
         *,
         db: Database,
         executor: RunExecutor,
-        runs: RunStarter,
+        runs: RunService,
         clock: Clock,
         lease_seconds: float,
     ) -> None:

@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from consentry.principal import Principal
 from consentry.runtime.background import BackgroundLoop
 from consentry.runtime.clock import Clock
-from consentry.runtime.runs._executor import SEQ_RESERVATION, RunExecutor
+from consentry.runtime.runs._executor import RunExecutor
 from consentry.runtime.runs._inputs import load_inputs
+from consentry.runtime.runs._run_types import SEQ_RESERVATION
 from consentry.storage import runs as runs_repo
 from consentry.storage.database import Database
 from consentry.storage.leases import Claim, LeaseLostError

@@ -4,9 +4,10 @@ SPDX expression (a TOML table is deprecated since setuptools 77, which reads the
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 
-PYPROJECT = Path(__file__).parents[2] / "pyproject.toml"
+from tests.paths import ROOT
+
+PYPROJECT = ROOT / "pyproject.toml"
 
 
 def test_the_license_is_an_spdx_expression_for_a_setuptools_that_reads_it() -> None:

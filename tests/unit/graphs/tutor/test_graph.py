@@ -1,7 +1,7 @@
 """The tutor graph runs on its own: plain LangGraph, an in-memory checkpointer, the offline model
 and a notes store written in tests/tutor.py. Answers and searches, and the note-edit consent:
 consent only asks; the write happens after approval, once. (Creating and deleting notes:
-test_tutor_note_create_and_delete.py.)"""
+test_graph_note_create_and_delete.py.)"""
 
 from __future__ import annotations
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any, get_args
 
 from consentry.schemas.chat import ChatRequest
@@ -13,8 +12,9 @@ from consentry.schemas.errors import ErrorBody
 from consentry.schemas.events import EVENT_ADAPTER, TerminalReason, Trigger
 from consentry.schemas.me import Me
 from consentry_graphs.models import ModelFaultCode
+from tests.paths import DOCS, ROOT
 
-DOC = (Path(__file__).parents[2] / "docs" / "protocol.md").read_text(encoding="utf-8")
+DOC = (DOCS / "protocol.md").read_text(encoding="utf-8")
 _JSON_BLOCK = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
 
 
@@ -70,7 +70,7 @@ def test_every_run_trigger_is_documented() -> None:
 
 
 def test_every_error_code_the_backend_uses_is_documented() -> None:
-    backend = Path(__file__).parents[2] / "backend"
+    backend = ROOT / "backend"
     source = "\n".join(p.read_text(encoding="utf-8") for p in backend.rglob("*.py"))
     codes = set(re.findall(r'code="([a-z_]+)"', source))
     codes |= set(re.findall(r'RunFailure\(\s*"([a-z_]+)"', source))

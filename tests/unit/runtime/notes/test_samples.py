@@ -1,4 +1,4 @@
-"""The sample notes of data/samples/ (backend/consentry/runtime/sample_notes.py) and their
+"""The sample notes of data/samples/ (backend/consentry/runtime/notes/_samples.py) and their
 setting."""
 
 from __future__ import annotations

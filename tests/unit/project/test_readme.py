@@ -4,13 +4,13 @@ and the curl example has as many requests as the sentence before it says."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from pydantic import AliasChoices
 
 from consentry.settings import Settings
+from tests.paths import ROOT
 
-README = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
 
 

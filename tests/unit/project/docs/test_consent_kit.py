@@ -21,9 +21,9 @@ from consentry_graphs.consent import ConsentDecision, ConsentRequest, InMemoryEf
 from consentry_graphs.examples import refund_consent
 from consentry_graphs.examples.refund_consent import PaymentProvider, Refund, build_refund_graph
 from consentry_graphs.services import GraphContext
+from tests.paths import ROOT
 from tests.sse import chat, kinds
 
-ROOT = Path(__file__).parents[2]
 KIT_DOC = ROOT / "docs" / "consent-kit.md"
 EXAMPLE = ROOT / "graphs" / "consentry_graphs" / "examples" / "refund_consent.py"
 SERVED = "refund=consentry_graphs.examples.refund_consent:graph_spec"

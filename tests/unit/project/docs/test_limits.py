@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 from consentry.schemas.errors import ErrorBody
 from consentry.settings import Settings
+from tests.paths import DOCS
 
-DOCS = Path(__file__).parents[2] / "docs"
 DOC = (DOCS / "limits.md").read_text(encoding="utf-8")
 PROTOCOL = (DOCS / "protocol.md").read_text(encoding="utf-8")
 LIMIT_SETTINGS = [

@@ -1,0 +1,174 @@
+"""Decisions and expiries: a consent is decided (or expires) exactly once, before any resume.
+
+A decision reaches LangGraph only after the consent gate recorded it (``consents``: a
+compare-and-set in the same transaction that claims the thread): a double click or a second tab
+gets 409 naming the winner, never a second resume. An expiry is a decision the sweeper makes
+when the deadline passed; a decision and the sweeper can never both win.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import uuid4
+
+from langgraph.types import Command
+
+from consentry.errors import ConflictError, GoneError
+from consentry.principal import Principal
+from consentry.runtime.consents import (
+    DECIDED,
+    ExpiryAlarm,
+    already_decided,
+    cancel_consent,
+    check_decision,
+    check_each_consent_once,
+    expire_consent,
+    record_decision,
+    recorded_decisions,
+)
+from consentry.runtime.guards import KeyHold
+from consentry.runtime.runs._continuation import continuation
+from consentry.runtime.runs._launcher import Launcher
+from consentry.runtime.runs._run_types import ActiveRun, GraphPosition
+from consentry.runtime.runs._targets import RunTarget, refuse_if_running
+from consentry.schemas.chat import ResumeDecision
+from consentry.storage import approvals as approvals_repo
+from consentry_graphs.consent import ConsentDecision
+
+__all__ = ["expire_consent_run", "start_decisions"]
+
+
+async def start_decisions(
+    launcher: Launcher,
+    alarm: ExpiryAlarm,
+    owner: Principal,
+    target: RunTarget,
+    resumes: list[ResumeDecision],
+    key: KeyHold | None,
+) -> ActiveRun:
+    check_each_consent_once(resumes)
+    now = launcher.clock()
+    if target.status == "running":
+        # A decision that lost a race to another one is told who won (the winner's run is what
+        # is running), not merely that a run is going.
+        async with launcher.db.read() as conn:
+            for resume in resumes:
+                row = await approvals_repo.find_approval(conn, owner, resume.approval_id)
+                if row is not None and row.status in DECIDED:
+                    raise already_decided(row)  # approved, edited or rejected
+        refuse_if_running(target)
+    # What the graph waits for is read first: a row read after it that is still pending was
+    # pending in that checkpoint too, so a concurrent winner shows as `already_decided`.
+    position = await launcher.executor.position(target.spec, target.thread_id)
+    waiting = position.waiting
+    async with launcher.db.read() as conn:
+        rows = [await approvals_repo.find_approval(conn, owner, r.approval_id) for r in resumes]
+        pending = await approvals_repo.pending_approvals(conn, target.thread_id)
+        recorded = await recorded_decisions(conn, target, waiting)
+    first = rows[0]
+    if (
+        len(resumes) == 1
+        and first is not None
+        and first.status != "pending"
+        and _same_decision(first, resumes[0])
+        and target.stopped_half_way
+    ):
+        remaining = continuation(position, recorded, run_id=None, inputs=None)
+        if remaining:
+            return await launcher.continue_with(owner, target, remaining, "resume", key)
+    if not pending and all(row is None for row in rows):
+        raise ConflictError(
+            "This thread has no pending consent to decide.",
+            code="no_pending_consent",
+            details={"thread_id": target.thread_id},
+        )
+    try:
+        for row, resume in zip(rows, resumes, strict=True):
+            check_decision(
+                spec=target.spec,
+                thread_id=target.thread_id,
+                row=row,
+                resume=resume,
+                pending_ids=waiting,
+                now=now,
+            )
+    except GoneError:
+        alarm.overdue()  # the sweeper expires it and resumes the graph's expired path
+        raise
+    decisions = [
+        ConsentDecision(
+            approval_id=resume.approval_id,
+            decision=resume.decision,
+            edited=resume.edited,
+            comment=resume.comment,
+            decided_by=owner.display,
+        )
+        for resume in resumes
+    ]
+    run_id = str(uuid4())
+    values = {d.approval_id: d.model_dump(mode="json") for d in decisions}
+    command: Command[Any] = Command(resume={**recorded, **values})
+    async with launcher.db.write() as conn:
+        for row, decision in zip(rows, decisions, strict=True):
+            await record_decision(conn, owner, row=row, decision=decision, run_id=run_id, now=now)
+        claim = await launcher.claim(conn, owner, target, run_id, "resume", now, [command], key)
+    launcher.count_decisions(list(zip(rows, decisions, strict=True)), now)
+    return await launcher.launch(
+        owner, target, run_id, claim, "resume", [command], resumed=position.asking
+    )
+
+
+async def expire_consent_run(
+    launcher: Launcher, owner: Principal, target: RunTarget, row: Any
+) -> ActiveRun | None:
+    """Expire one overdue consent and resume its graph down the expired path. None when a
+    decision won the race, the graph no longer waits for it (it is cancelled), or the thread
+    is busy (the sweeper tries again)."""
+    now = launcher.clock()
+    position = await launcher.executor.position(target.spec, target.thread_id)
+    try:
+        return await _expire_in(launcher, owner, target, row, str(uuid4()), position, now)
+    except _ThreadBusyError:
+        return None
+
+
+async def _expire_in(
+    launcher: Launcher,
+    owner: Principal,
+    target: RunTarget,
+    row: Any,
+    run_id: str,
+    position: GraphPosition,
+    now: datetime,
+) -> ActiveRun | None:
+    waiting = position.waiting
+    async with launcher.db.write() as conn:
+        if row.id not in waiting:
+            await cancel_consent(conn, owner, row=row, now=now)
+            return None
+        if not await expire_consent(conn, owner, row=row, run_id=run_id, now=now):
+            return None
+        recorded = await recorded_decisions(conn, target, waiting - {row.id})
+        decision = ConsentDecision(approval_id=row.id, decision="expire", decided_by="system")
+        command: Command[Any] = Command(
+            resume={**recorded, row.id: decision.model_dump(mode="json")}
+        )
+        claim = await launcher.try_claim(
+            conn, owner, target, run_id, "expiry", now, ("awaiting_consent",), [command]
+        )
+        if claim is None:
+            raise _ThreadBusyError  # roll the expiry back: it happens when the thread is free
+    launcher.metrics.expired(row.kind)
+    return await launcher.launch(
+        owner, target, run_id, claim, "expiry", [command], resumed=position.asking
+    )
+
+
+def _same_decision(row: Any, resume: ResumeDecision) -> bool:
+    recorded = row.decision or {}
+    return (recorded.get("decision"), recorded.get("edited")) == (resume.decision, resume.edited)
+
+
+class _ThreadBusyError(Exception):
+    """The thread of an overdue consent is running; its expiry waits for the next sweep."""

@@ -1,0 +1,154 @@
+"""Streaming a run's graph: the checkpoint reads and the ``astream`` loop of one run.
+
+``GraphStreamer`` knows the deployment's compiled graphs; for a run it reads where the thread's
+graph stands (``position``), streams one graph input at a time and maps each chunk to events
+(stored before sent, batched by ``step_batching``), and tells a recovery what the runs it continues
+told already (so a message or a note edit is not told twice).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+
+from consentry.errors import InvalidRequestError
+from consentry.observability.metrics import ModelCallMetrics
+from consentry.observability.tracing import ModelCallSpans
+from consentry.runtime.runs._run_types import (
+    INPUT_MARK,
+    RUN_MARK,
+    SEQ_RESERVATION,
+    GraphInput,
+    GraphPosition,
+    RunContext,
+    RunLimits,
+    StopRequestedError,
+)
+from consentry.runtime.runs._stream_mapping import STREAM_MODES, ChunkMapper, Said, said_by
+from consentry.storage import events as events_repo
+from consentry.storage import leases as leases_repo
+from consentry.storage import runs as runs_repo
+from consentry.storage import threads as threads_repo
+from consentry.storage.database import Database
+from consentry.storage.transcript import TranscriptEntry
+from consentry_graphs.registry import CompiledGraph, GraphSpec
+
+__all__ = ["GraphStreamer"]
+
+
+class GraphStreamer:
+    def __init__(
+        self,
+        *,
+        db: Database,
+        graphs: Mapping[str, CompiledGraph],
+        limits: RunLimits,
+        model_metrics: ModelCallMetrics,
+    ) -> None:
+        self._db = db
+        self._graphs = graphs
+        self._limits = limits
+        self._model_metrics = model_metrics
+
+    def graph(self, name: str) -> CompiledGraph:
+        """The compiled graph ``name`` (``unknown_graph`` when it is not served here)."""
+        graph = self._graphs.get(name)
+        if graph is None:  # a thread of a graph this deployment no longer serves
+            raise InvalidRequestError(
+                f"Graph {name!r} is not served here (CONSENTRY_GRAPHS).",
+                code="unknown_graph",
+                details={"graph": name, "available": sorted(self._graphs)},
+            )
+        return graph
+
+    async def position(self, spec: GraphSpec, thread_id: str) -> GraphPosition:
+        """Where the thread's graph stands, from one checkpoint read."""
+        state = await self.graph(spec.name).aget_state(_config(thread_id))
+        metadata: Mapping[str, Any] = state.metadata or {}
+        written_by, input_index = metadata.get(RUN_MARK), metadata.get(INPUT_MARK)
+        return GraphPosition(
+            waiting=frozenset(interrupt.id for interrupt in state.interrupts),
+            # ``tasks`` (not ``next``): a step whose tasks all finished but whose checkpoint was
+            # not written yet (the run stopped at that boundary) lists them with their writes.
+            unfinished=bool(state.tasks) and not state.interrupts,
+            interrupts=tuple(state.interrupts),
+            asking=frozenset(task.name for task in state.tasks if task.interrupts),
+            written_by=written_by if isinstance(written_by, str) else None,
+            input_index=input_index if isinstance(input_index, int) else None,
+        )
+
+    async def stream(
+        self, run: RunContext, mapper: ChunkMapper, graph_input: GraphInput, index: int
+    ) -> None:
+        """Stream the run's graph input number ``index``: its checkpoints name the run and the
+        input (``RUN_MARK``, ``INPUT_MARK``)."""
+        events = run.events
+        config = _config(events.thread_id)
+        config["recursion_limit"] = self._limits.max_steps
+        config["metadata"] = {RUN_MARK: events.run_id, INPUT_MARK: index}
+        callbacks: list[BaseCallbackHandler] = [run.meter, self._model_metrics]
+        if run.observer.spans is not None:
+            callbacks.append(ModelCallSpans(run.observer.spans))
+        config["callbacks"] = callbacks
+        if isinstance(graph_input, dict) and run.trigger == "message":
+            # A message is the transcript's once, from the run the client started: a recovery
+            # or a retry that gives it to the graph again finds it there already.
+            events.transcript.extend(
+                TranscriptEntry(str(m.id), "user", m.text)
+                for m in graph_input.get("messages", [])
+                if isinstance(m, HumanMessage)
+            )
+        async for mode, chunk in self.graph(run.spec.name).astream(
+            graph_input,
+            config,
+            context=run.context,
+            stream_mode=STREAM_MODES,
+            durability="sync",
+        ):
+            run.observer.chunk(mode, chunk)
+            for event_type, fields in mapper.map(mode, chunk):
+                events.record(events.make(event_type, **fields))
+            # Durable events are stored before they are sent (at most one transaction per chunk,
+            # progress held for the next one: ``step_batching``; token chunks carry none and cost
+            # no write), so a client that rejoins after a crash finds everything it saw.
+            await run.progress.after_chunk()
+            if mode == "updates" and run.stop is not None:
+                raise StopRequestedError  # a step just ended: its checkpoint is saved
+            if events.unreserved < SEQ_RESERVATION // 4:
+                async with self._db.write() as conn:
+                    events.reserved_until = await leases_repo.extend_reservation(
+                        conn,
+                        events.thread_id,
+                        run_id=events.run_id,
+                        fencing_token=run.fencing_token,
+                        reserve=SEQ_RESERVATION,
+                    )
+
+    async def load_usage(self, run: RunContext) -> None:
+        """With a token budget set, what the thread and tenant used before this run."""
+        if not run.meter.limited:
+            return
+        async with self._db.read() as conn:
+            thread_used, tenant_used = await threads_repo.token_usage(
+                conn, run.events.thread_id, run.owner.tenant
+            )
+        run.meter.thread_used, run.meter.tenant_used = thread_used, tenant_used
+
+    async def told_before(self, run: RunContext) -> frozenset[Said]:
+        """The messages and notes the runs this continuation continues stored already."""
+        thread_id = run.events.thread_id
+        async with self._db.read() as conn:
+            chain = await runs_repo.continued_runs(conn, thread_id, run_id=run.events.run_id)
+            told = await events_repo.told_by_runs(conn, thread_id, chain)
+        return frozenset(
+            said for row in told if (said := said_by(row.type, json.loads(row.data))) is not None
+        )
+
+
+def _config(thread_id: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread_id}}

@@ -1,0 +1,224 @@
+"""Storing what a run produced, always fenced by its lease: its durable events as they come (one
+write per chunk that has more than progress), and its end (the last events, the approvals of its
+consents, its terminal reason, the thread's new status) in one transaction, after which its
+``consent`` and ``final`` events are sent. Also the stop without an end (shutdown, a lost lease)
+and the pruning of checkpoints once a run ended.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from consentry.observability.metrics import Metrics
+from consentry.runtime.clock import Clock
+from consentry.runtime.consents import ExpiryAlarm, store_consent
+from consentry.runtime.outgoing import OutgoingEvent
+from consentry.runtime.runs._run_types import Outcome, RunContext
+from consentry.schemas.events import ErrorEvent, FinalEvent
+from consentry.storage import approvals as approvals_repo
+from consentry.storage import events as events_repo
+from consentry.storage import leases as leases_repo
+from consentry.storage import runs as runs_repo
+from consentry.storage.database import Database, DbConnection
+from consentry.storage.leases import LeaseLostError
+from consentry.storage.transcript import TranscriptEntry, add_to_transcript
+
+__all__ = ["RunStore"]
+
+log = logging.getLogger(__name__)
+
+
+class RunStore:
+    def __init__(
+        self,
+        *,
+        db: Database,
+        clock: Clock,
+        metrics: Metrics,
+        alarm: ExpiryAlarm,
+        prunable: Mapping[str, BaseCheckpointSaver[Any]],
+        ended: Callable[[str, str], None],
+    ) -> None:
+        """``prunable``: the checkpointers of the graphs whose older checkpoints go once a run
+        ended (``CONSENTRY_CHECKPOINT_RETENTION=latest``). ``ended(thread_id, run_id)``: a run
+        ended (stored), so the thread is free of it in this process."""
+        self._db = db
+        self._clock = clock
+        self._metrics = metrics
+        self._alarm = alarm
+        self._prunable = prunable
+        self._ended = ended
+
+    async def store_events(self, conn: DbConnection, run: RunContext) -> None:
+        """Store the run's recorded durable events, fenced by its lease."""
+        await self.insert_events(conn, run, run.events.take_durable())
+
+    async def store_rows(self, run: RunContext, rows: list[OutgoingEvent]) -> None:
+        async with self._db.write() as conn:
+            await self.insert_events(conn, run, rows)
+
+    async def insert_events(
+        self, conn: DbConnection, run: RunContext, rows: list[OutgoingEvent]
+    ) -> None:
+        """Insert events fenced by the run's lease, and what they add to the transcript: the
+        user's messages given to the graph since the last write, then ``message`` events."""
+        now = self._clock()
+        await events_repo.insert_events(
+            conn, run.events, rows, fencing_token=run.fencing_token, now=now
+        )
+        said = [json.loads(row.data) for row in rows if row.type == "message"]
+        await add_to_transcript(
+            conn,
+            run.events.thread_id,
+            [
+                *run.events.take_transcript(),
+                *(TranscriptEntry(m["message_id"], "assistant", m["content"]) for m in said),
+            ],
+            now=now,
+        )
+
+    async def store_end(self, run: RunContext, outcome: Outcome) -> None:
+        events, owner = run.events, run.owner
+        now = self._clock()
+        async with self._db.write() as conn:
+            await self.store_events(conn, run)
+            for consent in outcome.consents:
+                await store_consent(conn, run.owner, consent, now=now)
+            await runs_repo.record_run_end(
+                conn,
+                owner,
+                thread_id=events.thread_id,
+                run_id=events.run_id,
+                reason=outcome.reason,
+                error_code=outcome.error_code,
+                now=now,
+                usage=run.meter.usage,
+            )
+            # A run that stopped half-way may leave consents pending (a parallel branch's): the
+            # thread still waits for them.
+            if outcome.reason == "cancelled":
+                await approvals_repo.cancel_run_approvals(conn, events.run_id, now=now)
+            waiting = outcome.reason == "interrupted" or (
+                outcome.reason in ("failed", "cancelled")
+                and bool(await approvals_repo.pending_approvals(conn, events.thread_id))
+            )
+            await leases_repo.release_thread(
+                conn,
+                events.thread_id,
+                run_id=events.run_id,
+                fencing_token=run.fencing_token,
+                status="awaiting_consent" if waiting else "idle",
+                reason=outcome.reason,
+                last_seq=events.last_seq,
+                now=now,
+                tokens_used=run.meter.run_tokens,
+            )
+
+    async def prune_checkpoints(self, run: RunContext) -> None:
+        """With ``CONSENTRY_CHECKPOINT_RETENTION=latest``, keep only the thread's newest
+        checkpoint: the one a resume, a retry or a takeover starts from. Called when a run ends
+        without waiting for a consent, so a conversation that pauses for one is pruned once, after
+        its decision. Best effort: a prune that fails (or loses a race to the next run) leaves
+        the older ones for the next run's."""
+        saver = self._prunable.get(run.spec.name)
+        if saver is None:
+            return
+        try:
+            await saver.aprune([run.events.thread_id], strategy="keep_latest")
+        except Exception:
+            log.warning(
+                "could not prune a thread's older checkpoints; the next run tries again",
+                extra={"thread_id": run.events.thread_id},
+                exc_info=True,
+            )
+
+    async def finish(self, run: RunContext, outcome: Outcome) -> None:
+        """Store everything the run produced in one transaction, then send consent + final.
+
+        If that transaction fails, a second, smaller one still ends the run as ``failed`` and
+        frees the thread (the events made so far are logged as lost); only if that fails too does
+        the thread wait for the start-up recovery of the next process."""
+        events = run.events
+        await run.progress.settle()
+        final = events.make(FinalEvent, reason=outcome.reason, usage=run.meter.usage)
+        for event in (*outcome.consents, final):
+            events.record(event)
+        try:
+            await self.store_end(run, outcome)
+        except LeaseLostError:
+            log.warning(
+                "a run lost its lease before it could store its end; another process has it",
+                extra={"thread_id": events.thread_id, "run_id": events.run_id},
+            )
+            run.observer.stopped()
+            events.discard_unsent()
+            events.close(suspended=True)
+            return
+        except Exception:
+            log.exception(
+                "could not store the end of a run",
+                extra={"thread_id": events.thread_id, "run_id": events.run_id},
+            )
+            self._metrics.database_error("run_end")
+            outcome = Outcome("failed", "storage_error")
+            events.discard_unsent()
+            events.record(
+                events.make(
+                    ErrorEvent,
+                    code="storage_error",
+                    retryable=True,
+                    message="The run's result could not be stored.",
+                )
+            )
+            events.record(events.make(FinalEvent, reason="failed", usage=run.meter.usage))
+            try:
+                await self.store_end(run, outcome)
+            except Exception:
+                log.exception(
+                    "could not record the failure of a run either; the next start recovers it",
+                    extra={"thread_id": events.thread_id, "run_id": events.run_id},
+                )
+        run.observer.ended(outcome.reason)
+        for consent in outcome.consents:
+            self._metrics.consent_requested(run.spec.name, consent.kind)
+            self._alarm.consent_requested(consent.expires_at)
+        events.flush()
+        events.close()
+        self._ended(events.thread_id, events.run_id)  # the thread is free: a cancel finds nothing
+        if outcome.reason != "interrupted":  # a consent's decision comes soon: prune after it
+            await self.prune_checkpoints(run)
+
+    async def suspend(self, run: RunContext) -> None:
+        """Stop without ending: store the events made so far and give up the lease, so the next
+        process continues the run from its last checkpoint. With the lease lost, store nothing
+        (the process that took the run over owns it now). Listeners get no ``final``: the stream
+        ends, and the client rejoins with ``Last-Event-ID``."""
+        events = run.events
+        run.observer.stopped()
+        await run.progress.settle()
+        if run.stop == "lease_lost":
+            events.discard_unsent()
+        else:
+            try:
+                async with self._db.write() as conn:
+                    await self.store_events(conn, run)
+                    await leases_repo.suspend_lease(
+                        conn,
+                        events.thread_id,
+                        run_id=events.run_id,
+                        fencing_token=run.fencing_token,
+                        now=self._clock(),
+                    )
+            except Exception:
+                log.exception(
+                    "could not store a suspended run; the lease expires and it is taken over",
+                    extra={"thread_id": events.thread_id, "run_id": events.run_id},
+                )
+                events.discard_unsent()
+            events.flush()
+        events.close(suspended=True)

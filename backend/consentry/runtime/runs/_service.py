@@ -1,0 +1,182 @@
+"""The run service: every way a client starts, steers or follows a run, as one object with
+explicit operations. Each face (``POST /v1/chat`` and the rest of the ``/v1`` API; the next
+protocols) translates its requests into these calls and their results into its own events: it
+owns no run state and copies no logic.
+
+    start(owner, chat request)         a message, or decisions sent as a chat ``resume``
+    decide(owner, approval, decision)  a decision from the approvals inbox
+    cancel(owner, thread)              stop the active run at its next step boundary
+    retry(owner, thread)               run a failed run's remaining work again
+    join(owner, thread, after)         what a client missed, then the active run live
+    replay(owner, thread, run)         an idempotent retry's answer: that run, as it went on
+    expire(owner, approval row)        (the expiry sweeper) take a consent's expired path
+    take_over_dead_runs(...)           (start-up, takeover loop) continue what dead processes left
+
+The stages are private modules: ``_targets`` (the thread a request is for), ``_messages``,
+``_decisions``, ``_recovery``, ``_launcher`` (claiming and launching), ``_executor`` (the run as a
+task), ``_joins``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime
+from typing import Any
+
+from consentry.errors import ConflictError, NotFoundError
+from consentry.observability.metrics import Metrics
+from consentry.principal import Principal
+from consentry.runtime.clock import Clock
+from consentry.runtime.consents import ExpiryAlarm
+from consentry.runtime.guards import KeyHold
+from consentry.runtime.notes import SampleNote
+from consentry.runtime.outgoing import OutgoingEvent
+from consentry.runtime.replicas import EventNotifications
+from consentry.runtime.runs._decisions import expire_consent_run, start_decisions
+from consentry.runtime.runs._executor import RunExecutor
+from consentry.runtime.runs._joins import StreamJoins
+from consentry.runtime.runs._launcher import Launcher
+from consentry.runtime.runs._messages import start_message
+from consentry.runtime.runs._recovery import retry_failed_run, take_over_dead_runs
+from consentry.runtime.runs._run_types import ActiveRun
+from consentry.runtime.runs._targets import RunTargets
+from consentry.schemas.approvals import DecisionRequest
+from consentry.schemas.chat import ChatRequest, ResumeDecision
+from consentry.schemas.threads import CancelAccepted
+from consentry.storage import approvals as approvals_repo
+from consentry.storage import runs as runs_repo
+from consentry.storage import threads as threads_repo
+from consentry.storage.database import Database
+from consentry_graphs.registry import GraphSpec
+
+__all__ = ["RunService"]
+
+
+class RunService:
+    def __init__(
+        self,
+        *,
+        db: Database,
+        executor: RunExecutor,
+        graphs: dict[str, GraphSpec],
+        clock: Clock,
+        metrics: Metrics,
+        alarm: ExpiryAlarm,
+        notifications: EventNotifications,
+        max_message_chars: int,
+        queue_for_workers: bool = False,
+        max_active_runs_per_tenant: int = 0,
+        sample_notes: Sequence[SampleNote] = (),
+    ) -> None:
+        """``alarm``: told when a decision finds its consent overdue and when a dead run's
+        consents are recorded (the expiry sweeper listens). ``queue_for_workers`` (an API-only
+        replica): runs are queued for the worker replicas and their events followed through
+        the log, woken by ``notifications``. ``max_active_runs_per_tenant``: 0 for no cap.
+        ``sample_notes``: what an owner's default project starts with, when a message creates
+        it."""
+        self._db = db
+        self._executor = executor
+        self._alarm = alarm
+        self._max_message_chars = max_message_chars
+        self._targets = RunTargets(db=db, graphs=graphs, clock=clock, sample_notes=sample_notes)
+        self._launcher = Launcher(
+            db=db,
+            executor=executor,
+            clock=clock,
+            metrics=metrics,
+            queue_for=notifications if queue_for_workers else None,
+            max_active_runs_per_tenant=max_active_runs_per_tenant,
+        )
+        self._joins = StreamJoins(
+            db=db, executor=executor, clock=clock, notifications=notifications, metrics=metrics
+        )
+
+    async def start(
+        self, owner: Principal, request: ChatRequest, *, key: KeyHold | None = None
+    ) -> ActiveRun:
+        """Start the run a chat request asks for: a message, or decisions (a ``resume``).
+        ``key``: the request's ``Idempotency-Key``, completed in the transaction that claims the
+        run."""
+        target = await self._targets.resolve(owner, request)
+        if request.decisions:
+            return await start_decisions(
+                self._launcher, self._alarm, owner, target, request.decisions, key
+            )
+        return await start_message(
+            self._launcher, owner, target, request, key, max_message_chars=self._max_message_chars
+        )
+
+    async def decide(
+        self,
+        owner: Principal,
+        approval_id: str,
+        decision: DecisionRequest,
+        *,
+        key: KeyHold | None = None,
+    ) -> ActiveRun:
+        """A decision from the approvals inbox: same checks and records as a chat ``resume``."""
+        async with self._db.read() as conn:
+            row = await approvals_repo.find_approval(conn, owner, approval_id)
+            if row is None:
+                raise NotFoundError.of("approval", approval_id)
+            thread = await threads_repo.get_thread(conn, owner, row.thread_id)
+        resume = ResumeDecision(approval_id=approval_id, **decision.model_dump())
+        target = self._targets.of(thread)
+        return await start_decisions(self._launcher, self._alarm, owner, target, [resume], key)
+
+    async def cancel(self, owner: Principal, thread_id: str) -> CancelAccepted:
+        """Stop the thread's active run at its next step boundary (final reason ``cancelled``)."""
+        async with self._db.read() as conn:
+            thread = await threads_repo.get_thread(conn, owner, thread_id)
+        run_id = self._executor.cancel(thread_id)
+        if run_id is None and self._db.is_postgres and thread.status == "running":
+            # The run executes in another process: tell it (it stops at its next boundary).
+            run_id = thread.active_run_id
+            async with self._db.write() as conn:
+                await runs_repo.request_cancel(conn, run_id)
+        if run_id is None:
+            raise ConflictError(
+                "This thread has no active run to cancel.",
+                code="no_active_run",
+                details={"thread_id": thread_id},
+            )
+        return CancelAccepted(thread_id=thread_id, run_id=run_id)
+
+    async def retry(
+        self, owner: Principal, thread_id: str, *, key: KeyHold | None = None
+    ) -> ActiveRun:
+        """Run the thread's failed run's remaining work again (409 ``nothing_to_retry``)."""
+        async with self._db.read() as conn:
+            target = self._targets.of(await threads_repo.get_thread(conn, owner, thread_id))
+        return await retry_failed_run(self._launcher, target, owner, key)
+
+    async def join(
+        self, owner: Principal, thread_id: str, *, after_seq: int
+    ) -> AsyncIterator[OutgoingEvent]:
+        """What a client that has seen up to ``after_seq`` missed, then the active run live."""
+        return await self._joins.join(owner, thread_id, after_seq=after_seq)
+
+    async def replay(
+        self, owner: Principal, thread_id: str, run_id: str
+    ) -> AsyncIterator[OutgoingEvent]:
+        """Run ``run_id`` again for the client that started it (an idempotent retry)."""
+        return await self._joins.replay_run(owner, thread_id, run_id)
+
+    async def expire(self, owner: Principal, row: Any) -> bool:
+        """Expire one overdue consent and resume its graph down the expired path, in a run
+        nobody listens to (its events are stored). False when a decision won the race, or the
+        thread is busy (the sweeper tries again)."""
+        async with self._db.read() as conn:
+            thread = await threads_repo.get_thread(conn, owner, row.thread_id)
+        run = await expire_consent_run(self._launcher, owner, self._targets.of(thread), row)
+        if run is None:
+            return False
+        run.events.detach()
+        return True
+
+    async def take_over_dead_runs(self, *, lease_expired_by: datetime | None) -> int:
+        """Close and continue the runs of dead processes whose lease expired by then (None:
+        every run left open, when this process is the only one); how many this process got."""
+        return await take_over_dead_runs(
+            self._launcher, self._targets, self._alarm, lease_expired_by=lease_expired_by
+        )
