@@ -42,6 +42,19 @@ NO_SAMPLE_NOTES: dict[str, Any] = {"sample_notes": False}
 expect; ``open_client(sample_notes=True)`` for the first-run experience (test_sample_notes.py)."""
 
 
+MARKER_OF_FIXTURE = {"postgres": "postgres", "browser": "chromium"}
+"""What a test needs beyond Python, told by the fixtures it uses (markers in pytest.ini)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test that uses the ``postgres`` or ``browser`` fixture, even through another
+    fixture, so ``-m "not postgres"`` leaves it out (``make test-fast``)."""
+    for item in items:
+        for fixture, marker in MARKER_OF_FIXTURE.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(marker)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Settings come from each test, never from the developer's shell."""

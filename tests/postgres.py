@@ -136,10 +136,12 @@ def postgres_cluster() -> Iterator[PostgresCluster]:
             cluster.stop()
         finally:
             # A database per test adds up to gigabytes: deleting them took a worker 20 to 30 s
-            # at the end of the suite. A detached `rm` does it while pytest exits.
-            subprocess.Popen(
-                ["rm", "-rf", base],
+            # at the end of the suite. A detached `rm` does it while pytest exits: the shell
+            # puts it in the background and returns at once, so no child is left unwaited.
+            subprocess.run(
+                ["sh", "-c", 'rm -rf "$1" &', "sh", base],
                 start_new_session=True,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
+                check=True,
             )

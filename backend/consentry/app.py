@@ -34,6 +34,7 @@ from consentry.api.cors import cors_options
 from consentry.api.deps import authenticate, bearer_credentials, needs_principal
 from consentry.api.request_errors import request_error
 from consentry.api.request_ids import RequestIds
+from consentry.api.run_requests import RunRequests
 from consentry.errors import ConsentryError, UnauthorizedError
 from consentry.observability.tracing import Tracing, TracingMiddleware
 from consentry.runtime.clock import Clock, utc_now
@@ -176,6 +177,7 @@ def create_app(
         try:
             async with open_services(settings, clock=clock, tracing=tracing) as services:
                 app.state.services = services
+                app.state.run_requests = RunRequests.of(services)
                 yield
         finally:
             if tracing is not None:  # its last export is blocking I/O: not on the loop

@@ -23,7 +23,7 @@ from consentry.runtime.guards import (
     StreamSlots,
     rate_limiter,
 )
-from consentry.runtime.notes import SampleNote, read_sample_notes
+from consentry.runtime.notes import NotesService, SampleNote, read_sample_notes
 from consentry.runtime.readiness import BackgroundTask, Readiness
 from consentry.runtime.replicas import EventNotifications
 from consentry.runtime.runs import (
@@ -70,6 +70,8 @@ class Services:
     """The event streams each principal holds open in this process, capped."""
     sample_notes: tuple[SampleNote, ...]
     """What an owner's default project starts with (``CONSENTRY_SAMPLE_NOTES``)."""
+    notes: NotesService
+    """Projects, notes, their versions and search (``/v1/projects``, ``/v1/notes``)."""
 
 
 @asynccontextmanager
@@ -220,6 +222,7 @@ async def _open(
                         rate_limits=rate_limiter(settings, clock),
                         stream_slots=StreamSlots(settings.max_streams_per_principal),
                         sample_notes=sample_notes,
+                        notes=NotesService(db=db, clock=clock, sample_notes=sample_notes),
                     )
             finally:
                 await worker.stop()

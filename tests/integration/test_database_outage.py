@@ -17,6 +17,8 @@ from consentry.settings import Settings
 from tests.postgres import PostgresCluster, postgres_cluster
 from tests.sse import kinds, parse_events
 
+pytestmark = pytest.mark.postgres  # a cluster of its own, not the `postgres` fixture's
+
 WAIT_SECONDS = 30.0
 
 

@@ -318,6 +318,7 @@ def cluster() -> Iterator[PostgresCluster]:
         yield running
 
 
+@pytest.mark.postgres  # a cluster of its own, not the `postgres` fixture's
 async def test_after_a_database_restart_the_first_use_of_either_pool_succeeds(
     cluster: PostgresCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:

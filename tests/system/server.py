@@ -46,30 +46,21 @@ def serve_process(
     are off unless ``env`` turns them on."""
     url = database if isinstance(database, str) else f"sqlite:///{database}"
     port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "consentry.cli",
-            "serve",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-            *args,
-        ],
+    command = [sys.executable, "-m", "consentry.cli", "serve", "--port", str(port)]
+    base_url = f"http://127.0.0.1:{port}"
+    with subprocess.Popen(  # leaving it closes the output pipe
+        [*command, "--log-level", "warning", *args],
         env={**os.environ, **NO_SAMPLE_NOTES, "CONSENTRY_DATABASE_URL": url, **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-    )
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until_healthy(process, base_url)
-        yield base_url, process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGKILL)
-        process.wait(timeout=10)
+    ) as process:
+        try:
+            _wait_until_healthy(process, base_url)
+            yield base_url, process
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGKILL)
+            process.wait(timeout=10)
 
 
 def _wait_until_healthy(process: subprocess.Popen[bytes], base_url: str) -> None:

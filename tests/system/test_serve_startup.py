@@ -53,12 +53,13 @@ def _read_line(fd: int, *, timeout: float = STARTUP_TIMEOUT_SECONDS) -> bytes:
 
 @contextmanager
 def _stopped_at_the_end(process: subprocess.Popen[bytes]) -> Iterator[subprocess.Popen[bytes]]:
-    try:
-        yield process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGKILL)
-        process.wait(timeout=10)
+    with process:  # leaving it closes the pipes
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGKILL)
+            process.wait(timeout=10)
 
 
 def test_serve_prints_one_line_with_its_url_and_logs_json_lines_off_a_terminal(

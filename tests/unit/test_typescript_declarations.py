@@ -417,6 +417,7 @@ def _typecheck(program: str, directory: Path) -> subprocess.CompletedProcess[str
     )
 
 
+@pytest.mark.deno
 def test_typescript_accepts_the_declarations_and_every_event_the_server_writes(
     tmp_path: Path,
 ) -> None:
@@ -424,6 +425,7 @@ def test_typescript_accepts_the_declarations_and_every_event_the_server_writes(
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.deno
 def test_typescript_refuses_an_event_the_declarations_do_not_allow(tmp_path: Path) -> None:
     final = json.loads(_wire_events()[-1]) | {"reason": "bored"}
     program = (

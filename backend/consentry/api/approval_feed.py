@@ -7,11 +7,11 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from consentry.api.deps import PrincipalDep, ServicesDep
+from consentry.api.deps import PrincipalDep
 from consentry.api.last_event_id import LastEventId
 from consentry.api.responses import ERROR_RESPONSES
+from consentry.api.run_requests import RunRequestsDep
 from consentry.api.sse_response import EventStreamResponse
-from consentry.api.streaming import event_stream_response
 from consentry.schemas.approvals import ApprovalChange, ApprovalsReady
 
 __all__ = ["router"]
@@ -60,16 +60,11 @@ _STREAM_RESPONSE: dict[int | str, dict[str, Any]] = {
 )
 async def stream_approvals(
     owner: PrincipalDep,
-    services: ServicesDep,
+    run_requests: RunRequestsDep,
     after: LastEventId,
 ) -> EventStreamResponse:
     """The caller's approvals as they change: with `Last-Event-ID`, the changes after that
     cursor first; then `ready` (its `id:` is the cursor to reconnect with); then every change
     (requested, decided, expired, cancelled) as it commits, on whichever replica. Never ends by
     itself; keep-alive comments every 15 s."""
-
-    async def follow() -> EventStreamResponse:
-        frames = services.approval_feed.follow(owner, after=after)
-        return event_stream_response(frames, services=services, headers={})
-
-    return await services.stream_slots.open(owner, follow)
+    return await run_requests.follow_approvals(owner, after=after)

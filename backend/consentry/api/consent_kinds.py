@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from consentry.api.deps import PrincipalDep, ServicesDep
+from consentry.api.deps import GraphsDep, PrincipalDep
 from consentry.api.responses import ERROR_RESPONSES
 from consentry.schemas.consent_kinds import ConsentKindDetail, ConsentKindList
 
@@ -14,13 +14,13 @@ router = APIRouter(prefix="/v1/consent-kinds", tags=["consent"], responses=ERROR
 
 
 @router.get("")
-async def list_consent_kinds(_: PrincipalDep, services: ServicesDep) -> ConsentKindList:
+async def list_consent_kinds(_: PrincipalDep, graphs: GraphsDep) -> ConsentKindList:
     """Each kind with its allowed decisions, expiry and the JSON Schemas of its proposal and of
     a person's edit, by graph and kind name; a client can render and validate any consent."""
     return ConsentKindList(
         consent_kinds=[
             ConsentKindDetail.of(graph_name, spec.consent_kinds[kind_name])
-            for graph_name, spec in sorted(services.graphs.items())
+            for graph_name, spec in sorted(graphs.items())
             for kind_name in sorted(spec.consent_kinds)
         ]
     )

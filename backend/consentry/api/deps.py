@@ -1,10 +1,13 @@
-"""Dependencies shared by the routers."""
+"""Dependencies shared by the routers: the caller (``PrincipalDep``), the ``Idempotency-Key``
+header, and each narrow service a route uses (``RunsDep``, ``ThreadsDep``, ``SettingsDep``...), so
+a route's signature says what it touches. Every getter is ``async`` (FastAPI runs a plain ``def``
+dependency in a worker thread)."""
 
 from __future__ import annotations
 
 import hmac
 from collections.abc import Mapping
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request
 from fastapi.routing import APIRoute
@@ -12,27 +15,58 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from consentry.errors import UnauthorizedError
 from consentry.observability.logs import bind_principal
+from consentry.observability.metrics import Metrics
 from consentry.principal import LOCAL_PRINCIPAL, Principal
-from consentry.services import Services
+from consentry.runtime.consents import ApprovalInbox
+from consentry.runtime.notes import NotesService
+from consentry.runtime.readiness import Readiness
+from consentry.runtime.runs import RunService, ThreadReader
+from consentry.settings import Settings
+from consentry_graphs.registry import GraphSpec
 
-__all__ = ["IdempotencyKey", "PrincipalDep", "ServicesDep", "authenticate", "needs_principal"]
+__all__ = [
+    "ApprovalsDep",
+    "GraphsDep",
+    "IdempotencyKey",
+    "MetricsDep",
+    "NotesDep",
+    "PrincipalDep",
+    "ReadinessDep",
+    "RunsDep",
+    "SettingsDep",
+    "ThreadsDep",
+    "authenticate",
+    "needs_principal",
+]
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from CONSENTRY_API_KEYS.")
 
 
-async def get_services(request: Request) -> Services:
-    services: Services = request.app.state.services
-    return services
+def _service(field: str) -> Any:
+    """The dependency on one field of the app's ``Services`` (``consentry.services``)."""
+
+    async def get(request: Request) -> Any:
+        return getattr(request.app.state.services, field)
+
+    get.__name__ = f"get_{field}"
+    return Depends(get)
 
 
-ServicesDep = Annotated[Services, Depends(get_services)]
+SettingsDep = Annotated[Settings, _service("settings")]
+RunsDep = Annotated[RunService, _service("runs")]
+ThreadsDep = Annotated[ThreadReader, _service("threads")]
+ApprovalsDep = Annotated[ApprovalInbox, _service("approvals")]
+GraphsDep = Annotated[Mapping[str, GraphSpec], _service("graphs")]
+ReadinessDep = Annotated[Readiness, _service("readiness")]
+MetricsDep = Annotated[Metrics, _service("metrics")]
+NotesDep = Annotated[NotesService, _service("notes")]
 
 
 async def get_principal(
-    services: ServicesDep,
+    settings: SettingsDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
-    principal = authenticate(services.settings.api_keys, credentials)
+    principal = authenticate(settings.api_keys, credentials)
     bind_principal(principal.display)  # on this request's log lines
     return principal
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from consentry.api.deps import ServicesDep
+from consentry.api.deps import ReadinessDep, SettingsDep
 from consentry.schemas.errors import ErrorBody, ErrorDetail
 
 __all__ = ["router"]
@@ -30,9 +30,9 @@ class Ready(BaseModel):
 
 
 @router.get("/healthz")
-async def healthz(services: ServicesDep) -> Health:
-    await services.db.ping()
-    model = "offline" if services.settings.uses_offline_model else services.settings.llm_model
+async def healthz(readiness: ReadinessDep, settings: SettingsDep) -> Health:
+    await readiness.alive()
+    model = "offline" if settings.uses_offline_model else settings.llm_model
     return Health(status="ok", model=model)
 
 
@@ -46,9 +46,9 @@ async def healthz(services: ServicesDep) -> Health:
         }
     },
 )
-async def readyz(services: ServicesDep) -> Ready | JSONResponse:
+async def readyz(readiness: ReadinessDep) -> Ready | JSONResponse:
     """Ready for traffic, or 503 ``not_ready`` (with ``Retry-After``) naming what is not."""
-    checks = await services.readiness.checks()
+    checks = await readiness.checks()
     if all(state == "ok" for state in checks.values()):
         return Ready(status="ready", checks=checks)
     failing = [name for name, state in checks.items() if state != "ok"]

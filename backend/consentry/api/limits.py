@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import Depends, Query
 
-from consentry.api.deps import ServicesDep
+from consentry.api.deps import SettingsDep
 from consentry.errors import InvalidRequestError
 from consentry.schemas.chat import ChatRequest
 from consentry.settings import Settings
@@ -84,8 +84,8 @@ def page_limit(default: int, *, setting: PageSetting = "max_page_size") -> Any:
     """The ``limit`` query parameter of a listing, as a dependency: 1 to the setting's value,
     ``default`` when absent; above the setting, 422 ``limit_exceeded`` (never clamped)."""
 
-    async def limit_parameter(services: ServicesDep, limit: int = default) -> int:
-        maximum: int = getattr(services.settings, setting)
+    async def limit_parameter(settings: SettingsDep, limit: int = default) -> int:
+        maximum: int = getattr(settings, setting)
         if limit > maximum:
             raise limit_exceeded(
                 setting, maximum, f"`limit` is {limit}; at most {maximum} is allowed", where="limit"
@@ -96,7 +96,7 @@ def page_limit(default: int, *, setting: PageSetting = "max_page_size") -> Any:
     # query parameter's description, which names the setting, from here.
     description = f"Items per page, at most `CONSENTRY_{setting.upper()}`."
     limit_parameter.__annotations__ = {
-        "services": ServicesDep,
+        "settings": SettingsDep,
         "limit": Annotated[int, Query(ge=1, description=description)],
         "return": int,
     }

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Header, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client.exposition import choose_encoder
 
-from consentry.api.deps import ServicesDep
+from consentry.api.deps import MetricsDep, SettingsDep
 from consentry.errors import UnauthorizedError
 from consentry.schemas.errors import ErrorBody
 
@@ -44,16 +44,17 @@ _scraper = HTTPBearer(
     },
 )
 async def metrics(
-    services: ServicesDep,
+    settings: SettingsDep,
+    collected: MetricsDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_scraper)],
     accept: Annotated[str, Header(include_in_schema=False)] = "",
 ) -> Response:
     """The text format (0.0.4), or OpenMetrics when the scraper's `Accept` asks for it."""
-    token = services.settings.metrics_token
+    token = settings.metrics_token
     if token is not None and not (
         credentials is not None
         and hmac.compare_digest(credentials.credentials.encode(), token.get_secret_value().encode())
     ):
         raise UnauthorizedError("Send `Authorization: Bearer <CONSENTRY_METRICS_TOKEN>`.")
     encode, content_type = choose_encoder(accept)
-    return Response(encode(services.metrics.registry), headers={"Content-Type": content_type})
+    return Response(encode(collected.registry), headers={"Content-Type": content_type})

@@ -10,19 +10,17 @@ with ``Last-Event-ID``) to whichever process continues the run. How the frames a
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 from sse_starlette import ServerSentEvent
 
 from consentry.api.sse_response import RECONNECT_HINT, EventStreamResponse
-from consentry.principal import Principal
-from consentry.runtime.guards import KeyHold, StoredResponse, request_fingerprint
+from consentry.runtime.guards import OpenStreams
 from consentry.runtime.outgoing import OutgoingEvent
-from consentry.runtime.runs import ActiveRun, RunSuspendedError
-from consentry.services import Services
+from consentry.runtime.runs import RunSuspendedError
 
-__all__ = ["EVENT_STREAM_RESPONSE", "event_stream_response", "stream_new_run"]
+__all__ = ["EVENT_STREAM_RESPONSE", "event_stream"]
 
 _EVENT_STREAM_CONTENT: dict[str, Any] = {
     "text/event-stream": {
@@ -57,67 +55,22 @@ EVENT_STREAM_RESPONSE: dict[int | str, dict[str, Any]] = {
 """The answer of every streaming route: one SSE frame per run event (``_frame``)."""
 
 
-def event_stream_response(
+def event_stream(
     events: AsyncIterator[OutgoingEvent],
     *,
-    services: Services,
+    keepalive_seconds: float,
+    open_streams: OpenStreams,
     headers: dict[str, str],
     on_close: Callable[[], None] | None = None,
 ) -> EventStreamResponse:
+    """The response that sends ``events`` as SSE frames (a stream whose run was suspended ends
+    with the reconnect hint), counted among the ``open_streams`` a shutdown ends."""
     return EventStreamResponse(
         _frames(events),
-        keepalive_seconds=services.settings.keepalive_seconds,
-        open_streams=services.open_streams,
+        keepalive_seconds=keepalive_seconds,
+        open_streams=open_streams,
         headers=headers,
         on_close=on_close,
-    )
-
-
-async def stream_new_run(
-    services: Services,
-    owner: Principal,
-    start: Callable[[KeyHold | None], Awaitable[ActiveRun]],
-    *,
-    idempotency_key: str | None,
-    route: str,
-    body: dict[str, Any],
-) -> EventStreamResponse:
-    """Start a run and stream its events. With an ``Idempotency-Key`` that was used before (for
-    the same route and body), the run that first request started is streamed again instead,
-    from its first event (and the run that continued it after a crash), live while it goes on;
-    token events are not stored, so the stored part has none."""
-    if idempotency_key is None:
-        return _run_stream(services, await start(None))
-    result = await services.idempotency.run(
-        owner,
-        idempotency_key,
-        request_fingerprint(route, body),
-        start,
-        lambda thread_id, run_id: StoredResponse(200, None, thread_id, run_id),
-    )
-    if isinstance(result, ActiveRun):
-        return _run_stream(services, result)
-    assert result.thread_id is not None
-    assert result.run_id is not None
-    replayed = await services.runs.replay(owner, result.thread_id, result.run_id)
-    services.metrics.stream_replayed("idempotent")
-    return event_stream_response(
-        replayed,
-        services=services,
-        headers={
-            "X-Thread-Id": result.thread_id,
-            "X-Run-Id": result.run_id,
-            "Idempotent-Replayed": "true",
-        },
-    )
-
-
-def _run_stream(services: Services, run: ActiveRun) -> EventStreamResponse:
-    return event_stream_response(
-        run.events.listen(),
-        services=services,
-        headers={"X-Thread-Id": run.thread_id, "X-Run-Id": run.run_id},
-        on_close=run.events.detach,  # the run goes on without a listener
     )
 
 

@@ -6,14 +6,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from consentry.api.deps import IdempotencyKey, PrincipalDep, ServicesDep
+from consentry.api.deps import IdempotencyKey, PrincipalDep, RunsDep, ThreadsDep
 from consentry.api.last_event_id import LastEventId
 from consentry.api.limits import page_limit
 from consentry.api.responses import ERROR_RESPONSES
+from consentry.api.run_requests import RunRequestsDep
 from consentry.api.sse_response import EventStreamResponse
-from consentry.api.streaming import EVENT_STREAM_RESPONSE, event_stream_response, stream_new_run
-from consentry.runtime.guards import KeyHold
-from consentry.runtime.runs import ActiveRun
+from consentry.api.streaming import EVENT_STREAM_RESPONSE
 from consentry.schemas.audit import AuditTrail
 from consentry.schemas.threads import CancelAccepted, ThreadDetail, ThreadList, Transcript
 
@@ -25,7 +24,7 @@ router = APIRouter(prefix="/v1/threads", tags=["threads"], responses=ERROR_RESPO
 @router.get("")
 async def list_threads(
     owner: PrincipalDep,
-    services: ServicesDep,
+    threads: ThreadsDep,
     limit: Annotated[int, page_limit(100)],
     note_id: Annotated[
         str | None, Query(max_length=64, description="Only the threads about this note.")
@@ -36,21 +35,19 @@ async def list_threads(
 ) -> ThreadList:
     """The caller's threads, most recently active first: all of them, or a note's (the note its
     first message named) or a project's conversations."""
-    return await services.threads.list_threads(
-        owner, limit=limit, note_id=note_id, project_id=project_id
-    )
+    return await threads.list_threads(owner, limit=limit, note_id=note_id, project_id=project_id)
 
 
 @router.get("/{thread_id}")
-async def get_thread(thread_id: str, owner: PrincipalDep, services: ServicesDep) -> ThreadDetail:
+async def get_thread(thread_id: str, owner: PrincipalDep, threads: ThreadsDep) -> ThreadDetail:
     """Status (`idle`, `running`, `awaiting_consent`), pending consents and last terminal reason."""
-    return await services.threads.detail(owner, thread_id)
+    return await threads.detail(owner, thread_id)
 
 
 @router.get("/{thread_id}/messages")
-async def get_messages(thread_id: str, owner: PrincipalDep, services: ServicesDep) -> Transcript:
+async def get_messages(thread_id: str, owner: PrincipalDep, threads: ThreadsDep) -> Transcript:
     """The conversation so far, from the thread's checkpoint."""
-    return await services.threads.transcript(owner, thread_id)
+    return await threads.transcript(owner, thread_id)
 
 
 @router.get(
@@ -68,23 +65,18 @@ async def get_messages(thread_id: str, owner: PrincipalDep, services: ServicesDe
 async def join_stream(
     thread_id: str,
     owner: PrincipalDep,
-    services: ServicesDep,
+    run_requests: RunRequestsDep,
     after: LastEventId,
 ) -> EventStreamResponse:
     """Join a thread's stream: what the client missed (by `Last-Event-ID`), then what the active
     run does, until its `final`. Without an id the whole stored history comes first."""
-
-    async def join() -> EventStreamResponse:
-        events = await services.runs.join(owner, thread_id, after_seq=after or 0)
-        return event_stream_response(events, services=services, headers={"X-Thread-Id": thread_id})
-
-    return await services.stream_slots.open(owner, join)
+    return await run_requests.join(owner, thread_id, after=after or 0)
 
 
 @router.post("/{thread_id}/cancel", status_code=202)
-async def cancel_run(thread_id: str, owner: PrincipalDep, services: ServicesDep) -> CancelAccepted:
+async def cancel_run(thread_id: str, owner: PrincipalDep, runs: RunsDep) -> CancelAccepted:
     """Stop the thread's active run at its next step boundary; the thread stays usable."""
-    return await services.runs.cancel(owner, thread_id)
+    return await runs.cancel(owner, thread_id)
 
 
 @router.post(
@@ -93,33 +85,17 @@ async def cancel_run(thread_id: str, owner: PrincipalDep, services: ServicesDep)
 async def retry_run(
     thread_id: str,
     owner: PrincipalDep,
-    services: ServicesDep,
+    run_requests: RunRequestsDep,
     idempotency_key: IdempotencyKey = None,
 ) -> EventStreamResponse:
     """Run the thread's failed run again from its last good checkpoint (once the model provider
     is back, say) and stream the new run's events, as `POST /v1/chat` does. 409
     `nothing_to_retry` unless the thread's last run ended `failed` with work left to run; 409
     `run_in_progress` while a run is active."""
-
-    async def start(key: KeyHold | None) -> ActiveRun:
-        # Only a request that runs is counted: an idempotent replay is not.
-        services.rate_limits.charge(owner, "messages")
-        return await services.runs.retry(owner, thread_id, key=key)
-
-    return await services.stream_slots.open(
-        owner,
-        lambda: stream_new_run(
-            services,
-            owner,
-            start,
-            idempotency_key=idempotency_key,
-            route=f"/v1/threads/{thread_id}/retry",
-            body={},
-        ),
-    )
+    return await run_requests.retry(owner, thread_id, idempotency_key=idempotency_key)
 
 
 @router.get("/{thread_id}/audit")
-async def get_audit(thread_id: str, owner: PrincipalDep, services: ServicesDep) -> AuditTrail:
+async def get_audit(thread_id: str, owner: PrincipalDep, threads: ThreadsDep) -> AuditTrail:
     """Every run and consent transition of the thread, oldest first (append-only)."""
-    return await services.threads.audit(owner, thread_id)
+    return await threads.audit(owner, thread_id)

@@ -30,6 +30,10 @@ class Readiness:
         self.draining = False
         """Set when the server was asked to stop: it finishes what runs, takes nothing new."""
 
+    async def alive(self) -> None:
+        """The database answers (liveness); its error otherwise."""
+        await self._db.ping()
+
     async def checks(self) -> dict[str, str]:
         """Each check's state: ``ok``, or what is wrong."""
         checks: dict[str, str] = {}

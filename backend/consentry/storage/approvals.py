@@ -11,19 +11,21 @@ it."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 
 from consentry.principal import Principal
-from consentry.schemas.approvals import Approval, RecordedDecision
+from consentry.schemas.approvals import Approval, ApprovalStatus, RecordedDecision
 from consentry.schemas.events import ConsentEvent
 from consentry.storage.database import DbConnection
 from consentry.storage.tables import UTCDateTime, approvals, threads
 
 __all__ = [
     "DECIDED_BY_NAME",
+    "ApprovalRecord",
     "cancel_approval",
     "cancel_run_approvals",
     "closed_approvals",
@@ -41,21 +43,46 @@ __all__ = [
     "to_approval",
 ]
 
-ApprovalRow = Any
 DECIDED_BY_NAME = "decided_by_name"
 
 
+@dataclass(frozen=True, slots=True)
+class ApprovalRecord:
+    """An approval's row, as stored (``tables.approvals``)."""
+
+    id: str
+    thread_id: str
+    run_id: str
+    tenant: str
+    user_id: str
+    kind: str
+    status: ApprovalStatus
+    event: dict[str, Any]
+    """The ``consent`` event that asked, as sent (``ConsentEvent``, JSON)."""
+    created_at: datetime
+    expires_at: datetime
+    decided_at: datetime | None
+    decided_by: str | None
+    decision: dict[str, Any] | None
+    """The graph's resume value, with ``decided_by_name`` (see the module's docstring)."""
+    proposal_hash: str
+    edited: dict[str, Any] | None
+    comment: str | None
+
+
+_COLUMNS = tuple(approvals.c[field.name] for field in fields(ApprovalRecord))
+"""The columns of an :class:`ApprovalRecord`, in its fields' order: a row of them is
+``ApprovalRecord(*row)`` (by position: a quarter of the cost by name, see ``storage.events``)."""
+_SELECT = sa.select(*_COLUMNS)
 _INSERT = approvals.insert()
-_FIND = approvals.select().where(
+_FIND = _SELECT.where(
     approvals.c.id == sa.bindparam("p_id"),
     approvals.c.tenant == sa.bindparam("p_tenant"),
     approvals.c.user_id == sa.bindparam("p_user"),
 )
-_PENDING = (
-    approvals.select()
-    .where(approvals.c.thread_id == sa.bindparam("p_thread"), approvals.c.status == "pending")
-    .order_by(approvals.c.created_at)
-)
+_PENDING = _SELECT.where(
+    approvals.c.thread_id == sa.bindparam("p_thread"), approvals.c.status == "pending"
+).order_by(approvals.c.created_at)
 _DECIDE = (
     approvals.update()
     .where(
@@ -78,7 +105,7 @@ def _owned(owner: Principal) -> sa.ColumnElement[bool]:
     return sa.and_(approvals.c.tenant == owner.tenant, approvals.c.user_id == owner.user)
 
 
-def to_approval(row: ApprovalRow) -> Approval:
+def to_approval(row: ApprovalRecord) -> Approval:
     event = row.event
     decided = None
     if row.status != "pending":
@@ -108,7 +135,7 @@ def to_approval(row: ApprovalRow) -> Approval:
     )
 
 
-def resume_value(row: ApprovalRow) -> dict[str, Any] | None:
+def resume_value(row: ApprovalRecord) -> dict[str, Any] | None:
     """The recorded decision as the graph is resumed with it (without the decider's name)."""
     if not row.decision:
         return None
@@ -148,40 +175,42 @@ async def existing_approval_ids(conn: DbConnection, ids: Sequence[str]) -> set[s
 
 async def find_approval(
     conn: DbConnection, owner: Principal, approval_id: str
-) -> ApprovalRow | None:
+) -> ApprovalRecord | None:
     params = {"p_id": approval_id, "p_tenant": owner.tenant, "p_user": owner.user}
-    return (await conn.execute(_FIND, params)).first()
+    row = (await conn.execute(_FIND, params)).first()
+    return None if row is None else ApprovalRecord(*row)
 
 
-async def pending_approvals(conn: DbConnection, thread_id: str) -> list[ApprovalRow]:
-    return list(await conn.execute(_PENDING, {"p_thread": thread_id}))
+async def pending_approvals(conn: DbConnection, thread_id: str) -> list[ApprovalRecord]:
+    rows = await conn.execute(_PENDING, {"p_thread": thread_id})
+    return [ApprovalRecord(*row) for row in rows]
 
 
 async def closed_approvals(
     conn: DbConnection, thread_id: str, ids: Sequence[str]
-) -> list[ApprovalRow]:
+) -> list[ApprovalRecord]:
     """Of ``ids``, the thread's approvals that were decided or expired."""
     rows = await conn.execute(
-        approvals.select().where(
+        _SELECT.where(
             approvals.c.thread_id == thread_id,
             approvals.c.id.in_(ids),
             approvals.c.status.in_(("approved", "edited", "rejected", "expired")),
         )
     )
-    return list(rows)
+    return [ApprovalRecord(*row) for row in rows]
 
 
 async def list_approvals(
     conn: DbConnection,
     owner: Principal,
     *,
-    status: str | None,
+    status: ApprovalStatus | None,
     limit: int,
     before: tuple[datetime, str] | None,
-) -> list[ApprovalRow]:
+) -> list[ApprovalRecord]:
     """The owner's approvals, newest first; ``before`` is the (created_at, id) of the last row
     of the previous page."""
-    query = approvals.select().where(_owned(owner))
+    query = _SELECT.where(_owned(owner))
     if status is not None:
         query = query.where(approvals.c.status == status)
     if before is not None:
@@ -195,14 +224,14 @@ async def list_approvals(
     rows = await conn.execute(
         query.order_by(approvals.c.created_at.desc(), approvals.c.id.desc()).limit(limit)
     )
-    return list(rows)
+    return [ApprovalRecord(*row) for row in rows]
 
 
 async def decide_approval(
     conn: DbConnection,
     approval_id: str,
     *,
-    status: str,
+    status: ApprovalStatus,
     decided_by: str,
     decided_by_name: str | None = None,
     decision: dict[str, Any],
@@ -272,12 +301,11 @@ async def cancel_run_approvals(conn: DbConnection, run_id: str, *, now: datetime
 
 async def due_approvals(
     conn: DbConnection, *, now: datetime, limit: int, graphs: Sequence[str]
-) -> list[ApprovalRow]:
+) -> list[ApprovalRecord]:
     """Pending approvals past their deadline, of every owner, on threads of the served
     ``graphs`` (for the expiry sweeper)."""
     rows = await conn.execute(
-        approvals.select()
-        .join(threads, threads.c.id == approvals.c.thread_id)
+        _SELECT.join(threads, threads.c.id == approvals.c.thread_id)
         .where(
             approvals.c.status == "pending",
             approvals.c.expires_at <= now,
@@ -286,7 +314,7 @@ async def due_approvals(
         .order_by(approvals.c.expires_at)
         .limit(limit)
     )
-    return list(rows)
+    return [ApprovalRecord(*row) for row in rows]
 
 
 async def next_expiry(conn: DbConnection, *, graphs: Sequence[str]) -> datetime | None:

@@ -6,12 +6,14 @@ complete exactly when the change is; nothing ever updates or deletes them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Literal
 
 import sqlalchemy as sa
 
 from consentry.principal import Principal
+from consentry.schemas.approvals import ApprovalChangeKind
 from consentry.schemas.audit import AuditRecord
 from consentry.storage.database import DbConnection, execute_unread, notify_at_commit
 from consentry.storage.tables import audit
@@ -19,6 +21,7 @@ from consentry.storage.tables import audit
 __all__ = [
     "APPROVALS_CHANNEL",
     "APPROVAL_CHANGES",
+    "ApprovalChangeRecord",
     "AuditAction",
     "approval_changes",
     "last_approval_change",
@@ -43,13 +46,29 @@ _INSERT = audit.insert()
 
 APPROVALS_CHANNEL = "consentry_approvals"
 """Notified (payload: ``owner_key``) when one of an owner's approvals changes."""
-APPROVAL_CHANGES: dict[str, str] = {
+APPROVAL_CHANGES: dict[AuditAction, ApprovalChangeKind] = {
     "consent_requested": "requested",
     "consent_decided": "decided",
     "consent_expired": "expired",
     "consent_cancelled": "cancelled",
 }
 """The audit actions that change an approval, and the change each is on the approvals feed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalChangeRecord:
+    """The audit record of a change to an approval (:func:`approval_changes`)."""
+
+    id: int
+    """The approvals feed's cursor."""
+    action: AuditAction
+    """One of ``APPROVAL_CHANGES``."""
+    approval_id: str | None
+    created_at: datetime
+
+
+_CHANGE_COLUMNS = tuple(audit.c[field.name] for field in fields(ApprovalChangeRecord))
+"""The columns of an :class:`ApprovalChangeRecord`, in its fields' order (``Record(*row)``)."""
 
 
 def owner_key(owner: Principal) -> str:
@@ -127,16 +146,13 @@ async def last_approval_change(conn: DbConnection, owner: Principal) -> int:
 
 async def approval_changes(
     conn: DbConnection, owner: Principal, *, after: int, since: datetime | None = None
-) -> list[Any]:
+) -> list[ApprovalChangeRecord]:
     """The owner's approval changes after cursor ``after`` (and, with ``since``, every one
-    recorded since then), oldest first: ``id`` (the cursor), ``action``, ``approval_id`` and
-    ``created_at``."""
+    recorded since then), oldest first."""
     newer = audit.c.id > after
     if since is not None:
         newer = sa.or_(newer, audit.c.created_at >= since)
     rows = await conn.execute(
-        sa.select(audit.c.id, audit.c.action, audit.c.approval_id, audit.c.created_at)
-        .where(*_owners_changes(owner), newer)
-        .order_by(audit.c.id)
+        sa.select(*_CHANGE_COLUMNS).where(*_owners_changes(owner), newer).order_by(audit.c.id)
     )
-    return list(rows)
+    return [ApprovalChangeRecord(*row) for row in rows]

@@ -4,8 +4,9 @@ the run's lease (fenced in the same statement), read back in order, pruned past 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 import sqlalchemy as sa
 
@@ -15,6 +16,7 @@ from consentry.storage.tables import events, threads
 
 __all__ = [
     "RunIds",
+    "SerializedEvent",
     "StoredEvent",
     "events_after",
     "first_run_seq",
@@ -33,13 +35,32 @@ class RunIds(Protocol):
     def run_id(self) -> str: ...
 
 
-class StoredEvent(Protocol):
+class SerializedEvent(Protocol):
+    """An event to store, serialized once (``runtime.outgoing.OutgoingEvent``)."""
+
     @property
     def seq(self) -> int: ...
     @property
     def type(self) -> str: ...
     @property
     def data(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """A stored event as read back: its seq, the run that stored it, its type and its JSON."""
+
+    seq: int
+    run_id: str
+    type: str
+    data: str
+
+
+_COLUMNS = tuple(events.c[field.name] for field in fields(StoredEvent))
+"""The columns of a :class:`StoredEvent`, in its fields' order: a row of them is
+``StoredEvent(*row)``. Built by position, a record costs less than reading the row's attributes
+did before records (0.5 µs against 1.2 µs an event, SQLite in memory); by name
+(``**row._mapping``) it would cost 2.8 µs."""
 
 
 # Events are inserted only while the run holds the lease: ``INSERT ... SELECT ... FROM threads
@@ -72,7 +93,7 @@ _INSERT_EVENTS_POSTGRES = sa.text(
 async def insert_events(
     conn: DbConnection,
     run: RunIds,
-    rows: Iterable[StoredEvent],
+    rows: Iterable[SerializedEvent],
     *,
     fencing_token: int,
     now: datetime,
@@ -113,24 +134,24 @@ async def insert_events(
         raise LeaseLostError(run.run_id)
 
 
-async def run_events(conn: DbConnection, thread_id: str, run_id: str) -> list[Any]:
+async def run_events(conn: DbConnection, thread_id: str, run_id: str) -> list[StoredEvent]:
     """The stored (durable) events of one run, in order."""
     rows = await conn.execute(
-        sa.select(events.c.seq, events.c.type, events.c.data)
+        sa.select(*_COLUMNS)
         .where(events.c.thread_id == thread_id, events.c.run_id == run_id)
         .order_by(events.c.seq)
     )
-    return list(rows)
+    return [StoredEvent(*row) for row in rows]
 
 
-async def events_after(conn: DbConnection, thread_id: str, after_seq: int) -> list[Any]:
+async def events_after(conn: DbConnection, thread_id: str, after_seq: int) -> list[StoredEvent]:
     """The thread's stored events after ``after_seq``, in order (all runs)."""
     rows = await conn.execute(
-        sa.select(events.c.seq, events.c.type, events.c.data, events.c.run_id)
+        sa.select(*_COLUMNS)
         .where(events.c.thread_id == thread_id, events.c.seq > after_seq)
         .order_by(events.c.seq)
     )
-    return list(rows)
+    return [StoredEvent(*row) for row in rows]
 
 
 async def last_stored_seq(conn: DbConnection, thread_id: str) -> int:
@@ -140,18 +161,20 @@ async def last_stored_seq(conn: DbConnection, thread_id: str) -> int:
     return int(found or 0)
 
 
-async def told_by_runs(conn: DbConnection, thread_id: str, run_ids: Sequence[str]) -> list[Any]:
-    """The ``message`` and ``note`` events of these runs (type and data)."""
+async def told_by_runs(
+    conn: DbConnection, thread_id: str, run_ids: Sequence[str]
+) -> list[StoredEvent]:
+    """The ``message`` and ``note`` events of these runs."""
     if not run_ids:
         return []
     rows = await conn.execute(
-        sa.select(events.c.type, events.c.data).where(
+        sa.select(*_COLUMNS).where(
             events.c.thread_id == thread_id,
             events.c.run_id.in_(run_ids),
             events.c.type.in_(("message", "note")),
         )
     )
-    return list(rows)
+    return [StoredEvent(*row) for row in rows]
 
 
 async def first_run_seq(conn: DbConnection, thread_id: str, run_id: str) -> int | None:

@@ -7,8 +7,9 @@ attempt (``complete_idempotency_key``). So a key either names its run or no run 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import sqlalchemy as sa
 
@@ -18,6 +19,8 @@ from consentry.storage.dialect import insert
 from consentry.storage.tables import idempotency_keys
 
 __all__ = [
+    "IdempotencyKeyRecord",
+    "KeyStatus",
     "claim_idempotency_key",
     "complete_idempotency_key",
     "find_idempotency_key",
@@ -26,6 +29,32 @@ __all__ = [
     "release_in_flight_keys",
     "take_over_idempotency_key",
 ]
+
+
+KeyStatus = Literal["in_flight", "done"]
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotencyKeyRecord:
+    """An idempotency key's row, as stored (``tables.idempotency_keys``)."""
+
+    tenant: str
+    user_id: str
+    key: str
+    request_hash: str
+    status: KeyStatus
+    attempt: str
+    """The request holding an ``in_flight`` key."""
+    response_status: int | None
+    """What the request produced (with the three below), once ``done``."""
+    response_body: dict[str, Any] | None
+    thread_id: str | None
+    run_id: str | None
+    created_at: datetime
+
+
+_COLUMNS = tuple(idempotency_keys.c[field.name] for field in fields(IdempotencyKeyRecord))
+"""The columns of an :class:`IdempotencyKeyRecord`, in its fields' order (``Record(*row)``)."""
 
 
 def _key(owner: Principal, key: str) -> sa.ColumnElement[bool]:
@@ -44,8 +73,11 @@ def _held(owner: Principal, key: str, attempt: str) -> sa.ColumnElement[bool]:
     )
 
 
-async def find_idempotency_key(conn: DbConnection, owner: Principal, key: str) -> Any | None:
-    return (await conn.execute(idempotency_keys.select().where(_key(owner, key)))).first()
+async def find_idempotency_key(
+    conn: DbConnection, owner: Principal, key: str
+) -> IdempotencyKeyRecord | None:
+    row = (await conn.execute(sa.select(*_COLUMNS).where(_key(owner, key)))).first()
+    return None if row is None else IdempotencyKeyRecord(*row)
 
 
 async def claim_idempotency_key(

@@ -17,12 +17,15 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from consentry.schemas.events import TerminalReason, Trigger
+from consentry.schemas.threads import ThreadStatus
 from consentry.storage.database import DbConnection
 from consentry.storage.tables import runs, threads
 
 __all__ = [
     "Claim",
     "LeaseLostError",
+    "UnfinishedRun",
     "claim_thread",
     "earliest_lease_expiry",
     "extend_reservation",
@@ -43,6 +46,21 @@ class Claim:
     """A thread claimed for a run: the seq before its reservation, and the run's fencing token."""
 
     last_seq: int
+    fencing_token: int
+
+
+@dataclass(frozen=True, slots=True)
+class UnfinishedRun:
+    """A run left ``running`` (:func:`unfinished_runs`), with what its thread's row says."""
+
+    id: str
+    thread_id: str
+    trigger: Trigger
+    inputs: list[dict[str, Any]] | None
+    graph: str
+    pruned_through: int
+    tenant: str
+    user_id: str
     fencing_token: int
 
 
@@ -202,8 +220,8 @@ async def release_thread(
     *,
     run_id: str,
     fencing_token: int,
-    status: str,
-    reason: str,
+    status: ThreadStatus,
+    reason: TerminalReason,
     last_seq: int,
     now: datetime,
     tokens_used: int = 0,
@@ -228,7 +246,9 @@ async def release_thread(
         raise LeaseLostError(run_id)
 
 
-async def unfinished_runs(conn: DbConnection, *, lease_expired_by: datetime | None) -> list[Any]:
+async def unfinished_runs(
+    conn: DbConnection, *, lease_expired_by: datetime | None
+) -> list[UnfinishedRun]:
     """Runs left ``running`` whose lease expired by ``lease_expired_by`` (their process stopped,
     crashed or stalled); with None, every run left ``running`` (this process is the only one)."""
     query = (
@@ -253,7 +273,7 @@ async def unfinished_runs(conn: DbConnection, *, lease_expired_by: datetime | No
                 threads.c.lease_expires_at < lease_expired_by,
             )
         )
-    return list(await conn.execute(query))
+    return [UnfinishedRun(**row._mapping) for row in await conn.execute(query)]
 
 
 async def earliest_lease_expiry(conn: DbConnection) -> datetime | None:

@@ -3,13 +3,15 @@ API-only replicas hand to workers (status ``queued``, with their graph inputs)."
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, cast
 
 import sqlalchemy as sa
 
 from consentry.principal import Principal
-from consentry.schemas.events import TokenUsage
+from consentry.schemas.chat import ConsentPolicy
+from consentry.schemas.events import TerminalReason, TokenUsage, Trigger
 from consentry.storage.audit import record_audit
 from consentry.storage.database import DbConnection, execute_unread
 from consentry.storage.leases import _HOLDS_LEASE, LeaseLostError
@@ -19,6 +21,9 @@ from consentry.storage.threads import add_tenant_usage
 __all__ = [
     "CANCELS_CHANNEL",
     "RUNS_CHANNEL",
+    "RunRecord",
+    "RunStatus",
+    "TakenRun",
     "continued_runs",
     "end_run",
     "last_run",
@@ -37,6 +42,49 @@ RUNS_CHANNEL = "consentry_runs"
 """PostgreSQL channel notified with a run id when a run is queued for the workers."""
 CANCELS_CHANNEL = "consentry_cancels"
 """PostgreSQL channel notified with a run id when a client asks to cancel it."""
+
+RunStatus = Literal["running", "queued", "ended"]
+"""A run executes (``running``), waits for a worker (``queued``), or has its terminal reason
+(``ended``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """A run's row, as stored (``tables.runs``)."""
+
+    id: str
+    thread_id: str
+    trigger: Trigger
+    status: RunStatus
+    reason: TerminalReason | None
+    error_code: str | None
+    started_at: datetime
+    ended_at: datetime | None
+    inputs: list[dict[str, Any]] | None
+    """The graph inputs it started with (``runtime.run_inputs``); None for runs from before."""
+    input_tokens: int
+    output_tokens: int
+
+
+_COLUMNS = tuple(runs.c[field.name] for field in fields(RunRecord))
+"""The columns of a :class:`RunRecord`, in its fields' order (``RunRecord(*row)``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TakenRun:
+    """A queued run a worker took (:func:`take_queued_run`): the run's trigger and inputs, and
+    its thread's owner, graph, policy, seq and new fencing token."""
+
+    thread_id: str
+    trigger: Trigger
+    inputs: list[dict[str, Any]] | None
+    tenant: str
+    user_id: str
+    graph: str
+    consent_policy: ConsentPolicy
+    last_seq: int
+    fencing_token: int
+
 
 _START_RUN = runs.insert()
 _CHAIN_LIMIT = 20
@@ -62,7 +110,7 @@ async def start_run(
     *,
     run_id: str,
     thread_id: str,
-    trigger: str,
+    trigger: Trigger,
     inputs: list[dict[str, Any]],
     now: datetime,
 ) -> None:
@@ -86,7 +134,7 @@ async def end_run(
     conn: DbConnection,
     run_id: str,
     *,
-    reason: str,
+    reason: TerminalReason,
     error_code: str | None,
     now: datetime,
     usage: TokenUsage,
@@ -111,7 +159,7 @@ async def record_run_end(
     *,
     thread_id: str,
     run_id: str,
-    reason: str,
+    reason: TerminalReason,
     error_code: str | None,
     now: datetime,
     usage: TokenUsage | None = None,
@@ -147,7 +195,7 @@ async def record_run_end(
         await add_tenant_usage(conn, owner.tenant, usage.input_tokens + usage.output_tokens)
 
 
-async def last_run_trigger(conn: DbConnection, thread_id: str) -> str | None:
+async def last_run_trigger(conn: DbConnection, thread_id: str) -> Trigger | None:
     """How the thread's most recent run was started (``message`` or ``resume``), retries aside:
     a retry continues the run before it."""
     found = await conn.scalar(
@@ -156,7 +204,7 @@ async def last_run_trigger(conn: DbConnection, thread_id: str) -> str | None:
         .order_by(runs.c.started_at.desc())
         .limit(1)
     )
-    return None if found is None else str(found)
+    return None if found is None else cast(Trigger, found)
 
 
 async def queue_run(conn: DbConnection, thread_id: str, *, run_id: str, fencing_token: int) -> None:
@@ -193,10 +241,9 @@ async def take_queued_run(
     *,
     lease_owner: str,
     lease_expires_at: datetime,
-) -> Any | None:
+) -> TakenRun | None:
     """Take a queued run for this worker (a compare-and-set: one worker gets it), leasing its
-    thread with a new fencing token. The run's row joined with its thread's (owner, graph,
-    policy, seq, token) and its inputs, or None when another worker took it."""
+    thread with a new fencing token; None when another worker took it."""
     taken = (
         await conn.execute(
             runs.update()
@@ -228,7 +275,7 @@ async def take_queued_run(
     ).first()
     if thread is None:
         raise LeaseLostError(run_id)
-    return (taken, thread)
+    return TakenRun(**taken._mapping, **thread._mapping)
 
 
 async def recovery_of(conn: DbConnection, run_id: str) -> str | None:
@@ -273,18 +320,19 @@ async def continued_runs(conn: DbConnection, thread_id: str, *, run_id: str) -> 
     return chain
 
 
-async def last_run(conn: DbConnection, thread_id: str) -> Any | None:
-    """The thread's most recent run: its id, trigger and stored inputs."""
-    return (
+async def last_run(conn: DbConnection, thread_id: str) -> RunRecord | None:
+    """The thread's most recent run."""
+    row = (
         await conn.execute(
-            sa.select(runs.c.id, runs.c.trigger, runs.c.inputs)
+            sa.select(*_COLUMNS)
             .where(runs.c.thread_id == thread_id)
             .order_by(runs.c.started_at.desc())
             .limit(1)
         )
     ).first()
+    return None if row is None else RunRecord(*row)
 
 
-async def run_status(conn: DbConnection, run_id: str) -> str | None:
+async def run_status(conn: DbConnection, run_id: str) -> RunStatus | None:
     found = await conn.scalar(sa.select(runs.c.status).where(runs.c.id == run_id))
-    return None if found is None else str(found)
+    return None if found is None else cast(RunStatus, found)

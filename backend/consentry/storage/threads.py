@@ -6,6 +6,7 @@ its runs to ``storage.runs``; its stored events to ``storage.events``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -13,13 +14,15 @@ import sqlalchemy as sa
 
 from consentry.errors import NotFoundError
 from consentry.principal import Principal
-from consentry.schemas.threads import ThreadSummary
+from consentry.schemas.chat import ConsentPolicy
+from consentry.schemas.events import TerminalReason
+from consentry.schemas.threads import ThreadStatus, ThreadSummary
 from consentry.storage.database import DbConnection, execute_unread
 from consentry.storage.dialect import INSERTS
 from consentry.storage.tables import approvals, tenant_usage, threads
 
 __all__ = [
-    "ThreadRow",
+    "ThreadRecord",
     "add_tenant_usage",
     "create_thread",
     "get_thread",
@@ -29,10 +32,39 @@ __all__ = [
     "token_usage",
 ]
 
-ThreadRow = Any
+
+@dataclass(frozen=True, slots=True)
+class ThreadRecord:
+    """A thread's row, as stored (``tables.threads``)."""
+
+    id: str
+    tenant: str
+    user_id: str
+    graph: str
+    project_id: str
+    note_id: str | None
+    title: str
+    status: ThreadStatus
+    last_reason: TerminalReason | None
+    last_seq: int
+    consent_policy: ConsentPolicy
+    tokens_used: int
+    pruned_through: int
+    active_run_id: str | None
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    fencing_token: int
+    transcript_kept: bool
+    created_at: datetime
+    updated_at: datetime
 
 
-def summarize(row: ThreadRow) -> ThreadSummary:
+_COLUMNS = tuple(threads.c[field.name] for field in fields(ThreadRecord))
+"""The columns of a :class:`ThreadRecord`, in its fields' order: a row of them is
+``ThreadRecord(*row)`` (by position: a quarter of the cost by name, see ``storage.events``)."""
+
+
+def summarize(row: ThreadRecord) -> ThreadSummary:
     return ThreadSummary(
         thread_id=row.id,
         consent_policy=row.consent_policy,
@@ -59,7 +91,7 @@ async def create_thread(
     project_id: str,
     note_id: str | None,
     title: str,
-    consent_policy: str,
+    consent_policy: ConsentPolicy,
     now: datetime,
 ) -> None:
     await conn.execute(
@@ -84,19 +116,19 @@ async def create_thread(
 
 # Statements on the path of every run are built once (SQLAlchemy then reuses their compiled
 # form and cache key); they take their values as bound parameters.
-_GET_THREAD = threads.select().where(
+_GET_THREAD = sa.select(*_COLUMNS).where(
     threads.c.id == sa.bindparam("p_id"),
     threads.c.tenant == sa.bindparam("p_tenant"),
     threads.c.user_id == sa.bindparam("p_user"),
 )
 
 
-async def get_thread(conn: DbConnection, owner: Principal, thread_id: str) -> ThreadRow:
+async def get_thread(conn: DbConnection, owner: Principal, thread_id: str) -> ThreadRecord:
     params = {"p_id": thread_id, "p_tenant": owner.tenant, "p_user": owner.user}
     row = (await conn.execute(_GET_THREAD, params)).first()
     if row is None:
         raise NotFoundError.of("thread", thread_id)
-    return row
+    return ThreadRecord(*row)
 
 
 async def list_threads(
@@ -123,8 +155,8 @@ async def list_threads(
         (sa.and_(threads.c.status == "awaiting_consent", ~live_consent), "idle"),
         else_=threads.c.status,
     ).label("status")
-    columns = [column for column in threads.c if column.name != "status"]
-    query = sa.select(*columns, status).where(
+    columns = [status if column.name == "status" else column for column in _COLUMNS]
+    query = sa.select(*columns).where(
         threads.c.tenant == owner.tenant, threads.c.user_id == owner.user
     )
     if note_id is not None:
@@ -132,7 +164,7 @@ async def list_threads(
     if project_id is not None:
         query = query.where(threads.c.project_id == project_id)
     rows = await conn.execute(query.order_by(threads.c.updated_at.desc()).limit(limit))
-    return [summarize(row) for row in rows]
+    return [summarize(ThreadRecord(*row)) for row in rows]
 
 
 async def remember_note(conn: DbConnection, thread_id: str, note_id: str) -> None:

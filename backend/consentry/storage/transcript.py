@@ -11,8 +11,9 @@ closed with the messages it was given and the replies its checkpoint holds that 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, NamedTuple
+from typing import Literal
 
 import sqlalchemy as sa
 
@@ -28,7 +29,10 @@ __all__ = [
 ]
 
 
-class TranscriptEntry(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class TranscriptEntry:
+    """One message of a thread's transcript (a row of ``tables.transcript``, or one to add)."""
+
     message_id: str
     role: Literal["user", "assistant"]
     content: str

@@ -16,6 +16,8 @@ from consentry.runtime.consents._gate import (
     check_decision,
     check_each_consent_once,
     expire_consent,
+    expired,
+    is_expired,
     record_decision,
 )
 from consentry.runtime.consents._inbox import ApprovalInbox, accepted
@@ -40,6 +42,8 @@ __all__ = [
     "check_each_consent_once",
     "consent_event",
     "expire_consent",
+    "expired",
+    "is_expired",
     "record_decision",
     "recorded_decisions",
     "settle_pending",

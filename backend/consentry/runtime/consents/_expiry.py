@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
 from consentry.principal import Principal
 from consentry.runtime.background import BackgroundLoop
@@ -22,6 +22,7 @@ from consentry.runtime.clock import Clock
 from consentry.runtime.consents._alarm import ExpiryAlarm
 from consentry.storage import approvals as approvals_repo
 from consentry.storage import events as events_repo
+from consentry.storage.approvals import ApprovalRecord
 from consentry.storage.database import Database
 from consentry.storage.idempotency import prune_idempotency_keys
 
@@ -33,7 +34,7 @@ class Expirer(Protocol):
     when a run started (nobody listens to it; its events are stored), False when a decision won
     the race or the thread is busy (the next sweep tries again)."""
 
-    async def expire(self, owner: Principal, row: Any) -> bool: ...
+    async def expire(self, owner: Principal, row: ApprovalRecord) -> bool: ...
 
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
-from typing import Any
 
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
@@ -32,6 +31,7 @@ from consentry.schemas.approvals import ApprovalChange, ApprovalsReady
 from consentry.storage import approvals as approvals_repo
 from consentry.storage.audit import (
     APPROVAL_CHANGES,
+    ApprovalChangeRecord,
     approval_changes,
     last_approval_change,
     owner_key,
@@ -81,7 +81,9 @@ class ApprovalFeed:
             pending = await approvals_repo.count_pending(conn, owner, now=self._clock())
         return OutgoingEvent(cursor, "ready", ApprovalsReady(pending=pending).model_dump_json())
 
-    async def _read(self, conn: DbConnection, owner: Principal, cursor: int) -> list[Any]:
+    async def _read(
+        self, conn: DbConnection, owner: Principal, cursor: int
+    ) -> list[ApprovalChangeRecord]:
         since = self._clock() - self._late if self._late else None
         return await approval_changes(conn, owner, after=cursor, since=since)
 
@@ -97,7 +99,7 @@ class ApprovalFeed:
         async with self._db.read() as conn:
             rows = await self._read(conn, owner, cursor)
             for row in rows:
-                if row.id in sent:
+                if row.id in sent or row.approval_id is None:  # (a change names its approval)
                     continue
                 approval = await approvals_repo.find_approval(conn, owner, row.approval_id)
                 if approval is None:  # its thread was deleted since

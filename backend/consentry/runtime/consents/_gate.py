@@ -16,14 +16,15 @@ loser gets 409 ``already_decided`` with the winner.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from pydantic import ValidationError
 
 from consentry.errors import ConflictError, GoneError, InvalidRequestError, NotFoundError
 from consentry.principal import Principal
+from consentry.schemas.approvals import ApprovalStatus
 from consentry.schemas.chat import ResumeDecision
 from consentry.storage import approvals as approvals_repo
+from consentry.storage.approvals import ApprovalRecord
 from consentry.storage.audit import record_audit
 from consentry.storage.database import DbConnection
 from consentry_graphs.consent import ConsentDecision
@@ -37,15 +38,21 @@ __all__ = [
     "check_decision",
     "check_each_consent_once",
     "expire_consent",
+    "expired",
+    "is_expired",
     "record_decision",
 ]
 
-STATUS_OF = {"approve": "approved", "edit": "edited", "reject": "rejected"}
+STATUS_OF: dict[str, ApprovalStatus] = {
+    "approve": "approved",
+    "edit": "edited",
+    "reject": "rejected",
+}
 DECIDED = frozenset(STATUS_OF.values())
 """The statuses of a consent a person (or a policy) decided."""
 
 
-def already_decided(row: Any) -> ConflictError:
+def already_decided(row: ApprovalRecord) -> ConflictError:
     winner = approvals_repo.to_approval(row).decided
     return ConflictError(
         f"This consent was already {row.status}.",
@@ -58,7 +65,12 @@ def already_decided(row: Any) -> ConflictError:
     )
 
 
-def expired(row: Any) -> GoneError:
+def is_expired(row: ApprovalRecord, now: datetime) -> bool:
+    """Expired, or still pending past its deadline (the sweeper has not got to it yet)."""
+    return row.status == "expired" or (row.status == "pending" and row.expires_at <= now)
+
+
+def expired(row: ApprovalRecord) -> GoneError:
     return GoneError(
         "This consent request has expired; nothing was applied.",
         code="consent_expired",
@@ -84,12 +96,13 @@ def check_decision(
     *,
     spec: GraphSpec,
     thread_id: str,
-    row: Any | None,
+    row: ApprovalRecord | None,
     resume: ResumeDecision,
     pending_ids: frozenset[str],
     now: datetime,
-) -> None:
-    """Raise the error a client gets for this decision, or return when it may be recorded."""
+) -> ApprovalRecord:
+    """Raise the error a client gets for this decision, or return the approval when the decision
+    may be recorded."""
     if row is None:
         raise NotFoundError.of("approval", resume.approval_id)
     if row.thread_id != thread_id:
@@ -98,7 +111,7 @@ def check_decision(
             code="approval_not_pending",
             details={"approval_id": row.id, "thread_id": thread_id},
         )
-    if row.status == "expired" or (row.status == "pending" and row.expires_at <= now):
+    if is_expired(row, now):
         raise expired(row)
     if row.status != "pending":
         raise already_decided(row)
@@ -129,13 +142,14 @@ def check_decision(
             code="approval_not_pending",
             details={"approval_id": row.id},
         )
+    return row
 
 
 async def record_decision(
     conn: DbConnection,
     owner: Principal,
     *,
-    row: Any,
+    row: ApprovalRecord,
     decision: ConsentDecision,
     run_id: str,
     now: datetime,
@@ -177,7 +191,7 @@ async def record_decision(
 
 
 async def expire_consent(
-    conn: DbConnection, owner: Principal, *, row: Any, run_id: str, now: datetime
+    conn: DbConnection, owner: Principal, *, row: ApprovalRecord, run_id: str, now: datetime
 ) -> bool:
     """Compare-and-set an overdue approval to ``expired`` (by ``system``), with its audit
     record; False when a decision won."""
@@ -197,7 +211,9 @@ async def expire_consent(
     return True
 
 
-async def cancel_consent(conn: DbConnection, owner: Principal, *, row: Any, now: datetime) -> None:
+async def cancel_consent(
+    conn: DbConnection, owner: Principal, *, row: ApprovalRecord, now: datetime
+) -> None:
     """A pending approval the graph no longer waits for becomes ``cancelled``, audited."""
     if await approvals_repo.cancel_approval(conn, row.id, now=now):
         await record_audit(

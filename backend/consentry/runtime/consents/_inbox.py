@@ -69,7 +69,9 @@ def accepted(
     approval_id: str, decision: DecisionRequest, *, thread_id: str, run_id: str
 ) -> DecisionAccepted:
     """The 202 of a decision taken from the inbox (and what its idempotent replay answers)."""
-    status: ApprovalStatus = STATUS_OF[decision.decision]  # type: ignore[assignment]
     return DecisionAccepted(
-        approval_id=approval_id, thread_id=thread_id, run_id=run_id, status=status
+        approval_id=approval_id,
+        thread_id=thread_id,
+        run_id=run_id,
+        status=STATUS_OF[decision.decision],
     )

@@ -17,6 +17,7 @@ from consentry.runtime.consents._gate import cancel_consent, expire_consent, rec
 from consentry.schemas.chat import ChatRequest
 from consentry.schemas.events import ConsentEvent, Event
 from consentry.storage import approvals as approvals_repo
+from consentry.storage.approvals import ApprovalRecord
 from consentry.storage.audit import record_audit
 from consentry.storage.database import DbConnection
 from consentry_graphs.consent import ConsentDecision, ConsentRequest, proposal_hash
@@ -87,7 +88,7 @@ def consent_event(
 
 async def store_consent(
     conn: DbConnection, owner: Principal, consent: ConsentEvent, *, now: datetime
-) -> Any:
+) -> ApprovalRecord:
     """Insert the approval record (with its proposal hash) and its audit record; the new row."""
     digest = proposal_hash(consent.proposal)
     await approvals_repo.insert_approval(conn, owner, consent, proposal_hash=digest, now=now)
@@ -106,7 +107,9 @@ async def store_consent(
             "expires_at": consent.expires_at.isoformat(),
         },
     )
-    return await approvals_repo.find_approval(conn, owner, consent.approval_id)
+    row = await approvals_repo.find_approval(conn, owner, consent.approval_id)
+    assert row is not None  # inserted above, in this transaction
+    return row
 
 
 async def recorded_decisions(
@@ -126,9 +129,9 @@ class SettledConsents:
     decision (counted once the transaction commits)."""
 
     resumes: dict[str, Any] = field(default_factory=dict)
-    closed: list[tuple[Any, ConsentDecision]] = field(default_factory=list)
+    closed: list[tuple[ApprovalRecord, ConsentDecision]] = field(default_factory=list)
 
-    def add(self, row: Any, decision: ConsentDecision) -> None:
+    def add(self, row: ApprovalRecord, decision: ConsentDecision) -> None:
         self.resumes[row.id] = decision.model_dump(mode="json")
         self.closed.append((row, decision))
 

@@ -13,7 +13,7 @@ from consentry.runtime.guards._idempotency import (
     StoredResponse,
     request_fingerprint,
 )
-from consentry.runtime.guards._rate_limits import RateLimiter, rate_limiter
+from consentry.runtime.guards._rate_limits import RateKind, RateLimiter, rate_limiter
 from consentry.runtime.guards._streams import OpenStreams, StreamSlots
 from consentry.runtime.guards._tenant_runs import refuse_if_tenant_at_cap
 from consentry.runtime.guards._url_text import UnstorableTextInUrl
@@ -24,6 +24,7 @@ __all__ = [
     "IdempotencyGuard",
     "KeyHold",
     "OpenStreams",
+    "RateKind",
     "RateLimiter",
     "RequestBodyLimits",
     "StoredResponse",

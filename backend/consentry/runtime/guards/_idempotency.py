@@ -180,6 +180,7 @@ class IdempotencyGuard:
                 ):
                     return hold
                 raise _in_progress(key)
+        assert row.response_status is not None  # a `done` key has its response
         return StoredResponse(
             status=row.response_status,
             body=row.response_body,

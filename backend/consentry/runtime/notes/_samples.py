@@ -22,6 +22,7 @@ from pathlib import Path
 
 from consentry.principal import Principal
 from consentry.storage import notes as notes_repo
+from consentry.storage import projects as projects_repo
 from consentry.storage.database import DbConnection
 
 __all__ = ["SAMPLES_DIRECTORY", "SampleNote", "default_project_id", "read_sample_notes"]
@@ -59,12 +60,12 @@ async def default_project_id(
 ) -> str:
     """The owner's default project, created on first use; the call that creates it writes the
     samples into it (in ``conn``'s transaction: a write transaction when it may create)."""
-    found = await notes_repo.find_default_project_id(conn, owner)
+    found = await projects_repo.find_default_project_id(conn, owner)
     if found is not None:
         return found
-    created = await notes_repo.create_default_project(conn, owner, now=now)
+    created = await projects_repo.create_default_project(conn, owner, now=now)
     if created is None:  # a racing first request created it, and wrote the samples
-        return await notes_repo.default_project_id(conn, owner, now=now)
+        return await projects_repo.default_project_id(conn, owner, now=now)
     for index, sample in enumerate(samples):
         await notes_repo.create_note(
             conn,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
-from consentry.storage import notes as repo
+from consentry.storage import note_effects, note_search
+from consentry.storage import notes as notes_repo
 from consentry.storage.database import Database
 from consentry_graphs.services import AppliedDeletion, AppliedEdit, NoteHit, NoteSnapshot
 
@@ -21,12 +22,12 @@ class OwnerNotesStore:
 
     async def get_note(self, note_id: str) -> NoteSnapshot | None:
         async with self._db.read() as conn:
-            note = await repo.find_note(conn, self._owner, note_id)
-        return None if note is None else repo.note_snapshot(note)
+            note = await notes_repo.find_note(conn, self._owner, note_id)
+        return None if note is None else note_effects.note_snapshot(note)
 
     async def search_notes(self, project_id: str, query: str, *, limit: int) -> list[NoteHit]:
         async with self._db.read() as conn:
-            hits = await repo.search_notes(conn, self._owner, project_id, query, limit=limit)
+            hits = await note_search.search_notes(conn, self._owner, project_id, query, limit=limit)
         return [
             NoteHit(note_id=h.note_id, title=h.title, snippet=h.snippet, score=h.score)
             for h in hits
@@ -36,7 +37,7 @@ class OwnerNotesStore:
         self, *, approval_id: str, note_id: str, title: str, content: str, base_version: int
     ) -> AppliedEdit:
         async with self._db.write() as conn:
-            return await repo.apply_note_edit(
+            return await note_effects.apply_note_edit(
                 conn,
                 self._owner,
                 approval_id=approval_id,
@@ -51,7 +52,7 @@ class OwnerNotesStore:
         self, *, approval_id: str, project_id: str, title: str, content: str
     ) -> AppliedEdit:
         async with self._db.write() as conn:
-            return await repo.apply_note_creation(
+            return await note_effects.apply_note_creation(
                 conn,
                 self._owner,
                 approval_id=approval_id,
@@ -65,7 +66,7 @@ class OwnerNotesStore:
         self, *, approval_id: str, note_id: str, version: int
     ) -> AppliedDeletion:
         async with self._db.write() as conn:
-            return await repo.apply_note_deletion(
+            return await note_effects.apply_note_deletion(
                 conn,
                 self._owner,
                 approval_id=approval_id,

@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
 
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.replicas._notifications import EventNotifications
 from consentry.storage import events as events_repo
 from consentry.storage import runs as runs_repo
 from consentry.storage.database import Database
+from consentry.storage.events import StoredEvent
 
 __all__ = ["FOLLOW_RECHECK_SECONDS", "FollowedRun", "follow_log"]
 
@@ -33,7 +33,7 @@ async def follow_log(
     thread_id: str,
     run_id: str,
     after_seq: int,
-    first: Sequence[Any] = (),
+    first: Sequence[StoredEvent] = (),
 ) -> AsyncIterator[OutgoingEvent]:
     """``first`` (rows already read), then the thread's events as they are stored, until the
     ``final`` of ``run_id`` (or until that run is no longer running and nothing new came). When

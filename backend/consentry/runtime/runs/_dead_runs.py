@@ -28,7 +28,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
 from langchain_core.messages import HumanMessage
 from langgraph.types import Interrupt
@@ -51,11 +50,13 @@ from consentry.schemas.events import (
     RunStartedEvent,
     TerminalReason,
 )
+from consentry.schemas.threads import ThreadStatus
 from consentry.storage import approvals as approvals_repo
 from consentry.storage import events as events_repo
 from consentry.storage import leases as leases_repo
 from consentry.storage import runs as runs_repo
 from consentry.storage.database import Database, DbConnection
+from consentry.storage.leases import UnfinishedRun
 from consentry.storage.transcript import TranscriptEntry, add_to_transcript, kept_message_ids
 from consentry_graphs.registry import CompiledGraph, GraphSpec
 
@@ -64,7 +65,7 @@ __all__ = ["ClosedRun", "Recovery", "close_dead_run", "dead_runs", "read_recover
 log = logging.getLogger(__name__)
 
 
-async def dead_runs(db: Database, *, lease_expired_by: datetime | None) -> list[Any]:
+async def dead_runs(db: Database, *, lease_expired_by: datetime | None) -> list[UnfinishedRun]:
     """Runs that stopped without ending (their process crashed, stalled or shut down) and
     whose lease expired by ``lease_expired_by`` (None: every such run, when this process is
     the only one, as on SQLite)."""
@@ -92,7 +93,7 @@ async def read_recovery(
     db: Database,
     graph: CompiledGraph,
     target: RunTarget,
-    run: Any,
+    run: UnfinishedRun,
     *,
     position: GraphPosition,
     consent_ttl: timedelta,
@@ -117,7 +118,7 @@ async def read_recovery(
 
 @dataclass(frozen=True)
 class ClosedRun:
-    status: str
+    status: ThreadStatus
     """The thread's status once the dead run is closed (``awaiting_consent`` or ``idle``)."""
     reason: TerminalReason
     consents: list[ConsentEvent]
@@ -125,7 +126,12 @@ class ClosedRun:
 
 
 async def close_dead_run(
-    conn: DbConnection, run: Any, recovery: Recovery, *, leases: LeaseKeeper, clock: Clock
+    conn: DbConnection,
+    run: UnfinishedRun,
+    recovery: Recovery,
+    *,
+    leases: LeaseKeeper,
+    clock: Clock,
 ) -> ClosedRun:
     """In the caller's transaction: end dead run ``run`` as :class:`Recovery` says and free its
     thread. Fenced by the dead run's token: when two processes recover it at once, one closes it
@@ -172,7 +178,7 @@ async def close_dead_run(
     for consent in consents:
         await store_consent(conn, owner, consent, now=now)
     pending = await approvals_repo.pending_approvals(conn, run.thread_id)
-    status = "awaiting_consent" if pending else "idle"
+    status: ThreadStatus = "awaiting_consent" if pending else "idle"
     await leases_repo.release_thread(
         conn,
         run.thread_id,
@@ -198,7 +204,7 @@ async def close_dead_run(
 async def _complete_transcript(
     conn: DbConnection,
     events: RunEventStream,
-    run: Any,
+    run: UnfinishedRun,
     replies: list[TranscriptEntry],
     now: datetime,
 ) -> None:
@@ -249,7 +255,7 @@ def _consents(events: RunEventStream, recovery: Recovery, now: datetime) -> list
 
 
 def _ending(
-    run: Any, recovery: Recovery, consents: list[ConsentEvent]
+    run: UnfinishedRun, recovery: Recovery, consents: list[ConsentEvent]
 ) -> tuple[TerminalReason, str | None]:
     """The dead run's terminal reason, and its error code."""
     if recovery.continuation:

@@ -24,6 +24,8 @@ from consentry.runtime.consents import (
     check_decision,
     check_each_consent_once,
     expire_consent,
+    expired,
+    is_expired,
     record_decision,
     recorded_decisions,
 )
@@ -34,6 +36,7 @@ from consentry.runtime.runs._run_types import ActiveRun, GraphPosition
 from consentry.runtime.runs._targets import RunTarget, refuse_if_running
 from consentry.schemas.chat import ResumeDecision
 from consentry.storage import approvals as approvals_repo
+from consentry.storage.approvals import ApprovalRecord
 from consentry_graphs.consent import ConsentDecision
 
 __all__ = ["expire_consent_run", "start_decisions"]
@@ -51,12 +54,15 @@ async def start_decisions(
     now = launcher.clock()
     if target.status == "running":
         # A decision that lost a race to another one is told who won (the winner's run is what
-        # is running), not merely that a run is going.
+        # is running), and one on an expired consent that it expired (the run going may be
+        # its expired path), not merely that a run is going.
         async with launcher.db.read() as conn:
             for resume in resumes:
                 row = await approvals_repo.find_approval(conn, owner, resume.approval_id)
                 if row is not None and row.status in DECIDED:
                     raise already_decided(row)  # approved, edited or rejected
+                if row is not None and row.thread_id == target.thread_id and is_expired(row, now):
+                    raise expired(row)
         refuse_if_running(target)
     # What the graph waits for is read first: a row read after it that is still pending was
     # pending in that checkpoint too, so a concurrent winner shows as `already_decided`.
@@ -84,7 +90,7 @@ async def start_decisions(
             details={"thread_id": target.thread_id},
         )
     try:
-        for row, resume in zip(rows, resumes, strict=True):
+        checked = [
             check_decision(
                 spec=target.spec,
                 thread_id=target.thread_id,
@@ -93,6 +99,8 @@ async def start_decisions(
                 pending_ids=waiting,
                 now=now,
             )
+            for row, resume in zip(rows, resumes, strict=True)
+        ]
     except GoneError:
         alarm.overdue()  # the sweeper expires it and resumes the graph's expired path
         raise
@@ -110,17 +118,17 @@ async def start_decisions(
     values = {d.approval_id: d.model_dump(mode="json") for d in decisions}
     command: Command[Any] = Command(resume={**recorded, **values})
     async with launcher.db.write() as conn:
-        for row, decision in zip(rows, decisions, strict=True):
+        for row, decision in zip(checked, decisions, strict=True):
             await record_decision(conn, owner, row=row, decision=decision, run_id=run_id, now=now)
         claim = await launcher.claim(conn, owner, target, run_id, "resume", now, [command], key)
-    launcher.count_decisions(list(zip(rows, decisions, strict=True)), now)
+    launcher.count_decisions(list(zip(checked, decisions, strict=True)), now)
     return await launcher.launch(
         owner, target, run_id, claim, "resume", [command], resumed=position.asking
     )
 
 
 async def expire_consent_run(
-    launcher: Launcher, owner: Principal, target: RunTarget, row: Any
+    launcher: Launcher, owner: Principal, target: RunTarget, row: ApprovalRecord
 ) -> ActiveRun | None:
     """Expire one overdue consent and resume its graph down the expired path. None when a
     decision won the race, the graph no longer waits for it (it is cancelled), or the thread
@@ -137,7 +145,7 @@ async def _expire_in(
     launcher: Launcher,
     owner: Principal,
     target: RunTarget,
-    row: Any,
+    row: ApprovalRecord,
     run_id: str,
     position: GraphPosition,
     now: datetime,
@@ -165,7 +173,7 @@ async def _expire_in(
     )
 
 
-def _same_decision(row: Any, resume: ResumeDecision) -> bool:
+def _same_decision(row: ApprovalRecord, resume: ResumeDecision) -> bool:
     recorded = row.decision or {}
     return (recorded.get("decision"), recorded.get("edited")) == (resume.decision, resume.edited)
 

@@ -60,6 +60,7 @@ from consentry.runtime.runs._stream_mapping import (
     RESUMED_LABELS,
     ChunkMapper,
 )
+from consentry.schemas.chat import ConsentPolicy
 from consentry.schemas.events import (
     ErrorEvent,
     RunStartedEvent,
@@ -169,7 +170,7 @@ class RunExecutor:
         run_id: str,
         claim: Claim,
         trigger: Trigger,
-        consent_policy: str,
+        consent_policy: ConsentPolicy,
         graph_inputs: list[GraphInput],
         resumed: frozenset[str] = frozenset(),
     ) -> ActiveRun:

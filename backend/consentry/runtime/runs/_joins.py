@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import Any
 
 from consentry.errors import BadRequestError
 from consentry.observability.metrics import Metrics
@@ -22,6 +21,7 @@ from consentry.storage import events as events_repo
 from consentry.storage import runs as runs_repo
 from consentry.storage import threads as threads_repo
 from consentry.storage.database import Database
+from consentry.storage.events import StoredEvent
 
 __all__ = ["StreamJoins"]
 
@@ -84,18 +84,17 @@ class StreamJoins:
                 resync = OutgoingEvent(event.seq, event.type, event.model_dump_json())
             else:
                 stored = await events_repo.events_after(conn, thread_id, after_seq)
-        if active is None and thread.status == "running" and self._notifications.enabled:
+        elsewhere = thread.active_run_id if thread.status == "running" else None
+        if active is None and elsewhere is not None and self._notifications.enabled:
             # The run executes in another process: follow it through the stored log.
-            followed = self._replay_then_follow(
-                resync, stored, thread_id, thread.active_run_id, after_seq
-            )
+            followed = self._replay_then_follow(resync, stored, thread_id, elsewhere, after_seq)
             return followed, resync is not None
         return self._replay_then_live(resync, stored, active, after_seq), resync is not None
 
     async def _replay_then_follow(
         self,
         resync: OutgoingEvent | None,
-        stored: list[Any],
+        stored: list[StoredEvent],
         thread_id: str,
         run_id: str,
         after_seq: int,
@@ -116,7 +115,7 @@ class StreamJoins:
     @staticmethod
     async def _replay_then_live(
         resync: OutgoingEvent | None,
-        stored: list[Any],
+        stored: list[StoredEvent],
         active: RunEventStream | None,
         after_seq: int,
     ) -> AsyncIterator[OutgoingEvent]:

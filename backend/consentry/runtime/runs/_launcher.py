@@ -9,7 +9,6 @@ log. The request's ``Idempotency-Key`` names its run in the claim's transaction.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 from uuid import uuid4
 
 from consentry.observability.metrics import Metrics
@@ -25,6 +24,7 @@ from consentry.runtime.runs._targets import RunTarget, run_in_progress
 from consentry.runtime.runs._transcripts import checkpoint_transcript
 from consentry.schemas.events import Trigger
 from consentry.storage import runs as runs_repo
+from consentry.storage.approvals import ApprovalRecord
 from consentry.storage.database import Database, DbConnection
 from consentry.storage.leases import Claim
 from consentry.storage.transcript import add_to_transcript, mark_transcript_kept
@@ -168,7 +168,9 @@ class Launcher:
             resumed=resumed,
         )
 
-    def count_decisions(self, decided: list[tuple[Any, ConsentDecision]], now: datetime) -> None:
+    def count_decisions(
+        self, decided: list[tuple[ApprovalRecord, ConsentDecision]], now: datetime
+    ) -> None:
         """Count decisions once their transaction committed (an expiry is not a decision)."""
         for row, decision in decided:
             if decision.decision == "expire":

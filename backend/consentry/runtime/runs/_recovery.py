@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
 from uuid import uuid4
 
 from consentry.errors import ConflictError, InvalidRequestError
@@ -23,7 +22,7 @@ from consentry.runtime.runs._run_types import ActiveRun, GraphInput
 from consentry.runtime.runs._targets import RunTarget, RunTargets, refuse_if_running
 from consentry.storage import runs as runs_repo
 from consentry.storage import threads as threads_repo
-from consentry.storage.leases import LeaseLostError
+from consentry.storage.leases import LeaseLostError, UnfinishedRun
 
 __all__ = ["retry_failed_run", "take_over_dead_runs"]
 
@@ -48,7 +47,7 @@ async def take_over_dead_runs(
 
 
 async def _take_over(
-    launcher: Launcher, targets: RunTargets, alarm: ExpiryAlarm, dead: Any
+    launcher: Launcher, targets: RunTargets, alarm: ExpiryAlarm, dead: UnfinishedRun
 ) -> None:
     """Close a run a dead process left open as far as its graph got, and continue its work
     from the last checkpoint, in one transaction (so nobody sees the thread idle in between):

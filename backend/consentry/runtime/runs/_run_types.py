@@ -16,6 +16,7 @@ from consentry.runtime.guards import TokenMeter
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.runs._event_stream import RunEventStream
 from consentry.runtime.runs._step_batching import ProgressBatcher
+from consentry.schemas.chat import ConsentPolicy
 from consentry.schemas.events import ConsentEvent, TerminalReason, Trigger
 from consentry_graphs.registry import GraphSpec
 from consentry_graphs.services import GraphContext
@@ -85,7 +86,7 @@ class RunContext:
     events: RunEventStream
     context: GraphContext
     trigger: Trigger
-    consent_policy: str
+    consent_policy: ConsentPolicy
     meter: TokenMeter
     fencing_token: int
     observer: RunObserver

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
-from typing import Any
 
 from consentry.errors import ConflictError, NotFoundError
 from consentry.observability.metrics import Metrics
@@ -46,6 +45,7 @@ from consentry.schemas.threads import CancelAccepted
 from consentry.storage import approvals as approvals_repo
 from consentry.storage import runs as runs_repo
 from consentry.storage import threads as threads_repo
+from consentry.storage.approvals import ApprovalRecord
 from consentry.storage.database import Database
 from consentry_graphs.registry import GraphSpec
 
@@ -129,9 +129,10 @@ class RunService:
         async with self._db.read() as conn:
             thread = await threads_repo.get_thread(conn, owner, thread_id)
         run_id = self._executor.cancel(thread_id)
-        if run_id is None and self._db.is_postgres and thread.status == "running":
+        active = thread.active_run_id if thread.status == "running" else None
+        if run_id is None and self._db.is_postgres and active is not None:
             # The run executes in another process: tell it (it stops at its next boundary).
-            run_id = thread.active_run_id
+            run_id = active
             async with self._db.write() as conn:
                 await runs_repo.request_cancel(conn, run_id)
         if run_id is None:
@@ -162,7 +163,7 @@ class RunService:
         """Run ``run_id`` again for the client that started it (an idempotent retry)."""
         return await self._joins.replay_run(owner, thread_id, run_id)
 
-    async def expire(self, owner: Principal, row: Any) -> bool:
+    async def expire(self, owner: Principal, row: ApprovalRecord) -> bool:
         """Expire one overdue consent and resume its graph down the expired path, in a run
         nobody listens to (its events are stored). False when a decision won the race, or the
         thread is busy (the sweeper tries again)."""

@@ -5,17 +5,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 from uuid import uuid4
 
 from consentry.errors import ConflictError, InvalidRequestError, NotFoundError
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
 from consentry.runtime.notes import SampleNote, default_project_id
-from consentry.schemas.chat import ChatRequest
+from consentry.schemas.chat import ChatRequest, ConsentPolicy
+from consentry.schemas.events import TerminalReason
+from consentry.schemas.threads import ThreadStatus
 from consentry.storage import notes as notes_repo
+from consentry.storage import projects as projects_repo
 from consentry.storage import threads as threads_repo
 from consentry.storage.database import Database
+from consentry.storage.threads import ThreadRecord
 from consentry_graphs.registry import GraphSpec
 
 __all__ = ["RunTarget", "RunTargets", "refuse_if_running", "run_in_progress"]
@@ -30,9 +33,9 @@ class RunTarget:
     project_id: str
     note_id: str | None
     is_new: bool
-    status: str
-    last_reason: str | None
-    consent_policy: str
+    status: ThreadStatus
+    last_reason: TerminalReason | None
+    consent_policy: ConsentPolicy
     transcript_kept: bool = True
     """False for a thread from before the transcript table: its messages are in its checkpoint."""
     remembered_note_id: str | None = None
@@ -86,7 +89,7 @@ class RunTargets:
                 spec = self.spec(request.graph)
                 project_id = request.project_id
                 if project_id is not None:
-                    await notes_repo.get_project(conn, owner, project_id)
+                    await projects_repo.get_project(conn, owner, project_id)
                 target = RunTarget(
                     thread_id=str(uuid4()),
                     spec=spec,
@@ -100,7 +103,7 @@ class RunTargets:
             else:
                 row = await threads_repo.get_thread(conn, owner, request.thread_id)
                 if request.project_id not in (None, row.project_id):
-                    await notes_repo.get_project(conn, owner, request.project_id)  # 404 first
+                    await projects_repo.get_project(conn, owner, request.project_id)  # 404 first
                 self._check_thread_matches(row, request)
                 target = self.of(row, note_id=request.note_id)
             if (note_id := target.note_id) is not None:
@@ -113,7 +116,7 @@ class RunTargets:
             if not target.project_id:
                 default_project = self._default_projects.get(owner)
                 if default_project is None:
-                    default_project = await notes_repo.find_default_project_id(conn, owner)
+                    default_project = await projects_repo.find_default_project_id(conn, owner)
         if not target.project_id:
             if default_project is None:  # first use: create it
                 async with self._db.write() as conn:
@@ -129,7 +132,7 @@ class RunTargets:
             self._default_projects.clear()  # bounded: owners beyond it are read again
         self._default_projects[owner] = project_id
 
-    def _check_thread_matches(self, row: Any, request: ChatRequest) -> None:
+    def _check_thread_matches(self, row: ThreadRecord, request: ChatRequest) -> None:
         fields = request.model_fields_set
         mismatches = [
             ("graph", "graph_mismatch", request.graph, row.graph),
@@ -144,7 +147,7 @@ class RunTargets:
                     details={field: actual},
                 )
 
-    def of(self, row: Any, *, note_id: str | None = None) -> RunTarget:
+    def of(self, row: ThreadRecord, *, note_id: str | None = None) -> RunTarget:
         """The target of an existing thread's row."""
         return RunTarget(
             thread_id=row.id,

@@ -69,26 +69,22 @@ class RunWorker(BackgroundLoop):
         leases = self._executor.leases
         try:
             async with self._db.write() as conn:
-                found = await runs_repo.take_queued_run(
+                run = await runs_repo.take_queued_run(
                     conn, run_id, lease_owner=leases.owner, lease_expires_at=leases.expires_at(now)
                 )
         except LeaseLostError:
             return 0
-        if found is None:
+        if run is None:
             return 0  # another worker took it
-        run, thread = found
-        spec = self._graphs[thread.graph]
+        spec = self._graphs[run.graph]
         started = self._executor.launch(
-            Principal(thread.tenant, thread.user_id),
+            Principal(run.tenant, run.user_id),
             spec=spec,
             thread_id=run.thread_id,
             run_id=run_id,
-            claim=Claim(
-                last_seq=int(thread.last_seq) - SEQ_RESERVATION,
-                fencing_token=int(thread.fencing_token),
-            ),
+            claim=Claim(last_seq=run.last_seq - SEQ_RESERVATION, fencing_token=run.fencing_token),
             trigger=run.trigger,
-            consent_policy=thread.consent_policy,
+            consent_policy=run.consent_policy,
             graph_inputs=load_inputs(run.inputs or []),
         )
         started.events.detach()  # the replica that queued it follows the stored log

@@ -1,0 +1,217 @@
+"""What every face does with a request that starts or follows a run, around the run service.
+
+A message, a decision, a retry or a join is one call here: the caller's rate limit is charged
+(only for a request that runs: an idempotent replay is not), its ``Idempotency-Key`` is honoured
+(the first request's run streamed again, or its stored answer), the edits it carries are checked
+against the size limits, and an event stream holds one of the caller's stream slots while it is
+open. The run itself (start, decide, retry, join, replay) is ``runtime.runs.RunService``; how its
+events go out is ``api.streaming``. A second protocol face calls the same operations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+
+from consentry.api.limits import check_chat_edits, check_edits
+from consentry.api.sse_response import EventStreamResponse
+from consentry.api.streaming import event_stream
+from consentry.observability.metrics import Metrics
+from consentry.principal import Principal
+from consentry.runtime.consents import ApprovalFeed, accepted
+from consentry.runtime.guards import (
+    IdempotencyGuard,
+    KeyHold,
+    OpenStreams,
+    RateKind,
+    RateLimiter,
+    StoredResponse,
+    StreamSlots,
+    request_fingerprint,
+)
+from consentry.runtime.outgoing import OutgoingEvent
+from consentry.runtime.runs import ActiveRun, RunService
+from consentry.schemas.approvals import DecisionAccepted, DecisionRequest
+from consentry.schemas.chat import ChatRequest
+from consentry.services import Services
+from consentry.settings import Settings
+
+__all__ = ["RunRequests", "RunRequestsDep"]
+
+
+class RunRequests:
+    def __init__(
+        self,
+        *,
+        runs: RunService,
+        approval_feed: ApprovalFeed,
+        idempotency: IdempotencyGuard,
+        rate_limits: RateLimiter,
+        stream_slots: StreamSlots,
+        open_streams: OpenStreams,
+        metrics: Metrics,
+        settings: Settings,
+    ) -> None:
+        self._runs = runs
+        self._feed = approval_feed
+        self._idempotency = idempotency
+        self._rate_limits = rate_limits
+        self._slots = stream_slots
+        self._open_streams = open_streams
+        self._metrics = metrics
+        self._settings = settings
+
+    @classmethod
+    def of(cls, services: Services) -> RunRequests:
+        return cls(
+            runs=services.runs,
+            approval_feed=services.approval_feed,
+            idempotency=services.idempotency,
+            rate_limits=services.rate_limits,
+            stream_slots=services.stream_slots,
+            open_streams=services.open_streams,
+            metrics=services.metrics,
+            settings=services.settings,
+        )
+
+    async def message(
+        self, owner: Principal, request: ChatRequest, *, idempotency_key: str | None
+    ) -> EventStreamResponse:
+        """A message (or decisions on pending consents): its run's events."""
+        check_chat_edits(self._settings, request)
+        kind: RateKind = "decisions" if request.decisions else "messages"
+
+        async def start(key: KeyHold | None) -> ActiveRun:
+            self._rate_limits.charge(owner, kind)
+            return await self._runs.start(owner, request, key=key)
+
+        body = request.model_dump(mode="json")
+        return await self._slots.open(
+            owner, lambda: self._new_run(owner, start, idempotency_key, "/v1/chat", body)
+        )
+
+    async def retry(
+        self, owner: Principal, thread_id: str, *, idempotency_key: str | None
+    ) -> EventStreamResponse:
+        """The thread's failed run again, from its last good checkpoint: the new run's events."""
+
+        async def start(key: KeyHold | None) -> ActiveRun:
+            self._rate_limits.charge(owner, "messages")
+            return await self._runs.retry(owner, thread_id, key=key)
+
+        route = f"/v1/threads/{thread_id}/retry"
+        return await self._slots.open(
+            owner, lambda: self._new_run(owner, start, idempotency_key, route, {})
+        )
+
+    async def decide(
+        self,
+        owner: Principal,
+        approval_id: str,
+        body: DecisionRequest,
+        *,
+        idempotency_key: str | None,
+    ) -> tuple[DecisionAccepted, bool]:
+        """A decision from the inbox: accepted (the graph resumes in the background), and
+        whether that answer is the stored one of an earlier request with the same key."""
+        check_edits(self._settings, [("edited", body.edited)])
+
+        async def action(key: KeyHold | None) -> DecisionAccepted:
+            self._rate_limits.charge(owner, "decisions")
+            run = await self._runs.decide(owner, approval_id, body, key=key)
+            run.events.detach()  # the graph resumes in the background; its events are stored
+            return accepted(approval_id, body, thread_id=run.thread_id, run_id=run.run_id)
+
+        if idempotency_key is None:
+            return await action(None), False
+
+        def respond(thread_id: str, run_id: str) -> StoredResponse:
+            answer = accepted(approval_id, body, thread_id=thread_id, run_id=run_id)
+            return StoredResponse(202, answer.model_dump(mode="json"), thread_id, run_id)
+
+        route = f"/v1/approvals/{approval_id}/decision"
+        fingerprint = request_fingerprint(route, body.model_dump(mode="json"))
+        result = await self._idempotency.run(owner, idempotency_key, fingerprint, action, respond)
+        if isinstance(result, StoredResponse):
+            return DecisionAccepted.model_validate(result.body), True
+        return result, False
+
+    async def join(self, owner: Principal, thread_id: str, *, after: int) -> EventStreamResponse:
+        """What the client missed after ``after``, then the thread's active run live."""
+
+        async def join() -> EventStreamResponse:
+            events = await self._runs.join(owner, thread_id, after_seq=after)
+            return self._response(events, {"X-Thread-Id": thread_id})
+
+        return await self._slots.open(owner, join)
+
+    async def follow_approvals(self, owner: Principal, *, after: int | None) -> EventStreamResponse:
+        """The caller's approvals as they change (after the cursor ``after``)."""
+
+        async def follow() -> EventStreamResponse:
+            return self._response(self._feed.follow(owner, after=after), {})
+
+        return await self._slots.open(owner, follow)
+
+    async def _new_run(
+        self,
+        owner: Principal,
+        start: Callable[[KeyHold | None], Awaitable[ActiveRun]],
+        idempotency_key: str | None,
+        route: str,
+        body: dict[str, Any],
+    ) -> EventStreamResponse:
+        """Start a run and stream its events. With an ``Idempotency-Key`` that was used before
+        (for the same route and body), the run that first request started is streamed again
+        instead, from its first event (and the run that continued it after a crash), live while
+        it goes on; token events are not stored, so the stored part has none."""
+        if idempotency_key is None:
+            return self._run_response(await start(None))
+        result = await self._idempotency.run(
+            owner,
+            idempotency_key,
+            request_fingerprint(route, body),
+            start,
+            lambda thread_id, run_id: StoredResponse(200, None, thread_id, run_id),
+        )
+        if isinstance(result, ActiveRun):
+            return self._run_response(result)
+        assert result.thread_id is not None
+        assert result.run_id is not None
+        replayed = await self._runs.replay(owner, result.thread_id, result.run_id)
+        self._metrics.stream_replayed("idempotent")
+        headers = {
+            "X-Thread-Id": result.thread_id,
+            "X-Run-Id": result.run_id,
+            "Idempotent-Replayed": "true",
+        }
+        return self._response(replayed, headers)
+
+    def _run_response(self, run: ActiveRun) -> EventStreamResponse:
+        headers = {"X-Thread-Id": run.thread_id, "X-Run-Id": run.run_id}
+        # The run goes on without a listener when the client goes away.
+        return self._response(run.events.listen(), headers, on_close=run.events.detach)
+
+    def _response(
+        self,
+        events: AsyncIterator[OutgoingEvent],
+        headers: dict[str, str],
+        on_close: Callable[[], None] | None = None,
+    ) -> EventStreamResponse:
+        return event_stream(
+            events,
+            keepalive_seconds=self._settings.keepalive_seconds,
+            open_streams=self._open_streams,
+            headers=headers,
+            on_close=on_close,
+        )
+
+
+async def _run_requests(request: Request) -> RunRequests:
+    run_requests: RunRequests = request.app.state.run_requests  # made with the services (app)
+    return run_requests
+
+
+RunRequestsDep = Annotated[RunRequests, Depends(_run_requests)]

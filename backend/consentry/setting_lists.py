@@ -1,0 +1,86 @@
+"""How the settings written as comma-separated lists are read: API keys (with their principals
+and display names), CORS origins and graphs. Each returns a non-string value unchanged (a value
+given in code), and raises ``ValueError`` with the fix when an entry is malformed."""
+
+from __future__ import annotations
+
+import re
+
+from consentry.principal import Principal
+
+__all__ = ["parse_api_keys", "parse_cors_origins", "parse_graphs"]
+
+_NAME = re.compile(r"[A-Za-z0-9._@-]{1,128}")
+_DISPLAY_NAME = re.compile(r"[^\x00-\x1f\x7f,=]{1,128}")
+# An origin as a browser sends it: scheme, host (a name, or an IPv6 address) and port, no path.
+_ORIGIN = re.compile(r"https?://(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
+_GRAPH_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_IMPORT_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
+
+
+def parse_api_keys(raw: object) -> object:
+    """``CONSENTRY_API_KEYS``: ``token=tenant:user[:Display Name]``, comma-separated."""
+    if not isinstance(raw, str):
+        return raw
+    keys: dict[str, Principal] = {}
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        # The owner never contains "=", a token may (base64 padding): split at the last one.
+        token, _, owner = item.rpartition("=")
+        tenant, _, rest = owner.partition(":")
+        user, named, name = rest.partition(":")
+        token, tenant, user, name = token.strip(), tenant.strip(), user.strip(), name.strip()
+        if not (token and _NAME.fullmatch(tenant) and _NAME.fullmatch(user)):
+            raise ValueError(
+                "CONSENTRY_API_KEYS entries look like `token=tenant:user` or "
+                "`token=tenant:user:Display Name`, separated by commas; tenant and user use "
+                "letters, digits and . _ @ -"
+            )
+        if named and not _DISPLAY_NAME.fullmatch(name):
+            raise ValueError(
+                f"CONSENTRY_API_KEYS: the display name of {tenant}:{user} must be 1 to 128 "
+                "printable characters (no comma or =)"
+            )
+        if token in keys:
+            raise ValueError("CONSENTRY_API_KEYS names the same token twice")
+        keys[token] = Principal(tenant, user, name or None)
+    return keys
+
+
+def parse_cors_origins(raw: object) -> object:
+    """``CONSENTRY_CORS_ORIGINS``: origins (scheme, host, port), or ``*``."""
+    items = raw.split(",") if isinstance(raw, str) else raw
+    if not isinstance(items, list):
+        return raw
+    origins = [str(item).strip() for item in items if str(item).strip()]
+    for origin in origins:
+        if origin != "*" and not _ORIGIN.fullmatch(origin):
+            raise ValueError(
+                f"CONSENTRY_CORS_ORIGINS: {origin!r} is not an origin: write scheme, host "
+                "and port only, like `http://localhost:5173` (no path, no trailing /), or `*`"
+            )
+    if "*" in origins and len(origins) > 1:
+        raise ValueError("CONSENTRY_CORS_ORIGINS is either `*` or a list of origins")
+    return origins
+
+
+def parse_graphs(raw: object) -> object:
+    """``CONSENTRY_GRAPHS``: ``name=package.module:factory``, comma-separated."""
+    if isinstance(raw, str):
+        items = [part.strip() for part in raw.split(",") if part.strip()]
+        pairs = [tuple(part.strip() for part in item.partition("=")[::2]) for item in items]
+    elif isinstance(raw, dict):
+        pairs = [(str(name), str(path)) for name, path in raw.items()]
+    else:
+        return raw
+    graphs: dict[str, str] = {}
+    for name, path in pairs:
+        if not (_GRAPH_NAME.fullmatch(name) and _IMPORT_PATH.fullmatch(path)):
+            raise ValueError(
+                f"CONSENTRY_GRAPHS entry {name or '?'}={path or '?'} is not "
+                "`name=package.module:factory`: names use letters, digits, _ and - (at "
+                "most 64), and the factory is a function of an importable module"
+            )
+        if name in graphs:
+            raise ValueError(f"CONSENTRY_GRAPHS names the graph {name!r} twice")
+        graphs[name] = path
+    return graphs
