@@ -60,7 +60,9 @@ def test_every_range_runs_from_an_oldest_release_to_the_major_after_the_tested_o
     requirement: Requirement,
 ) -> None:
     bounds = {spec.operator: Version(spec.version) for spec in requirement.specifier}
-    tested = max(map(Version, _pins(DEV_LOCK.read_text(encoding="utf-8"))[_name(requirement)]))
+    pinned = _pins(DEV_LOCK.read_text(encoding="utf-8")).get(_name(requirement))
+    assert pinned, "not in the lock: run `make lock`"
+    tested = max(map(Version, pinned))
 
     assert set(bounds) == {">=", "<"}
     assert bounds[">="] <= tested < bounds["<"] == Version(f"{tested.major + 1}")
