@@ -2,10 +2,11 @@
 dependencies from ``requirements/run.lock`` (as ``make run`` takes them), beside a project of the
 user's own that has top-level ``backend`` and ``graphs`` packages, the generic names Consentry's
 packages (``consentry``, ``consentry_graphs``) leave free. ``consentry serve`` serves one of that
-project's graphs and a chat runs to its ``final`` event.
+project's graphs and a chat runs to its ``final`` event. The project is on ``PYTHONPATH``: the
+``consentry`` script, unlike ``python -m``, does not put the working directory on ``sys.path``.
 
 Needs pip and PyPI (marked ``network``): building the wheel fetches setuptools, and the venv gets
-the locked dependencies (from pip's cache once ``make`` has installed them; about 20 s then).
+the locked dependencies (from pip's cache once ``make`` has installed them: about 30 s then).
 """
 
 from __future__ import annotations
