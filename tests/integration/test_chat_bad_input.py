@@ -12,8 +12,10 @@ from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 from consentry.schemas.events import ConsentEvent, NoteEvent
+from consentry.storage.tables import threads
 from tests.conftest import ManualClock
 from tests.sse import chat, kinds
 
@@ -599,6 +601,25 @@ async def test_an_expired_consent_is_refused_and_the_thread_takes_new_messages(
     ]
     thread = (await client.get(f"/v1/threads/{pending.thread_id}")).json()
     assert (thread["status"], thread["last_reason"]) == ("idle", "completed")
+
+
+async def test_a_decision_on_an_expired_consent_is_410_even_while_a_run_holds_the_thread(
+    client: httpx.AsyncClient, clock: ManualClock
+) -> None:
+    """The sweeper's expired path may hold the thread when a late decision arrives: the client
+    is told the consent expired, not merely that a run is going."""
+    pending = await _pending_consent(client)
+    clock.advance(seconds=86_400)
+    services = client.services  # type: ignore[attr-defined]
+    async with services.db.write() as conn:  # as the expired path's claim leaves it
+        await conn.execute(
+            sa.update(threads).where(threads.c.id == pending.thread_id).values(status="running")
+        )
+
+    response = await client.post("/v1/chat", json=pending.resume(decision="approve"))
+
+    error = _error_of(response, 410, "consent_expired")
+    assert error["details"]["approval_id"] == pending.approval_id
 
 
 async def test_a_consent_expires_after_the_configured_ttl_and_not_before(

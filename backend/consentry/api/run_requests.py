@@ -11,7 +11,8 @@ events go out is ``api.streaming``. A second protocol face calls the same operat
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Annotated, Any
+from functools import partial
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
 
@@ -39,6 +40,8 @@ from consentry.services import Services
 from consentry.settings import Settings
 
 __all__ = ["RunRequests", "RunRequestsDep"]
+
+T = TypeVar("T")
 
 
 class RunRequests:
@@ -82,28 +85,24 @@ class RunRequests:
         """A message (or decisions on pending consents): its run's events."""
         check_chat_edits(self._settings, request)
         kind: RateKind = "decisions" if request.decisions else "messages"
-
-        async def start(key: KeyHold | None) -> ActiveRun:
-            self._rate_limits.charge(owner, kind)
-            return await self._runs.start(owner, request, key=key)
-
-        body = request.model_dump(mode="json")
-        return await self._slots.open(
-            owner, lambda: self._new_run(owner, start, idempotency_key, "/v1/chat", body)
+        return await self._new_run(
+            owner,
+            self._charged(owner, kind, partial(self._runs.start, owner, request)),
+            idempotency_key,
+            "/v1/chat",
+            request.model_dump(mode="json"),
         )
 
     async def retry(
         self, owner: Principal, thread_id: str, *, idempotency_key: str | None
     ) -> EventStreamResponse:
         """The thread's failed run again, from its last good checkpoint: the new run's events."""
-
-        async def start(key: KeyHold | None) -> ActiveRun:
-            self._rate_limits.charge(owner, "messages")
-            return await self._runs.retry(owner, thread_id, key=key)
-
-        route = f"/v1/threads/{thread_id}/retry"
-        return await self._slots.open(
-            owner, lambda: self._new_run(owner, start, idempotency_key, route, {})
+        return await self._new_run(
+            owner,
+            self._charged(owner, "messages", partial(self._runs.retry, owner, thread_id)),
+            idempotency_key,
+            f"/v1/threads/{thread_id}/retry",
+            {},
         )
 
     async def decide(
@@ -118,11 +117,12 @@ class RunRequests:
         whether that answer is the stored one of an earlier request with the same key."""
         check_edits(self._settings, [("edited", body.edited)])
 
-        async def action(key: KeyHold | None) -> DecisionAccepted:
-            self._rate_limits.charge(owner, "decisions")
+        async def decide(key: KeyHold | None) -> DecisionAccepted:
             run = await self._runs.decide(owner, approval_id, body, key=key)
             run.events.detach()  # the graph resumes in the background; its events are stored
             return accepted(approval_id, body, thread_id=run.thread_id, run_id=run.run_id)
+
+        action = self._charged(owner, "decisions", decide)
 
         if idempotency_key is None:
             return await action(None), False
@@ -155,6 +155,18 @@ class RunRequests:
 
         return await self._slots.open(owner, follow)
 
+    def _charged(
+        self, owner: Principal, kind: RateKind, action: Callable[..., Awaitable[T]]
+    ) -> Callable[[KeyHold | None], Awaitable[T]]:
+        """``action(key=…)``, charged to ``owner``'s rate limit when it runs: a request answered
+        from its ``Idempotency-Key`` (a replay) is not charged."""
+
+        async def charged(key: KeyHold | None) -> T:
+            self._rate_limits.charge(owner, kind)
+            return await action(key=key)
+
+        return charged
+
     async def _new_run(
         self,
         owner: Principal,
@@ -163,10 +175,23 @@ class RunRequests:
         route: str,
         body: dict[str, Any],
     ) -> EventStreamResponse:
-        """Start a run and stream its events. With an ``Idempotency-Key`` that was used before
-        (for the same route and body), the run that first request started is streamed again
-        instead, from its first event (and the run that continued it after a crash), live while
-        it goes on; token events are not stored, so the stored part has none."""
+        """Start a run and stream its events, holding one of ``owner``'s stream slots. With an
+        ``Idempotency-Key`` that was used before (for the same route and body), the run that
+        first request started is streamed again instead, from its first event (and the run that
+        continued it after a crash), live while it goes on; token events are not stored, so the
+        stored part has none."""
+        return await self._slots.open(
+            owner, partial(self._start_or_replay, owner, start, idempotency_key, route, body)
+        )
+
+    async def _start_or_replay(
+        self,
+        owner: Principal,
+        start: Callable[[KeyHold | None], Awaitable[ActiveRun]],
+        idempotency_key: str | None,
+        route: str,
+        body: dict[str, Any],
+    ) -> EventStreamResponse:
         if idempotency_key is None:
             return self._run_response(await start(None))
         result = await self._idempotency.run(
