@@ -23,6 +23,7 @@ from consentry.api import (
     approvals,
     chat,
     consent_kinds,
+    graphs,
     health,
     me,
     metrics,
@@ -198,7 +199,18 @@ def create_app(
         app.add_exception_handler(database_error, _on_database_error)
     app.add_exception_handler(Exception, _on_unexpected_error)
     # The approvals feed's /stream before /v1/approvals/{approval_id}.
-    routers = (chat, threads, approval_feed, approvals, consent_kinds, notes, health, metrics, web)
+    routers = (
+        chat,
+        threads,
+        approval_feed,
+        approvals,
+        consent_kinds,
+        graphs,
+        notes,
+        health,
+        metrics,
+        web,
+    )
     for module in (*routers, me, api_docs):
         app.include_router(module.router)
     app.mount("/web", web.WebFiles(), name="web")

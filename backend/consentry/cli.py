@@ -1,7 +1,8 @@
 """consentry: serve the API, talk to a running server, or print the protocol's JSON Schema.
 
-consentry serve [--host H] [--port P] [--role all|api|worker]
-                                          start the server (defaults from settings)
+consentry serve [--host H] [--port P] [--role all|api|worker] [--config langgraph.json]
+                                          start the server (defaults from settings), with the
+                                          graphs of a LangGraph project (docs/graphs.md)
 consentry chat [--url URL] [--api-key KEY] [--thread ID] [--note ID] [--project ID] [--graph G]
                [--color auto|always|never]
                                           chat with a running server, decide its consents
@@ -9,7 +10,7 @@ consentry chat [--url URL] [--api-key KEY] [--thread ID] [--note ID] [--project 
 consentry notes [NOTE_ID] [--project ID] [--url URL] [--api-key KEY] [--color …]
                                           projects and notes, or a note and its conversations
 consentry approvals list [--status S] | show ID | approve ID [--comment C] | reject ID [--comment C]
-               [--url URL] [--api-key KEY] [--color auto|always|never]
+               | answer ID --value V [--url URL] [--api-key KEY] [--color auto|always|never]
                                           the approvals inbox of a running server
 consentry schema                          print docs/protocol.schema.json to stdout
 consentry db upgrade                      apply database migrations and exit
@@ -44,7 +45,13 @@ EPILOG = (
 def _serve(args: argparse.Namespace) -> int:
     from consentry.serve import serve_command
 
-    return serve_command(host=args.host, port=args.port, role=args.role, log_level=args.log_level)
+    return serve_command(
+        host=args.host,
+        port=args.port,
+        role=args.role,
+        log_level=args.log_level,
+        config=args.config,
+    )
 
 
 def _schema(_: argparse.Namespace) -> int:
@@ -100,6 +107,7 @@ def _bench(args: argparse.Namespace) -> int:
                     postgres_url=args.postgres,
                     baseline=not args.no_baseline,
                     json_out=json_out,
+                    interrupt=args.interrupt,
                 )
             )
     errors = sum(row.errors for row in rows)
@@ -147,6 +155,7 @@ def _approvals(args: argparse.Namespace) -> int:
         approval_id=getattr(args, "approval_id", None),
         status=getattr(args, "status", None),
         comment=getattr(args, "comment", None),
+        value=getattr(args, "value", None),
     )
 
 
@@ -186,7 +195,8 @@ def _add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     actions = approvals.add_subparsers(dest="action", required=True)
     listing = actions.add_parser("list", help="list approvals, newest first")
     listing.add_argument(
-        "--status", choices=["pending", "approved", "edited", "rejected", "expired", "cancelled"]
+        "--status",
+        choices=["pending", "approved", "edited", "rejected", "answered", "expired", "cancelled"],
     )
     show = actions.add_parser("show", help="one approval, with its proposal as a diff")
     show.add_argument("approval_id")
@@ -194,7 +204,14 @@ def _add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
         decide = actions.add_parser(action, help=f"{action} a pending consent")
         decide.add_argument("approval_id")
         decide.add_argument("--comment", help="recorded with the decision")
-    for parser in (listing, show, *(actions.choices[a] for a in ("approve", "reject"))):
+    answer = actions.add_parser("answer", help="answer a raw interrupt() with a value")
+    answer.add_argument("approval_id")
+    answer.add_argument(
+        "--value", required=True, help="the answer: JSON, or text when it is not JSON"
+    )
+    answer.add_argument("--comment", help="recorded with the decision")
+    deciders = (actions.choices[a] for a in ("approve", "reject", "answer"))
+    for parser in (listing, show, *deciders):
         _add_client_options(parser)
         parser.set_defaults(run=_approvals)
 
@@ -212,6 +229,12 @@ def main(argv: list[str] | None = None) -> int:
         "(default; api and worker need PostgreSQL)",
     )
     serve.add_argument("--log-level", default="info")
+    serve.add_argument(
+        "--config",
+        metavar="LANGGRAPH_JSON",
+        help="serve a LangGraph project as it is: the graphs and env of its langgraph.json "
+        "(docs/graphs.md)",
+    )
     serve.set_defaults(run=_serve)
     commands.add_parser("schema", help="print the protocol JSON Schema").set_defaults(run=_schema)
     db = commands.add_parser("db", help="database maintenance")
@@ -225,6 +248,12 @@ def main(argv: list[str] | None = None) -> int:
         "--conversations", type=int, default=100, help="per level (at least the level)"
     )
     bench.add_argument("--approve-ratio", type=float, default=0.3, help="share approved")
+    bench.add_argument(
+        "--interrupt",
+        action="store_true",
+        help="also measure the conversation of a plain LangGraph graph whose raw interrupt() "
+        "is answered (consentry_graphs.examples.ask_city)",
+    )
     bench.add_argument(
         "--thread-turns",
         type=int,

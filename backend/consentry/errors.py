@@ -18,7 +18,7 @@ stream the same information arrives as an ``error`` event followed by the run's 
     ├── InvalidRequestError        422 request_invalid, malformed_json, empty_message,
     │                                  unknown_decision, decision_not_allowed, invalid_edit,
     │                                  duplicate_decision, unknown_graph, graph_mismatch,
-    │                                  policy_mismatch, message_too_long,
+    │                                  policy_mismatch, message_too_long, invalid_input,
     │                                  idempotency_key_reused, limit_exceeded, unstorable_text
     ├── TooManyRequestsError       429 rate_limited, too_many_streams, too_many_active_runs
     │                                  (with ``Retry-After``)

@@ -25,9 +25,10 @@ from consentry.schemas.chat import ChatRequest
 from consentry.schemas.consent_kinds import ConsentKindList
 from consentry.schemas.errors import ErrorBody
 from consentry.schemas.events import Event
+from consentry.schemas.graphs import GraphList
 from consentry.schemas.me import Me
 from consentry.schemas.notes import NoteVersionList
-from consentry.schemas.threads import ThreadDetail, ThreadList
+from consentry.schemas.threads import ThreadDetail, ThreadList, ToolCallList
 from consentry_graphs.registry import BUILTIN_GRAPHS
 
 __all__ = ["protocol_schema", "protocol_schema_json"]
@@ -38,7 +39,9 @@ _MODELS: dict[str, Any] = {
     "ErrorBody": ErrorBody,
     "ThreadDetail": ThreadDetail,
     "ThreadList": ThreadList,
+    "ToolCallList": ToolCallList,
     "ConsentKindList": ConsentKindList,
+    "GraphList": GraphList,
     "Approval": Approval,
     "ApprovalList": ApprovalList,
     "ApprovalChange": ApprovalChange,

@@ -2,28 +2,58 @@
 
 Everything that stops start-up before the server binds is one sentence on stderr and exit code 2
 (bad settings, an unsafe combination such as a public address without API keys, a bad
-``CONSENTRY_GRAPHS`` entry, a SQLite file another server holds), never a traceback or pydantic's
-dump. Once the server listens, one line on stdout gives its URL; logs go to stderr, as text on a
-terminal and as JSON lines otherwise (``CONSENTRY_LOG_FORMAT=auto``, the default).
+``CONSENTRY_GRAPHS`` entry or ``--config`` file, a SQLite file another server holds), never a
+traceback or pydantic's dump. Once the server listens, one line on stdout gives its URL; logs go
+to stderr, as text on a terminal and as JSON lines otherwise (``CONSENTRY_LOG_FORMAT=auto``, the
+default).
+
+Graphs are imported from the current directory as ``python -m`` would: it is put on
+``sys.path`` (the installed ``consentry`` script does not put it there by itself), so
+``CONSENTRY_GRAPHS=agent=myproject.graph:graph consentry serve`` works from a project's folder.
+``--config langgraph.json`` serves a LangGraph project as it is (``read_config``): its
+``graphs`` (``./path/to/file.py:attr`` relative to the file, or ``package.module:attr``) are
+served besides any in ``CONSENTRY_GRAPHS``, its folder goes on ``sys.path`` before the current
+one so the project's own imports work, and its ``env`` (a ``.env`` file's path relative to it, or
+an object of names and values) is set before the settings are read; a variable the environment
+already has keeps its value.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, TextIO
 
 import uvicorn
 from pydantic import ValidationError
 
-__all__ = ["log_format_for", "serve_command", "settings_problems", "started_line"]
+__all__ = [
+    "ConfigError",
+    "ProjectConfig",
+    "log_format_for",
+    "read_config",
+    "serve_command",
+    "settings_problems",
+    "started_line",
+]
 
 EXIT_BAD_SETTINGS = 2
 EXIT_NOT_STARTED = 3
 """Uvicorn's code for a server that did not start."""
 
 
-def serve_command(*, host: str | None, port: int | None, role: str | None, log_level: str) -> int:
+def serve_command(
+    *,
+    host: str | None,
+    port: int | None,
+    role: str | None,
+    log_level: str,
+    config: str | None = None,
+) -> int:
     from consentry.app import create_app
     from consentry.http_protocol import HttpLimits, bounded_http_protocol
     from consentry.observability.logs import logging_config
@@ -32,10 +62,28 @@ def serve_command(*, host: str | None, port: int | None, role: str | None, log_l
     from consentry.storage.process_lock import DatabaseInUseError, serving_lock
     from consentry_graphs.registry import GraphLoadError, load_graphs
 
+    try:
+        project = read_config(Path(config)) if config is not None else None
+    except ConfigError as exc:
+        print(f"consentry: {exc}", file=sys.stderr)
+        return EXIT_BAD_SETTINGS
+    _importable(Path.cwd())  # graphs import from here, as under `python -m`
+    if project is not None:
+        project.use()
     given = (("host", host), ("port", port), ("role", role))
     overrides: dict[str, Any] = {k: v for k, v in given if v is not None}
     try:
         settings = Settings(**overrides)
+        if project is not None and project.graphs:
+            twice = sorted(settings.graphs.keys() & project.graphs.keys())
+            if twice:
+                print(
+                    f"consentry: CONSENTRY_GRAPHS and {project.path} both name the graph "
+                    f"{twice[0]!r}; keep one",
+                    file=sys.stderr,
+                )
+                return EXIT_BAD_SETTINGS
+            settings = Settings(**overrides, graphs={**project.graphs, **settings.graphs})
     except ValidationError as exc:
         for problem in settings_problems(exc):
             print(f"consentry: {problem}", file=sys.stderr)
@@ -51,7 +99,7 @@ def serve_command(*, host: str | None, port: int | None, role: str | None, log_l
     except DatabaseInUseError as exc:
         print(f"consentry: {exc}", file=sys.stderr)
         return EXIT_BAD_SETTINGS
-    config = uvicorn.Config(
+    server_config = uvicorn.Config(
         create_app(settings),
         host=settings.host,
         port=settings.port,
@@ -64,9 +112,94 @@ def serve_command(*, host: str | None, port: int | None, role: str | None, log_l
         access_log=False,  # one line per request comes from api.request_ids, with its ids
         timeout_graceful_shutdown=int(SHUTDOWN_GRACE_SECONDS * 2),
     )
-    server = _AnnouncedServer(config)
+    server = _AnnouncedServer(server_config)
     server.run()  # exits with uvicorn's code 3 when it cannot bind, as `uvicorn.run` does
     return 0 if server.started else EXIT_NOT_STARTED
+
+
+class ConfigError(ValueError):
+    """A ``--config`` file that cannot be served; the message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    """What ``consentry serve`` takes from a LangGraph project's ``langgraph.json``."""
+
+    path: Path
+    graphs: dict[str, str]
+    """Name → ``package.module:attr``, or ``/absolute/path/to/file.py:attr``."""
+    env: dict[str, str]
+
+    def use(self) -> None:
+        """Put the project's folder first on ``sys.path``, and its ``env`` in the environment
+        (a variable already set keeps its value)."""
+        _importable(self.path.parent)
+        for name, value in self.env.items():
+            os.environ.setdefault(name, value)
+
+
+def read_config(path: Path) -> ProjectConfig:
+    """The graphs and environment of ``path`` (a ``langgraph.json``); ``ConfigError`` says
+    what is wrong with it."""
+    path = path.resolve()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"--config {path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--config {path}: cannot be read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--config {path} is not JSON: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("graphs"), dict):
+        raise ConfigError(
+            f'--config {path} has no "graphs" object of names and paths, like '
+            '{"graphs": {"agent": "./agent.py:graph"}}'
+        )
+    graphs = {
+        str(name): _graph_path(path, str(name), where) for name, where in data["graphs"].items()
+    }
+    return ProjectConfig(path=path, graphs=graphs, env=_env(path, data.get("env")))
+
+
+def _graph_path(config: Path, name: str, where: object) -> str:
+    """A ``graphs`` value (``"path:attr"``, or ``{"path": "path:attr", ...}``), a file path made
+    absolute from the config's folder."""
+    if isinstance(where, dict):
+        where = where.get("path")
+    if not isinstance(where, str) or ":" not in where:
+        raise ConfigError(
+            f"--config {config}: graph {name!r} needs a path like ./agent.py:graph or "
+            "package.module:graph"
+        )
+    location, _, attr = where.rpartition(":")
+    if location.endswith(".py"):
+        location = str((config.parent / location).resolve())
+    return f"{location}:{attr}"
+
+
+def _env(config: Path, env: object) -> dict[str, str]:
+    if env is None:
+        return {}
+    if isinstance(env, str):
+        dotenv = (config.parent / env).resolve()
+        if not dotenv.is_file():
+            raise ConfigError(f"--config {config}: its env file {dotenv} does not exist")
+        from dotenv import dotenv_values  # python-dotenv, which pydantic-settings reads .env with
+
+        return {k: v for k, v in dotenv_values(dotenv).items() if v is not None}
+    if isinstance(env, dict) and all(isinstance(v, str | int | float | bool) for v in env.values()):
+        return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in env.items()}
+    raise ConfigError(
+        f'--config {config}: "env" is a .env file\'s path or an object of names and values'
+    )
+
+
+def _importable(folder: Path) -> None:
+    """``folder`` first on ``sys.path`` (once)."""
+    entry = str(folder)
+    if entry in sys.path:
+        sys.path.remove(entry)
+    sys.path.insert(0, entry)
 
 
 def settings_problems(exc: ValidationError) -> list[str]:

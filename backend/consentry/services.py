@@ -40,7 +40,7 @@ from consentry.storage.checkpointer import open_checkpointer
 from consentry.storage.database import Database
 from consentry.storage.process_lock import serving_lock
 from consentry_graphs.models import build_chat_model
-from consentry_graphs.registry import GraphSpec, load_graphs
+from consentry_graphs.registry import GraphSpec, build_graphs, load_graphs
 
 __all__ = ["Services", "open_services"]
 
@@ -113,13 +113,16 @@ async def _open(
             settings.database_url, pool_size=settings.database_pool_size
         ) as checkpointer:
             model = chat_model(settings)
+            # Each graph compiled once, and described (its schemas, the check of an `input`).
+            graphs, compiled = build_graphs(graphs, model, checkpointer)
             # Made in the order they depend on each other; nothing is wired afterwards.
             alarm = ExpiryAlarm()  # rung by whoever learns of a deadline; the sweeper waits on it
             executor = RunExecutor(
                 db=db,
-                graphs={name: spec.build(model, checkpointer) for name, spec in graphs.items()},
+                graphs=compiled,
                 clock=clock,
                 consent_ttl_seconds=settings.consent_ttl_seconds,
+                interrupt_ttl_seconds=settings.interrupt_ttl_seconds,
                 alarm=alarm,
                 limits=RunLimits(
                     max_steps=settings.max_steps_per_run,

@@ -15,7 +15,8 @@ _DISPLAY_NAME = re.compile(r"[^\x00-\x1f\x7f,=]{1,128}")
 # An origin as a browser sends it: scheme, host (a name, or an IPv6 address) and port, no path.
 _ORIGIN = re.compile(r"https?://(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
 _GRAPH_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_IMPORT_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
+# `package.module:attr`, or `path/to/file.py:attr` (no comma, `=` or `:` in the path).
+_IMPORT_PATH = re.compile(r"(?:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*|[^,=:]+\.py):[A-Za-z_]\w*")
 
 
 def parse_api_keys(raw: object) -> object:
@@ -64,7 +65,8 @@ def parse_cors_origins(raw: object) -> object:
 
 
 def parse_graphs(raw: object) -> object:
-    """``CONSENTRY_GRAPHS``: ``name=package.module:factory``, comma-separated."""
+    """``CONSENTRY_GRAPHS``: ``name=package.module:attr`` or ``name=path/to/file.py:attr``,
+    comma-separated."""
     if isinstance(raw, str):
         items = [part.strip() for part in raw.split(",") if part.strip()]
         pairs = [tuple(part.strip() for part in item.partition("=")[::2]) for item in items]
@@ -77,8 +79,9 @@ def parse_graphs(raw: object) -> object:
         if not (_GRAPH_NAME.fullmatch(name) and _IMPORT_PATH.fullmatch(path)):
             raise ValueError(
                 f"CONSENTRY_GRAPHS entry {name or '?'}={path or '?'} is not "
-                "`name=package.module:factory`: names use letters, digits, _ and - (at "
-                "most 64), and the factory is a function of an importable module"
+                "`name=package.module:attr` or `name=path/to/file.py:attr`: names use letters, "
+                "digits, _ and - (at most 64), and attr names a graph, a StateGraph, a "
+                "GraphSpec or a function returning one (docs/graphs.md)"
             )
         if name in graphs:
             raise ValueError(f"CONSENTRY_GRAPHS names the graph {name!r} twice")

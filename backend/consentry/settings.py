@@ -67,7 +67,8 @@ class Settings(BaseSettings):
     graphs: Annotated[dict[str, str], NoDecode] = Field(
         default_factory=dict,
         description="Graphs served besides the built-in `tutor`, as "
-        "`name=package.module:factory,name2=...`; each factory returns a GraphSpec.",
+        "`name=package.module:attr,name2=path/to/file.py:attr`; each attr a compiled graph, a "
+        "StateGraph, a GraphSpec or a function returning one (docs/graphs.md).",
     )
     llm_base_url: str | None = Field(default=None, description="OpenAI-compatible server URL.")
     llm_api_key: SecretStr | None = Field(
@@ -108,7 +109,15 @@ class Settings(BaseSettings):
         default=None, description="Replaced by CONSENTRY_LLM_MAX_ATTEMPTS.", exclude=True
     )
     consent_ttl_seconds: int = Field(
-        default=86_400, gt=0, description="How long a consent request stays open."
+        default=86_400,
+        gt=0,
+        description="How long a consent kit's request stays open (a kind may set its own).",
+    )
+    interrupt_ttl_seconds: int | None = Field(
+        default=None,
+        gt=0,
+        description="How long a raw `interrupt()` waits for an answer; unset: until answered. "
+        "An expired one is never answered for the graph (docs/graphs.md).",
     )
     max_message_chars: int = Field(
         default=20_000, gt=0, description="Longest chat message, in characters (docs/limits.md)."

@@ -46,8 +46,11 @@ __all__ = [
 ]
 
 
-Outcome = Literal["approve", "edit", "reject", "expire"]
-"""What a consent node receives: a decision, or ``expire`` when nobody decided in time."""
+Outcome = Literal["approve", "edit", "reject", "answer", "respond", "expire"]
+"""What a consent node receives: a decision, or ``expire`` when nobody decided in time.
+(``answer`` and ``respond`` are how the server records a reply to a raw ``interrupt()`` and to a
+reviewed tool call; a kit's node never receives them: they are not among a kind's
+``allowed_decisions``.)"""
 
 ProposalT = TypeVar("ProposalT", bound=BaseModel)
 EditT = TypeVar("EditT", bound=BaseModel)
@@ -78,6 +81,7 @@ class ConsentDecision(BaseModel):
     approval_id: str
     decision: Outcome
     edited: dict[str, Any] | None = None
+    value: Any = Field(default=None, description="With `answer`: the value given.")
     comment: str | None = None
     decided_by: str = Field(description="`tenant/user`, `policy` or `system`.")
 

@@ -8,8 +8,11 @@ from typing import Literal
 
 __all__ = ["Decision", "ModelFaultCode"]
 
-Decision = Literal["approve", "edit", "reject"]
-"""What a person (or a thread's policy) may decide."""
+Decision = Literal["approve", "edit", "reject", "answer", "respond"]
+"""What a person (or a thread's policy) may decide. ``answer`` replies to a raw ``interrupt()``
+with a value (the graph receives exactly that value); ``respond`` answers a reviewed tool call
+in the tool's place (the ``comment`` is returned as the tool's result, the tool does not run).
+A policy never answers nor responds."""
 
 ModelFaultCode = Literal[
     "model_rate_limited",

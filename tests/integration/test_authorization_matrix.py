@@ -162,6 +162,7 @@ CALLS: tuple[Call, ...] = (
     Call("GET", "/v1/threads"),
     Call("GET", "/v1/threads/{thread_id}"),
     Call("GET", "/v1/threads/{thread_id}/messages"),
+    Call("GET", "/v1/threads/{thread_id}/tool-calls"),
     Call("GET", "/v1/threads/{thread_id}/audit"),
     Call("GET", "/v1/threads/{thread_id}/stream"),
     Call("GET", "/v1/threads/{thread_id}/stream", headers={"Last-Event-ID": "{first_seq}"}),
@@ -172,6 +173,7 @@ CALLS: tuple[Call, ...] = (
     Call("GET", "/v1/approvals/stream", endless=True),
     Call("GET", "/v1/approvals/stream", headers={"Last-Event-ID": "0"}, endless=True),
     Call("GET", "/v1/consent-kinds"),
+    Call("GET", "/v1/graphs"),
     Call("GET", "/v1/me"),
     # Writes: the owner's calls change the owner's objects, so they run last, in this order.
     Call("POST", "/v1/projects", json={"name": "Another project"}, owner_status=201),

@@ -6,7 +6,8 @@ the objects those fields name, which stay their owner's alone.
 Every request body of the OpenAPI document is covered: each schema forbids fields of its own
 (``additionalProperties: false``), and ``BODIES`` says how to send each; a body route without a
 row fails here. The free-form ``edited`` of a decision is checked by the consent kind's edit
-model, which refuses fields of its own too (422 ``invalid_edit``). Query parameters and headers
+model, which refuses fields of its own too (422 ``invalid_edit``), and a graph's ``input`` by the
+graph's input schema. Query parameters and headers
 naming another principal are ignored.
 """
 
@@ -101,9 +102,9 @@ BODIES: tuple[Body, ...] = (
     Body("PUT", "/v1/notes/{note_id}", {"version": 1, "content": "Rewritten"}),
 )
 
-FREE_FORM = {"ResumeDecision.edited", "DecisionRequest.edited"}
+FREE_FORM = {"ResumeDecision.edited", "DecisionRequest.edited", "ChatRequest.input"}
 """The only objects of a request body that take any field: a person's edit, which the consent
-kind's edit model checks."""
+kind's edit model checks, and a graph's own input, which the graph's input schema checks."""
 
 
 def hostile_fields(victim: OwnedObjects) -> dict[str, Any]:

@@ -14,7 +14,9 @@ import pytest
 from consentry.schemas.events import ConsentEvent
 from tests.sse import chat
 
-UNKNOWN_DECISION = "Unknown decision 'maybe': a decision is approve, edit or reject."
+UNKNOWN_DECISION = (
+    "Unknown decision 'maybe': a decision is approve, edit, reject, answer or respond."
+)
 SEND_JSON = "Send JSON with Content-Type: application/json."
 
 
@@ -103,7 +105,7 @@ async def test_an_unknown_decision_is_one_error_naming_the_decisions(
     error = _error(response, 422, "unknown_decision")
     assert error["message"] == UNKNOWN_DECISION
     assert error["details"] == {
-        "allowed_decisions": ["approve", "edit", "reject"],
+        "allowed_decisions": ["approve", "edit", "reject", "answer", "respond"],
         "errors": [{"loc": loc, "msg": UNKNOWN_DECISION, "type": "literal_error"}],
     }
     approval = (await client.get(f"/v1/approvals/{consent.approval_id}")).json()

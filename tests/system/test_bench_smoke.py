@@ -1,5 +1,6 @@
 """``consentry bench`` runs end to end with a handful of conversations (so it cannot rot): it
-starts Consentry and the naive baseline, drives both, and reports every figure, side by side."""
+starts Consentry and the naive baseline, drives both (and a Consentry serving a plain graph's raw
+``interrupt()``), and reports every figure, side by side."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def test_the_benchmark_measures_consentry_beside_the_baseline(
             postgres.new_database(),
             "--thread-turns",
             "10",
+            "--interrupt",
             "--json",
             str(out),
         ],
@@ -44,9 +46,11 @@ def test_the_benchmark_measures_consentry_beside_the_baseline(
         ("baseline", 1),
         ("consentry", 1),
         ("consentry-pg", 1),
+        ("interrupt", 1),
         ("baseline", 3),
         ("consentry", 3),
         ("consentry-pg", 3),
+        ("interrupt", 3),
     ]
     for row in rows:
         assert (row["conversations"], row["errors"]) == (4, 0), row
@@ -57,11 +61,11 @@ def test_the_benchmark_measures_consentry_beside_the_baseline(
         assert 0 < row["decision_p50_ms"] <= row["decision_p99_ms"], row
         expected_ratio = (
             row["cpu_ms_per_conversation"]
-            / rows[0 if row["concurrency"] == 1 else 3]["cpu_ms_per_conversation"]
+            / rows[0 if row["concurrency"] == 1 else 4]["cpu_ms_per_conversation"]
         )
         assert abs(row["cpu_vs_baseline"] - expected_ratio) < 0.01, row
     turns = {row["server"]: row for row in results["thread_turns"]}
-    assert sorted(turns) == ["baseline", "consentry", "consentry-pg"]
+    assert sorted(turns) == ["baseline", "consentry", "consentry-pg"]  # the tutor's servers
     for row in turns.values():
         assert (row["turns"], row["window"]) == (10, 2), row
         assert min(row["first_latency_ms"], row["last_latency_ms"]) > 0, row
@@ -72,3 +76,4 @@ def test_the_benchmark_measures_consentry_beside_the_baseline(
     table = result.stdout
     assert table.splitlines()[0].startswith("| server | C | conv | errors |")
     assert table.count("| consentry-pg |") == 3
+    assert table.count("| interrupt |") == 2

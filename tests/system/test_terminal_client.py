@@ -1,13 +1,16 @@
 """``consentry chat`` and ``consentry approvals``: the real CLI, scripted stdin, a real server.
 
 Each test runs ``python -m consentry.cli …`` as a subprocess against one server per module (the
-tutor, and ``parallel``: two consents at once), each with its own note and thread. A small
+tutor, ``parallel``: two consents at once, two plain LangGraph graphs with a raw ``interrupt()``:
+``city`` asks a question, ``age`` gives a ``response_schema``, and ``agent``, whose tool calls
+LangChain's human-in-the-loop middleware reviews), each with its own note and thread. A small
 recording proxy in front of the server shows what the client sends (the ``Idempotency-Key`` of
 each decision) and can cut a stream half-way (the client must rejoin it).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -40,7 +43,12 @@ _CLIENT_ENV = ("CONSENTRY_URL", "CONSENTRY_API_KEY", "EDITOR", "VISUAL", "NO_COL
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    graphs = {"CONSENTRY_GRAPHS": "parallel=consentry_graphs.examples.parallel_consents:graph_spec"}
+    graphs = {
+        "CONSENTRY_GRAPHS": "parallel=consentry_graphs.examples.parallel_consents:graph_spec,"
+        "city=consentry_graphs.examples.ask_city:graph,"
+        "age=consentry_graphs.examples.validate_age:builder,"
+        "agent=consentry_graphs.examples.tool_review_agent:graph"
+    }
     with serve(tmp_path_factory.mktemp("terminal") / "c.db", env=graphs) as base_url:
         yield base_url
 
@@ -385,6 +393,52 @@ def test_a_consent_decided_elsewhere_first_shows_who_won(server: str, api: httpx
     assert versions(api, note_id) == [(1, "user", None)]
 
 
+def test_a_raw_interrupt_is_answered_with_a_typed_line_asked_again_while_it_misfits(
+    server: str, api: httpx.Client
+) -> None:
+    result = run_cli("chat", "--url", server, "--graph", "age", stdin=lines("Hi", "200", "30"))
+
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert 'consent What is your age?\n{\n  "question": "What is your age?"\n}\n' in out
+    assert 'answer with JSON that fits {"type": "integer", "minimum": 0, "maximum": 150}' in out
+    assert "interrupt · no deadline · approval " in out
+    assert out.count("answer> ") == 2, "asked again after the misfit answer"
+    assert result.stderr == (
+        "error: invalid_answer: The answer does not fit the schema the graph asked for; the "
+        "consent is still pending.\n  200 is greater than the maximum of 150\n"
+    )
+    assert "age> You are 30 years old.\n" in out
+    approval_id = the_approval_id(out, api.get("/v1/approvals").json()["approvals"])
+    record = approval(api, approval_id)
+    assert (record["status"], record["decided"]["value"]) == ("answered", 30)
+
+
+def test_the_tool_calls_of_one_review_are_asked_in_turn_and_sent_together(
+    proxy: Proxy, api: httpx.Client
+) -> None:
+    typed = lines("Plan a trip to Rome", "a", "s", "Not sent: I will write myself.")
+
+    result = run_cli("chat", "--url", proxy.url, "--graph", "agent", stdin=typed)
+
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "2 tool calls to review together" in out
+    assert '(1 of 2)\nconsent Run the tool get_weather?\ntool get_weather\n  city: "Rome"\n' in out
+    assert "[a]pprove / [e]dit / [r]eject / re[s]pond? " in out
+    (decided,) = [r for r in proxy.records if r.method == "POST" and b'"resume"' in r.body]
+    resume = json.loads(decided.body)["resume"]
+    assert [d["decision"] for d in resume] == ["approve", "respond"]
+    thread_id = out.split("thread ", 1)[1].split(" ", 1)[0]
+    statuses = sorted(
+        a["status"]
+        for a in api.get("/v1/approvals").json()["approvals"]
+        if a["thread_id"] == thread_id
+    )
+    assert statuses == ["answered", "approved"]
+    assert "agent> Done. Not sent: I will write myself." in out
+
+
 # -- approvals ---------------------------------------------------------------------------------
 
 
@@ -439,6 +493,31 @@ def test_approvals_show_prints_the_diff_and_reject_records_the_comment(
     assert "reject by local/local at " in row
     assert row.endswith("comment: no")
     assert versions(api, note_id) == [(1, "user", None)]
+
+
+def test_approvals_show_and_answer_a_raw_interrupt_with_text(
+    server: str, api: httpx.Client
+) -> None:
+    response = api.post("/v1/chat", json={"graph": "city", "message": "Hi"})
+    thread_id = response.headers["X-Thread-Id"]
+    [consent] = api.get(f"/v1/threads/{thread_id}").json()["pending_consents"]
+    approval_id = consent["approval_id"]
+
+    shown = run_cli("approvals", "show", approval_id, "--url", server)
+    answered = run_cli("approvals", "answer", approval_id, "--value", "Lisbon", "--url", server)
+    wait_until_idle(api, thread_id)
+    listed = run_cli("approvals", "list", "--status", "answered", "--url", server)
+
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith('Which city?  pending\n{\n  "question": "Which city?"\n}\n')
+    assert f"answer it: consentry approvals answer {approval_id} --value VALUE" in shown.stdout
+    assert answered.returncode == 0, answered.stderr
+    assert answered.stdout.startswith(f"answered: approval {approval_id}; thread {thread_id}")
+    said = api.get(f"/v1/threads/{thread_id}/messages").json()["messages"]
+    assert said[-1]["content"] == "Booked a trip to Lisbon."
+    row = next(row for row in listed.stdout.splitlines() if row.startswith(approval_id))
+    assert row.split()[1:3] == ["answered", "interrupt"]
+    assert row.endswith('answer: "Lisbon"')
 
 
 # -- reading the stream -----------------------------------------------------------------------

@@ -32,6 +32,8 @@ def test_schema_lists_every_event_type_of_the_union() -> None:
         "run_started",
         "step",
         "token",
+        "tool_call",
+        "tool_result",
     ]
     assert definitions["Event"]["discriminator"]["propertyName"] == "type"
     assert definitions["FinalEvent"]["properties"]["reason"]["enum"] == [

@@ -310,6 +310,20 @@ EVENT_FIELDS: dict[str, dict[str, Any]] = {
     "step": {"node": "draft_note_edit", "label": "Drafting an edit"},
     "token": {"message_id": "m1", "delta": "Hel"},
     "message": {"message_id": "m1", "content": "Hello"},
+    "tool_call": {
+        "tool_call_id": "c1",
+        "name": "get_weather",
+        "args": {"city": "Lisbon"},
+        "message_id": "m1",
+    },
+    "tool_result": {
+        "tool_call_id": "c1",
+        "name": "get_weather",
+        "status": "success",
+        "content": "Lisbon: sunny",
+        "content_chars": 13,
+        "truncated": False,
+    },
     "consent": {
         "approval_id": "a1",
         "kind": "note_edit",

@@ -1,4 +1,5 @@
-"""Threads: the caller's list, one thread's status and pending consents, its transcript."""
+"""Threads: the caller's list, one thread's status and pending consents, its transcript, its tool
+calls."""
 
 from __future__ import annotations
 
@@ -14,7 +15,13 @@ from consentry.api.run_requests import RunRequestsDep
 from consentry.api.sse_response import EventStreamResponse
 from consentry.api.streaming import EVENT_STREAM_RESPONSE
 from consentry.schemas.audit import AuditTrail
-from consentry.schemas.threads import CancelAccepted, ThreadDetail, ThreadList, Transcript
+from consentry.schemas.threads import (
+    CancelAccepted,
+    ThreadDetail,
+    ThreadList,
+    ToolCallList,
+    Transcript,
+)
 
 __all__ = ["router"]
 
@@ -48,6 +55,14 @@ async def get_thread(thread_id: str, owner: PrincipalDep, threads: ThreadsDep) -
 async def get_messages(thread_id: str, owner: PrincipalDep, threads: ThreadsDep) -> Transcript:
     """The conversation so far, from the thread's checkpoint."""
     return await threads.transcript(owner, thread_id)
+
+
+@router.get("/{thread_id}/tool-calls")
+async def get_tool_calls(thread_id: str, owner: PrincipalDep, threads: ThreadsDep) -> ToolCallList:
+    """The tools the thread's model called, in order, each with its result (`pending` until the
+    tool returned): kept apart from the messages, which hold what the user and the assistant
+    said."""
+    return await threads.tool_calls(owner, thread_id)
 
 
 @router.get(

@@ -6,6 +6,10 @@ event) and a decision on it (timed to ``final``), approving a fixed share of the
 the rest. Every conversation is checked: one consent and ``final`` ``interrupted``, then
 ``final`` ``completed`` with a ``note`` event exactly when approved. A conversation that fails a
 check, or a request that fails, counts as an error.
+
+The ``interrupt`` workload is the same conversation with a plain LangGraph graph instead of the
+tutor (``consentry_graphs.examples.ask_city``, served as ``city``): its raw ``interrupt()`` is
+the consent, answered with a value; ``final`` ``completed`` with one ``message`` is checked.
 """
 
 from __future__ import annotations
@@ -15,11 +19,24 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
-__all__ = ["MESSAGE", "QUESTION", "ConversationError", "LoadResult", "ask_in_thread", "run_load"]
+__all__ = [
+    "INTERRUPT_GRAPH",
+    "MESSAGE",
+    "QUESTION",
+    "ConversationError",
+    "LoadResult",
+    "Workload",
+    "ask_in_thread",
+    "run_load",
+]
+
+Workload = Literal["tutor", "interrupt"]
+INTERRUPT_GRAPH = "city=consentry_graphs.examples.ask_city:graph"
+"""What a server of the ``interrupt`` workload serves (``CONSENTRY_GRAPHS``)."""
 
 MESSAGE = "Add a summary of our discussion to my note"
 """A message the tutor answers with a consent (a new note) on every server."""
@@ -49,6 +66,7 @@ async def run_load(
     approve_ratio: float,
     headers: dict[str, str] | None = None,
     on_progress: Callable[[int], None] = lambda done: None,
+    workload: Workload = "tutor",
 ) -> LoadResult:
     result = LoadResult(concurrency=concurrency, conversations=conversations)
     next_index = iter(range(conversations))
@@ -63,7 +81,10 @@ async def run_load(
             for index in next_index:
                 approve = int((index + 1) * approve_ratio) > int(index * approve_ratio)
                 try:
-                    timings = await _conversation(client, approve=approve)
+                    if workload == "interrupt":
+                        timings = await _answered_interrupt(client)
+                    else:
+                        timings = await _conversation(client, approve=approve)
                 except (ConversationError, httpx.HTTPError, ValueError) as exc:
                     result.errors.append(f"{type(exc).__name__}: {str(exc)[:200]}")
                 else:
@@ -96,6 +117,25 @@ async def _conversation(client: httpx.AsyncClient, *, approve: bool) -> tuple[fl
             f"expected final completed with {int(approve)} note event(s), got {_kinds(done)}"
         )
     return asked_at - started, ended_at - decided_at
+
+
+async def _answered_interrupt(client: httpx.AsyncClient) -> tuple[float, float]:
+    started = time.perf_counter()
+    body = {"graph": "city", "message": "Plan a trip"}
+    asked, asked_at = await _stream(client, body, until="consent")
+    consents = [e for e in asked if e.get("type") == "consent"]
+    if len(consents) != 1 or asked[-1].get("reason") != "interrupted":
+        raise ConversationError(f"expected one consent then final interrupted, got {_kinds(asked)}")
+    consent = consents[0]
+    answer = {"approval_id": consent["approval_id"], "value": "Lisbon"}
+    answered_at = time.perf_counter()
+    done, ended_at = await _stream(
+        client, {"thread_id": consent["thread_id"], "resume": answer}, until="final"
+    )
+    said = [e for e in done if e.get("type") == "message"]
+    if done[-1].get("reason") != "completed" or len(said) != 1:
+        raise ConversationError(f"expected final completed with a message, got {_kinds(done)}")
+    return asked_at - started, ended_at - answered_at
 
 
 async def _stream(

@@ -19,7 +19,7 @@ from typing import TextIO
 
 import httpx
 
-from consentry.bench.load import LoadResult, ask_in_thread, run_load
+from consentry.bench.load import INTERRUPT_GRAPH, LoadResult, Workload, ask_in_thread, run_load
 from consentry.bench.servers import LocalServer, start_baseline, start_consentry
 
 __all__ = [
@@ -43,6 +43,7 @@ class Target:
     name: str
     base_url: str
     local: LocalServer | None = None
+    workload: Workload = "tutor"
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,7 @@ async def run_bench(
             concurrency=1,
             conversations=WARM_UP_CONVERSATIONS,
             approve_ratio=approve_ratio,
+            workload=target.workload,
         )
     for level in levels:
         count = max(conversations, level)
@@ -111,6 +113,7 @@ async def _measure(
         conversations=count,
         approve_ratio=approve_ratio,
         on_progress=show,
+        workload=target.workload,
     )
     if progress is not None:
         progress.write("\n")
@@ -194,10 +197,12 @@ async def run_local_bench(
     postgres_url: str | None,
     baseline: bool,
     json_out: TextIO | None,
+    interrupt: bool = False,
 ) -> list[BenchRow]:
     """Start the servers here (Consentry on a fresh SQLite file, on ``postgres_url`` too when
-    given, and the baseline), run the bench (and the long thread, with ``thread_turns``), print
-    the tables (and JSON), stop them."""
+    given, the baseline, and with ``interrupt`` a Consentry serving a raw-``interrupt()`` graph),
+    run the bench (and the long thread, with ``thread_turns``), print the tables (and JSON),
+    stop them."""
     workdir = Path(tempfile.mkdtemp(prefix="consentry-bench-"))
     servers: list[LocalServer] = []
     rows: list[BenchRow] = []
@@ -211,12 +216,20 @@ async def run_local_bench(
             postgres.name = "consentry-pg"
             servers.append(postgres)
         targets = [Target(s.name, s.base_url, s) for s in servers]
+        if interrupt:
+            raw = start_consentry(
+                f"sqlite:///{workdir / 'interrupt.db'}", env={"CONSENTRY_GRAPHS": INTERRUPT_GRAPH}
+            )
+            raw.name = "interrupt"
+            servers.append(raw)
+            targets.append(Target(raw.name, raw.base_url, raw, workload="interrupt"))
         if levels:
             rows = await run_bench(
                 targets, levels=levels, conversations=conversations, approve_ratio=approve_ratio
             )
         if thread_turns:
-            thread_rows = await run_thread_turns(targets, turns=thread_turns)
+            tutors = [target for target in targets if target.workload == "tutor"]
+            thread_rows = await run_thread_turns(tutors, turns=thread_turns)
     finally:
         for server in servers:
             server.stop()

@@ -5,10 +5,14 @@ from __future__ import annotations
 from copy import deepcopy
 from typing import Annotated, Any, Literal, Self, cast
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, JsonValue, model_validator
 from pydantic.config import JsonDict
 
-from consentry.schemas.approvals import edited_goes_with_edit
+from consentry.schemas.approvals import (
+    answer_by_default,
+    check_decision_fields,
+    edited_goes_with_edit,
+)
 from consentry.schemas.requests import RequestModel
 from consentry_graphs.wire_types import Decision
 
@@ -23,37 +27,58 @@ class ResumeDecision(RequestModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra=edited_goes_with_edit)
 
     approval_id: str = Field(min_length=1, max_length=64, description="From the consent event.")
-    decision: Decision
+    decision: Decision = Field(description="Omit it with `value`: an `answer`.")
     edited: dict[str, Any] | None = Field(
         default=None,
         description="With `edit`: the person's version, in the consent kind's edit schema "
         "(for `note_edit`: `{content, title?}`).",
     )
+    value: JsonValue = Field(
+        default=None,
+        description="With `answer` (a raw `interrupt()`): the value the graph receives, any "
+        "JSON, checked against the interrupt's `response_schema` when it has one.",
+    )
     comment: str | None = Field(default=None, max_length=2000)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _answer_by_default(cls, data: Any) -> Any:
+        return answer_by_default(data)
+
     @model_validator(mode="after")
-    def _edited_goes_with_edit(self) -> Self:
-        if self.decision == "edit" and self.edited is None:
-            raise ValueError("decision `edit` needs `edited`")
-        if self.decision != "edit" and self.edited is not None:
-            raise ValueError("`edited` is only allowed with decision `edit`")
+    def _fields_fit_the_decision(self) -> Self:
+        given = "value" in self.model_fields_set
+        check_decision_fields(self.decision, self.edited, self.value, given, self.comment)
         return self
 
 
 def _one_input(schema: JsonDict) -> None:
     """The JSON Schema of ``ChatRequest`` says what its ``_exactly_one_input`` checks: a
-    ``message``, or a ``resume`` with the ``thread_id`` of its consents."""
+    ``message``, an ``input``, or a ``resume`` with the ``thread_id`` of its consents."""
     resume = cast("dict[str, Any]", schema["properties"])["resume"]
     decisions = [member for member in resume["anyOf"] if member != {"type": "null"}]
     schema["oneOf"] = [
         {
             "required": ["message"],
-            "properties": {"message": {"type": "string"}, "resume": {"type": "null"}},
+            "properties": {
+                "message": {"type": "string"},
+                "input": {"type": "null"},
+                "resume": {"type": "null"},
+            },
+        },
+        {
+            "required": ["input"],
+            "properties": {
+                "message": {"type": "null"},
+                "input": {"type": "object"},
+                "resume": {"type": "null"},
+            },
         },
         {
             "required": ["resume", "thread_id"],
             "properties": {
                 "message": {"type": "null"},
+                "input": {"type": "null"},
                 "resume": {"anyOf": deepcopy(decisions)},
                 "thread_id": {"type": "string"},
             },
@@ -62,7 +87,7 @@ def _one_input(schema: JsonDict) -> None:
 
 
 class ChatRequest(RequestModel):
-    """Start a run: exactly one of ``message`` or ``resume``."""
+    """Start a run: exactly one of ``message``, ``input`` or ``resume``."""
 
     # Python's regex engine for the pattern of `message`: blank is what `str.isspace` says, as
     # Python clients of the document (schemathesis) read `\S`. Rust's engine, pydantic's default,
@@ -79,7 +104,16 @@ class ChatRequest(RequestModel):
     note_id: str | None = Field(
         default=None, min_length=1, max_length=36, description="The note the user is looking at."
     )
-    message: str | None = Field(default=None, pattern=r"\S", description="Not blank.")
+    message: str | None = Field(
+        default=None,
+        pattern=r"\S",
+        description='Not blank. Shorthand for the input `{"messages": [this user message]}`.',
+    )
+    input: dict[str, JsonValue] | None = Field(
+        default=None,
+        description="The graph's own input, any JSON object, checked against the graph's input "
+        "schema (`GET /v1/graphs`; 422 `invalid_input` naming the field).",
+    )
     resume: (
         ResumeDecision | Annotated[list[ResumeDecision], Field(min_length=1, max_length=50)] | None
     ) = Field(
@@ -102,8 +136,9 @@ class ChatRequest(RequestModel):
 
     @model_validator(mode="after")
     def _exactly_one_input(self) -> Self:
-        if (self.message is None) == (self.resume is None):
-            raise ValueError("send exactly one of `message` or `resume`")
+        given = [self.message, self.input, self.resume]
+        if sum(item is not None for item in given) != 1:
+            raise ValueError("send exactly one of `message`, `input` or `resume`")
         if self.resume is not None and self.thread_id is None:
             raise ValueError("a `resume` needs the `thread_id` of its consent")
         return self

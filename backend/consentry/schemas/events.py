@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
 from consentry_graphs.wire_types import Decision, ModelFaultCode
 
@@ -30,6 +30,8 @@ __all__ = [
     "TerminalReason",
     "TokenEvent",
     "TokenUsage",
+    "ToolCallEvent",
+    "ToolResultEvent",
     "Trigger",
 ]
 
@@ -95,16 +97,67 @@ class MessageEvent(_Envelope):
     content: str
 
 
+class ToolCallEvent(_Envelope):
+    """The model asked for a tool: one event per call of its message (a message with calls and no
+    text is told by these alone, never as a ``message``). Kept apart from the transcript, with its
+    result, at ``GET /v1/threads/{thread_id}/tool-calls``. The same ``tool_call_id`` told again
+    (its arguments edited before it ran) replaces the call told before."""
+
+    type: Literal["tool_call"] = "tool_call"
+    tool_call_id: str = Field(description="The model's id of the call; its `tool_result` names it.")
+    name: str = Field(description="The tool asked for.")
+    args: dict[str, Any] = Field(description="The arguments the model gave it.")
+    message_id: str = Field(description="The assistant message that asked for it.")
+
+
+class ToolResultEvent(_Envelope):
+    """A tool returned (or failed): what the model reads next. ``content`` is cut past 8,000
+    characters; ``content_chars`` states the whole result's size."""
+
+    type: Literal["tool_result"] = "tool_result"
+    tool_call_id: str = Field(description="The `tool_call` this answers.")
+    name: str = Field(description="The tool that ran (empty when the graph did not name it).")
+    status: Literal["success", "error"] = Field(
+        description="`error`: the tool failed; `content` is what the model is told about it."
+    )
+    content: str = Field(description="The result as text, cut when `truncated`.")
+    content_chars: int = Field(ge=0, description="The whole result's length in characters.")
+    truncated: bool = Field(description="`content` holds only the first characters of it.")
+
+
 class ConsentEvent(_Envelope):
+    """A consent the graph waits for: one of its consent kit's kinds, or (kind ``interrupt``) a
+    raw ``interrupt(value)`` that is answered with any JSON value."""
+
     type: Literal["consent"] = "consent"
-    approval_id: str = Field(description="The LangGraph interrupt id; send it back in `resume`.")
-    kind: str = Field(description="What is asked, e.g. `note_edit`; fixes the proposal schema.")
+    approval_id: str = Field(description="Send it back in `resume`.")
+    kind: str = Field(
+        description="What is asked, e.g. `note_edit`; fixes the proposal schema. `interrupt`: a "
+        "raw `interrupt(value)`, answered with `{approval_id, value}`."
+    )
     title: str
     proposal: dict[str, Any] = Field(
-        description="Structured proposal; for `note_edit` see NoteEditProposal."
+        description="Structured proposal; for `note_edit` see NoteEditProposal; for "
+        "`interrupt`, `{value}`."
     )
     allowed_decisions: list[Decision]
-    expires_at: datetime
+    interrupt_id: str = Field(
+        default="",
+        description="The LangGraph interrupt that asked; the same as `approval_id` but for a "
+        "reviewed batch of tool calls (kind `tool_call`, LangChain's human-in-the-loop "
+        "middleware), whose consents share it and are decided together in one request.",
+    )
+    value: JsonValue = Field(
+        default=None, description="Kind `interrupt`: the value the graph passed to interrupt()."
+    )
+    response_schema: dict[str, Any] | None = Field(
+        default=None,
+        description="Kind `interrupt`: the JSON Schema an answer must fit, when the graph gave "
+        "one (`interrupt(value, response_schema=...)`).",
+    )
+    expires_at: datetime | None = Field(
+        description="When it expires unanswered; None: it waits until someone decides."
+    )
 
 
 class NoteEvent(_Envelope):
@@ -169,6 +222,8 @@ Event = Annotated[
     | StepEvent
     | TokenEvent
     | MessageEvent
+    | ToolCallEvent
+    | ToolResultEvent
     | ConsentEvent
     | NoteEvent
     | ModelRetryEvent

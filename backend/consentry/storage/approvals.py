@@ -1,12 +1,13 @@
 """Approval records: one per consent request. Every transition is a compare-and-set on
-``status`` (``pending → approved | edited | rejected | expired | cancelled``), so exactly one
-decision, expiry or cancellation wins however many race for it.
+``status`` (``pending → approved | edited | rejected | answered | expired | cancelled``), so
+exactly one decision, expiry or cancellation wins however many race for it. A consent with no
+deadline (``expires_at`` null: a raw ``interrupt()`` when no TTL is configured) never expires.
 
 A decided row's ``decision`` JSON is the value the graph is resumed with (``ConsentDecision``
 of ``graphs/consentry_graphs/consent.py``), plus ``decided_by_name``: the decider's display name at
 decision time (``CONSENTRY_API_KEYS`` ``token=tenant:user:Display Name``), kept beside
-``decided_by`` for people to read. :func:`resume_value` takes it out again: the graph never sees
-it."""
+``decided_by`` for people to read. :func:`recorded_decision` takes it out again: the graph never
+sees it."""
 
 from __future__ import annotations
 
@@ -18,7 +19,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from consentry.principal import Principal
-from consentry.schemas.approvals import Approval, ApprovalStatus, RecordedDecision
+from consentry.schemas.approvals import (
+    Approval,
+    ApprovalStatus,
+    RecordedDecision,
+)
 from consentry.schemas.events import ConsentEvent
 from consentry.storage.database import DbConnection
 from consentry.storage.tables import UTCDateTime, approvals, threads
@@ -37,9 +42,11 @@ __all__ = [
     "find_approval",
     "insert_approval",
     "list_approvals",
+    "live_at",
     "next_expiry",
     "pending_approvals",
-    "resume_value",
+    "recorded_decision",
+    "reopen_approval",
     "to_approval",
 ]
 
@@ -60,7 +67,8 @@ class ApprovalRecord:
     event: dict[str, Any]
     """The ``consent`` event that asked, as sent (``ConsentEvent``, JSON)."""
     created_at: datetime
-    expires_at: datetime
+    expires_at: datetime | None
+    """None: no deadline."""
     decided_at: datetime | None
     decided_by: str | None
     decision: dict[str, Any] | None
@@ -83,12 +91,19 @@ _FIND = _SELECT.where(
 _PENDING = _SELECT.where(
     approvals.c.thread_id == sa.bindparam("p_thread"), approvals.c.status == "pending"
 ).order_by(approvals.c.created_at)
+
+
+def live_at(now: datetime | sa.BindParameter[datetime]) -> sa.ColumnElement[bool]:
+    """Not past its deadline at ``now`` (a consent without one never is)."""
+    return sa.or_(approvals.c.expires_at.is_(None), approvals.c.expires_at > now)
+
+
 _DECIDE = (
     approvals.update()
     .where(
         approvals.c.id == sa.bindparam("p_id"),
         approvals.c.status == "pending",
-        approvals.c.expires_at > sa.bindparam("p_now", type_=UTCDateTime),
+        live_at(sa.bindparam("p_now", type_=UTCDateTime)),
     )
     .values(
         status=sa.bindparam("p_status"),
@@ -117,6 +132,7 @@ def to_approval(row: ApprovalRecord) -> Approval:
             decided_by_name=recorded.get(DECIDED_BY_NAME),
             decided_at=row.decided_at,
             edited=row.edited,
+            value=recorded.get("value"),
             comment=row.comment,
         )
     return Approval(
@@ -128,6 +144,9 @@ def to_approval(row: ApprovalRecord) -> Approval:
         proposal=event["proposal"],
         proposal_hash=row.proposal_hash,
         allowed_decisions=event["allowed_decisions"],
+        interrupt_id=event.get("interrupt_id") or row.id,
+        value=event.get("value"),
+        response_schema=event.get("response_schema"),
         created_at=row.created_at,
         expires_at=row.expires_at,
         status=row.status,
@@ -135,8 +154,8 @@ def to_approval(row: ApprovalRecord) -> Approval:
     )
 
 
-def resume_value(row: ApprovalRecord) -> dict[str, Any] | None:
-    """The recorded decision as the graph is resumed with it (without the decider's name)."""
+def recorded_decision(row: ApprovalRecord) -> dict[str, Any] | None:
+    """The recorded decision (a ``ConsentDecision``, without the decider's name)."""
     if not row.decision:
         return None
     return {key: value for key, value in row.decision.items() if key != DECIDED_BY_NAME}
@@ -189,12 +208,13 @@ async def pending_approvals(conn: DbConnection, thread_id: str) -> list[Approval
 async def closed_approvals(
     conn: DbConnection, thread_id: str, ids: Sequence[str]
 ) -> list[ApprovalRecord]:
-    """Of ``ids``, the thread's approvals that were decided or expired."""
+    """The thread's approvals of these interrupt ``ids`` (a reviewed batch's ``<id>-<n>`` too)
+    that were decided or expired."""
     rows = await conn.execute(
         _SELECT.where(
             approvals.c.thread_id == thread_id,
-            approvals.c.id.in_(ids),
-            approvals.c.status.in_(("approved", "edited", "rejected", "expired")),
+            sa.or_(approvals.c.id.in_(ids), *(approvals.c.id.startswith(f"{i}-") for i in ids)),
+            approvals.c.status.in_(("approved", "edited", "rejected", "answered", "expired")),
         )
     )
     return [ApprovalRecord(*row) for row in rows]
@@ -279,6 +299,23 @@ async def expire_approval(conn: DbConnection, approval_id: str, *, now: datetime
     return result.rowcount == 1
 
 
+async def reopen_approval(conn: DbConnection, approval_id: str) -> bool:
+    """``answered → pending``: the graph raised on the answer and still waits for one."""
+    result = await conn.execute(
+        approvals.update()
+        .where(approvals.c.id == approval_id, approvals.c.status == "answered")
+        .values(
+            status="pending",
+            decided_by=None,
+            decided_at=None,
+            decision=None,
+            edited=None,
+            comment=None,
+        )
+    )
+    return result.rowcount == 1
+
+
 async def cancel_approval(conn: DbConnection, approval_id: str, *, now: datetime) -> bool:
     """``pending → cancelled``: the graph no longer waits for it."""
     result = await conn.execute(
@@ -336,7 +373,7 @@ async def count_pending(conn: DbConnection, owner: Principal, *, now: datetime) 
             approvals.c.tenant == owner.tenant,
             approvals.c.user_id == owner.user,
             approvals.c.status == "pending",
-            approvals.c.expires_at > now,
+            live_at(now),
         )
     )
     return int(found or 0)

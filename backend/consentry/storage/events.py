@@ -164,14 +164,14 @@ async def last_stored_seq(conn: DbConnection, thread_id: str) -> int:
 async def told_by_runs(
     conn: DbConnection, thread_id: str, run_ids: Sequence[str]
 ) -> list[StoredEvent]:
-    """The ``message`` and ``note`` events of these runs."""
+    """The ``message``, ``note``, ``tool_call`` and ``tool_result`` events of these runs."""
     if not run_ids:
         return []
     rows = await conn.execute(
         sa.select(*_COLUMNS).where(
             events.c.thread_id == thread_id,
             events.c.run_id.in_(run_ids),
-            events.c.type.in_(("message", "note")),
+            events.c.type.in_(("message", "note", "tool_call", "tool_result")),
         )
     )
     return [StoredEvent(*row) for row in rows]

@@ -21,6 +21,7 @@ __all__ = [
     "runs",
     "tenant_usage",
     "threads",
+    "tool_calls",
     "transcript",
 ]
 
@@ -179,6 +180,37 @@ transcript = sa.Table(
     sa.Index("ix_transcript_thread", "thread_id", "id"),
 )
 
+# The tool calls of a thread (migration 0016): apart from the transcript, which keeps only what
+# the user and the assistant said. A row is made by the ``tool_call`` event and completed by its
+# ``tool_result`` (``status`` ``pending`` until then).
+tool_calls = sa.Table(
+    "tool_calls",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column(
+        "thread_id", sa.String(36), sa.ForeignKey("threads.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("run_id", sa.String(36), nullable=False),
+    sa.Column("tool_call_id", sa.String(255), nullable=False),
+    sa.Column("name", sa.String(255), nullable=False),
+    sa.Column("args", sa.JSON, nullable=False),
+    sa.Column("message_id", sa.String(255), nullable=True),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("content", sa.Text, nullable=True),
+    sa.Column("content_chars", sa.Integer, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("finished_at", UTCDateTime, nullable=True),
+    sa.Index("ix_tool_calls_thread", "thread_id", "id"),
+    sa.Index(
+        "ux_tool_calls_pending",
+        "thread_id",
+        "tool_call_id",
+        unique=True,
+        sqlite_where=sa.text("status = 'pending'"),
+        postgresql_where=sa.text("status = 'pending'"),
+    ),
+)
+
 events = sa.Table(
     "events",
     metadata,
@@ -209,7 +241,7 @@ approvals = sa.Table(
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("event", sa.JSON, nullable=False),
     sa.Column("created_at", UTCDateTime, nullable=False),
-    sa.Column("expires_at", UTCDateTime, nullable=False),
+    sa.Column("expires_at", UTCDateTime, nullable=True),  # None: no deadline
     sa.Column("decided_at", UTCDateTime, nullable=True),
     sa.Column("decided_by", sa.String(260), nullable=True),
     sa.Column("decision", sa.JSON, nullable=True),

@@ -17,6 +17,7 @@ from consentry.principal import Principal
 from consentry.schemas.chat import ConsentPolicy
 from consentry.schemas.events import TerminalReason
 from consentry.schemas.threads import ThreadStatus, ThreadSummary
+from consentry.storage.approvals import live_at
 from consentry.storage.database import DbConnection, execute_unread
 from consentry.storage.dialect import INSERTS
 from consentry.storage.tables import approvals, tenant_usage, threads
@@ -147,7 +148,7 @@ async def list_threads(
         .where(
             approvals.c.thread_id == threads.c.id,
             approvals.c.status == "pending",
-            approvals.c.expires_at > now,
+            live_at(now),
         )
         .correlate(threads)
     )

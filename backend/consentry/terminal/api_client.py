@@ -120,6 +120,8 @@ class ConsentryClient:
         """``POST /v1/approvals/{id}/decision``; the graph resumes in the background."""
         path = f"/v1/approvals/{_segment(approval_id)}/decision"
         body = decision.model_dump(mode="json", exclude_none=True)
+        if decision.decision == "answer":
+            body["value"] = decision.value  # any JSON, null too
         headers = {"Idempotency-Key": new_idempotency_key()}
         for attempt in range(1, DECISION_ATTEMPTS + 1):
             try:
@@ -136,6 +138,16 @@ class ConsentryClient:
         """``POST /v1/chat``: the run's events, to its ``final``."""
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
         body = request.model_dump(mode="json", exclude_none=True, exclude_unset=True)
+        answers = [r for r in request.decisions if r.decision == "answer"]
+        if answers:  # an answer is any JSON, null too
+            body["resume"] = [
+                {**r.model_dump(mode="json", exclude_none=True), "value": r.value}
+                if r.decision == "answer"
+                else r.model_dump(mode="json", exclude_none=True)
+                for r in request.decisions
+            ]
+            if not isinstance(request.resume, list):
+                body["resume"] = body["resume"][0]
         return RunStream(
             self, self._http.build_request("POST", "/v1/chat", json=body, headers=headers)
         )

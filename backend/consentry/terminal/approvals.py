@@ -1,7 +1,9 @@
-"""``consentry approvals``: the inbox from the terminal (list, show, approve, reject).
+"""``consentry approvals``: the inbox from the terminal (list, show, approve, reject, answer).
 
 Decisions go to ``POST /v1/approvals/{id}/decision`` with a fresh ``Idempotency-Key``; the graph
-then resumes in the background, so the commands print what was recorded, not the run.
+then resumes in the background, so the commands print what was recorded, not the run. ``answer``
+replies to a raw ``interrupt()`` (kind ``interrupt``) with a value: the text given is parsed as
+JSON, or sent as text when it is not JSON, as the chat does.
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal, TextIO
 
-from consentry.schemas.approvals import Approval, DecisionRequest
+from consentry.schemas.approvals import RAW_INTERRUPT, Approval, DecisionRequest
 from consentry.terminal.api_client import ConsentryClient, build_request
+from consentry.terminal.consent_prompt import parse_answer
 from consentry.terminal.render import (
     Palette,
+    describe_answer_schema,
     describe_decided,
     format_expiry,
     format_time,
@@ -52,6 +56,10 @@ def show_approval(
     p = palette
     print(f"{p.bold(approval.title)}  {_paint_status(approval.status, p)}", file=out)
     print(render_proposal(approval.kind, approval.proposal, p), file=out)
+    if approval.kind == RAW_INTERRUPT and approval.status == "pending":
+        print(p.dim(describe_answer_schema(approval.response_schema)), file=out)
+        command = f"consentry approvals answer {approval.approval_id} --value VALUE"
+        print(p.dim(f"answer it: {command}"), file=out)
     facts = [
         approval.kind,
         f"asked {format_time(approval.created_at)}",
@@ -67,13 +75,18 @@ def decide_approval(
     client: ConsentryClient,
     approval_id: str,
     *,
-    decision: Literal["approve", "reject"],
+    decision: Literal["approve", "reject", "answer"],
     comment: str | None,
     palette: Palette,
     out: TextIO,
+    value: str | None = None,
 ) -> int:
-    """Record a decision; the graph goes on in the background (``202``)."""
-    request = build_request(DecisionRequest, {"decision": decision, "comment": comment})
+    """Record a decision; the graph goes on in the background (``202``). ``answer`` sends
+    ``value`` (JSON, or text when it is not JSON)."""
+    fields: dict[str, object] = {"decision": decision, "comment": comment}
+    if decision == "answer" and value is not None:
+        fields["value"] = parse_answer(value)
+    request = build_request(DecisionRequest, fields)
     accepted = client.decide(approval_id, request)
     print(
         f"{_paint_status(accepted.status, palette)}: approval {accepted.approval_id}; "
@@ -99,7 +112,7 @@ def _when(approval: Approval, *, now: datetime | None = None) -> str:
 def _paint_status(status: str, palette: Palette) -> str:
     if status == "pending":
         return palette.yellow(status)
-    if status in ("approved", "edited"):
+    if status in ("approved", "edited", "answered"):
         return palette.green(status)
     if status == "rejected":
         return palette.red(status)

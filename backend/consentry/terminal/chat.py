@@ -17,7 +17,12 @@ from typing import Any, TextIO
 from consentry.schemas.chat import ChatRequest, ResumeDecision
 from consentry.schemas.events import ConsentEvent, Event, FinalEvent, TokenEvent
 from consentry.terminal.api_client import ConsentryClient, build_request, new_idempotency_key
-from consentry.terminal.consent_prompt import ConsentPrompt, LineReader
+from consentry.terminal.consent_prompt import (
+    ConsentPrompt,
+    LineReader,
+    how_to_decide_later,
+    same_review,
+)
 from consentry.terminal.errors import ApiError, ClientError, InvalidInputError
 from consentry.terminal.render import Palette
 from consentry.terminal.run_view import RunView
@@ -124,26 +129,31 @@ class ChatSession:
         return self._decide_all(consents)
 
     def _decide_all(self, consents: Iterable[ConsentEvent]) -> bool:
-        """Ask for each consent in turn (and for those its resumed run asks)."""
+        """Ask for each consent in turn (and for those its resumed run asks); the tool calls of
+        one review are asked together and sent in one request."""
         queue = deque(consents)
         seen = {consent.approval_id for consent in queue}
         while queue:
             consent = queue.popleft()
-            self._prompt.show(consent)
+            review = [consent, *(c for c in queue if same_review(consent, c))]
+            for other in review[1:]:
+                queue.remove(other)
+            if len(review) == 1:
+                self._prompt.show(consent)
             while True:
-                decision = self._prompt.ask(consent)
+                decision = (
+                    self._prompt.ask(consent)
+                    if len(review) == 1
+                    else self._prompt.ask_review(review)
+                )
                 if decision is None:
-                    self._view.line(
-                        f"consent {consent.approval_id} is still pending: decide it with "
-                        f"`consentry approvals approve|reject {consent.approval_id}` or "
-                        f"`consentry chat --thread {consent.thread_id}`"
-                    )
+                    self._view.line(how_to_decide_later(consent))
                     return False
                 try:
                     asked = self._send_decision(consent.thread_id, decision)
                 except ApiError as exc:
                     self._view.error(exc)
-                    if exc.status == 422:  # a wrong edit: the consent is still pending
+                    if exc.status == 422:  # a wrong edit or answer: the consent is still pending
                         continue
                     break
                 queue.extend(c for c in asked if c.approval_id not in seen)
@@ -151,7 +161,9 @@ class ChatSession:
                 break
         return True
 
-    def _send_decision(self, thread_id: str, decision: ResumeDecision) -> list[ConsentEvent]:
+    def _send_decision(
+        self, thread_id: str, decision: ResumeDecision | list[ResumeDecision]
+    ) -> list[ConsentEvent]:
         request = ChatRequest(thread_id=thread_id, resume=decision)
         return self._follow(self._client.run(request, idempotency_key=new_idempotency_key()))
 

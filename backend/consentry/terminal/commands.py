@@ -23,7 +23,7 @@ from consentry.terminal.settings import ClientSettings, ColorMode, use_color
 
 __all__ = ["ApprovalsAction", "approvals_command", "chat_command", "notes_command"]
 
-ApprovalsAction = Literal["list", "show", "approve", "reject"]
+ApprovalsAction = Literal["list", "show", "approve", "reject", "answer"]
 EXIT_INTERRUPTED = 130
 
 
@@ -63,8 +63,9 @@ def approvals_command(
     approval_id: str | None = None,
     status: str | None = None,
     comment: str | None = None,
+    value: str | None = None,
 ) -> int:
-    """``consentry approvals list|show|approve|reject``."""
+    """``consentry approvals list|show|approve|reject|answer``."""
 
     def run(client: ConsentryClient, _: ClientSettings, palette: Palette) -> int:
         out = sys.stdout
@@ -74,7 +75,13 @@ def approvals_command(
         if action == "show":
             return show_approval(client, approval_id, palette=palette, out=out)
         return decide_approval(
-            client, approval_id, decision=action, comment=comment, palette=palette, out=out
+            client,
+            approval_id,
+            decision=action,
+            comment=comment,
+            value=value,
+            palette=palette,
+            out=out,
         )
 
     return _with_client(url=url, api_key=api_key, color=color, run=run)

@@ -1,4 +1,4 @@
-"""Text for the terminal: colours, diffs, proposals, times and errors.
+"""Text for the terminal: colours, diffs, proposals, tool calls, times and errors.
 
 Pure functions of their arguments (and of ``now``), so what the commands print is decided here
 and nowhere else. Colours are ANSI SGR codes, and only when the :class:`Palette` is on.
@@ -14,13 +14,17 @@ from typing import Any
 from pydantic import ValidationError
 
 from consentry.schemas.approvals import RecordedDecision
+from consentry.schemas.events import ToolCallEvent, ToolResultEvent
 from consentry.terminal.errors import ApiError, ClientError
 from consentry.terminal.note_diff import render_note_change
 from consentry.terminal.palette import Palette
 
 __all__ = [
     "Palette",
+    "describe_answer_schema",
     "describe_decided",
+    "describe_tool_call",
+    "describe_tool_result",
     "format_error",
     "format_expiry",
     "format_time",
@@ -55,7 +59,12 @@ def _whole(content: str, sign: str, header: str) -> str:
 
 
 def render_proposal(kind: str, proposal: dict[str, Any], palette: Palette) -> str:
-    """What a consent proposes: the tutor's note kinds as diffs, any other kind as JSON."""
+    """What a consent proposes: the tutor's note kinds as diffs, a raw interrupt's value as
+    indented JSON, a reviewed tool call as its tool and arguments, any other kind as JSON."""
+    if kind == "interrupt" and set(proposal) == {"value"}:
+        return json.dumps(proposal["value"], indent=2, ensure_ascii=False)
+    if kind == "tool_call" and isinstance(proposal.get("args"), dict):
+        return _render_tool_call(proposal, palette)
     diff, content = proposal.get("diff"), proposal.get("content")
     title = proposal.get("title", "")
     base, proposed = proposal.get("base_content"), proposal.get("proposed_content")
@@ -78,6 +87,59 @@ def render_proposal(kind: str, proposal: dict[str, Any], palette: Palette) -> st
     return json.dumps(proposal, indent=2, ensure_ascii=False)
 
 
+def _render_tool_call(proposal: dict[str, Any], palette: Palette) -> str:
+    """``tool send_email``, then one ``  key: value`` line per argument (values as JSON, aligned
+    after the longest key), then the description, dim."""
+    args: dict[str, Any] = proposal["args"]
+    lines = [f"tool {palette.bold(str(proposal.get('name', '?')))}"]
+    width = max((len(key) for key in args), default=0)
+    below = "\n" + " " * (width + 4)  # a value's next lines, under its first
+    for key, value in args.items():
+        shown = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", below)
+        lines.append(f"  {(key + ':').ljust(width + 1)} {shown}")
+    if not args:
+        lines.append(palette.dim("  (no arguments)"))
+    description = str(proposal.get("description") or "")
+    # the middleware's default ends with "Tool: name / Args: {…}": shown above already
+    description = description.split(f"\n\nTool: {proposal.get('name')}\nArgs: ", 1)[0].strip()
+    if description:
+        lines.extend(palette.dim(line) for line in description.splitlines())
+    return "\n".join(lines)
+
+
+def describe_answer_schema(schema: dict[str, Any] | None) -> str:
+    """What an answer to a raw interrupt must be: ``answer with JSON fitting {"type":
+    "integer", …}``, or any JSON (a line that is not JSON is sent as text)."""
+    if schema is None:
+        return "answer with any JSON; a line that is not JSON is sent as text"
+    compact = json.dumps(schema, ensure_ascii=False, separators=(", ", ": "))
+    return f"answer with JSON that fits {_shortened(compact)}"
+
+
+_TOOL_LINE_CHARS = 80
+"""How much of a tool call's arguments, or of its result, its line shows."""
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= _TOOL_LINE_CHARS else text[: _TOOL_LINE_CHARS - 1] + "…"
+
+
+def describe_tool_call(event: ToolCallEvent) -> str:
+    """``tool get_weather(city="Tokyo")``."""
+    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in event.args.items())
+    return f"tool {event.name}({_shortened(args)})"
+
+
+def describe_tool_result(event: ToolResultEvent) -> str:
+    """``get_weather → Tokyo: rain, 14 °C``; ``get_weather failed: …``; with ``(10,512
+    characters)`` when the line shows only part of the result."""
+    first = event.content.split("\n", 1)[0]
+    shown = _shortened(first)
+    more = f" ({event.content_chars:,} characters)" if shown != event.content else ""
+    verb = "failed:" if event.status == "error" else "→"
+    return f"{event.name or 'tool'} {verb} {shown}{more}"
+
+
 def format_time(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
@@ -93,8 +155,11 @@ def _span(seconds: float) -> str:
     return f"{hours}h {minutes}m" if hours else f"{minutes}m"
 
 
-def format_expiry(expires_at: datetime, *, now: datetime | None = None) -> str:
-    """``expires in 23h 59m (2026-12-01 11:11 UTC)``, or ``expired 5m ago (…)``."""
+def format_expiry(expires_at: datetime | None, *, now: datetime | None = None) -> str:
+    """``expires in 23h 59m (2026-12-01 11:11 UTC)``, ``expired 5m ago (…)``, or ``no
+    deadline``."""
+    if expires_at is None:
+        return "no deadline"
     left = (expires_at - (now or datetime.now(UTC))).total_seconds()
     when = format_time(expires_at)
     return (
@@ -111,6 +176,8 @@ def describe_decided(decided: RecordedDecision) -> str:
     text = f"{decided.decision or decided.status} by {who}"
     if decided.decided_at is not None:
         text += f" at {format_time(decided.decided_at)}"
+    if decided.value is not None:
+        text += f", answer: {json.dumps(decided.value, ensure_ascii=False)}"
     if decided.comment:
         text += f", comment: {decided.comment}"
     return text
@@ -129,6 +196,9 @@ def format_error(error: ClientError) -> str:
     if isinstance(problems, list):
         for problem in problems[:5]:
             if isinstance(problem, dict):
-                where = ".".join(str(part) for part in problem.get("loc", ()))
-                text += f"\n  {where}: {problem.get('msg', '')}"
+                # a request's fields (loc, msg); an answer to an interrupt (path, message)
+                parts = problem.get("loc") or problem.get("path") or ()
+                where = ".".join(str(part) for part in parts)
+                said = problem.get("msg") or problem.get("message") or ""
+                text += f"\n  {where}: {said}" if where else f"\n  {said}"
     return text

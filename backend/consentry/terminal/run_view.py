@@ -2,8 +2,10 @@
 
 Token deltas grow the answer's line after ``<graph>> `` and its ``message`` completes it (with
 whatever the tokens had not brought: after a rejoin the rest comes with the ``message`` only);
-steps are dim progress lines; a ``model_retry`` is a notice (and voids the text streamed so far
-for its message); a ``note`` says its new version; ``error`` events go to stderr.
+steps are dim progress lines, and so is each tool call and each tool's result (its first line,
+shortened, with the whole size when there is more); a ``model_retry`` is a notice (and voids the
+text streamed so far for its message); a ``note`` says its new version; ``error`` events go to
+stderr.
 """
 
 from __future__ import annotations
@@ -21,9 +23,16 @@ from consentry.schemas.events import (
     RunStartedEvent,
     StepEvent,
     TokenEvent,
+    ToolCallEvent,
+    ToolResultEvent,
 )
 from consentry.terminal.errors import ClientError
-from consentry.terminal.render import Palette, format_error
+from consentry.terminal.render import (
+    Palette,
+    describe_tool_call,
+    describe_tool_result,
+    format_error,
+)
 
 __all__ = ["RunView"]
 
@@ -54,6 +63,10 @@ class RunView:
             self._write(event.delta)
         elif isinstance(event, MessageEvent):
             self._complete(event)
+        elif isinstance(event, ToolCallEvent):
+            self.line(p.dim(f"  · {describe_tool_call(event)}"))
+        elif isinstance(event, ToolResultEvent):
+            self.line(p.dim(f"  · {describe_tool_result(event)}"))
         elif isinstance(event, ModelRetryEvent):
             if event.discard_message_id is not None:
                 self._streamed.pop(event.discard_message_id, None)

@@ -4,6 +4,7 @@
 import { ChatPane } from "./chat.js";
 import { tick } from "./consent-card.js";
 import { ConsentryClient } from "./consentry.js";
+import { chooseConversation } from "./conversations.js";
 import { $ } from "./dom.js";
 import { Inbox } from "./inbox.js";
 import { NotesPane } from "./notes.js";
@@ -32,6 +33,14 @@ const app = {
     guard(notes.afterRun());
   },
   openNote: () => notes.note,
+  /** Show a conversation (the inbox's link to one): its note, or its project's chat, with it
+   * chosen. */
+  async openConversation(threadId) {
+    const thread = await client.getThread(threadId);
+    chooseConversation(thread);
+    await notes.openProject(thread.project_id, { noteId: thread.note_id });
+    location.hash = "#/notes";
+  },
   inboxCount(count) {
     const badge = $("#inbox-count");
     badge.textContent = String(count);
@@ -134,6 +143,7 @@ function watchApprovals() {
 
 async function start() {
   await whoAmI();
+  await chat.loadGraphs();
   await notes.load();
   await route();
   app.inboxChanged();

@@ -1,14 +1,16 @@
 // The chat beside the open note: the note's conversations (threads), answers streamed token by
-// token and shown as Markdown, steps as quiet lines, consent cards. A reload, or another
+// token and shown as Markdown, steps and tool calls as quiet lines (a tool call opens to show
+// its arguments and result), consent cards. A reload, or another
 // browser, shows the same state: the note's conversations come from the server
-// (GET /v1/threads?note_id=), the transcript and the pending consents from the thread, and a run
-// still going is joined with the last event id this page saw.
+// (GET /v1/threads?note_id=), the transcript, its tool calls (each in its place) and the pending
+// consents from the thread, and a run still going is joined with the last event id this page saw.
 
 import { consentCard } from "./consent-card.js";
 import { isUnreachable } from "./consentry.js";
 import { Conversations } from "./conversations.js";
 import { $, h } from "./dom.js";
 import { showMarkdown } from "./markdown.js";
+import { toolCallBatch } from "./tool-call-card.js";
 
 const FINAL_TEXT = {
   expired: "The request expired; nothing was changed.",
@@ -21,6 +23,12 @@ const FINAL_TEXT = {
 
 const seqKey = (threadId) => `consentry.seq.${threadId}`;
 
+/** "get_weather(city: "Tokyo")": a tool call in one line (its arguments shortened). */
+function toolSummary(call) {
+  const args = Object.entries(call.args ?? {}).map(([key, value]) => `${key}: ${JSON.stringify(value)}`).join(", ");
+  return `${call.name}(${args.length > 60 ? `${args.slice(0, 59)}…` : args})`;
+}
+
 export class ChatPane {
   /**
    * @param {import("./consentry.js").ConsentryClient} client
@@ -32,6 +40,7 @@ export class ChatPane {
     this.log = $("#chat-log");
     this.input = $("#chat-input");
     this.threadId = null;
+    this.graphSelect = $("#graph-select");
     this.streams = new Set(); // the AbortControllers of the streams this page follows
     this.generation = 0; // bumped on every switch, so a late answer never lands in another chat
     this.conversations = new Conversations(client, { onSwitch: (threadId) => this.switchTo(threadId) });
@@ -47,6 +56,21 @@ export class ChatPane {
     });
     $("#chat-stop").addEventListener("click", () => this.stop());
     $("#new-conversation").addEventListener("click", () => this.startOver());
+  }
+
+  /** The served graphs a message can start (GET /v1/graphs): with more than the tutor, a new
+   * conversation may talk to any of them (an existing one keeps its graph). */
+  async loadGraphs() {
+    const { graphs } = await this.client.request("GET", "/v1/graphs");
+    const talking = graphs.filter((graph) => graph.accepts_message);
+    this.graphSelect.replaceChildren(...talking.map((graph) => h("option", { value: graph.name }, graph.name)));
+    this.graphSelect.value = talking.some((graph) => graph.name === "tutor") ? "tutor" : talking[0]?.name ?? "";
+    $("#graph-row").hidden = talking.length < 2;
+    const tutorHint = this.input.placeholder;
+    this.graphSelect.addEventListener("change", () => {
+      const graph = this.graphSelect.value;
+      this.input.placeholder = graph === "tutor" ? tutorHint : `Write to ${graph}… (Enter sends, Shift+Enter: new line)`;
+    });
   }
 
   /** Switch to the conversations of `note` (or of the project when no note is open): the one
@@ -73,6 +97,7 @@ export class ChatPane {
     for (const stream of this.streams) stream.abort();
     this.streams.clear();
     this.threadId = null;
+    this.graphSelect.disabled = false;
     this.log.replaceChildren();
     this.setBusy();
     return ++this.generation;
@@ -80,14 +105,17 @@ export class ChatPane {
 
   async show(threadId, generation) {
     this.threadId = threadId;
+    this.graphSelect.disabled = Boolean(threadId); // a conversation keeps its graph
     this.conversations.render(threadId);
     if (!threadId) return this.hint();
     let thread;
     let messages;
+    let toolCalls;
     try {
-      [thread, { messages }] = await Promise.all([
+      [thread, { messages }, { tool_calls: toolCalls }] = await Promise.all([
         this.client.getThread(threadId),
         this.client.getMessages(threadId),
+        this.client.request("GET", `/v1/threads/${encodeURIComponent(threadId)}/tool-calls`),
       ]);
     } catch (error) {
       if (error.code !== "thread_not_found") throw error;
@@ -100,6 +128,7 @@ export class ChatPane {
     if (generation !== this.generation) return;
     this.conversations.seen(thread);
     for (const message of messages) this.setMessage(message.role, message.message_id, message.content);
+    this.placeToolCalls(toolCalls);
     for (const consent of thread.pending_consents) this.consent(consent);
     if (thread.status === "running") this.join(threadId);
     this.scroll();
@@ -149,7 +178,10 @@ export class ChatPane {
     bubble.textContent = text;
     const body = { message: text };
     if (this.threadId) body.thread_id = this.threadId;
-    else body.project_id = this.project.project_id;
+    else {
+      body.project_id = this.project.project_id;
+      if (this.graphSelect.value) body.graph = this.graphSelect.value;
+    }
     if (this.note) body.note_id = this.note.note_id;
     if (onPendingConsent) body.on_pending_consent = onPendingConsent;
     try {
@@ -172,7 +204,12 @@ export class ChatPane {
   refused(error) {
     this.clearRefusal();
     let line;
-    if (error.code === "consent_pending") {
+    const unrejectable = [...this.log.querySelectorAll('.consent-card[data-state="pending"]')]
+      .some((card) => card.dataset.kind === "interrupt");
+    if (error.code === "consent_pending" && unrejectable) {
+      line = this.line("error", "Answer the question above first: a message cannot set it aside.");
+      this.log.querySelector('.consent-card[data-state="pending"]')?.scrollIntoView({ block: "nearest" });
+    } else if (error.code === "consent_pending") {
       line = this.line("error", "Approve or reject the change above first. ", h("button.reject-and-send.danger", {
         type: "button",
         onclick: () => this.send({ onPendingConsent: "reject" }),
@@ -240,6 +277,7 @@ export class ChatPane {
     const remember = (threadId) => {
       if (here() && threadId && threadId !== this.threadId) {
         this.threadId = threadId; // a new conversation: the server made its thread
+        this.graphSelect.disabled = true; // which keeps its graph
         this.conversations.created(threadId);
       }
     };
@@ -269,6 +307,8 @@ export class ChatPane {
         this.line("step", `The model is busy; trying again in ${Math.ceil(e.retry_in_seconds)} s.`);
       },
       message: (e) => here() && this.setMessage(e.role, e.message_id, e.content),
+      tool_call: (e) => here() && this.toolCall(e),
+      tool_result: (e) => here() && this.toolResult(e),
       consent: (e) => here() && this.consent(e),
       note: (e) => {
         this.app.noteApplied(e);
@@ -288,16 +328,34 @@ export class ChatPane {
     const existing = this.card(event.approval_id);
     if (existing) return existing;
     const threadId = event.thread_id;
+    const batch = event.kind === "tool_call" && event.interrupt_id ? this.batch(threadId, event.interrupt_id) : null;
     const card = consentCard(event, {
       note: this.app.openNote(),
+      batch,
       send: async (decision, extra) => {
         await this.follow((handlers, signal) => this.client.decide(threadId, event.approval_id, decision, { ...extra, signal }, handlers));
         return null;
       },
     });
-    this.log.append(card);
+    if (batch) batch.add(card);
+    else this.log.append(card);
     this.app.inboxChanged();
     return card;
+  }
+
+  /** The reviewed tool calls of one model turn (kind `tool_call`, one `interrupt_id`): their
+   * cards together, their decisions sent in one request (`resume` as a list). */
+  batch(threadId, interruptId) {
+    const existing = this.log.querySelector(`.consent-batch[data-interrupt-id="${CSS.escape(interruptId)}"]`);
+    if (existing) return existing;
+    const batch = toolCallBatch(interruptId, {
+      sendAll: async (resume, { idempotencyKey }) => {
+        await this.follow((handlers, signal) => this.client.chat({ thread_id: threadId, resume }, handlers, { idempotencyKey, signal }));
+        return null;
+      },
+    });
+    this.log.append(batch);
+    return batch;
   }
 
   /** The card of a consent, if this chat shows it. */
@@ -311,6 +369,59 @@ export class ChatPane {
     delete text.parentElement.dataset.state;
     if (role === "assistant") showMarkdown(text, content);
     else text.textContent = content;
+  }
+
+  /** The tool calls of a reloaded thread, each after the message said last before it. */
+  placeToolCalls(toolCalls) {
+    const last = new Map(); // the element each call goes after, by the message it follows
+    for (const call of toolCalls) {
+      const anchor = call.after_message_id ?? "";
+      const line = this.toolLine(call);
+      if (call.status === "pending") line.querySelector(".tool-state").textContent = "no result";
+      this.toolResult(call);
+      const after = last.get(anchor)
+        ?? (anchor ? this.log.querySelector(`.msg[data-message-id="${CSS.escape(anchor)}"]`) : null);
+      if (after) after.after(line);
+      else if (!anchor) this.log.prepend(line);
+      // a message the transcript does not have (yet): the line stays where toolLine put it
+      last.set(anchor, line);
+    }
+  }
+
+  /** A tool call, as a quiet line that opens to show its arguments (and then its result). */
+  toolCall(event) {
+    const line = this.toolLine(event);
+    line.querySelector(".tool-args").textContent = JSON.stringify(event.args, null, 2);
+    line.querySelector(".tool-summary").textContent = toolSummary(event);
+    return line;
+  }
+
+  /** A tool's result (a `tool_result` event, or a listed tool call), on its call's line. */
+  toolResult(result) {
+    if (result.status === "pending") return;
+    const line = this.toolLine(result);
+    line.dataset.status = result.status;
+    line.querySelector(".tool-state").textContent = result.status === "error" ? "failed" : "done";
+    const body = line.querySelector(".tool-result");
+    body.hidden = false;
+    body.querySelector("pre").textContent = result.content;
+    body.querySelector(".tool-cut").textContent = result.truncated
+      ? `Only the first ${result.content.length.toLocaleString()} of ${result.content_chars.toLocaleString()} characters are kept.`
+      : "";
+  }
+
+  /** The line of a tool call (made the first time it is named), with what is known of it. */
+  toolLine(call) {
+    const existing = this.log.querySelector(`details.tool[data-tool-call-id="${CSS.escape(call.tool_call_id)}"]`);
+    if (existing) return existing;
+    const line = h("details.tool", { dataset: { toolCallId: call.tool_call_id, status: "pending" } },
+      h("summary", {}, h("span.tool-summary", {}, toolSummary(call)), " ", h("span.tool-state", {}, "running…")),
+      h("p.tool-label", {}, "Arguments"),
+      h("pre.tool-args", {}, call.args ? JSON.stringify(call.args, null, 2) : ""),
+      h("div.tool-result", { hidden: true }, h("p.tool-label", {}, "Result"), h("pre"), h("p.tool-cut")));
+    this.log.append(line);
+    this.scroll();
+    return line;
   }
 
   bubble(role, messageId = null) {

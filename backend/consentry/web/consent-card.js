@@ -1,14 +1,20 @@
-// A consent card: what the graph asks, as a diff; its expiry as a countdown; approve, edit and
-// reject. The buttons lock on the first click, so a double click sends one decision. A card
-// decided elsewhere (another tab, the inbox, the terminal) says who decided, and locks.
+// A consent card: what the graph asks, its expiry as a countdown ("No deadline" when it has
+// none), and the decisions it allows. The consent kit's kinds show their proposal (the note kinds
+// as a diff) with approve, edit and reject; a raw `interrupt(value)` (kind `interrupt`) shows the
+// value and an answer box (answer-form.js); a reviewed tool call (kind `tool_call`) shows the tool
+// and its arguments (tool-call-card.js). The buttons lock on the first click, so a double click
+// sends one decision. A card decided elsewhere (another tab, the inbox, the terminal) says who
+// decided, and locks.
 
+import { answerForm } from "./answer-form.js";
 import { isUnreachable, newIdempotencyKey } from "./consentry.js";
 import { hunks, lineDiff, pairChangedLines } from "./diff.js";
 import { countdown, h } from "./dom.js";
 import { capitalized, isCurrentUser, personName } from "./people.js";
+import { toolCallView } from "./tool-call-card.js";
 
-/** Refusals that end the card: anything else (a network error, 503, an invalid edit) leaves
- * it open to try again. */
+/** Refusals that end the card: anything else (a network error, 503, an invalid edit or answer)
+ * leaves it open to try again. */
 const FINAL_REFUSALS = new Set([
   "already_decided", "consent_expired", "approval_not_pending", "no_pending_consent",
   "approval_not_found", "thread_not_found",
@@ -18,63 +24,64 @@ const STATUS_TEXT = {
   approve: "Approved",
   edit: "Approved with your edit",
   reject: "Rejected: nothing was changed.",
+  answer: "Answered.",
 };
+
+const TOOL_STATUS_TEXT = {
+  approve: "Approved: the tool runs.",
+  edit: "Approved with your arguments: the tool runs with them.",
+  reject: "Rejected: the tool does not run.",
+  respond: "Replied: the model gets your reply; the tool does not run.",
+};
+
+/** What a decision sent from this card did, in words. */
+export function decidedText(kind, decision) {
+  return (kind === "tool_call" ? TOOL_STATUS_TEXT[decision] : null) ?? STATUS_TEXT[decision] ?? "Sent.";
+}
 
 const EXPIRED_TEXT = "This request expired: nothing was changed.";
 
 /**
  * @param {object} consent a `consent` event, or an inbox approval (same fields)
  * @param {object} options
- * @param {(decision: string, extra: {edited?: object, comment?: string}) => Promise<string>} options.send
+ * @param {(decision: string, extra: {edited?: object, comment?: string, value?: unknown}) => Promise<string>} options.send
  *   sends the decision; resolves with a line to show, rejects with a ConsentryError
  * @param {object|null} [options.note] the open note, to warn when it moved past the proposal
+ * @param {object|null} [options.batch] kind `tool_call`: the `toolCallBatch` the card belongs to
  */
-export function consentCard(consent, { send, note = null }) {
-  const allowed = new Set(consent.allowed_decisions);
+export function consentCard(consent, { send, note = null, batch = null }) {
   const status = h("p.consent-status", { role: "status", tabindex: "-1" });
-  const comment = h("input.consent-comment", {
-    type: "text",
-    placeholder: "Comment (optional)",
-    "aria-label": "Comment on your decision",
-    maxLength: 2000,
-  });
-  const editor = editorFor(consent);
-  const actions = h("div.consent-actions");
+  const clock = consent.expires_at
+    ? h("p.countdown", { dataset: { expiresAt: consent.expires_at } })
+    : h("p.countdown.no-deadline", {}, "No deadline");
   const card = h(
     "article.consent-card",
     { dataset: { approvalId: consent.approval_id, kind: consent.kind, state: "pending" }, tabindex: "-1" },
     h("h3.consent-title", {}, consent.title),
-    staleWarning(consent, note),
-    proposalView(consent),
-    h("p.countdown", { dataset: { expiresAt: consent.expires_at } }),
-    editor.element,
-    actions,
-    status,
   );
 
   let locked = false;
   const setLocked = (value) => {
     locked = value;
-    for (const control of card.querySelectorAll("button:not(.diff-fold), textarea, input")) control.disabled = value;
+    for (const control of card.querySelectorAll("button:not(.diff-fold), textarea, input, select")) control.disabled = value;
   };
   const lock = () => {
     setLocked(true);
     status.focus(); // the focused button is disabled: keep the keyboard user's place
   };
-  // One idempotency key per decision: sent again after a lost answer, it is answered once.
-  const keys = new Map();
-  const decide = async (decision, extra) => {
-    if (locked) return; // the second click of a double click
+  let view = null;
+  /** Lock the card while `sending()` goes, and say how it went: true when it was decided. */
+  const track = async (sending, decision) => {
+    if (locked) return false; // the second click of a double click
     lock();
     card.dataset.state = "sending";
     status.classList.remove("error");
     status.textContent = "Sending…";
-    const fingerprint = JSON.stringify([decision, extra]);
-    if (!keys.has(fingerprint)) keys.set(fingerprint, newIdempotencyKey());
     try {
-      const line = await send(decision, { ...extra, idempotencyKey: keys.get(fingerprint) });
+      const line = await sending();
       card.dataset.state = "decided";
-      status.textContent = line ?? STATUS_TEXT[decision];
+      status.textContent = line ?? decidedText(consent.kind, decision);
+      return true;
     } catch (error) {
       status.textContent = refusalText(error);
       status.classList.add("error");
@@ -84,43 +91,27 @@ export function consentCard(consent, { send, note = null }) {
         card.dataset.state = "pending"; // nothing was decided: try again
         setLocked(false);
       }
+      view.refused?.(error);
+      return false;
     }
   };
-  const withComment = () => (comment.value.trim() ? { comment: comment.value.trim() } : {});
-  // An open editor with changes is what the person means to approve: Approve sends it.
-  const editing = () => editor.element !== null && !editor.element.hidden && editor.changed();
-  if (allowed.has("approve")) {
-    const approve = h("button.approve.primary", {
-      type: "button",
-      onclick: () => (editing()
-        ? decide("edit", { edited: editor.edited(), ...withComment() })
-        : decide("approve", withComment())),
-    }, "Approve");
-    editor.onChange(() => { approve.textContent = editing() ? "Approve my edit" : "Approve"; });
-    actions.append(approve);
-  }
-  if (allowed.has("edit") && editor.element) {
-    actions.append(h("button.edit", {
-      type: "button",
-      "aria-expanded": "false",
-      onclick: (e) => {
-        editor.element.hidden = false;
-        e.currentTarget.setAttribute("aria-expanded", "true");
-        editor.focus();
-      },
-    }, "Edit…"));
-    editor.onSend(() => decide("edit", { edited: editor.edited(), ...withComment() }));
-  }
-  if (allowed.has("reject")) {
-    actions.append(
-      h("button.reject.danger", {
-        type: "button",
-        title: "Nothing is changed",
-        onclick: () => decide("reject", withComment()),
-      }, "Reject"),
-      comment,
-    );
-  }
+  // One idempotency key per decision: sent again after a lost answer, it is answered once.
+  const keys = new Map();
+  const decide = (decision, extra) => {
+    if (locked) return;
+    const fingerprint = JSON.stringify([decision, extra]);
+    if (!keys.has(fingerprint)) keys.set(fingerprint, newIdempotencyKey());
+    track(() => send(decision, { ...extra, idempotencyKey: keys.get(fingerprint) }), decision);
+  };
+  const viewOf = consent.kind === "interrupt" ? interruptView : consent.kind === "tool_call" ? toolCallView : kitView;
+  view = viewOf(consent, { decide, note, batch });
+  const parts = [...view.body, clock, ...view.editors, h("div.consent-actions", {}, ...view.actions), status];
+  card.append(...parts.filter(Boolean));
+  card.track = track;
+  card.choice = view.choice ?? (() => null);
+  card.picked = view.picked ?? (() => null);
+  card.regroup = view.regroup;
+
   card.expire = () => {
     if (locked) return;
     lock();
@@ -145,9 +136,89 @@ export function consentCard(consent, { send, note = null }) {
     card.dataset.state = approval.status === "cancelled" ? "expired" : "decided";
     card.dataset.decidedBy = approval.decided?.decided_by ?? "";
     status.textContent = outcomeText(approval.status, approval.decided, { elsewhere: true });
+    batch?.changed();
   };
   tick(card);
   return card;
+}
+
+/** The consent kit's kinds: the proposal (a diff for the note kinds), Approve, Edit… (for the
+ * kinds with an editor), and Reject with an optional comment. */
+function kitView(consent, { decide, note }) {
+  const allowed = new Set(consent.allowed_decisions);
+  const comment = h("input.consent-comment", {
+    type: "text",
+    placeholder: "Comment (optional)",
+    "aria-label": "Comment on your decision",
+    maxLength: 2000,
+  });
+  const editor = editorFor(consent);
+  const actions = [];
+  const withComment = () => (comment.value.trim() ? { comment: comment.value.trim() } : {});
+  // An open editor with changes is what the person means to approve: Approve sends it.
+  const editing = () => editor.element !== null && !editor.element.hidden && editor.changed();
+  if (allowed.has("approve")) {
+    const approve = h("button.approve.primary", {
+      type: "button",
+      onclick: () => (editing()
+        ? decide("edit", { edited: editor.edited(), ...withComment() })
+        : decide("approve", withComment())),
+    }, "Approve");
+    editor.onChange(() => { approve.textContent = editing() ? "Approve my edit" : "Approve"; });
+    actions.push(approve);
+  }
+  if (allowed.has("edit") && editor.element) {
+    actions.push(h("button.edit", {
+      type: "button",
+      "aria-expanded": "false",
+      onclick: (e) => {
+        editor.element.hidden = false;
+        e.currentTarget.setAttribute("aria-expanded", "true");
+        editor.focus();
+      },
+    }, "Edit…"));
+    editor.onSend(() => decide("edit", { edited: editor.edited(), ...withComment() }));
+  }
+  if (allowed.has("reject")) {
+    actions.push(
+      h("button.reject.danger", {
+        type: "button",
+        title: "Nothing is changed",
+        onclick: () => decide("reject", withComment()),
+      }, "Reject"),
+      comment,
+    );
+  }
+  return { body: [staleWarning(consent, note), proposalView(consent)], editors: [editor.element], actions };
+}
+
+/** A raw `interrupt(value)`: the value as JSON, and an answer box; Answer sends what it reads.
+ * An answer the server finds misfit (422 `invalid_answer`) shows its errors; the card stays. */
+function interruptView(consent, { decide }) {
+  const value = consent.value ?? consent.proposal?.value ?? null;
+  const form = answerForm(consent.response_schema ?? null);
+  const answer = h("button.answer.primary", {
+    type: "button",
+    onclick: () => {
+      const read = form.read();
+      if ("value" in read) decide("answer", { value: read.value });
+      else form.focus();
+    },
+  }, "Answer");
+  form.element.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && e.target.tagName === "INPUT" && !e.isComposing) {
+      e.preventDefault();
+      answer.click();
+    }
+  });
+  return {
+    body: [h("pre.proposal-json.interrupt-value", { "aria-label": "What the graph asks, as JSON" }, JSON.stringify(value, null, 2))],
+    editors: [form.element],
+    actions: [answer],
+    refused: (error) => {
+      if (error?.code === "invalid_answer") form.showErrors(error.details?.errors ?? []);
+    },
+  };
 }
 
 /** What happened to a consent, in words: "You approved this elsewhere.", "Ada rejected this:
@@ -160,6 +231,7 @@ export function outcomeText(statusName, decided, { elsewhere = false } = {}) {
   if (statusName === "approved") return `${who} approved this${where}.`;
   if (statusName === "edited") return `${who} approved this with an edit${where}.`;
   if (statusName === "rejected") return `${who} rejected this${where}: nothing was changed.`;
+  if (statusName === "answered") return `${who} answered this${where}.`;
   return `${who} decided this${where}.`;
 }
 
@@ -292,6 +364,10 @@ export function tick(root = document) {
   for (const card of targets) {
     const clock = card.querySelector(".countdown");
     if (!clock) continue;
+    if (!clock.dataset.expiresAt) { // no deadline: it waits until someone decides
+      clock.hidden = !["pending", "sending"].includes(card.dataset.state);
+      continue;
+    }
     const left = (Date.parse(clock.dataset.expiresAt) - now) / 1000;
     if (!["pending", "sending"].includes(card.dataset.state)) {
       clock.hidden = true;

@@ -13,12 +13,31 @@ export interface Approval {
   /** Open: the schema does not fix these values, hence `unknown`. */
   proposal: Record<string, unknown>;
   proposal_hash: string;
-  allowed_decisions: ("approve" | "edit" | "reject")[];
+  allowed_decisions: ("approve" | "edit" | "reject" | "answer" | "respond")[];
+  /**
+   * The LangGraph interrupt it answers (the consent event's); the tool calls of one review share it and are decided together.
+   * @default ""
+   */
+  interrupt_id?: string;
+  /**
+   * Kind `interrupt`: the raw value the graph's interrupt() gave.
+   * @default null
+   */
+  value?: JsonValue;
+  /**
+   * Kind `interrupt`: the JSON Schema an answer must fit, if any.
+   * Open: the schema does not fix these values, hence `unknown`.
+   * @default null
+   */
+  response_schema?: Record<string, unknown> | null;
   /** @format date-time */
   created_at: string;
-  /** @format date-time */
-  expires_at: string;
-  status: "pending" | "approved" | "edited" | "rejected" | "expired" | "cancelled";
+  /**
+   * None: it waits until someone decides.
+   * @format date-time
+   */
+  expires_at: string | null;
+  status: "pending" | "approved" | "edited" | "rejected" | "answered" | "expired" | "cancelled";
   /** None while pending. */
   decided: RecordedDecision | null;
 }
@@ -68,7 +87,7 @@ export interface AuditTrail {
 }
 
 /**
- * Start a run: exactly one of ``message`` or ``resume``.
+ * Start a run: exactly one of ``message``, ``input`` or ``resume``.
  * Closed: the server rejects properties not declared here.
  */
 export type ChatRequest = {
@@ -99,11 +118,16 @@ export type ChatRequest = {
    */
   note_id?: string | null;
   /**
-   * Not blank.
+   * Not blank. Shorthand for the input `{"messages": [this user message]}`.
    * @pattern \S
    * @default null
    */
   message?: string | null;
+  /**
+   * The graph's own input, any JSON object, checked against the graph's input schema (`GET /v1/graphs`; 422 `invalid_input` naming the field).
+   * @default null
+   */
+  input?: Record<string, JsonValue> | null;
   /**
    * A decision on a pending consent, or a list of decisions on several pending consents of the thread (parallel branches), applied together; each consent once (422 `duplicate_decision`).
    * @minItems 1
@@ -124,11 +148,19 @@ export type ChatRequest = {
 } & (
   | {
       message: string;
+      input?: null;
+      resume?: null;
+    }
+  | {
+      message?: null;
+      /** Open: the schema does not fix these values, hence `unknown`. */
+      input: Record<string, unknown>;
       resume?: null;
     }
   | {
       thread_id: string;
       message?: null;
+      input?: null;
       /**
        * @minItems 1
        * @maxItems 50
@@ -137,6 +169,10 @@ export type ChatRequest = {
     }
 );
 
+/**
+ * A consent the graph waits for: one of its consent kit's kinds, or (kind ``interrupt``) a
+ * raw ``interrupt(value)`` that is answered with any JSON value.
+ */
 export interface ConsentEvent {
   thread_id: string;
   run_id: string;
@@ -148,19 +184,38 @@ export interface ConsentEvent {
   /** @format date-time */
   ts: string;
   type: "consent";
-  /** The LangGraph interrupt id; send it back in `resume`. */
+  /** Send it back in `resume`. */
   approval_id: string;
-  /** What is asked, e.g. `note_edit`; fixes the proposal schema. */
+  /** What is asked, e.g. `note_edit`; fixes the proposal schema. `interrupt`: a raw `interrupt(value)`, answered with `{approval_id, value}`. */
   kind: string;
   title: string;
   /**
-   * Structured proposal; for `note_edit` see NoteEditProposal.
+   * Structured proposal; for `note_edit` see NoteEditProposal; for `interrupt`, `{value}`.
    * Open: the schema does not fix these values, hence `unknown`.
    */
   proposal: Record<string, unknown>;
-  allowed_decisions: ("approve" | "edit" | "reject")[];
-  /** @format date-time */
-  expires_at: string;
+  allowed_decisions: ("approve" | "edit" | "reject" | "answer" | "respond")[];
+  /**
+   * The LangGraph interrupt that asked; the same as `approval_id` but for a reviewed batch of tool calls (kind `tool_call`, LangChain's human-in-the-loop middleware), whose consents share it and are decided together in one request.
+   * @default ""
+   */
+  interrupt_id?: string;
+  /**
+   * Kind `interrupt`: the value the graph passed to interrupt().
+   * @default null
+   */
+  value?: JsonValue;
+  /**
+   * Kind `interrupt`: the JSON Schema an answer must fit, when the graph gave one (`interrupt(value, response_schema=...)`).
+   * Open: the schema does not fix these values, hence `unknown`.
+   * @default null
+   */
+  response_schema?: Record<string, unknown> | null;
+  /**
+   * When it expires unanswered; None: it waits until someone decides.
+   * @format date-time
+   */
+  expires_at: string | null;
 }
 
 /** One kind of consent a graph may ask for, with the JSON Schemas of its payloads. */
@@ -170,7 +225,7 @@ export interface ConsentKindDetail {
   /** The `kind` of its `consent` events. */
   kind: string;
   description: string;
-  allowed_decisions: ("approve" | "edit" | "reject")[];
+  allowed_decisions: ("approve" | "edit" | "reject" | "answer" | "respond")[];
   /** How long a request stays open; null: the server's default (`CONSENTRY_CONSENT_TTL_SECONDS`). */
   ttl_seconds: number | null;
   /** A person must decide, whatever the thread's consent policy says. */
@@ -200,6 +255,8 @@ export type ConsentryEvent =
   | StepEvent
   | TokenEvent
   | MessageEvent
+  | ToolCallEvent
+  | ToolResultEvent
   | ConsentEvent
   | NoteEvent
   | ModelRetryEvent
@@ -212,21 +269,28 @@ export interface DecisionAccepted {
   approval_id: string;
   thread_id: string;
   run_id: string;
-  status: "pending" | "approved" | "edited" | "rejected" | "expired" | "cancelled";
+  status: "pending" | "approved" | "edited" | "rejected" | "answered" | "expired" | "cancelled";
 }
 
 /**
- * A decision on one consent (the body of ``POST /v1/approvals/{id}/decision``).
+ * A decision on one consent (the body of ``POST /v1/approvals/{id}/decision``): with
+ * ``edited`` for ``edit``, ``value`` for ``answer``, ``comment`` for ``respond``.
  * Closed: the server rejects properties not declared here.
  */
 export type DecisionRequest = {
-  decision: "approve" | "edit" | "reject";
+  /** Omit it with `value`: an `answer`. */
+  decision: "approve" | "edit" | "reject" | "answer" | "respond";
   /**
    * With `edit`: the person's version, in the kind's edit schema.
    * Open: the schema does not fix these values, hence `unknown`.
    * @default null
    */
   edited?: Record<string, unknown> | null;
+  /**
+   * With `answer`: the value the graph's `interrupt()` returns (any JSON), checked against the interrupt's `response_schema` when it has one.
+   * @default null
+   */
+  value?: JsonValue;
   /**
    * @maxLength 2000
    * @default null
@@ -237,10 +301,25 @@ export type DecisionRequest = {
       decision: "edit";
       /** Open: the schema does not fix these values, hence `unknown`. */
       edited: Record<string, unknown>;
+      value?: null;
+    }
+  | {
+      decision: "answer";
+      edited?: null;
+      /** With `answer`: the value the graph's `interrupt()` returns (any JSON), checked against the interrupt's `response_schema` when it has one. */
+      value: JsonValue;
+    }
+  | {
+      decision: "respond";
+      edited?: null;
+      value?: null;
+      /** @minLength 1 */
+      comment: string;
     }
   | {
       decision: "approve" | "reject";
       edited?: null;
+      value?: null;
     }
 );
 
@@ -288,6 +367,39 @@ export interface FinalEvent {
   /** Model tokens this run used. */
   usage: TokenUsage;
 }
+
+/** One served graph: what it takes, keeps and gives, and the consents it may ask. */
+export interface GraphDetail {
+  /** The `graph` of `POST /v1/chat`. */
+  name: string;
+  /** Whether a `message` can start it (its input has `messages`); any graph takes its own `input`. */
+  accepts_message: boolean;
+  /**
+   * JSON Schema of its `input` (`POST /v1/chat`); null when the graph's types give none (a field of a type pydantic cannot describe).
+   * Open: the schema does not fix these values, hence `unknown`.
+   */
+  input_schema: Record<string, unknown> | null;
+  /**
+   * JSON Schema of its state; null when the graph's types give none (a field of a type pydantic cannot describe).
+   * Open: the schema does not fix these values, hence `unknown`.
+   */
+  state_schema: Record<string, unknown> | null;
+  /**
+   * JSON Schema of its output; null when the graph's types give none (a field of a type pydantic cannot describe).
+   * Open: the schema does not fix these values, hence `unknown`.
+   */
+  output_schema: Record<string, unknown> | null;
+  /** The consent kit's kinds it may ask, by name (their schemas: `GET /v1/consent-kinds`). */
+  consent_kinds: string[];
+}
+
+export interface GraphList {
+  /** By name. */
+  graphs: GraphDetail[];
+}
+
+/** Open: the schema does not fix these values, hence `unknown`. */
+export type JsonValue = unknown;
 
 /** Who the request's key names: the stable id, its parts, and a display name. */
 export interface Me {
@@ -461,8 +573,8 @@ export interface NoteVersionList {
 
 /** What was decided, by whom and when. */
 export interface RecordedDecision {
-  status: "pending" | "approved" | "edited" | "rejected" | "expired" | "cancelled";
-  /** `approve`, `edit`, `reject`, or `expire`. */
+  status: "pending" | "approved" | "edited" | "rejected" | "answered" | "expired" | "cancelled";
+  /** `approve`, `edit`, `reject`, `answer`, or `expire`. */
   decision: string | null;
   /** `tenant/user`, `policy` or `system`. */
   decided_by: string | null;
@@ -472,6 +584,11 @@ export interface RecordedDecision {
   decided_at: string | null;
   /** Open: the schema does not fix these values, hence `unknown`. */
   edited: Record<string, unknown> | null;
+  /**
+   * With `answer`: the value given.
+   * @default null
+   */
+  value?: JsonValue;
   comment: string | null;
 }
 
@@ -486,13 +603,19 @@ export type ResumeDecision = {
    * @maxLength 64
    */
   approval_id: string;
-  decision: "approve" | "edit" | "reject";
+  /** Omit it with `value`: an `answer`. */
+  decision: "approve" | "edit" | "reject" | "answer" | "respond";
   /**
    * With `edit`: the person's version, in the consent kind's edit schema (for `note_edit`: `{content, title?}`).
    * Open: the schema does not fix these values, hence `unknown`.
    * @default null
    */
   edited?: Record<string, unknown> | null;
+  /**
+   * With `answer` (a raw `interrupt()`): the value the graph receives, any JSON, checked against the interrupt's `response_schema` when it has one.
+   * @default null
+   */
+  value?: JsonValue;
   /**
    * @maxLength 2000
    * @default null
@@ -503,10 +626,25 @@ export type ResumeDecision = {
       decision: "edit";
       /** Open: the schema does not fix these values, hence `unknown`. */
       edited: Record<string, unknown>;
+      value?: null;
+    }
+  | {
+      decision: "answer";
+      edited?: null;
+      /** With `answer` (a raw `interrupt()`): the value the graph receives, any JSON, checked against the interrupt's `response_schema` when it has one. */
+      value: JsonValue;
+    }
+  | {
+      decision: "respond";
+      edited?: null;
+      value?: null;
+      /** @minLength 1 */
+      comment: string;
     }
   | {
       decision: "approve" | "reject";
       edited?: null;
+      value?: null;
     }
 );
 
@@ -620,6 +758,112 @@ export interface TokenUsage {
   input_tokens: number;
   /** @minimum 0 */
   output_tokens: number;
+}
+
+/**
+ * A tool call a model asked for in the thread, with its result once the tool returned: what
+ * its ``tool_call`` and ``tool_result`` events told.
+ */
+export interface ToolCall {
+  tool_call_id: string;
+  /** The run that told the call. */
+  run_id: string;
+  /** The tool. */
+  name: string;
+  /**
+   * The arguments the model gave it (as last edited).
+   * Open: the schema does not fix these values, hence `unknown`.
+   */
+  args: Record<string, unknown>;
+  /** The assistant message that asked for it; null for a result whose call was never told. */
+  message_id: string | null;
+  /** `pending`: no result yet (the run stopped before the tool ran, or waits for a consent); `success` or `error`: the result's. */
+  status: "pending" | "success" | "error";
+  /** The result as its `tool_result` carried it (cut when `truncated`). */
+  content: string | null;
+  /** The whole result's length in characters. */
+  content_chars: number | null;
+  truncated: boolean;
+  /** @format date-time */
+  created_at: string;
+  /**
+   * When its result was stored.
+   * @format date-time
+   */
+  finished_at: string | null;
+  /** The transcript message (`GET /v1/threads/{id}/messages`) said last before the call; null: before the first. */
+  after_message_id: string | null;
+}
+
+/**
+ * The model asked for a tool: one event per call of its message (a message with calls and no
+ * text is told by these alone, never as a ``message``). Kept apart from the transcript, with its
+ * result, at ``GET /v1/threads/{thread_id}/tool-calls``. The same ``tool_call_id`` told again
+ * (its arguments edited before it ran) replaces the call told before.
+ */
+export interface ToolCallEvent {
+  thread_id: string;
+  run_id: string;
+  /**
+   * Per-thread number of the stored event, one more than the stored event before it (a `token`, never stored, carries that event's); also the SSE `id:`.
+   * @minimum 1
+   */
+  seq: number;
+  /** @format date-time */
+  ts: string;
+  type: "tool_call";
+  /** The model's id of the call; its `tool_result` names it. */
+  tool_call_id: string;
+  /** The tool asked for. */
+  name: string;
+  /**
+   * The arguments the model gave it.
+   * Open: the schema does not fix these values, hence `unknown`.
+   */
+  args: Record<string, unknown>;
+  /** The assistant message that asked for it. */
+  message_id: string;
+}
+
+/**
+ * The thread's tool calls in the order the model asked for them; apart from its transcript,
+ * which keeps what the user and the assistant said.
+ */
+export interface ToolCallList {
+  thread_id: string;
+  tool_calls: ToolCall[];
+}
+
+/**
+ * A tool returned (or failed): what the model reads next. ``content`` is cut past 8,000
+ * characters; ``content_chars`` states the whole result's size.
+ */
+export interface ToolResultEvent {
+  thread_id: string;
+  run_id: string;
+  /**
+   * Per-thread number of the stored event, one more than the stored event before it (a `token`, never stored, carries that event's); also the SSE `id:`.
+   * @minimum 1
+   */
+  seq: number;
+  /** @format date-time */
+  ts: string;
+  type: "tool_result";
+  /** The `tool_call` this answers. */
+  tool_call_id: string;
+  /** The tool that ran (empty when the graph did not name it). */
+  name: string;
+  /** `error`: the tool failed; `content` is what the model is told about it. */
+  status: "success" | "error";
+  /** The result as text, cut when `truncated`. */
+  content: string;
+  /**
+   * The whole result's length in characters.
+   * @minimum 0
+   */
+  content_chars: number;
+  /** `content` holds only the first characters of it. */
+  truncated: boolean;
 }
 
 /** The `type` of every SSE event (also its SSE `event:` name). */

@@ -168,10 +168,13 @@ export class ConsentryClient {
     return this.follow(response, state, handlers, signal);
   }
 
-  /** Decide a consent on the thread's stream: its resumed run streams back to `handlers`. */
-  decide(threadId, approvalId, decision, { edited, comment, ...rest } = {}, handlers = {}) {
+  /** Decide a consent on the thread's stream: its resumed run streams back to `handlers`.
+   * `answer` (a raw interrupt) sends `value`; a batch of tool calls is decided together with
+   * `chat({thread_id, resume: [{approval_id, decision, …}, …]})`. */
+  decide(threadId, approvalId, decision, { edited, comment, value, ...rest } = {}, handlers = {}) {
     const resume = { approval_id: approvalId, decision };
     if (edited !== undefined) resume.edited = edited;
+    if (value !== undefined) resume.value = value;
     if (comment) resume.comment = comment;
     return this.chat({ thread_id: threadId, resume }, handlers, rest);
   }
@@ -370,9 +373,10 @@ export class ConsentryClient {
   }
   getApproval(approvalId) { return this.request("GET", `/v1/approvals/${enc(approvalId)}`); }
   /** Decide from the inbox: 202, the run goes on in the background. */
-  decideApproval(approvalId, decision, { edited, comment, idempotencyKey = newIdempotencyKey() } = {}) {
+  decideApproval(approvalId, decision, { edited, comment, value, idempotencyKey = newIdempotencyKey() } = {}) {
     const body = { decision };
     if (edited !== undefined) body.edited = edited;
+    if (value !== undefined) body.value = value;
     if (comment) body.comment = comment;
     return this.request("POST", `/v1/approvals/${enc(approvalId)}/decision`, body, {
       headers: { "Idempotency-Key": idempotencyKey },

@@ -6,6 +6,14 @@ import { $, fill, h, when } from "./dom.js";
 
 const LIST_LIMIT = 50;
 
+/** Where this browser remembers which conversation of a note (or of a project's chat) is open. */
+const choiceKey = (noteId, projectId) => (noteId ? `consentry.thread.note.${noteId}` : `consentry.thread.project.${projectId}`);
+
+/** Make `thread` the conversation its note (or project) opens with (the inbox's link to it). */
+export function chooseConversation({ thread_id: threadId, note_id: noteId, project_id: projectId }) {
+  localStorage.setItem(choiceKey(noteId, projectId), threadId);
+}
+
 export class Conversations {
   /**
    * @param {import("./consentry.js").ConsentryClient} client
@@ -31,7 +39,7 @@ export class Conversations {
     const generation = ++this.generation;
     this.note = note;
     this.project = project;
-    this.key = note ? `consentry.thread.note.${note.note_id}` : `consentry.thread.project.${project.project_id}`;
+    this.key = choiceKey(note?.note_id, project.project_id);
     this.threads = [];
     this.render(null);
     const remembered = localStorage.getItem(this.key);

@@ -6,6 +6,13 @@ service)."""
 from __future__ import annotations
 
 from consentry.runtime.consents._alarm import ExpiryAlarm
+from consentry.runtime.consents._asks import (
+    ConsentAsk,
+    ConsentDeadlines,
+    graph_resumes,
+    interrupt_of,
+    read_asks,
+)
 from consentry.runtime.consents._effects import OwnerEffectLedger
 from consentry.runtime.consents._expiry import ExpirySweeper
 from consentry.runtime.consents._feed import ApprovalFeed
@@ -19,6 +26,7 @@ from consentry.runtime.consents._gate import (
     expired,
     is_expired,
     record_decision,
+    reopen_consent,
 )
 from consentry.runtime.consents._inbox import ApprovalInbox, accepted
 from consentry.runtime.consents._records import (
@@ -32,6 +40,8 @@ __all__ = [
     "DECIDED",
     "ApprovalFeed",
     "ApprovalInbox",
+    "ConsentAsk",
+    "ConsentDeadlines",
     "ExpiryAlarm",
     "ExpirySweeper",
     "OwnerEffectLedger",
@@ -43,9 +53,13 @@ __all__ = [
     "consent_event",
     "expire_consent",
     "expired",
+    "graph_resumes",
+    "interrupt_of",
     "is_expired",
+    "read_asks",
     "record_decision",
     "recorded_decisions",
+    "reopen_consent",
     "settle_pending",
     "store_consent",
 ]

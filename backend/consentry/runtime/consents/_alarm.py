@@ -18,8 +18,11 @@ class ExpiryAlarm:
         self.planned: datetime | None = None
         """When the sweeper plans to look next (None: it is looking now)."""
 
-    def consent_requested(self, expires_at: datetime) -> None:
-        """A consent was stored: ring only if it expires before the planned look."""
+    def consent_requested(self, expires_at: datetime | None) -> None:
+        """A consent was stored: ring only if it expires before the planned look (one without
+        a deadline never does)."""
+        if expires_at is None:
+            return
         if self.planned is None or expires_at < self.planned:
             self._ring.set()
 

@@ -5,10 +5,11 @@ checks in order, each with its own answer: the approval exists and is the caller
 ``approval_not_found``); it belongs to the thread (409 ``approval_not_pending``); it is still
 pending (409 ``already_decided``, naming the winning decision; 410 ``consent_expired``); its
 deadline has not passed (410); the decision is allowed and the edit fits the kind's edit schema
-(422, the consent stays pending); LangGraph really waits for it (409 ``approval_not_pending``:
-LangGraph itself accepts any resume silently).
+(422, the consent stays pending), and an answer to a raw ``interrupt()`` fits its
+``response_schema`` (422 ``invalid_answer``, still pending); LangGraph really waits for it (409
+``approval_not_pending``: LangGraph itself accepts any resume silently).
 
-Recording is a compare-and-set ``pending → approved | edited | rejected`` in the caller's
+Recording is a compare-and-set ``pending → approved | edited | rejected | answered`` in the caller's
 transaction, with its audit record; when it loses, the caller's transaction rolls back and the
 loser gets 409 ``already_decided`` with the winner.
 """
@@ -21,7 +22,8 @@ from pydantic import ValidationError
 
 from consentry.errors import ConflictError, GoneError, InvalidRequestError, NotFoundError
 from consentry.principal import Principal
-from consentry.schemas.approvals import ApprovalStatus
+from consentry.runtime.consents._asks import check_answer, check_edited_args, interrupt_of
+from consentry.schemas.approvals import TOOL_CALL, ApprovalStatus
 from consentry.schemas.chat import ResumeDecision
 from consentry.storage import approvals as approvals_repo
 from consentry.storage.approvals import ApprovalRecord
@@ -41,12 +43,15 @@ __all__ = [
     "expired",
     "is_expired",
     "record_decision",
+    "reopen_consent",
 ]
 
 STATUS_OF: dict[str, ApprovalStatus] = {
     "approve": "approved",
     "edit": "edited",
     "reject": "rejected",
+    "answer": "answered",
+    "respond": "answered",
 }
 DECIDED = frozenset(STATUS_OF.values())
 """The statuses of a consent a person (or a policy) decided."""
@@ -67,14 +72,19 @@ def already_decided(row: ApprovalRecord) -> ConflictError:
 
 def is_expired(row: ApprovalRecord, now: datetime) -> bool:
     """Expired, or still pending past its deadline (the sweeper has not got to it yet)."""
-    return row.status == "expired" or (row.status == "pending" and row.expires_at <= now)
+    return row.status == "expired" or (
+        row.status == "pending" and row.expires_at is not None and row.expires_at <= now
+    )
 
 
 def expired(row: ApprovalRecord) -> GoneError:
     return GoneError(
         "This consent request has expired; nothing was applied.",
         code="consent_expired",
-        details={"approval_id": row.id, "expired_at": row.expires_at.isoformat()},
+        details={
+            "approval_id": row.id,
+            "expired_at": row.expires_at.isoformat() if row.expires_at else None,
+        },
     )
 
 
@@ -122,6 +132,10 @@ def check_decision(
             code="decision_not_allowed",
             details={"allowed_decisions": allowed},
         )
+    if resume.decision == "answer":
+        check_answer(row.event, resume.value)
+    if resume.decision == "edit" and row.kind == TOOL_CALL:
+        check_edited_args(row.event, resume.edited)
     kind = spec.consent_kinds.get(row.kind)
     if resume.decision == "edit" and kind is not None:
         try:
@@ -136,7 +150,7 @@ def check_decision(
                     )
                 },
             ) from None
-    if row.id not in pending_ids:
+    if interrupt_of(row) not in pending_ids:
         raise ConflictError(
             "The graph is not waiting for this consent.",
             code="approval_not_pending",
@@ -184,6 +198,7 @@ async def record_decision(
             "decision": decision.decision,
             "status": status,
             "edited": decision.edited,
+            "value": decision.value,
             "comment": decision.comment,
             "proposal_hash": row.proposal_hash,
         },
@@ -206,9 +221,37 @@ async def expire_consent(
         approval_id=row.id,
         actor="system",
         now=now,
-        data={"expires_at": row.expires_at.isoformat()},
+        data={"expires_at": row.expires_at.isoformat() if row.expires_at else None},
     )
     return True
+
+
+async def reopen_consent(
+    conn: DbConnection, owner: Principal, approval_id: str, *, run_id: str, now: datetime
+) -> None:
+    """An answer the graph raised on (the run failed, the graph still waits): the consent is
+    pending again, with a ``consent_requested`` audit record that says why (the approvals feed
+    shows it as asked again)."""
+    row = await approvals_repo.find_approval(conn, owner, approval_id)
+    if row is None or not await approvals_repo.reopen_approval(conn, approval_id):
+        return
+    await record_audit(
+        conn,
+        owner,
+        action="consent_requested",
+        thread_id=row.thread_id,
+        run_id=run_id,
+        approval_id=row.id,
+        actor="system",
+        now=now,
+        data={
+            "kind": row.kind,
+            "proposal_hash": row.proposal_hash,
+            "expires_at": row.expires_at.isoformat() if row.expires_at else None,
+            "reopened": "the graph failed on the answer",
+            "refused": (row.decision or {}).get("value"),
+        },
+    )
 
 
 async def cancel_consent(

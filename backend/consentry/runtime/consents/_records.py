@@ -6,22 +6,30 @@ close the pending ones before a new message."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Protocol
-
-from pydantic import ValidationError
 
 from consentry.errors import ConflictError
 from consentry.principal import Principal
-from consentry.runtime.consents._gate import cancel_consent, expire_consent, record_decision
+from consentry.runtime.consents._asks import (
+    ConsentAsk,
+    ConsentDeadlines,
+    graph_resumes,
+    interrupt_of,
+)
+from consentry.runtime.consents._gate import (
+    cancel_consent,
+    expire_consent,
+    is_expired,
+    record_decision,
+)
 from consentry.schemas.chat import ChatRequest
 from consentry.schemas.events import ConsentEvent, Event
 from consentry.storage import approvals as approvals_repo
 from consentry.storage.approvals import ApprovalRecord
 from consentry.storage.audit import record_audit
 from consentry.storage.database import DbConnection
-from consentry_graphs.consent import ConsentDecision, ConsentRequest, proposal_hash
-from consentry_graphs.registry import GraphSpec
+from consentry_graphs.consent import ConsentDecision, proposal_hash
 
 __all__ = [
     "ConsentThread",
@@ -52,35 +60,21 @@ class ConsentThread(Protocol):
 
 
 def consent_event(
-    events: EventNumbering,
-    spec: GraphSpec,
-    *,
-    approval_id: str,
-    value: Any,
-    default_ttl: timedelta,
-    now: datetime,
+    events: EventNumbering, ask: ConsentAsk, *, deadlines: ConsentDeadlines, now: datetime
 ) -> ConsentEvent:
-    """The ``consent`` event of one interrupt (numbered in the run's stream, not yet recorded).
-    A value that is not a ``ConsentRequest`` of a kind the graph registered is a graph bug."""
-    try:
-        request = ConsentRequest.model_validate(value)
-    except ValidationError as exc:
-        raise TypeError(
-            "interrupt() values must be ConsentRequest payloads; "
-            "use consentry_graphs.consent.ConsentKind"
-        ) from exc
-    if request.kind not in spec.consent_kinds:
-        # Unregistered kinds cannot have their decisions checked before the graph resumes.
-        raise TypeError(f"consent kind {request.kind!r} is not in the graph's consent_kinds")
-    ttl = timedelta(seconds=request.ttl_seconds) if request.ttl_seconds else default_ttl
+    """The ``consent`` event of what an interrupt asks (numbered in the run's stream, not yet
+    recorded; ``read_asks``)."""
     event = events.make(
         ConsentEvent,
-        approval_id=approval_id,
-        kind=request.kind,
-        title=request.title,
-        proposal=request.proposal,
-        allowed_decisions=request.allowed_decisions,
-        expires_at=now + ttl,
+        approval_id=ask.approval_id,
+        interrupt_id=ask.interrupt_id,
+        kind=ask.kind,
+        title=ask.title,
+        proposal=ask.proposal,
+        allowed_decisions=list(ask.allowed_decisions),
+        value=ask.value,
+        response_schema=ask.response_schema,
+        expires_at=deadlines.expires_at(ask, now),
     )
     assert isinstance(event, ConsentEvent)
     return event
@@ -104,7 +98,7 @@ async def store_consent(
         data={
             "kind": consent.kind,
             "proposal_hash": digest,
-            "expires_at": consent.expires_at.isoformat(),
+            "expires_at": consent.expires_at.isoformat() if consent.expires_at else None,
         },
     )
     row = await approvals_repo.find_approval(conn, owner, consent.approval_id)
@@ -120,7 +114,11 @@ async def recorded_decisions(
     if not target.stopped_half_way or not waiting:
         return {}
     rows = await approvals_repo.closed_approvals(conn, target.thread_id, sorted(waiting))
-    return {row.id: approvals_repo.resume_value(row) for row in rows if row.decision}
+    return graph_resumes(
+        (row, ConsentDecision.model_validate(approvals_repo.recorded_decision(row)))
+        for row in rows
+        if row.decision and interrupt_of(row) in waiting
+    )
 
 
 @dataclass
@@ -128,12 +126,14 @@ class SettledConsents:
     """The consents a new message closed: the graph's resume values, and each row with its
     decision (counted once the transaction commits)."""
 
-    resumes: dict[str, Any] = field(default_factory=dict)
     closed: list[tuple[ApprovalRecord, ConsentDecision]] = field(default_factory=list)
 
     def add(self, row: ApprovalRecord, decision: ConsentDecision) -> None:
-        self.resumes[row.id] = decision.model_dump(mode="json")
         self.closed.append((row, decision))
+
+    @property
+    def resumes(self) -> dict[str, Any]:
+        return graph_resumes(self.closed)
 
 
 async def settle_pending(
@@ -153,21 +153,22 @@ async def settle_pending(
     if target.is_new:
         return settled
     pending = await approvals_repo.pending_approvals(conn, target.thread_id)
-    live = [row for row in pending if row.expires_at > now and row.id in waiting]
-    if live and (
-        request.on_pending_consent != "reject"
-        or any("reject" not in row.event.get("allowed_decisions", []) for row in live)
-    ):
+    live = [row for row in pending if not is_expired(row, now) and interrupt_of(row) in waiting]
+    unrejectable = [r for r in live if "reject" not in r.event.get("allowed_decisions", [])]
+    if live and (request.on_pending_consent != "reject" or unrejectable):
         raise ConflictError(
-            "This thread is waiting for a decision on a consent request; decide it first, "
+            "This thread is waiting for an answer to a question the graph asked; answer it "
+            "first (a message cannot reject it)."
+            if unrejectable
+            else "This thread is waiting for a decision on a consent request; decide it first, "
             'or send `"on_pending_consent": "reject"`.',
             code="consent_pending",
             details={"approval_id": live[0].id, "pending": [row.id for row in live]},
         )
     for row in pending:
-        if row.id not in waiting:
+        if interrupt_of(row) not in waiting:
             await cancel_consent(conn, owner, row=row, now=now)
-        elif row.expires_at <= now:
+        elif is_expired(row, now):
             await expire_consent(conn, owner, row=row, run_id=run_id, now=now)
             settled.add(
                 row, ConsentDecision(approval_id=row.id, decision="expire", decided_by="system")

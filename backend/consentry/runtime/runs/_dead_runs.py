@@ -34,7 +34,13 @@ from langgraph.types import Interrupt
 
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
-from consentry.runtime.consents import consent_event, recorded_decisions, store_consent
+from consentry.runtime.consents import (
+    ConsentDeadlines,
+    consent_event,
+    read_asks,
+    recorded_decisions,
+    store_consent,
+)
 from consentry.runtime.replicas import LeaseKeeper
 from consentry.runtime.runs._continuation import continuation
 from consentry.runtime.runs._event_stream import RunEventStream
@@ -86,7 +92,7 @@ class Recovery:
     """The assistant messages in the checkpoint the dead run wrote."""
     spec: GraphSpec | None = None
     """None: the thread's graph is no longer served (the run is closed ``failed``)."""
-    consent_ttl: timedelta = timedelta(0)
+    deadlines: ConsentDeadlines = field(default_factory=lambda: ConsentDeadlines(timedelta(0)))
 
 
 async def read_recovery(
@@ -96,15 +102,19 @@ async def read_recovery(
     run: UnfinishedRun,
     *,
     position: GraphPosition,
-    consent_ttl: timedelta,
+    deadlines: ConsentDeadlines,
 ) -> Recovery:
     """How dead run ``run`` (a row of ``dead_runs``) ends, from its graph's ``position``."""
     async with db.read() as conn:
         recorded = await recorded_decisions(conn, target, position.waiting)
-        known = await approvals_repo.existing_approval_ids(conn, sorted(position.waiting))
+        # A reviewed batch of tool calls is asked as `<id>-0`, `<id>-1`...
+        firsts = [*position.waiting, *(f"{i}-0" for i in position.waiting)]
+        known = await approvals_repo.existing_approval_ids(conn, sorted(firsts))
     inputs = load_inputs(run.inputs) if run.inputs is not None else None
     todo = continuation(position, recorded, run_id=run.id, inputs=inputs)
-    unasked = tuple(i for i in position.interrupts if i.id not in known)
+    unasked = tuple(
+        i for i in position.interrupts if i.id not in known and f"{i.id}-0" not in known
+    )
     if unasked and target.consent_policy != "ask":
         # The run that continues asks them again (same ids), and the thread's policy decides.
         todo, unasked = todo or [None], ()
@@ -113,7 +123,7 @@ async def read_recovery(
         replies = [
             e for e in await checkpoint_transcript(graph, target.thread_id) if e.role == "assistant"
         ]
-    return Recovery(position, todo, unasked, replies, target.spec, consent_ttl)
+    return Recovery(position, todo, unasked, replies, target.spec, deadlines)
 
 
 @dataclass(frozen=True)
@@ -235,22 +245,17 @@ def _consents(events: RunEventStream, recovery: Recovery, now: datetime) -> list
     consents: list[ConsentEvent] = []
     for interrupt in recovery.unasked:
         try:
-            consent = consent_event(
-                events,
-                recovery.spec,
-                approval_id=interrupt.id,
-                value=interrupt.value,
-                default_ttl=recovery.consent_ttl,
-                now=now,
-            )
+            asks = read_asks(recovery.spec, interrupt)
         except TypeError:
             log.exception(
-                "a dead run's graph waits for an interrupt that is not a consent request",
+                "a dead run's graph waits for an interrupt of a kind it did not register",
                 extra={"thread_id": events.thread_id, "run_id": events.run_id},
             )
             continue
-        events.record(consent)
-        consents.append(consent)
+        for ask in asks:
+            consent = consent_event(events, ask, deadlines=recovery.deadlines, now=now)
+            events.record(consent)
+            consents.append(consent)
     return consents
 
 

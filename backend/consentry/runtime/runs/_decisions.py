@@ -14,7 +14,7 @@ from uuid import uuid4
 
 from langgraph.types import Command
 
-from consentry.errors import ConflictError, GoneError
+from consentry.errors import ConflictError, GoneError, InvalidRequestError
 from consentry.principal import Principal
 from consentry.runtime.consents import (
     DECIDED,
@@ -25,6 +25,8 @@ from consentry.runtime.consents import (
     check_each_consent_once,
     expire_consent,
     expired,
+    graph_resumes,
+    interrupt_of,
     is_expired,
     record_decision,
     recorded_decisions,
@@ -34,12 +36,13 @@ from consentry.runtime.runs._continuation import continuation
 from consentry.runtime.runs._launcher import Launcher
 from consentry.runtime.runs._run_types import ActiveRun, GraphPosition
 from consentry.runtime.runs._targets import RunTarget, refuse_if_running
+from consentry.schemas.approvals import TOOL_CALL
 from consentry.schemas.chat import ResumeDecision
 from consentry.storage import approvals as approvals_repo
 from consentry.storage.approvals import ApprovalRecord
 from consentry_graphs.consent import ConsentDecision
 
-__all__ = ["expire_consent_run", "start_decisions"]
+__all__ = ["expire_consent_run", "expire_raw_interrupt", "start_decisions"]
 
 
 async def start_decisions(
@@ -109,13 +112,15 @@ async def start_decisions(
             approval_id=resume.approval_id,
             decision=resume.decision,
             edited=resume.edited,
+            value=resume.value,
             comment=resume.comment,
             decided_by=owner.display,
         )
         for resume in resumes
     ]
+    _decided_together(checked, pending)
     run_id = str(uuid4())
-    values = {d.approval_id: d.model_dump(mode="json") for d in decisions}
+    values = graph_resumes(zip(checked, decisions, strict=True))
     command: Command[Any] = Command(resume={**recorded, **values})
     async with launcher.db.write() as conn:
         for row, decision in zip(checked, decisions, strict=True):
@@ -141,6 +146,25 @@ async def expire_consent_run(
         return None
 
 
+async def expire_raw_interrupt(
+    launcher: Launcher, owner: Principal, target: RunTarget, row: ApprovalRecord
+) -> bool:
+    """A raw ``interrupt()`` nobody answered in time: the approval ends ``expired`` (audited) and
+    the graph is not resumed, since any value would be invented. The thread reads ``idle`` once
+    no consent of it is live; its next message starts the graph from that input. False when an
+    answer won the race."""
+    now = launcher.clock()
+    position = await launcher.executor.position(target.spec, target.thread_id)
+    async with launcher.db.write() as conn:
+        if row.id not in position.waiting:
+            await cancel_consent(conn, owner, row=row, now=now)
+            return False
+        if not await expire_consent(conn, owner, row=row, run_id=row.run_id, now=now):
+            return False
+    launcher.metrics.expired(row.kind)
+    return True
+
+
 async def _expire_in(
     launcher: Launcher,
     owner: Principal,
@@ -150,18 +174,26 @@ async def _expire_in(
     position: GraphPosition,
     now: datetime,
 ) -> ActiveRun | None:
-    waiting = position.waiting
+    waiting, interrupt_id = position.waiting, interrupt_of(row)
     async with launcher.db.write() as conn:
-        if row.id not in waiting:
+        if interrupt_id not in waiting:
             await cancel_consent(conn, owner, row=row, now=now)
             return None
         if not await expire_consent(conn, owner, row=row, run_id=run_id, now=now):
             return None
-        recorded = await recorded_decisions(conn, target, waiting - {row.id})
-        decision = ConsentDecision(approval_id=row.id, decision="expire", decided_by="system")
-        command: Command[Any] = Command(
-            resume={**recorded, row.id: decision.model_dump(mode="json")}
+        # The other tool calls of a reviewed batch expire with it (the same deadline).
+        batch = [row]
+        for other in await approvals_repo.pending_approvals(conn, target.thread_id):
+            if interrupt_of(other) == interrupt_id and await expire_consent(
+                conn, owner, row=other, run_id=run_id, now=now
+            ):
+                batch.append(other)
+        recorded = await recorded_decisions(conn, target, waiting - {interrupt_id})
+        expiries = graph_resumes(
+            (r, ConsentDecision(approval_id=r.id, decision="expire", decided_by="system"))
+            for r in batch
         )
+        command: Command[Any] = Command(resume={**recorded, **expiries})
         claim = await launcher.try_claim(
             conn, owner, target, run_id, "expiry", now, ("awaiting_consent",), [command]
         )
@@ -173,9 +205,27 @@ async def _expire_in(
     )
 
 
+def _decided_together(checked: list[ApprovalRecord], pending: list[ApprovalRecord]) -> None:
+    """The tool calls of one reviewed batch are decided in one request: LangChain's middleware
+    is resumed with all their decisions at once (422 ``decide_together`` names the batch)."""
+    deciding = {row.id for row in checked}
+    for row in checked:
+        if row.kind != TOOL_CALL:
+            continue
+        batch = sorted(p.id for p in pending if interrupt_of(p) == interrupt_of(row))
+        if not set(batch) <= deciding:
+            raise InvalidRequestError(
+                f"This tool call is reviewed with {len(batch) - 1} other(s) the model asked for "
+                "at the same time; decide them together, in one request.",
+                code="decide_together",
+                details={"approval_ids": batch},
+            )
+
+
 def _same_decision(row: ApprovalRecord, resume: ResumeDecision) -> bool:
     recorded = row.decision or {}
-    return (recorded.get("decision"), recorded.get("edited")) == (resume.decision, resume.edited)
+    given = (resume.decision, resume.edited, resume.value)
+    return (recorded.get("decision"), recorded.get("edited"), recorded.get("value")) == given
 
 
 class _ThreadBusyError(Exception):

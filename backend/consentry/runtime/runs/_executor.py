@@ -35,7 +35,7 @@ from consentry.observability.run_observer import RunObserver
 from consentry.observability.tracing import Tracing
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
-from consentry.runtime.consents import ExpiryAlarm, OwnerEffectLedger
+from consentry.runtime.consents import ConsentDeadlines, ExpiryAlarm, OwnerEffectLedger
 from consentry.runtime.guards import BudgetExhaustedError, TokenMeter
 from consentry.runtime.notes import OwnerNotesStore
 from consentry.runtime.replicas import LeaseKeeper
@@ -91,6 +91,7 @@ class RunExecutor:
         graphs: Mapping[str, CompiledGraph],
         clock: Clock,
         consent_ttl_seconds: int,
+        interrupt_ttl_seconds: int | None = None,
         limits: RunLimits | None = None,
         lease_seconds: float = 30.0,
         alarm: ExpiryAlarm,
@@ -118,7 +119,10 @@ class RunExecutor:
         self._active: dict[str, RunContext] = {}
         self._graphs = graphs
         self._clock = clock
-        self._consent_ttl = timedelta(seconds=consent_ttl_seconds)
+        self._deadlines = ConsentDeadlines(
+            kit=timedelta(seconds=consent_ttl_seconds),
+            raw=timedelta(seconds=interrupt_ttl_seconds) if interrupt_ttl_seconds else None,
+        )
         self._running: set[asyncio.Task[None]] = set()
         self._store = RunStore(
             db=db,
@@ -135,8 +139,9 @@ class RunExecutor:
             db=db,
             clock=clock,
             metrics=self._metrics,
-            consent_ttl=self._consent_ttl,
+            deadlines=self._deadlines,
             store=self._store,
+            streamer=self._streamer,
         )
 
     def graph(self, name: str) -> CompiledGraph:
@@ -144,9 +149,9 @@ class RunExecutor:
         return self._streamer.graph(name)
 
     @property
-    def consent_ttl(self) -> timedelta:
+    def deadlines(self) -> ConsentDeadlines:
         """How long a consent waits for a decision when its request names no deadline."""
-        return self._consent_ttl
+        return self._deadlines
 
     @property
     def running(self) -> int:
@@ -233,7 +238,10 @@ class RunExecutor:
         bind_run(thread=events.thread_id, run=events.run_id)  # this task's log lines name it
         outcome = Outcome()
         mapper = ChunkMapper(
-            run.spec, resumed=run.resumed, resumed_label=RESUMED_LABELS.get(run.trigger)
+            run.spec,
+            resumed=run.resumed,
+            resumed_label=RESUMED_LABELS.get(run.trigger),
+            told_unread=run.trigger in ("resume", "expiry"),
         )
         inputs = list(graph_inputs)
         try:
@@ -252,13 +260,9 @@ class RunExecutor:
                         inputs.append(command)
             # Only a resume can meet a consent asked before (a parallel branch re-raising it).
             resumed = run.trigger != "message" or len(graph_inputs) > 1
-            ids = [i.id for i in mapper.interrupts]
-            known = await self._consents.known_approvals(ids) if resumed else set()
-            outcome.consents = [
-                self._consents.consent(run, i.id, i.value)
-                for i in mapper.interrupts
-                if i.id not in known
-            ]
+            outcome.consents = await self._consents.consents(
+                run, mapper.interrupts, resumed=resumed
+            )
             if mapper.interrupts:
                 outcome.reason = "interrupted"
             elif run.trigger == "expiry":
@@ -297,6 +301,7 @@ class RunExecutor:
                 },
             )
             outcome = Outcome(reason="failed", error_code=failure.code)
+            outcome.refused = await self._consents.refused_answers(run, graph_inputs)
             events.record(
                 events.make(
                     ErrorEvent,

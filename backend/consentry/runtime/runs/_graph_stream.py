@@ -15,6 +15,8 @@ from typing import Any
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import StateSnapshot
 
 from consentry.errors import InvalidRequestError
 from consentry.observability.metrics import ModelCallMetrics
@@ -38,7 +40,11 @@ from consentry.storage.database import Database
 from consentry.storage.transcript import TranscriptEntry
 from consentry_graphs.registry import CompiledGraph, GraphSpec
 
-__all__ = ["GraphStreamer"]
+__all__ = ["RESUME", "GraphStreamer"]
+
+RESUME = "__resume__"
+"""The channel of the resume values LangGraph gave a task (private in LangGraph 1.x:
+``langgraph._internal._constants.RESUME``; a unit test checks it is still that)."""
 
 
 class GraphStreamer:
@@ -82,6 +88,33 @@ class GraphStreamer:
             input_index=input_index if isinstance(input_index, int) else None,
         )
 
+    async def forget_answer(self, spec: GraphSpec, thread_id: str, interrupt_id: str) -> bool:
+        """Take a refused answer back out of the checkpoint. The node that asked raised on it
+        and LangGraph keeps the resume values it gave the node (its ``__resume__`` write), so the
+        next answer would meet the refused one again: drop that value, in the checkpoint (a
+        subgraph's too) of the task that waits for the interrupt. False when it is not found."""
+        graph = self.graph(spec.name)
+        saver = graph.checkpointer
+        if not isinstance(saver, BaseCheckpointSaver):
+            return False
+        found = _asking(await graph.aget_state(_config(thread_id), subgraphs=True), interrupt_id)
+        if found is None:
+            return False
+        snapshot, task_id = found
+        saved = await saver.aget_tuple(snapshot.config)
+        given = next(
+            (
+                value
+                for task, channel, value in (saved.pending_writes or [] if saved else [])
+                if task == task_id and channel == RESUME
+            ),
+            None,
+        )
+        if saved is None or not isinstance(given, list) or not given:
+            return False
+        await saver.aput_writes(saved.config, [(RESUME, given[:-1])], task_id)
+        return True
+
     async def stream(
         self, run: RunContext, mapper: ChunkMapper, graph_input: GraphInput, index: int
     ) -> None:
@@ -111,6 +144,8 @@ class GraphStreamer:
             durability="sync",
         ):
             run.observer.chunk(mode, chunk)
+            if mapper.wants_told(mode, chunk):
+                mapper.told(await self.told_before(run))
             for event_type, fields in mapper.map(mode, chunk):
                 events.record(events.make(event_type, **fields))
             # Durable events are stored before they are sent (at most one transaction per chunk,
@@ -140,7 +175,8 @@ class GraphStreamer:
         run.meter.thread_used, run.meter.tenant_used = thread_used, tenant_used
 
     async def told_before(self, run: RunContext) -> frozenset[Said]:
-        """The messages and notes the runs this continuation continues stored already."""
+        """The messages, notes and tool events the runs before this one stored already (those a
+        recovery or a retry continues; for a resume, the run that asked)."""
         thread_id = run.events.thread_id
         async with self._db.read() as conn:
             chain = await runs_repo.continued_runs(conn, thread_id, run_id=run.events.run_id)
@@ -148,6 +184,18 @@ class GraphStreamer:
         return frozenset(
             said for row in told if (said := said_by(row.type, json.loads(row.data))) is not None
         )
+
+
+def _asking(snapshot: StateSnapshot, interrupt_id: str) -> tuple[StateSnapshot, str] | None:
+    """The snapshot (the graph's, or a subgraph's) and the task that waits for an interrupt."""
+    for task in snapshot.tasks:
+        if isinstance(task.state, StateSnapshot):
+            inner = _asking(task.state, interrupt_id)
+            if inner is not None:
+                return inner
+        elif any(interrupt.id == interrupt_id for interrupt in task.interrupts):
+            return snapshot, task.id
+    return None
 
 
 def _config(thread_id: str) -> RunnableConfig:

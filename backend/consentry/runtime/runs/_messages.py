@@ -1,12 +1,25 @@
 """A new message: the consents it closes, the thread it creates or names, the run it starts.
 
+A run starts with a ``message`` (the shorthand for ``{"messages": [this user message]}``, given
+with the thread's ``project_id`` and ``note_id``) or with the graph's own ``input``: checked
+against the graph's input fields (``consentry_graphs.graph_io``: unknown fields and values that
+do not fit their type are 422 ``invalid_input``, each named in ``details.errors``), its messages
+made messages, every other value given as sent. The thread's ``project_id`` and ``note_id`` are
+added to an ``input`` only for a graph whose input has those fields, and only when the ``input``
+does not set them itself.
+
 Everything that can be refused is refused before the run starts, as an HTTP error: an over-long
-message (422), a message while a consent waits (409 ``consent_pending``, unless the request says
-to reject it), another run on the thread (409 ``run_in_progress``).
+message (422 ``message_too_long``, also for each message of an ``input``), an input that does not
+fit (422 ``invalid_input``; a ``message`` to a graph whose input has no ``messages`` too), a
+message while a consent waits (409 ``consent_pending``, unless the request says to reject it),
+another run on the thread (409 ``run_in_progress``).
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from typing import Any
 from uuid import uuid4
 
 from langchain_core.messages import HumanMessage
@@ -22,6 +35,7 @@ from consentry.runtime.runs._targets import RunTarget, refuse_if_running
 from consentry.schemas.chat import ChatRequest
 from consentry.storage import runs as runs_repo
 from consentry.storage import threads as threads_repo
+from consentry_graphs.graph_io import InputMismatchError, new_message_id
 
 __all__ = ["start_message"]
 
@@ -37,13 +51,7 @@ async def start_message(
     *,
     max_message_chars: int,
 ) -> ActiveRun:
-    message = request.message or ""
-    if len(message) > max_message_chars:
-        raise InvalidRequestError(
-            f"The message is longer than {max_message_chars} characters (max_message_chars).",
-            code="message_too_long",
-            details={"limit": "max_message_chars", "max": max_message_chars},
-        )
+    graph_input = _graph_input(target, request, max_message_chars=max_message_chars)
     run_id, now = str(uuid4()), launcher.clock()
     refuse_if_running(target)
     position = NOWHERE
@@ -59,7 +67,7 @@ async def start_message(
                 graph=target.spec.name,
                 project_id=target.project_id,
                 note_id=target.note_id,
-                title=" ".join(message.split())[:_TITLE_CHARS],
+                title=_title(target, request, graph_input),
                 consent_policy=target.consent_policy,
                 now=now,
             )
@@ -79,16 +87,91 @@ async def start_message(
         # A decided consent whose run stopped half-way is honoured before the new message.
         elif continue_decision and position.unfinished:
             inputs.append(None)
-        inputs.append(
-            {
-                "messages": [HumanMessage(message, id=f"msg-{uuid4().hex}")],
-                "project_id": target.project_id,
-                "note_id": target.note_id,
-            }
-        )
+        inputs.append(graph_input)
         # The claim expects the status this request was checked against: if another run
         # started or ended in between, this one gets `run_in_progress` instead of acting on
         # stale facts (e.g. cancelling a consent that was asked a moment ago).
         claim = await launcher.claim(conn, owner, target, run_id, "message", now, inputs, key)
     launcher.count_decisions(settled.closed, now)
     return await launcher.launch(owner, target, run_id, claim, "message", inputs)
+
+
+def _graph_input(
+    target: RunTarget, request: ChatRequest, *, max_message_chars: int
+) -> dict[str, Any]:
+    """What the graph starts with for this request, checked (422 before anything is stored)."""
+    io = target.spec.io
+    if request.input is None:
+        message = request.message or ""
+        _check_length(message, max_message_chars)
+        if io is not None and not io.takes("messages"):
+            raise _invalid_input(
+                target,
+                [
+                    {
+                        "loc": ["message"],
+                        "msg": "this graph's input has no `messages`: send its `input` instead",
+                        "type": "no_messages_field",
+                    }
+                ],
+            )
+        return {
+            "messages": [HumanMessage(message, id=new_message_id())],
+            "project_id": target.project_id,
+            "note_id": target.note_id,
+        }
+    if io is None:  # a graph the server did not describe: nothing to check against
+        return dict(request.input)
+    try:
+        values = io.check_input(request.input)
+    except InputMismatchError as exc:
+        errors = [{"loc": ["input", *p.loc], "msg": p.msg, "type": p.type} for p in exc.problems]
+        raise _invalid_input(target, errors) from None
+    for name in io.message_fields & values.keys():
+        for message in values[name]:
+            _check_length(message.text, max_message_chars)
+    if io.input_fields is not None:  # the thread's context, for a graph whose input has it
+        for name, value in (("project_id", target.project_id), ("note_id", target.note_id)):
+            if io.takes(name):
+                values.setdefault(name, value)
+    return values
+
+
+def _check_length(text: str, max_message_chars: int) -> None:
+    if len(text) > max_message_chars:
+        raise InvalidRequestError(
+            f"The message is longer than {max_message_chars} characters (max_message_chars).",
+            code="message_too_long",
+            details={"limit": "max_message_chars", "max": max_message_chars},
+        )
+
+
+def _invalid_input(target: RunTarget, errors: list[dict[str, Any]]) -> InvalidRequestError:
+    return InvalidRequestError(
+        f"The input does not fit graph {target.spec.name!r} (its input schema: GET /v1/graphs).",
+        code="invalid_input",
+        details={"graph": target.spec.name, "errors": errors},
+    )
+
+
+def _title(target: RunTarget, request: ChatRequest, graph_input: Mapping[str, Any]) -> str:
+    """A new thread's title: its message, or the first user message of its input, or the
+    input's fields and values, or else the graph's name."""
+    said = [
+        m.text
+        for value in graph_input.values()
+        if isinstance(value, list)
+        for m in value
+        if isinstance(m, HumanMessage) and m.text.strip()
+    ]
+    if request.message is not None:
+        text = request.message
+    elif said:
+        text = said[0]
+    else:
+        text = ", ".join(f"{k}: {_shown(v)}" for k, v in (request.input or {}).items())
+    return " ".join(text.split())[:_TITLE_CHARS] or target.spec.name
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

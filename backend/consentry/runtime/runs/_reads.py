@@ -1,19 +1,28 @@
 """Reading threads: the caller's list, one thread with its pending consents, the transcript, the
-audit trail. (Joining a thread's stream is ``_joins``.)"""
+tool calls, the audit trail. (Joining a thread's stream is ``_joins``.)"""
 
 from __future__ import annotations
 
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
+from consentry.runtime.consents import is_expired
 from consentry.runtime.runs._executor import RunExecutor
 from consentry.runtime.runs._transcripts import checkpoint_transcript
 from consentry.schemas.audit import AuditTrail
 from consentry.schemas.events import ConsentEvent
-from consentry.schemas.threads import ThreadDetail, ThreadList, Transcript, TranscriptMessage
+from consentry.schemas.threads import (
+    ThreadDetail,
+    ThreadList,
+    ToolCall,
+    ToolCallList,
+    Transcript,
+    TranscriptMessage,
+)
 from consentry.storage import approvals as approvals_repo
 from consentry.storage import threads as threads_repo
 from consentry.storage.audit import list_audit
 from consentry.storage.database import Database
+from consentry.storage.tool_calls import list_tool_calls
 from consentry.storage.transcript import read_transcript
 
 __all__ = ["ThreadReader"]
@@ -44,7 +53,7 @@ class ThreadReader:
         async with self._db.read() as conn:
             row = await threads_repo.get_thread(conn, owner, thread_id)
             pending = await approvals_repo.pending_approvals(conn, thread_id)
-        consents = [ConsentEvent.model_validate(r.event) for r in pending if r.expires_at > now]
+        consents = [ConsentEvent.model_validate(r.event) for r in pending if not is_expired(r, now)]
         summary = threads_repo.summarize(row)
         if summary.status == "awaiting_consent" and not consents:
             summary.status = "idle"
@@ -69,5 +78,30 @@ class ThreadReader:
             messages=[
                 TranscriptMessage(message_id=e.message_id, role=e.role, content=e.content)
                 for e in entries
+            ],
+        )
+
+    async def tool_calls(self, owner: Principal, thread_id: str) -> ToolCallList:
+        async with self._db.read() as conn:
+            await threads_repo.get_thread(conn, owner, thread_id)
+            records = await list_tool_calls(conn, thread_id)
+        return ToolCallList(
+            thread_id=thread_id,
+            tool_calls=[
+                ToolCall(
+                    tool_call_id=r.tool_call_id,
+                    run_id=r.run_id,
+                    name=r.name,
+                    args=r.args,
+                    message_id=r.message_id,
+                    status=r.status,
+                    content=r.content,
+                    content_chars=r.content_chars,
+                    truncated=r.truncated,
+                    created_at=r.created_at,
+                    finished_at=r.finished_at,
+                    after_message_id=r.after_message_id,
+                )
+                for r in records
             ],
         )

@@ -68,7 +68,7 @@ async def _take_over(
             target,
             dead,
             position=await executor.position(target.spec, target.thread_id),
-            consent_ttl=executor.consent_ttl,
+            deadlines=executor.deadlines,
         )
     now, run_id = launcher.clock(), str(uuid4())
     async with launcher.db.write() as conn:

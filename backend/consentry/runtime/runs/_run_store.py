@@ -1,8 +1,9 @@
 """Storing what a run produced, always fenced by its lease: its durable events as they come (one
-write per chunk that has more than progress), and its end (the last events, the approvals of its
-consents, its terminal reason, the thread's new status) in one transaction, after which its
-``consent`` and ``final`` events are sent. Also the stop without an end (shutdown, a lost lease)
-and the pruning of checkpoints once a run ended.
+write per chunk that has more than progress), with what they add to the transcript (messages) and
+to the thread's tool calls (``tool_call``, ``tool_result``), and its end (the last events, the
+approvals of its consents, its terminal reason, the thread's new status) in one transaction,
+after which its ``consent`` and ``final`` events are sent. Also the stop without an end
+(shutdown, a lost lease) and the pruning of checkpoints once a run ended.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from consentry.observability.metrics import Metrics
 from consentry.runtime.clock import Clock
-from consentry.runtime.consents import ExpiryAlarm, store_consent
+from consentry.runtime.consents import ExpiryAlarm, reopen_consent, store_consent
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.runs._run_types import Outcome, RunContext
 from consentry.schemas.events import ErrorEvent, FinalEvent
@@ -26,11 +27,30 @@ from consentry.storage import leases as leases_repo
 from consentry.storage import runs as runs_repo
 from consentry.storage.database import Database, DbConnection
 from consentry.storage.leases import LeaseLostError
+from consentry.storage.tool_calls import ToolCallAsked, ToolResultGiven, record_tool_events
 from consentry.storage.transcript import TranscriptEntry, add_to_transcript
 
 __all__ = ["RunStore"]
 
 log = logging.getLogger(__name__)
+
+_TOOL_EVENTS = frozenset({"tool_call", "tool_result"})
+
+
+def _tool_event(event_type: str, data: str) -> ToolCallAsked | ToolResultGiven:
+    """A stored ``tool_call`` or ``tool_result`` event, as its row of the tool calls."""
+    fields = json.loads(data)
+    if event_type == "tool_call":
+        return ToolCallAsked(
+            fields["tool_call_id"], fields["name"], fields["args"], fields["message_id"]
+        )
+    return ToolResultGiven(
+        fields["tool_call_id"],
+        fields["name"],
+        fields["status"],
+        fields["content"],
+        fields["content_chars"],
+    )
 
 
 class RunStore:
@@ -65,8 +85,9 @@ class RunStore:
     async def insert_events(
         self, conn: DbConnection, run: RunContext, rows: list[OutgoingEvent]
     ) -> None:
-        """Insert events fenced by the run's lease, and what they add to the transcript: the
-        user's messages given to the graph since the last write, then ``message`` events."""
+        """Insert events fenced by the run's lease, and what they add to the transcript (the
+        user's messages given to the graph since the last write, then ``message`` events) and to
+        the thread's tool calls (``tool_call`` and ``tool_result`` events), at one time."""
         now = self._clock()
         await events_repo.insert_events(
             conn, run.events, rows, fencing_token=run.fencing_token, now=now
@@ -81,6 +102,15 @@ class RunStore:
             ],
             now=now,
         )
+        tools = [_tool_event(row.type, row.data) for row in rows if row.type in _TOOL_EVENTS]
+        if tools:
+            await record_tool_events(
+                conn,
+                thread_id=run.events.thread_id,
+                run_id=run.events.run_id,
+                told=tools,
+                now=now,
+            )
 
     async def store_end(self, run: RunContext, outcome: Outcome) -> None:
         events, owner = run.events, run.owner
@@ -103,6 +133,8 @@ class RunStore:
             # thread still waits for them.
             if outcome.reason == "cancelled":
                 await approvals_repo.cancel_run_approvals(conn, events.run_id, now=now)
+            for approval_id in outcome.refused:
+                await reopen_consent(conn, owner, approval_id, run_id=events.run_id, now=now)
             waiting = outcome.reason == "interrupted" or (
                 outcome.reason in ("failed", "cancelled")
                 and bool(await approvals_repo.pending_approvals(conn, events.thread_id))

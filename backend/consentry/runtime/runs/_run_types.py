@@ -101,6 +101,8 @@ class Outcome:
     reason: TerminalReason = "completed"
     error_code: str | None = None
     consents: list[ConsentEvent] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    """Answers to raw interrupts the graph raised on (it still waits for them): pending again."""
 
 
 @dataclass(frozen=True)

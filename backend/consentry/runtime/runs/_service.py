@@ -31,7 +31,11 @@ from consentry.runtime.guards import KeyHold
 from consentry.runtime.notes import SampleNote
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.replicas import EventNotifications
-from consentry.runtime.runs._decisions import expire_consent_run, start_decisions
+from consentry.runtime.runs._decisions import (
+    expire_consent_run,
+    expire_raw_interrupt,
+    start_decisions,
+)
 from consentry.runtime.runs._executor import RunExecutor
 from consentry.runtime.runs._joins import StreamJoins
 from consentry.runtime.runs._launcher import Launcher
@@ -39,7 +43,7 @@ from consentry.runtime.runs._messages import start_message
 from consentry.runtime.runs._recovery import retry_failed_run, take_over_dead_runs
 from consentry.runtime.runs._run_types import ActiveRun
 from consentry.runtime.runs._targets import RunTargets
-from consentry.schemas.approvals import DecisionRequest
+from consentry.schemas.approvals import RAW_INTERRUPT, TOOL_CALL, DecisionRequest
 from consentry.schemas.chat import ChatRequest, ResumeDecision
 from consentry.schemas.threads import CancelAccepted
 from consentry.storage import approvals as approvals_repo
@@ -120,7 +124,7 @@ class RunService:
             if row is None:
                 raise NotFoundError.of("approval", approval_id)
             thread = await threads_repo.get_thread(conn, owner, row.thread_id)
-        resume = ResumeDecision(approval_id=approval_id, **decision.model_dump())
+        resume = ResumeDecision(approval_id=approval_id, **decision.model_dump(exclude_unset=True))
         target = self._targets.of(thread)
         return await start_decisions(self._launcher, self._alarm, owner, target, [resume], key)
 
@@ -169,6 +173,10 @@ class RunService:
         thread is busy (the sweeper tries again)."""
         async with self._db.read() as conn:
             thread = await threads_repo.get_thread(conn, owner, row.thread_id)
+        if row.kind == RAW_INTERRUPT or (
+            row.kind == TOOL_CALL and "reject" not in row.event.get("allowed_decisions", [])
+        ):  # nothing to resume the graph with that it asked for
+            return await expire_raw_interrupt(self._launcher, owner, self._targets.of(thread), row)
         run = await expire_consent_run(self._launcher, owner, self._targets.of(thread), row)
         if run is None:
             return False

@@ -44,6 +44,8 @@ def test_every_json_example_is_a_valid_wire_object() -> None:
         "step",
         "token",
         "message",
+        "tool_call",
+        "tool_result",
         "model_retry",
         "consent",
         "note",

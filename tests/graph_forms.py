@@ -1,0 +1,145 @@
+"""Graphs in every form ``CONSENTRY_GRAPHS`` accepts, and some it refuses, for the registry's
+unit tests and the served-graphs integration tests (``tests.graph_forms:<attr>``).
+
+The good ones are the word count example (``consentry_graphs.examples.word_count``) reached
+another way: a factory of no arguments returning the compiled graph or the builder, a factory
+taking ``(model, checkpointer)``, a ``GraphSpec`` factory. ``plain_typing_state`` is a graph whose
+state is a ``typing.TypedDict`` (pydantic cannot describe it on Python 3.11), ``opaque_field``
+one with a field of a type pydantic knows nothing about, ``context_graph`` one whose input has
+the thread's ``project_id`` and ``note_id`` and says what it got.
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Annotated, Any
+from uuid import uuid4
+
+import typing_extensions
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.graph.state import CompiledStateGraph
+
+from consentry_graphs.examples import word_count
+from consentry_graphs.registry import GraphSpec
+
+BUILT_WITH: list[tuple[BaseChatModel, BaseCheckpointSaver[Any]]] = []
+"""What ``build_with_model`` was called with, in order."""
+
+
+def compiled_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
+    return word_count.graph
+
+
+def state_graph() -> StateGraph[Any, Any, Any, Any]:
+    return word_count.builder
+
+
+def build_with_model(
+    model: BaseChatModel, checkpointer: BaseCheckpointSaver[Any]
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    BUILT_WITH.append((model, checkpointer))
+    return word_count.builder.compile(checkpointer=checkpointer, name="words_built")
+
+
+def graph_spec() -> GraphSpec:
+    return GraphSpec(
+        name="words_spec",
+        build=lambda _, checkpointer: word_count.builder.compile(checkpointer=checkpointer),
+        step_labels={"count_words": "Counting your words"},
+        consent_kinds={},
+    )
+
+
+def interrupting_graph() -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The word count, compiled to stop before its only node (``interrupt_before``)."""
+    return word_count.builder.compile(interrupt_before=["count_words"])
+
+
+class TypingState(typing.TypedDict, total=False):
+    topic: str
+    notes: list[str]
+
+
+def _echo(state: TypingState) -> dict[str, Any]:
+    return {"notes": [*state.get("notes", []), state.get("topic", "")]}
+
+
+_typing = StateGraph(TypingState)
+_typing.add_node("echo", _echo)
+_typing.add_edge(START, "echo")
+_typing.add_edge("echo", END)
+plain_typing_state = _typing.compile()
+
+
+class Opaque:
+    """A type pydantic has no schema for."""
+
+
+class OpaqueState(typing.TypedDict, total=False):
+    label: str
+    thing: Opaque
+
+
+_opaque = StateGraph(OpaqueState)
+_opaque.add_node("noop", lambda state: {})
+_opaque.add_edge(START, "noop")
+_opaque.add_edge("noop", END)
+opaque_field = _opaque.compile()
+
+
+class ContextInput(typing_extensions.TypedDict, total=False):
+    topic: str
+    project_id: str
+    note_id: str | None
+
+
+class ContextState(ContextInput, total=False):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def _tell_context(state: ContextState) -> dict[str, Any]:
+    told = f"{state.get('topic')} in {state.get('project_id')} about {state.get('note_id')}"
+    return {"messages": [AIMessage(told, id=f"msg-{uuid4().hex}")]}
+
+
+_context = StateGraph(ContextState, input_schema=ContextInput)
+_context.add_node("tell_context", _tell_context)
+_context.add_edge(START, "tell_context")
+_context.add_edge("tell_context", END)
+context_graph = _context.compile()
+"""A graph whose input has the thread's ``project_id`` and ``note_id``: it says what it got."""
+
+# Refused entries.
+
+no_entry_point: StateGraph[Any, Any, Any, Any] = StateGraph(TypingState)
+no_entry_point.add_node("echo", _echo)
+
+not_a_graph = 42
+
+
+def returns_text() -> str:
+    return "tutor"
+
+
+def fails() -> GraphSpec:
+    raise RuntimeError("no database for this graph")
+
+
+def takes_three(model: Any, checkpointer: Any, store: Any) -> Any:
+    raise AssertionError("never called")
+
+
+def takes_config(config: dict[str, Any]) -> Any:
+    raise AssertionError("never called")
+
+
+def builds_text(model: BaseChatModel, checkpointer: BaseCheckpointSaver[Any]) -> Any:
+    return "not a graph"
+
+
+def build_fails(model: BaseChatModel, checkpointer: BaseCheckpointSaver[Any]) -> Any:
+    raise RuntimeError("the model server is down")
