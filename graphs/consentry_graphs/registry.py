@@ -74,7 +74,15 @@ class GraphSpec:
     set by :func:`build_graphs`; None on a spec that was not built."""
 
     def label_for(self, node: str) -> str:
-        return self.step_labels.get(node, node.replace("_", " ").capitalize())
+        """The node's label, else one made from its name: ``ask_city`` → "Ask city", a
+        middleware's hook ``HumanInTheLoopMiddleware.after_model`` → "After model
+        (HumanInTheLoopMiddleware)"."""
+        if node in self.step_labels:
+            return self.step_labels[node]
+        owner, dot, hook = node.rpartition(".")
+        words = " ".join(hook.replace("_", " ").split())
+        label = words[:1].upper() + words[1:]
+        return f"{label} ({owner})" if dot else label
 
 
 BUILTIN_GRAPHS: Mapping[str, GraphSpec] = {

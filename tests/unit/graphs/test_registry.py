@@ -198,6 +198,11 @@ def test_a_plain_graphs_steps_are_labelled_from_its_node_names() -> None:
 
     assert plain.label_for("count_words") == "Count words"
     assert spec.label_for("count_words") == "Counting your words"
+    # a middleware's hook (LangChain's create_agent), its name kept as written
+    assert plain.label_for("HumanInTheLoopMiddleware.after_model") == (
+        "After model (HumanInTheLoopMiddleware)"
+    )
+    assert plain.label_for("callModel") == "CallModel"
 
 
 def test_a_graph_file_is_imported_once_from_its_path(
