@@ -32,10 +32,13 @@ from consentry.api import (
     web,
 )
 from consentry.api.cors import cors_options
-from consentry.api.deps import authenticate, bearer_credentials, needs_principal
+from consentry.api.deps import authenticate, needs_principal, request_api_key
 from consentry.api.request_errors import request_error
 from consentry.api.request_ids import RequestIds
 from consentry.api.run_requests import RunRequests
+from consentry.api.sdk import assistants as sdk_assistants
+from consentry.api.sdk import runs as sdk_runs
+from consentry.api.sdk import threads as sdk_threads
 from consentry.errors import ConsentryError, UnauthorizedError
 from consentry.observability.tracing import Tracing, TracingMiddleware
 from consentry.runtime.clock import Clock, utc_now
@@ -84,7 +87,7 @@ async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse
         # hears 401, never what was wrong with its body.
         try:
             authenticate(
-                request.app.state.services.settings.api_keys, await bearer_credentials(request)
+                request.app.state.services.settings.api_keys, await request_api_key(request)
             )
         except UnauthorizedError as refused:
             return await _on_consentry_error(request, refused)
@@ -213,6 +216,8 @@ def create_app(
     )
     for module in (*routers, me, api_docs):
         app.include_router(module.router)
+    for sdk in (sdk_assistants, sdk_threads, sdk_runs):  # the LangGraph SDK's face
+        app.include_router(sdk.router)  # (docs/langgraph-sdk.md)
     app.mount("/web", web.WebFiles(), name="web")
     app.mount(api_docs.ASSETS_PATH, api_docs.DocsAssets(), name="docs-assets")
     # Limits that answer before any route parses the request (docs/limits.md); the last added

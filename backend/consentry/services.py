@@ -28,12 +28,14 @@ from consentry.runtime.readiness import BackgroundTask, Readiness
 from consentry.runtime.replicas import EventNotifications
 from consentry.runtime.runs import (
     SHUTDOWN_GRACE_SECONDS,
+    Assistants,
     RunExecutor,
     RunLimits,
     RunService,
     RunTakeover,
     RunWorker,
     ThreadReader,
+    ThreadWriter,
 )
 from consentry.settings import Settings
 from consentry.storage.checkpointer import open_checkpointer
@@ -72,6 +74,10 @@ class Services:
     """What an owner's default project starts with (``CONSENTRY_SAMPLE_NOTES``)."""
     notes: NotesService
     """Projects, notes, their versions and search (``/v1/projects``, ``/v1/notes``)."""
+    thread_writer: ThreadWriter
+    """Threads created, updated and deleted outside a run (the LangGraph SDK face)."""
+    assistants: Assistants
+    """The served graphs as the LangGraph SDK's assistants."""
 
 
 @asynccontextmanager
@@ -204,6 +210,7 @@ async def _open(
                 open_streams=lambda: len(open_streams), active_runs=lambda: executor.running
             )
             begin_shutdown = _shutdown_steps(executor, open_streams, readiness)
+            threads = ThreadReader(db=db, executor=executor, clock=clock)
             try:
                 with forwarding_exit_signals(begin_shutdown):
                     yield Services(
@@ -212,7 +219,7 @@ async def _open(
                         graphs=graphs,
                         executor=executor,
                         runs=runs,
-                        threads=ThreadReader(db=db, executor=executor, clock=clock),
+                        threads=threads,
                         approvals=ApprovalInbox(db=db),
                         approval_feed=ApprovalFeed(db=db, notifications=notifications, clock=clock),
                         idempotency=idempotency,
@@ -226,6 +233,17 @@ async def _open(
                         stream_slots=StreamSlots(settings.max_streams_per_principal),
                         sample_notes=sample_notes,
                         notes=NotesService(db=db, clock=clock, sample_notes=sample_notes),
+                        thread_writer=ThreadWriter(
+                            db=db,
+                            graphs=graphs,
+                            checkpointer=checkpointer,
+                            reader=threads,
+                            clock=clock,
+                            sample_notes=sample_notes,
+                        ),
+                        assistants=Assistants(
+                            graphs=graphs, compiled=executor.graph, created_at=clock()
+                        ),
                     )
             finally:
                 await worker.stop()

@@ -175,6 +175,15 @@ CALLS: tuple[Call, ...] = (
     Call("GET", "/v1/consent-kinds"),
     Call("GET", "/v1/graphs"),
     Call("GET", "/v1/me"),
+    # The LangGraph SDK's face: assistants are the served graphs (nobody's objects).
+    Call("POST", "/assistants/search", json={}),
+    Call("GET", "/assistants/{assistant_id}", url="/assistants/tutor"),
+    Call("GET", "/assistants/{assistant_id}/graph", url="/assistants/tutor/graph"),
+    Call("GET", "/assistants/{assistant_id}/schemas", url="/assistants/tutor/schemas"),
+    Call("POST", "/threads/search", json={"status": "interrupted"}),
+    Call("GET", "/threads/{thread_id}"),
+    Call("GET", "/threads/{thread_id}/state"),
+    Call("POST", "/threads/{thread_id}/history", json={"limit": 5}),
     # Writes: the owner's calls change the owner's objects, so they run last, in this order.
     Call("POST", "/v1/projects", json={"name": "Another project"}, owner_status=201),
     Call(
@@ -211,6 +220,32 @@ CALLS: tuple[Call, ...] = (
         owner_status=202,
     ),
     Call("DELETE", "/v1/notes/{note_id}", owner_status=204),
+    Call(
+        "GET",
+        "/threads/{thread_id}/runs/{run_id}/stream",
+        url="/threads/{thread_id}/runs/00000000-0000-4000-8000-000000000000/stream",
+    ),
+    Call(
+        "POST",
+        "/threads/{thread_id}/runs/{run_id}/cancel",
+        url="/threads/{thread_id}/runs/00000000-0000-4000-8000-000000000000/cancel",
+        owner_status=409,
+        owner_code="no_active_run",
+    ),
+    Call(
+        "POST",
+        "/threads/{thread_id}/runs/stream",
+        json={"assistant_id": "tutor", "input": {"messages": [{"role": "user", "content": "x"}]}},
+    ),
+    Call(
+        "POST",
+        "/runs/stream",
+        json={"assistant_id": "tutor", "input": {"messages": [{"role": "user", "content": "x"}]}},
+    ),
+    Call("POST", "/threads", json={"metadata": {"k": "v"}}),
+    Call("PATCH", "/threads/{thread_id}", json={"metadata": {"k": "v"}}),
+    # Last: the inbox thread, idle again once its consent was decided above.
+    Call("DELETE", "/threads/{thread_id}", url="/threads/{inbox_thread_id}", owner_status=204),
 )
 
 PUBLIC_OPERATIONS = {
@@ -237,7 +272,13 @@ WRONG_KEYS = (
     {"Authorization": "Bearer ka-and-more"},
     {"Authorization": "Basic ka"},
     {"Authorization": "ka"},
+    {"x-api-key": "not-a-key"},  # the LangGraph SDK's header
+    {"x-api-key": "ka-and-more"},
+    {"x-api-key": "Bearer ka"},
 )
+
+SDK_STRANGER = {"acme:bob (x-api-key)": {"x-api-key": "kb"}}
+"""Another principal, keyed as the LangGraph SDK sends a key."""
 
 
 @pytest_asyncio.fixture
@@ -263,8 +304,10 @@ def _served_routes(routes: list[BaseRoute], prefix: str = "") -> Iterator[tuple[
             include_prefix: str = route.include_context.prefix  # type: ignore[attr-defined]
             yield from _served_routes(included.routes, prefix + include_prefix)
             continue
-        path = prefix + str(getattr(route, "path", ""))
         methods = getattr(route, "methods", None)
+        # a route's path as documented (`{thread_id}`, not `{thread_id:sdk_id}`); a mount's own
+        named = "path_format" if methods is not None else "path"
+        path = prefix + str(getattr(route, named, getattr(route, "path", "")))
         if methods is None:
             yield "*", path
         for method in sorted(methods or ()):
@@ -350,7 +393,7 @@ async def test_every_route_refuses_missing_keys_and_answers_another_principal_li
                 failures.append(f"{call} with {wrong}: {_summary(refused)}")
 
         # (d): another principal, on the owner's objects.
-        for who, headers in STRANGERS.items():
+        for who, headers in {**STRANGERS, **SDK_STRANGER}.items():
             if not call.names():
                 if call.method != "GET":
                     continue  # creating a project, say: the caller's own business

@@ -14,8 +14,16 @@ import pytest
 FRONTEND = "http://localhost:5173"
 KEYS = "k1=t:u"
 KEY = {"Authorization": "Bearer k1"}
-ALLOWED_HEADERS = {"authorization", "content-type", "last-event-id", "idempotency-key"}
-EXPOSED_HEADERS = {"x-run-id", "x-thread-id", "x-request-id", "idempotent-replayed", "retry-after"}
+ALLOWED_HEADERS = {"authorization", "x-api-key", "content-type", "last-event-id", "idempotency-key"}
+EXPOSED_HEADERS = {
+    "x-run-id",
+    "x-thread-id",
+    "x-request-id",
+    "idempotent-replayed",
+    "retry-after",
+    "content-location",  # the LangGraph SDK finds a run again by these
+    "location",
+}
 
 
 @pytest.fixture

@@ -19,13 +19,15 @@ from consentry.app import create_app
 from consentry.schemas.events import FinalEvent, RunStartedEvent
 from consentry.settings import Settings
 from tests.openai_stub import OpenAIStub
-from tests.sse import parse_events
+from tests.sse import parse_events, parse_frames
 from tests.tenancy import API_KEYS, OWNER, STRANGERS, build_owned_objects
 
 KEYED_ROUTES = {
     ("POST", "/v1/chat"),
     ("POST", "/v1/approvals/{approval_id}/decision"),
     ("POST", "/v1/threads/{thread_id}/retry"),
+    ("POST", "/runs/stream"),
+    ("POST", "/threads/{thread_id}/runs/stream"),
 }
 """The routes taking ``Idempotency-Key``; each has a test here."""
 REPLAYED = "Idempotent-Replayed"
@@ -319,3 +321,48 @@ async def test_a_retry_key_reused_by_another_principal_retries_that_principals_o
     assert alices.run_id not in {answer.run_id for answer in theirs.values()}
     assert Streamed.of(replay) == dataclasses.replace(alices, replayed="true")
     stub.assert_calls(2 * len(principals))
+
+
+async def test_an_sdk_run_key_reused_by_another_principal_runs_that_principals_own_run(
+    keyed_client: httpx.AsyncClient,
+) -> None:
+    client = keyed_client
+    body = {
+        "assistant_id": "tutor",
+        "input": {"messages": [{"role": "user", "content": "What is RAG?"}]},
+    }
+    key = "shared-sdk-run"
+    alices = await client.post("/runs/stream", json=body, headers=_with_key(OWNER, key))
+    alice = (alices.headers["X-Thread-Id"], alices.headers["X-Run-Id"])
+    observed = []
+    for who, headers in STRANGERS.items():
+        theirs = await client.post("/runs/stream", json=body, headers=_with_key(headers, key))
+        ids = (theirs.headers.get("X-Thread-Id"), theirs.headers.get("X-Run-Id"))
+        on_hers = await client.post(  # with the key Alice uses on her thread below
+            f"/threads/{alice[0]}/runs/stream", json=body, headers=_with_key(headers, "mine")
+        )
+        observed.append(
+            (who, theirs.status_code, theirs.headers.get(REPLAYED), bool(set(ids) & set(alice)))
+        )
+        observed.append((who, "her thread", on_hers.status_code, _code(on_hers)))
+    on_mine = await client.post(
+        f"/threads/{alice[0]}/runs/stream", json=body, headers=_with_key(OWNER, "mine")
+    )
+    again = await client.post(
+        f"/threads/{alice[0]}/runs/stream", json=body, headers=_with_key(OWNER, "mine")
+    )
+    replay = await client.post("/runs/stream", json=body, headers=_with_key(OWNER, key))
+
+    assert observed == [
+        ("acme:bob", 200, None, False),
+        ("acme:bob", "her thread", 404, "thread_not_found"),
+        ("globex:alice", 200, None, False),
+        ("globex:alice", "her thread", 404, "thread_not_found"),
+    ]
+    assert (again.headers.get(REPLAYED), again.headers["X-Run-Id"]) == (
+        "true",
+        on_mine.headers["X-Run-Id"],
+    )
+    assert replay.headers.get(REPLAYED) == "true"
+    assert (replay.headers["X-Thread-Id"], replay.headers["X-Run-Id"]) == alice
+    assert parse_frames(replay.text)[0] == parse_frames(alices.text)[0]  # the same metadata

@@ -100,11 +100,42 @@ BODIES: tuple[Body, ...] = (
     Body("POST", "/v1/projects", {"name": "Another project"}),
     Body("POST", "/v1/projects/{project_id}/notes", {"title": "Mine", "content": "x"}),
     Body("PUT", "/v1/notes/{note_id}", {"version": 1, "content": "Rewritten"}),
+    Body("POST", "/assistants/search", {"graph_id": "tutor"}),
+    Body("POST", "/threads", {"metadata": {"topic": "rag"}}),
+    Body("POST", "/threads/search", {"status": "interrupted"}),
+    Body("PATCH", "/threads/{thread_id}", {"metadata": {"topic": "rag"}}),
+    Body("POST", "/threads/{thread_id}/history", {"limit": 2}),
+    Body(
+        "POST",
+        "/runs/stream",
+        {"assistant_id": "tutor", "input": {"messages": [{"role": "user", "content": "Hi"}]}},
+    ),
+    Body(
+        "POST",
+        "/threads/{thread_id}/runs/stream",
+        {"assistant_id": "tutor", "command": {"resume": {"decision": "approve"}}},
+        inside=("command",),
+    ),
 )
 
-FREE_FORM = {"ResumeDecision.edited", "DecisionRequest.edited", "ChatRequest.input"}
+FREE_FORM = {
+    "ResumeDecision.edited",
+    "DecisionRequest.edited",
+    "ChatRequest.input",
+    "AssistantSearchRequest.metadata",
+    "ThreadCreateRequest.metadata",
+    "ThreadUpdateRequest.metadata",
+    "ThreadSearchRequest.metadata",
+    "ThreadHistoryRequest.metadata",
+    "RunCreate.input",
+    "RunCreate.metadata",
+    "RunCreate.config",
+    "RunCreate.context",
+}
 """The only objects of a request body that take any field: a person's edit, which the consent
-kind's edit model checks, and a graph's own input, which the graph's input schema checks."""
+kind's edit model checks, a graph's own input, which the graph's input schema checks, and the
+LangGraph SDK face's metadata (the client's own keys, stored and searched as given), and a run's
+`config` and `context` (refused by name when not empty: ``unsupported_field``)."""
 
 
 def hostile_fields(victim: OwnedObjects) -> dict[str, Any]:

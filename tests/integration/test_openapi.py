@@ -49,7 +49,40 @@ async def test_openapi_describes_every_route_and_the_event_union(
         ("/healthz", "get"),
         ("/readyz", "get"),
         ("/metrics", "get"),
+        # The LangGraph SDK's face (docs/langgraph-sdk.md).
+        ("/assistants/search", "post"),
+        ("/assistants/{assistant_id}", "get"),
+        ("/assistants/{assistant_id}/graph", "get"),
+        ("/assistants/{assistant_id}/schemas", "get"),
+        ("/threads", "post"),
+        ("/threads/search", "post"),
+        ("/threads/{thread_id}", "get"),
+        ("/threads/{thread_id}", "patch"),
+        ("/threads/{thread_id}", "delete"),
+        ("/threads/{thread_id}/state", "get"),
+        ("/threads/{thread_id}/history", "post"),
+        ("/threads/{thread_id}/runs/stream", "post"),
+        ("/runs/stream", "post"),
+        ("/threads/{thread_id}/runs/{run_id}/stream", "get"),
+        ("/threads/{thread_id}/runs/{run_id}/cancel", "post"),
     }
+    # A key goes in `Authorization: Bearer` or, as the LangGraph SDK sends it, in `x-api-key`.
+    schemes = spec["components"]["securitySchemes"]
+    assert schemes["HTTPBearer"]["scheme"] == "bearer"
+    assert {k: schemes["APIKeyHeader"][k] for k in ("type", "in", "name")} == {
+        "type": "apiKey",
+        "in": "header",
+        "name": "x-api-key",
+    }
+    assert spec["paths"]["/threads"]["post"]["security"] == [
+        {"HTTPBearer": []},
+        {"APIKeyHeader": []},
+    ]
+    assert spec["paths"]["/v1/chat"]["post"]["security"] == [
+        {"HTTPBearer": []},
+        {"APIKeyHeader": []},
+    ]
+    assert spec["paths"]["/threads/{thread_id}"]["get"]["tags"] == ["langgraph-sdk"]
     schemas = spec["components"]["schemas"]
     event_refs = {ref["$ref"] for ref in schemas["Event"]["oneOf"]}
     assert "#/components/schemas/ConsentEvent" in event_refs

@@ -21,9 +21,10 @@ from typing import Any
 
 __all__ = ["ALLOWED_HEADERS", "ALLOWED_METHODS", "EXPOSED_HEADERS", "cors_options"]
 
-ALLOWED_METHODS = ("GET", "POST", "PUT", "DELETE")
+ALLOWED_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 ALLOWED_HEADERS: tuple[str, ...] = (
     "Authorization",
+    "X-Api-Key",  # the LangGraph SDK's header for the key
     "Content-Type",
     "Last-Event-ID",
     "Idempotency-Key",
@@ -31,6 +32,8 @@ ALLOWED_HEADERS: tuple[str, ...] = (
 )
 """Request headers a page may send: the key, JSON, rejoining a stream, a safe retry, its own id."""
 EXPOSED_HEADERS: tuple[str, ...] = (
+    "Content-Location",  # where the LangGraph SDK finds a run again
+    "Location",
     "X-Run-Id",
     "X-Thread-Id",
     "X-Request-ID",

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request
 from fastapi.routing import APIRoute
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from consentry.errors import UnauthorizedError
 from consentry.observability.logs import bind_principal
@@ -20,12 +20,13 @@ from consentry.principal import LOCAL_PRINCIPAL, Principal
 from consentry.runtime.consents import ApprovalInbox
 from consentry.runtime.notes import NotesService
 from consentry.runtime.readiness import Readiness
-from consentry.runtime.runs import RunService, ThreadReader
+from consentry.runtime.runs import Assistants, RunService, ThreadReader, ThreadWriter
 from consentry.settings import Settings
 from consentry_graphs.registry import GraphSpec
 
 __all__ = [
     "ApprovalsDep",
+    "AssistantsDep",
     "GraphsDep",
     "IdempotencyKey",
     "MetricsDep",
@@ -34,12 +35,20 @@ __all__ = [
     "ReadinessDep",
     "RunsDep",
     "SettingsDep",
+    "ThreadWriterDep",
     "ThreadsDep",
     "authenticate",
     "needs_principal",
+    "request_api_key",
 ]
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from CONSENTRY_API_KEYS.")
+_api_key_header = APIKeyHeader(
+    name="x-api-key",
+    auto_error=False,
+    description="The same API key, in the header the LangGraph SDK sends "
+    "(`Authorization: Bearer` wins when both are sent).",
+)
 
 
 def _service(field: str) -> Any:
@@ -55,6 +64,8 @@ def _service(field: str) -> Any:
 SettingsDep = Annotated[Settings, _service("settings")]
 RunsDep = Annotated[RunService, _service("runs")]
 ThreadsDep = Annotated[ThreadReader, _service("threads")]
+ThreadWriterDep = Annotated[ThreadWriter, _service("thread_writer")]
+AssistantsDep = Annotated[Assistants, _service("assistants")]
 ApprovalsDep = Annotated[ApprovalInbox, _service("approvals")]
 GraphsDep = Annotated[Mapping[str, GraphSpec], _service("graphs")]
 ReadinessDep = Annotated[Readiness, _service("readiness")]
@@ -65,28 +76,33 @@ NotesDep = Annotated[NotesService, _service("notes")]
 async def get_principal(
     settings: SettingsDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    api_key: Annotated[str | None, Depends(_api_key_header)],
 ) -> Principal:
-    principal = authenticate(settings.api_keys, credentials)
+    principal = authenticate(settings.api_keys, _key_sent(credentials, api_key))
     bind_principal(principal.display)  # on this request's log lines
     return principal
 
 
-def authenticate(
-    keys: Mapping[str, Principal], credentials: HTTPAuthorizationCredentials | None
-) -> Principal:
-    """The principal of the bearer token, or ``UnauthorizedError`` (no keys: the local user)."""
+def authenticate(keys: Mapping[str, Principal], key: str | None) -> Principal:
+    """The principal of the API key sent, or ``UnauthorizedError`` (no keys: the local user)."""
     if not keys:
         return LOCAL_PRINCIPAL
-    if credentials is None:
-        raise UnauthorizedError("Send `Authorization: Bearer <api key>`.")
+    if key is None:
+        raise UnauthorizedError("Send `Authorization: Bearer <api key>` (or `x-api-key`).")
     for token, principal in keys.items():
-        if hmac.compare_digest(token.encode(), credentials.credentials.encode()):
+        if hmac.compare_digest(token.encode(), key.encode()):
             return principal
     raise UnauthorizedError("Unknown API key.")
 
 
-async def bearer_credentials(request: Request) -> HTTPAuthorizationCredentials | None:
-    return await _bearer(request)
+def _key_sent(credentials: HTTPAuthorizationCredentials | None, api_key: str | None) -> str | None:
+    """The bearer token, else the ``x-api-key`` header (the LangGraph SDK's)."""
+    return credentials.credentials if credentials is not None else api_key
+
+
+async def request_api_key(request: Request) -> str | None:
+    """The API key a request sent, as :func:`get_principal` reads it."""
+    return _key_sent(await _bearer(request), await _api_key_header(request))
 
 
 def needs_principal(route: object) -> bool:

@@ -18,7 +18,7 @@ from fastapi import Depends, Request
 
 from consentry.api.limits import check_chat_edits, check_edits
 from consentry.api.sse_response import EventStreamResponse
-from consentry.api.streaming import event_stream
+from consentry.api.streaming import StreamFace, event_stream
 from consentry.observability.metrics import Metrics
 from consentry.principal import Principal
 from consentry.runtime.consents import ApprovalFeed, accepted
@@ -80,17 +80,25 @@ class RunRequests:
         )
 
     async def message(
-        self, owner: Principal, request: ChatRequest, *, idempotency_key: str | None
+        self,
+        owner: Principal,
+        request: ChatRequest,
+        *,
+        idempotency_key: str | None,
+        face: StreamFace | None = None,
+        route: str = "/v1/chat",
     ) -> EventStreamResponse:
-        """A message (or decisions on pending consents): its run's events."""
+        """A message (or decisions on pending consents): its run's events (as ``face`` sends
+        them: by default Consentry's own)."""
         check_chat_edits(self._settings, request)
         kind: RateKind = "decisions" if request.decisions else "messages"
         return await self._new_run(
             owner,
             self._charged(owner, kind, partial(self._runs.start, owner, request)),
             idempotency_key,
-            "/v1/chat",
+            route,
             request.model_dump(mode="json"),
+            face,
         )
 
     async def retry(
@@ -138,12 +146,14 @@ class RunRequests:
             return DecisionAccepted.model_validate(result.body), True
         return result, False
 
-    async def join(self, owner: Principal, thread_id: str, *, after: int) -> EventStreamResponse:
+    async def join(
+        self, owner: Principal, thread_id: str, *, after: int, face: StreamFace | None = None
+    ) -> EventStreamResponse:
         """What the client missed after ``after``, then the thread's active run live."""
 
         async def join() -> EventStreamResponse:
             events = await self._runs.join(owner, thread_id, after_seq=after)
-            return self._response(events, {"X-Thread-Id": thread_id})
+            return self._response(events, {"X-Thread-Id": thread_id}, face=face)
 
         return await self._slots.open(owner, join)
 
@@ -174,6 +184,7 @@ class RunRequests:
         idempotency_key: str | None,
         route: str,
         body: dict[str, Any],
+        face: StreamFace | None = None,
     ) -> EventStreamResponse:
         """Start a run and stream its events, holding one of ``owner``'s stream slots. With an
         ``Idempotency-Key`` that was used before (for the same route and body), the run that
@@ -181,7 +192,7 @@ class RunRequests:
         continued it after a crash), live while it goes on; token events are not stored, so the
         stored part has none."""
         return await self._slots.open(
-            owner, partial(self._start_or_replay, owner, start, idempotency_key, route, body)
+            owner, partial(self._start_or_replay, owner, start, idempotency_key, route, body, face)
         )
 
     async def _start_or_replay(
@@ -191,9 +202,10 @@ class RunRequests:
         idempotency_key: str | None,
         route: str,
         body: dict[str, Any],
+        face: StreamFace | None,
     ) -> EventStreamResponse:
         if idempotency_key is None:
-            return self._run_response(await start(None))
+            return self._run_response(await start(None), face)
         result = await self._idempotency.run(
             owner,
             idempotency_key,
@@ -202,7 +214,7 @@ class RunRequests:
             lambda thread_id, run_id: StoredResponse(200, None, thread_id, run_id),
         )
         if isinstance(result, ActiveRun):
-            return self._run_response(result)
+            return self._run_response(result, face)
         assert result.thread_id is not None
         assert result.run_id is not None
         replayed = await self._runs.replay(owner, result.thread_id, result.run_id)
@@ -212,25 +224,29 @@ class RunRequests:
             "X-Run-Id": result.run_id,
             "Idempotent-Replayed": "true",
         }
-        return self._response(replayed, headers)
+        return self._response(replayed, headers, face=face)
 
-    def _run_response(self, run: ActiveRun) -> EventStreamResponse:
+    def _run_response(self, run: ActiveRun, face: StreamFace | None) -> EventStreamResponse:
         headers = {"X-Thread-Id": run.thread_id, "X-Run-Id": run.run_id}
         # The run goes on without a listener when the client goes away.
-        return self._response(run.events.listen(), headers, on_close=run.events.detach)
+        return self._response(run.events.listen(), headers, on_close=run.events.detach, face=face)
 
     def _response(
         self,
         events: AsyncIterator[OutgoingEvent],
         headers: dict[str, str],
         on_close: Callable[[], None] | None = None,
+        face: StreamFace | None = None,
     ) -> EventStreamResponse:
+        if face is not None:
+            headers = {**headers, **face.headers(headers["X-Thread-Id"], headers.get("X-Run-Id"))}
         return event_stream(
             events,
             keepalive_seconds=self._settings.keepalive_seconds,
             open_streams=self._open_streams,
             headers=headers,
             on_close=on_close,
+            frames=face.frames if face is not None else None,
         )
 
 

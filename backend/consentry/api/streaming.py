@@ -11,7 +11,7 @@ with ``Last-Event-ID``) to whichever process continues the run. How the frames a
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from sse_starlette import ServerSentEvent
 
@@ -20,7 +20,17 @@ from consentry.runtime.guards import OpenStreams
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.runs import RunSuspendedError
 
-__all__ = ["EVENT_STREAM_RESPONSE", "event_stream"]
+__all__ = ["EVENT_STREAM_RESPONSE", "StreamFace", "event_stream", "frames_of"]
+
+
+class StreamFace(Protocol):
+    """How a protocol face sends a run's events: its frames, and the headers of its response
+    (``/v1`` sends Consentry's events as they are; the LangGraph SDK face its own frames)."""
+
+    def frames(self, events: AsyncIterator[OutgoingEvent]) -> AsyncGenerator[bytes, None]: ...
+
+    def headers(self, thread_id: str, run_id: str | None) -> dict[str, str]: ...
+
 
 _EVENT_STREAM_CONTENT: dict[str, Any] = {
     "text/event-stream": {
@@ -62,11 +72,13 @@ def event_stream(
     open_streams: OpenStreams,
     headers: dict[str, str],
     on_close: Callable[[], None] | None = None,
+    frames: Callable[[AsyncIterator[OutgoingEvent]], AsyncGenerator[bytes, None]] | None = None,
 ) -> EventStreamResponse:
-    """The response that sends ``events`` as SSE frames (a stream whose run was suspended ends
-    with the reconnect hint), counted among the ``open_streams`` a shutdown ends."""
+    """The response that sends ``events`` as SSE frames (``frames``: a face's own; by default
+    Consentry's, and a stream whose run was suspended ends with the reconnect hint), counted
+    among the ``open_streams`` a shutdown ends."""
     return EventStreamResponse(
-        _frames(events),
+        (frames or frames_of)(events),
         keepalive_seconds=keepalive_seconds,
         open_streams=open_streams,
         headers=headers,
@@ -78,7 +90,8 @@ def _frame(event: OutgoingEvent) -> bytes:
     return ServerSentEvent(data=event.data, event=event.type, id=str(event.seq)).encode()
 
 
-async def _frames(events: AsyncIterator[OutgoingEvent]) -> AsyncGenerator[bytes, None]:
+async def frames_of(events: AsyncIterator[OutgoingEvent]) -> AsyncGenerator[bytes, None]:
+    """Consentry's frames: one per event, ``id`` its seq, ``event`` its type."""
     try:
         async for event in events:
             yield _frame(event)

@@ -132,6 +132,8 @@ threads = sa.Table(
     sa.Column("transcript_kept", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
+    # The client's own key-value metadata (the LangGraph SDK's `metadata`); None: none given.
+    sa.Column("metadata", sa.JSON(none_as_null=True), nullable=True),
     sa.Index("ix_threads_owner_updated", "tenant", "user_id", "updated_at"),
     sa.Index("ix_threads_owner_note", "tenant", "user_id", "note_id", "updated_at"),
     sa.Index("ix_threads_lease", "status", "lease_expires_at"),

@@ -1,4 +1,5 @@
-"""Threads: creating, reading and listing a caller's threads, and the model tokens they used.
+"""Threads: creating, reading, listing, searching and deleting a caller's threads, their
+client's metadata, and the model tokens they used.
 
 A thread's run-related columns (status, active run, lease, seq) belong to ``storage.leases``;
 its runs to ``storage.runs``; its stored events to ``storage.events``.
@@ -6,9 +7,10 @@ its runs to ``storage.runs``; its stored events to ``storage.events``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import sqlalchemy as sa
 
@@ -23,15 +25,25 @@ from consentry.storage.dialect import INSERTS
 from consentry.storage.tables import approvals, tenant_usage, threads
 
 __all__ = [
+    "MetadataValue",
     "ThreadRecord",
     "add_tenant_usage",
+    "bind_graph",
     "create_thread",
+    "delete_thread",
     "get_thread",
+    "insert_thread_unless_taken",
     "list_threads",
     "remember_note",
+    "search_threads",
+    "set_metadata",
     "summarize",
+    "thread_id_taken",
     "token_usage",
 ]
+
+MetadataValue = str | int | float | bool
+"""A value a metadata search compares (``search_threads``): a JSON scalar."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +70,8 @@ class ThreadRecord:
     transcript_kept: bool
     created_at: datetime
     updated_at: datetime
+    metadata: dict[str, Any] | None
+    """The client's metadata (``PATCH /threads/{id}`` merges into it); None: none given."""
 
 
 _COLUMNS = tuple(threads.c[field.name] for field in fields(ThreadRecord))
@@ -97,22 +111,83 @@ async def create_thread(
 ) -> None:
     await conn.execute(
         _CREATE_THREAD,
-        {
-            "consent_policy": consent_policy,
-            "id": thread_id,
-            "tenant": owner.tenant,
-            "user_id": owner.user,
-            "graph": graph,
-            "project_id": project_id,
-            "note_id": note_id,
-            "title": title,
-            "status": "idle",
-            "last_seq": 0,
-            "transcript_kept": True,
-            "created_at": now,
-            "updated_at": now,
-        },
+        _new_thread(
+            owner,
+            thread_id=thread_id,
+            graph=graph,
+            project_id=project_id,
+            note_id=note_id,
+            title=title,
+            consent_policy=consent_policy,
+            now=now,
+        ),
     )
+
+
+def _new_thread(
+    owner: Principal,
+    *,
+    thread_id: str,
+    graph: str,
+    project_id: str,
+    note_id: str | None,
+    title: str,
+    consent_policy: ConsentPolicy,
+    now: datetime,
+) -> dict[str, Any]:
+    return {
+        "consent_policy": consent_policy,
+        "id": thread_id,
+        "tenant": owner.tenant,
+        "user_id": owner.user,
+        "graph": graph,
+        "project_id": project_id,
+        "note_id": note_id,
+        "title": title,
+        "status": "idle",
+        "last_seq": 0,
+        "transcript_kept": True,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+async def insert_thread_unless_taken(
+    conn: DbConnection,
+    owner: Principal,
+    *,
+    thread_id: str,
+    graph: str,
+    project_id: str,
+    title: str,
+    metadata: Mapping[str, Any] | None,
+    now: datetime,
+) -> bool:
+    """Create an idle thread that has never run, under an id the client chose: False (and
+    nothing written) when a thread of anybody has that id already."""
+    values = _new_thread(
+        owner,
+        thread_id=thread_id,
+        graph=graph,
+        project_id=project_id,
+        note_id=None,
+        title=title,
+        consent_policy="ask",
+        now=now,
+    )
+    statement = (
+        INSERTS[conn.dialect.name](threads)
+        .values(**values, metadata=dict(metadata) if metadata else None)
+        .on_conflict_do_nothing(index_elements=[threads.c.id])
+        .returning(threads.c.id)
+    )
+    return (await conn.execute(statement)).first() is not None
+
+
+async def thread_id_taken(conn: DbConnection, thread_id: str) -> bool:
+    """Whether any thread, of any owner, has this id."""
+    found = await conn.scalar(sa.select(threads.c.id).where(threads.c.id == thread_id))
+    return found is not None
 
 
 # Statements on the path of every run are built once (SQLAlchemy then reuses their compiled
@@ -124,9 +199,12 @@ _GET_THREAD = sa.select(*_COLUMNS).where(
 )
 
 
+def _owner_params(owner: Principal, thread_id: str) -> dict[str, str]:
+    return {"p_id": thread_id, "p_tenant": owner.tenant, "p_user": owner.user}
+
+
 async def get_thread(conn: DbConnection, owner: Principal, thread_id: str) -> ThreadRecord:
-    params = {"p_id": thread_id, "p_tenant": owner.tenant, "p_user": owner.user}
-    row = (await conn.execute(_GET_THREAD, params)).first()
+    row = (await conn.execute(_GET_THREAD, _owner_params(owner, thread_id))).first()
     if row is None:
         raise NotFoundError.of("thread", thread_id)
     return ThreadRecord(*row)
@@ -143,6 +221,19 @@ async def list_threads(
 ) -> list[ThreadSummary]:
     """The owner's threads (about ``note_id``, in ``project_id``, when given), newest activity
     first. A thread whose consents all expired reads ``idle``, as in the thread's own detail."""
+    status = _status_at(now)
+    query = _owned(owner, status)
+    if note_id is not None:
+        query = query.where(threads.c.note_id == note_id)
+    if project_id is not None:
+        query = query.where(threads.c.project_id == project_id)
+    rows = await conn.execute(query.order_by(threads.c.updated_at.desc()).limit(limit))
+    return [summarize(ThreadRecord(*row)) for row in rows]
+
+
+def _status_at(now: datetime) -> sa.ColumnElement[str]:
+    """The thread's status as a reader sees it at ``now``: ``awaiting_consent`` only while one
+    of its consents is live, else ``idle``."""
     live_consent = (
         sa.exists()
         .where(
@@ -152,20 +243,142 @@ async def list_threads(
         )
         .correlate(threads)
     )
-    status = sa.case(
+    return sa.case(
         (sa.and_(threads.c.status == "awaiting_consent", ~live_consent), "idle"),
         else_=threads.c.status,
     ).label("status")
+
+
+def _owned(owner: Principal, status: sa.ColumnElement[str]) -> sa.Select[Any]:
     columns = [status if column.name == "status" else column for column in _COLUMNS]
-    query = sa.select(*columns).where(
+    return sa.select(*columns).where(
         threads.c.tenant == owner.tenant, threads.c.user_id == owner.user
     )
-    if note_id is not None:
-        query = query.where(threads.c.note_id == note_id)
-    if project_id is not None:
-        query = query.where(threads.c.project_id == project_id)
-    rows = await conn.execute(query.order_by(threads.c.updated_at.desc()).limit(limit))
-    return [summarize(ThreadRecord(*row)) for row in rows]
+
+
+async def search_threads(
+    conn: DbConnection,
+    owner: Principal,
+    *,
+    now: datetime,
+    limit: int,
+    offset: int = 0,
+    status: ThreadStatus | None = None,
+    last_reason_in: Sequence[TerminalReason] | None = None,
+    last_reason_not_in: Sequence[TerminalReason] | None = None,
+    graph: str | None = None,
+    ids: Sequence[str] | None = None,
+    metadata: Mapping[str, MetadataValue] | None = None,
+    order_by: Literal["created_at", "updated_at", "thread_id"] = "updated_at",
+    descending: bool = True,
+) -> list[ThreadRecord]:
+    """The owner's threads that match every filter given, with their status as
+    :func:`list_threads` reads it (``status`` filters on that one). ``metadata``: each key's
+    value equals the one given."""
+    current = _status_at(now)
+    query = _owned(owner, current)
+    if status is not None:
+        query = query.where(current == status)
+    if last_reason_in is not None:
+        query = query.where(threads.c.last_reason.in_(list(last_reason_in)))
+    if last_reason_not_in is not None:
+        query = query.where(
+            sa.or_(
+                threads.c.last_reason.is_(None),
+                threads.c.last_reason.not_in(list(last_reason_not_in)),
+            )
+        )
+    if graph is not None:
+        query = query.where(threads.c.graph == graph)
+    if ids is not None:
+        query = query.where(threads.c.id.in_(list(ids)))
+    for key, value in (metadata or {}).items():
+        query = query.where(_metadata_equals(conn.dialect.name, key, value))
+    column = threads.c.id if order_by == "thread_id" else threads.c[order_by]
+    query = query.order_by(column.desc() if descending else column.asc(), threads.c.id)
+    rows = await conn.execute(query.limit(limit).offset(offset))
+    return [ThreadRecord(*row) for row in rows]
+
+
+def _metadata_equals(dialect: str, key: str, value: MetadataValue) -> sa.ColumnElement[bool]:
+    """The metadata's ``key`` holds ``value``: the same JSON type (text, number, boolean) and
+    value. SQLite's ``json_type`` and ``json_extract``, PostgreSQL's ``json_typeof`` and ``->>``
+    (a number compared as ``numeric`` only when it is one). Keys hold no ``"``
+    (``schemas.sdk``)."""
+    column = threads.c.metadata
+    kind = "boolean" if isinstance(value, bool) else "text" if isinstance(value, str) else "number"
+    if dialect == "postgresql":
+        typeof = sa.func.json_typeof(column.op("->")(key))
+        text = column.op("->>")(key)
+        if kind == "boolean":
+            return sa.and_(typeof == "boolean", text == ("true" if value else "false"))
+        if kind == "text":
+            return sa.and_(typeof == "string", text == value)
+        return sa.case((typeof == "number", sa.cast(text, sa.Numeric) == value), else_=sa.false())
+    path = f'$."{key}"'
+    sqlite_type = sa.func.json_type(column, path)
+    if kind == "boolean":
+        return sqlite_type == ("true" if value else "false")
+    extracted = sa.func.json_extract(column, path)
+    if kind == "text":
+        return sa.and_(sqlite_type == "text", extracted == value)
+    return sa.and_(sqlite_type.in_(["integer", "real"]), extracted == value)
+
+
+async def set_metadata(
+    conn: DbConnection,
+    owner: Principal,
+    thread_id: str,
+    *,
+    metadata: Mapping[str, Any],
+    now: datetime,
+) -> ThreadRecord:
+    """Merge ``metadata`` into the thread's (a key given ``None`` keeps ``None``), in the
+    caller's write transaction; the thread's ``updated_at`` moves to ``now``."""
+    locked = await conn.execute(_GET_THREAD.with_for_update(), _owner_params(owner, thread_id))
+    row = locked.first()
+    if row is None:
+        raise NotFoundError.of("thread", thread_id)
+    merged = {**(ThreadRecord(*row).metadata or {}), **metadata}
+    updated = await conn.execute(
+        threads.update()
+        .where(threads.c.id == thread_id)
+        .values(metadata=merged or None, updated_at=now)
+        .returning(*_COLUMNS)
+    )
+    return ThreadRecord(*updated.one())
+
+
+async def bind_graph(conn: DbConnection, thread_id: str, graph: str) -> bool:
+    """Give a thread that has never run (no run ever claimed it) another graph; False when it
+    has run, or runs now."""
+    bound = await conn.execute(
+        threads.update()
+        .where(threads.c.id == thread_id, threads.c.last_seq == 0, threads.c.status == "idle")
+        .values(graph=graph)
+        .returning(threads.c.id)
+    )
+    return bound.first() is not None
+
+
+async def delete_thread(conn: DbConnection, owner: Principal, thread_id: str) -> bool:
+    """Delete the owner's thread with its runs, events, approvals, transcript and tool calls
+    (their foreign keys cascade; audit records stay); False (and nothing deleted) while a run is
+    active on it. ``NotFoundError`` when the owner has no such thread."""
+    deleted = await conn.execute(
+        threads.delete()
+        .where(
+            threads.c.id == thread_id,
+            threads.c.tenant == owner.tenant,
+            threads.c.user_id == owner.user,
+            threads.c.status != "running",
+        )
+        .returning(threads.c.id)
+    )
+    if deleted.first() is not None:
+        return True
+    await get_thread(conn, owner, thread_id)  # 404 when it is not the owner's
+    return False
 
 
 async def remember_note(conn: DbConnection, thread_id: str, note_id: str) -> None:

@@ -1,15 +1,27 @@
 """Reading threads: the caller's list, one thread with its pending consents, the transcript, the
-tool calls, the audit trail. (Joining a thread's stream is ``_joins``.)"""
+tool calls, the audit trail; and for the LangGraph SDK face, a thread with its graph's values,
+a search, the graph's state and its history. (Joining a thread's stream is ``_joins``.)"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from consentry.errors import NotFoundError
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
 from consentry.runtime.consents import is_expired
+from consentry.runtime.runs._assistants import assistant_uuid
 from consentry.runtime.runs._executor import RunExecutor
+from consentry.runtime.runs._graph_state import (
+    GraphState,
+    graph_history,
+    read_graph_state,
+)
 from consentry.runtime.runs._transcripts import checkpoint_transcript
 from consentry.schemas.audit import AuditTrail
-from consentry.schemas.events import ConsentEvent
+from consentry.schemas.events import ConsentEvent, TerminalReason
+from consentry.schemas.sdk import SdkThread, SdkThreadStatus
 from consentry.schemas.threads import (
     ThreadDetail,
     ThreadList,
@@ -22,10 +34,16 @@ from consentry.storage import approvals as approvals_repo
 from consentry.storage import threads as threads_repo
 from consentry.storage.audit import list_audit
 from consentry.storage.database import Database
+from consentry.storage.threads import MetadataValue, ThreadRecord
 from consentry.storage.tool_calls import list_tool_calls
 from consentry.storage.transcript import read_transcript
 
 __all__ = ["ThreadReader"]
+
+FAILED_REASONS: tuple[TerminalReason, ...] = ("failed", "step_limit", "timeout", "budget_exhausted")
+"""The ends of a run after which the SDK reads its thread ``error``."""
+DERIVED_METADATA = ("graph_id", "assistant_id")
+"""Metadata keys a thread's graph gives it (``SdkThread.metadata``), never stored."""
 
 
 class ThreadReader:
@@ -60,6 +78,97 @@ class ThreadReader:
         return ThreadDetail(
             **summary.model_dump(), pending_consents=consents, tokens_used=row.tokens_used
         )
+
+    async def graph_state(self, owner: Principal, thread_id: str) -> GraphState:
+        """The thread's graph state as JSON (values, next, tasks, interrupts, checkpoint)."""
+        async with self._db.read() as conn:
+            row = await threads_repo.get_thread(conn, owner, thread_id)
+        return await read_graph_state(self._executor.graph(row.graph), thread_id)
+
+    async def graph_history(
+        self,
+        owner: Principal,
+        thread_id: str,
+        *,
+        limit: int,
+        before: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> list[GraphState]:
+        """The thread's checkpoints as JSON, newest first (as many as the retention keeps)."""
+        async with self._db.read() as conn:
+            row = await threads_repo.get_thread(conn, owner, thread_id)
+        graph = self._executor.graph(row.graph)
+        return await graph_history(graph, thread_id, limit=limit, before=before, metadata=metadata)
+
+    async def sdk_thread(self, owner: Principal, thread_id: str) -> SdkThread:
+        """The thread as the LangGraph SDK reads it: its status, metadata and graph values."""
+        async with self._db.read() as conn:
+            rows = await threads_repo.search_threads(
+                conn, owner, now=self._clock(), limit=1, ids=[thread_id]
+            )
+        if not rows:
+            raise NotFoundError.of("thread", thread_id)
+        return await self.sdk_view(rows[0])
+
+    async def search_sdk_threads(
+        self,
+        owner: Principal,
+        *,
+        status: SdkThreadStatus | None,
+        metadata: Mapping[str, MetadataValue] | None,
+        ids: Sequence[str] | None,
+        limit: int,
+        offset: int,
+        order_by: Literal["thread_id", "created_at", "updated_at"],
+        descending: bool,
+    ) -> list[SdkThread]:
+        """The owner's threads with this status, metadata and ids, as the SDK reads them."""
+        filters = dict(metadata or {})
+        graphs = {self._graph_named(filters.pop(key)) for key in DERIVED_METADATA if key in filters}
+        if None in graphs or len(graphs) > 1:
+            return []  # a graph not served here, or two different ones: no thread has them
+        async with self._db.read() as conn:
+            rows = await threads_repo.search_threads(
+                conn,
+                owner,
+                now=self._clock(),
+                limit=limit,
+                offset=offset,
+                graph=next(iter(graphs), None),
+                ids=ids,
+                metadata=filters,
+                order_by=order_by,
+                descending=descending,
+                **_status_filter(status),
+            )
+        return [await self.sdk_view(row) for row in rows]
+
+    async def sdk_view(self, row: ThreadRecord) -> SdkThread:
+        """A thread's row (its status as a reader sees it now) as the SDK reads it."""
+        status = sdk_status(row)
+        served = row.graph in self._executor.graph_names
+        state = await read_graph_state(self._executor.graph(row.graph), row.id) if served else None
+        waiting = state.interrupts if state is not None and status == "interrupted" else []
+        return SdkThread(
+            thread_id=row.id,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            metadata={
+                **(row.metadata or {}),
+                "graph_id": row.graph,
+                "assistant_id": assistant_uuid(row.graph),
+            },
+            status=status,
+            values=state.values if state is not None else {},
+            interrupts={str(interrupt["id"]): [interrupt] for interrupt in waiting},
+        )
+
+    def _graph_named(self, value: MetadataValue) -> str | None:
+        """The served graph a ``graph_id`` or ``assistant_id`` names (its name or UUID)."""
+        for name in self._executor.graph_names:
+            if value in (name, assistant_uuid(name)):
+                return name
+        return None
 
     async def audit(self, owner: Principal, thread_id: str) -> AuditTrail:
         async with self._db.read() as conn:
@@ -105,3 +214,25 @@ class ThreadReader:
                 for r in records
             ],
         )
+
+
+def sdk_status(row: ThreadRecord) -> SdkThreadStatus:
+    """The SDK's status of a thread whose status is as a reader sees it now."""
+    if row.status == "running":
+        return "busy"
+    if row.status == "awaiting_consent":
+        return "interrupted"
+    return "error" if row.last_reason in FAILED_REASONS else "idle"
+
+
+def _status_filter(status: SdkThreadStatus | None) -> dict[str, Any]:
+    """``search_threads``' filters for the SDK's status."""
+    if status == "busy":
+        return {"status": "running"}
+    if status == "interrupted":
+        return {"status": "awaiting_consent"}
+    if status == "error":
+        return {"status": "idle", "last_reason_in": FAILED_REASONS}
+    if status == "idle":
+        return {"status": "idle", "last_reason_not_in": FAILED_REASONS}
+    return {}

@@ -84,6 +84,7 @@ class RunTargets:
     async def resolve(self, owner: Principal, request: ChatRequest) -> RunTarget:
         """The thread ``request`` is for: checked (404, 422) and read once; a new thread's
         default project is created on first use."""
+        binding: str | None = None
         async with self._db.read() as conn:
             if request.thread_id is None:  # a message (a `resume` names its thread: ChatRequest)
                 spec = self.spec(request.graph)
@@ -104,8 +105,9 @@ class RunTargets:
                 row = await threads_repo.get_thread(conn, owner, request.thread_id)
                 if request.project_id not in (None, row.project_id):
                     await projects_repo.get_project(conn, owner, request.project_id)  # 404 first
-                self._check_thread_matches(row, request)
-                target = self.of(row, note_id=request.note_id)
+                binding = _first_graph(row, request)
+                self._check_thread_matches(row, request, binding=binding)
+                target = self.of(row, note_id=request.note_id, graph=binding)
             if (note_id := target.note_id) is not None:
                 note = await notes_repo.get_note(conn, owner, note_id)
                 if not target.project_id:
@@ -117,6 +119,8 @@ class RunTargets:
                 default_project = self._default_projects.get(owner)
                 if default_project is None:
                     default_project = await projects_repo.find_default_project_id(conn, owner)
+        if binding is not None:
+            await self._bind_graph(owner, row, request, binding)
         if not target.project_id:
             if default_project is None:  # first use: create it
                 async with self._db.write() as conn:
@@ -132,10 +136,22 @@ class RunTargets:
             self._default_projects.clear()  # bounded: owners beyond it are read again
         self._default_projects[owner] = project_id
 
-    def _check_thread_matches(self, row: ThreadRecord, request: ChatRequest) -> None:
+    async def _bind_graph(
+        self, owner: Principal, row: ThreadRecord, request: ChatRequest, graph: str
+    ) -> None:
+        """Store the graph a thread's first run binds it to; a run claimed it meanwhile: the
+        graph it ran stays, and this request is checked against it."""
+        async with self._db.write() as conn:
+            if not await threads_repo.bind_graph(conn, row.id, graph):
+                current = await threads_repo.get_thread(conn, owner, row.id)
+                self._check_thread_matches(current, request, binding=None)
+
+    def _check_thread_matches(
+        self, row: ThreadRecord, request: ChatRequest, *, binding: str | None
+    ) -> None:
         fields = request.model_fields_set
         mismatches = [
-            ("graph", "graph_mismatch", request.graph, row.graph),
+            ("graph", "graph_mismatch", binding or request.graph, binding or row.graph),
             ("project_id", "project_mismatch", request.project_id, row.project_id),
             ("consent_policy", "policy_mismatch", request.consent_policy, row.consent_policy),
         ]
@@ -147,11 +163,14 @@ class RunTargets:
                     details={field: actual},
                 )
 
-    def of(self, row: ThreadRecord, *, note_id: str | None = None) -> RunTarget:
-        """The target of an existing thread's row."""
+    def of(
+        self, row: ThreadRecord, *, note_id: str | None = None, graph: str | None = None
+    ) -> RunTarget:
+        """The target of an existing thread's row (run with ``graph``, when its first run binds
+        it to another one than it was created with)."""
         return RunTarget(
             thread_id=row.id,
-            spec=self.spec(row.graph),
+            spec=self.spec(graph or row.graph),
             project_id=row.project_id,
             note_id=note_id,
             is_new=False,
@@ -172,3 +191,12 @@ class RunTargets:
                 details={"graph": name, "available": available},
             )
         return spec
+
+
+def _first_graph(row: ThreadRecord, request: ChatRequest) -> str | None:
+    """The graph a thread that never ran takes from its first run's request, when it names
+    another one than the thread was created with (``POST /threads`` creates a thread before
+    its first run knows its assistant); None otherwise."""
+    never_ran = row.last_seq == 0 and row.status == "idle"
+    asked = request.graph if "graph" in request.model_fields_set else None
+    return asked if never_ran and asked is not None and asked != row.graph else None

@@ -1,0 +1,2 @@
+"""The LangGraph SDK's API (``langgraph-sdk``, ``useStream``): a second face on Consentry's run
+service, with the same records behind it (``docs/langgraph-sdk.md``)."""

@@ -1,0 +1,31 @@
+"""The ids in the LangGraph SDK's paths. The SDK's API has ``POST /threads/search`` beside
+``GET|PATCH|DELETE /threads/{thread_id}`` (and the same for assistants): with a plain
+``{thread_id}``, ``GET /threads/search`` would be a read of a thread named "search" and a 405's
+``Allow`` would name methods the path does not document. The ``sdk_id`` convertor matches any
+id but ``search``, so routing says what the OpenAPI document says (a thread or assistant is
+never named "search": thread ids are UUIDs, assistant ids graph names or UUIDs, and a graph named
+"search" would still be read at ``GET /v1/graphs``)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from starlette.convertors import Convertor, register_url_convertor
+
+__all__ = ["SDK_ID"]
+
+SDK_ID = "sdk_id"
+"""``/threads/{thread_id:sdk_id}``: the convertor's name in a path."""
+
+
+class _SdkId(Convertor[str]):
+    regex: ClassVar[str] = "(?!search$)[^/]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor(SDK_ID, _SdkId())

@@ -1,0 +1,101 @@
+"""A LangGraph ``command.resume`` as Consentry decisions on the thread's pending consents.
+
+``resume`` answers the interrupt the thread waits for, or is ``{interrupt_id: answer}`` for
+several. Each answer becomes the decision of its consent, checked by the same gate as every
+other decision (one winner, expiry, the kind's rules):
+
+- a raw ``interrupt()`` (kind ``interrupt``): any JSON, the answer as given;
+- a consent kit's kind: the kit's decision, ``{"decision": "approve" | "edit" | "reject",
+  "edited"?, "comment"?}``;
+- a reviewed batch of tool calls (kind ``tool_call``): the middleware's ``{"decisions": [...]}``,
+  one per call in order (``approve``; ``edit`` with ``edited_action.args``; ``reject`` and
+  ``respond`` with ``message``), or one such decision for a ``per_call`` review.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from consentry.errors import ConflictError, InvalidRequestError
+from consentry.schemas.approvals import RAW_INTERRUPT, TOOL_CALL
+from consentry.schemas.chat import ResumeDecision
+from consentry.schemas.events import ConsentEvent
+
+__all__ = ["decisions_for"]
+
+
+def decisions_for(resume: Any, pending: list[ConsentEvent]) -> list[ResumeDecision]:
+    """The decisions ``resume`` makes on ``pending`` (a thread's pending consents)."""
+    waiting: dict[str, list[ConsentEvent]] = {}
+    for consent in pending:
+        waiting.setdefault(consent.interrupt_id or consent.approval_id, []).append(consent)
+    if not waiting:
+        raise ConflictError(
+            "This thread waits for no interrupt to resume.", code="no_pending_consent"
+        )
+    if isinstance(resume, dict) and resume and set(resume) <= set(waiting):
+        answers = resume
+    elif len(waiting) == 1:
+        answers = {next(iter(waiting)): resume}
+    else:
+        raise InvalidRequestError(
+            "The thread waits for several interrupts: resume with {interrupt_id: answer}.",
+            code="resume_ambiguous",
+            details={"interrupt_ids": sorted(waiting)},
+        )
+    decisions: list[ResumeDecision] = []
+    for interrupt_id, answer in answers.items():
+        decisions += _decide(waiting[interrupt_id], answer)
+    return decisions
+
+
+def _decide(consents: list[ConsentEvent], answer: Any) -> list[ResumeDecision]:
+    first = consents[0]
+    try:
+        if first.kind == RAW_INTERRUPT:
+            return [ResumeDecision(approval_id=first.approval_id, decision="answer", value=answer)]
+        if first.kind == TOOL_CALL:
+            return _reviewed(consents, answer)
+        if not isinstance(answer, dict):
+            raise InvalidRequestError(
+                f"Consent {first.approval_id} ({first.kind}) takes a decision: "
+                '{"decision": "approve" | "edit" | "reject", "edited"?, "comment"?}.',
+                code="invalid_resume",
+                details={"approval_id": first.approval_id, "kind": first.kind},
+            )
+        return [ResumeDecision.model_validate({**answer, "approval_id": first.approval_id})]
+    except ValidationError as exc:
+        raise InvalidRequestError(
+            "The resume value is not a decision this interrupt takes.",
+            code="invalid_resume",
+            details={
+                "approval_id": first.approval_id,
+                "errors": exc.errors(include_url=False, include_context=False),
+            },
+        ) from None
+
+
+def _reviewed(consents: list[ConsentEvent], answer: Any) -> list[ResumeDecision]:
+    batch = "index" in consents[0].proposal
+    given = answer.get("decisions") if batch and isinstance(answer, dict) else [answer]
+    ordered = sorted(consents, key=lambda c: int(c.proposal.get("index", 0)))
+    if not isinstance(given, list) or len(given) != len(ordered):
+        raise InvalidRequestError(
+            f'This review of {len(ordered)} tool call(s) takes {{"decisions": [...]}}, one '
+            "per call, in order.",
+            code="invalid_resume",
+            details={"approval_ids": [c.approval_id for c in ordered]},
+        )
+    return [_tool_decision(consent, choice) for consent, choice in zip(ordered, given, strict=True)]
+
+
+def _tool_decision(consent: ConsentEvent, choice: Any) -> ResumeDecision:
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    fields: dict[str, Any] = {"approval_id": consent.approval_id, "decision": kind}
+    if kind == "edit":
+        fields["edited"] = (choice.get("edited_action") or {}).get("args")
+    elif kind in ("reject", "respond") and choice.get("message") is not None:
+        fields["comment"] = choice["message"]
+    return ResumeDecision.model_validate(fields)

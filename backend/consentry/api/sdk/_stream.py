@@ -1,0 +1,119 @@
+"""A run's events as the LangGraph SDK reads them (``runs.stream``, ``useStream``).
+
+The run service's events (the same stored log ``/v1`` streams) are projected, not copied:
+
+- ``run_started`` → ``metadata`` ``{"run_id", "thread_id"}``, first;
+- ``token`` → ``messages`` ``[AIMessageChunk, metadata]`` (``messages-tuple`` mode), and a whole
+  ``message`` whose tokens this stream did not carry → ``messages`` ``[ai message, metadata]``;
+- ``note`` and ``model_retry`` → ``custom``;
+- ``error`` → ``error`` ``{"error": code, "message"}``;
+- ``final`` → ``values``: the graph's state from its checkpoint, with ``__interrupt__``
+  (``[{"value", "id"}]``, the id being the approval's interrupt) when it waits (``values`` mode),
+  then ``end`` ``{"run_id", "status"}``.
+
+Every frame carries the ``id`` of the stored event it comes from (a token: the one before it), so
+``Last-Event-ID`` joins go on without a gap or a repeat. LangGraph sends ``values`` after every
+step; this face sends the state once, when the run stops (``docs/langgraph-sdk.md``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
+
+from sse_starlette import ServerSentEvent
+
+from consentry.api.sse_response import RECONNECT_HINT
+from consentry.principal import Principal
+from consentry.runtime.outgoing import OutgoingEvent
+from consentry.runtime.runs import RunSuspendedError, ThreadReader
+
+__all__ = ["SdkStream"]
+
+_END_STATUS = {"completed": "success", "interrupted": "interrupted", "failed": "error"}
+
+
+class SdkStream:
+    """The LangGraph SDK's frames of one run's events (a ``StreamFace``)."""
+
+    def __init__(
+        self,
+        reader: ThreadReader,
+        owner: Principal,
+        modes: frozenset[str],
+        *,
+        run_id: str | None = None,
+    ) -> None:
+        """``run_id``: only this run's events (a join reads the thread's log)."""
+        self._reader = reader
+        self._owner = owner
+        self._modes = modes
+        self._run_id = run_id
+
+    def headers(self, thread_id: str, run_id: str | None) -> dict[str, str]:
+        """Where the SDK finds the run again (it reconnects to ``Location`` after a drop)."""
+        if run_id is None:
+            return {}
+        run = f"/threads/{thread_id}/runs/{run_id}"
+        return {"Content-Location": run, "Location": f"{run}/stream"}
+
+    async def frames(self, events: AsyncIterator[OutgoingEvent]) -> AsyncGenerator[bytes, None]:
+        streamed: set[str] = set()  # messages this stream carried tokens of
+        node = ""
+        try:
+            async for event in events:
+                data: dict[str, Any] = json.loads(event.data)
+                if self._run_id is not None and data.get("run_id") != self._run_id:
+                    continue
+                if event.type == "step":
+                    node = data["node"]
+                for name, payload in self._project(event.type, data, node, streamed):
+                    yield _frame(name, payload, event.seq)
+                if event.type == "final":
+                    async for frame in self._ending(data, event.seq):
+                        yield frame
+        except RunSuspendedError:
+            yield RECONNECT_HINT
+
+    def _project(
+        self, kind: str, data: dict[str, Any], node: str, streamed: set[str]
+    ) -> list[tuple[str, Any]]:
+        if kind == "run_started":
+            return [("metadata", {"run_id": data["run_id"], "thread_id": data["thread_id"]})]
+        if kind == "token" and "messages-tuple" in self._modes:
+            streamed.add(data["message_id"])
+            chunk = {"type": "AIMessageChunk", "id": data["message_id"], "content": data["delta"]}
+            return [("messages", [chunk, _meta(data, node)])]
+        if kind == "message" and "messages-tuple" in self._modes:
+            if data["message_id"] in streamed:
+                return []
+            message = {"type": "ai", "id": data["message_id"], "content": data["content"]}
+            return [("messages", [message, _meta(data, node)])]
+        if kind in ("note", "model_retry") and "custom" in self._modes:
+            fields = {k: v for k, v in data.items() if k not in _ENVELOPE}
+            return [("custom", {"event": kind, **fields})]
+        if kind == "error":
+            return [("error", {"error": data["code"], "message": data["message"]})]
+        return []
+
+    async def _ending(self, final: dict[str, Any], seq: int) -> AsyncGenerator[bytes, None]:
+        if "values" in self._modes:
+            state = await self._reader.graph_state(self._owner, final["thread_id"])
+            values = dict(state.values)
+            if state.interrupts:
+                values["__interrupt__"] = state.interrupts
+            yield _frame("values", values, seq)
+        status = _END_STATUS.get(final["reason"], final["reason"])
+        yield _frame("end", {"run_id": final["run_id"], "status": status}, seq)
+
+
+_ENVELOPE = frozenset({"thread_id", "run_id", "seq", "ts", "type"})
+
+
+def _meta(data: dict[str, Any], node: str) -> dict[str, Any]:
+    return {"run_id": data["run_id"], "thread_id": data["thread_id"], "langgraph_node": node}
+
+
+def _frame(event: str, data: Any, seq: int) -> bytes:
+    return ServerSentEvent(data=json.dumps(data), event=event, id=str(seq)).encode()

@@ -1,0 +1,113 @@
+"""The LangGraph SDK's threads (``client.threads.create``, ``get``, ``search``, ``update``,
+``delete``, ``get_state``, ``get_history``): Consentry's threads, with their status as the SDK
+names it (``idle``, ``busy``, ``interrupted`` while a consent waits, ``error``) and their graph's
+state read from its checkpoints."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from consentry.api.deps import PrincipalDep, ThreadsDep, ThreadWriterDep
+from consentry.api.responses import ERROR_RESPONSES
+from consentry.api.sdk._ids import SDK_ID
+from consentry.runtime.runs import GraphState
+from consentry.schemas.sdk import (
+    SdkThread,
+    SdkThreadState,
+    ThreadCreateRequest,
+    ThreadHistoryRequest,
+    ThreadSearchRequest,
+    ThreadUpdateRequest,
+)
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/threads", tags=["langgraph-sdk"], responses=ERROR_RESPONSES)
+
+
+@router.post("")
+async def create_thread(
+    body: ThreadCreateRequest, owner: PrincipalDep, writer: ThreadWriterDep
+) -> SdkThread:
+    """A thread before its first run, in the caller's default project. Its graph is
+    `metadata.graph_id` (else the default graph); its first run may name another assistant,
+    whose graph it then keeps. An id taken by any thread is 409 `thread_exists`, or with
+    `if_exists: "do_nothing"` the caller's own thread as it is."""
+    return await writer.create(
+        owner,
+        thread_id=str(body.thread_id) if body.thread_id else None,
+        metadata=body.metadata,
+        if_exists=body.if_exists,
+    )
+
+
+@router.post("/search")
+async def search_threads(
+    body: ThreadSearchRequest, owner: PrincipalDep, threads: ThreadsDep
+) -> list[SdkThread]:
+    """The caller's threads that match every filter, most recently active first (or
+    `sort_by`). `status: "interrupted"` lists the threads a consent waits on."""
+    return await threads.search_sdk_threads(
+        owner,
+        status=body.status,
+        metadata=body.metadata,
+        ids=body.ids,
+        limit=body.limit,
+        offset=body.offset,
+        order_by=body.sort_by or "updated_at",
+        descending=body.sort_order != "asc",
+    )
+
+
+@router.get(f"/{{thread_id:{SDK_ID}}}")
+async def get_thread(thread_id: str, owner: PrincipalDep, threads: ThreadsDep) -> SdkThread:
+    """The thread: status, metadata, its graph's values and what it waits for."""
+    return await threads.sdk_thread(owner, thread_id)
+
+
+@router.patch(f"/{{thread_id:{SDK_ID}}}")
+async def update_thread(
+    thread_id: str, body: ThreadUpdateRequest, owner: PrincipalDep, writer: ThreadWriterDep
+) -> SdkThread:
+    """Merge keys into the thread's metadata."""
+    return await writer.update_metadata(owner, thread_id, body.metadata)
+
+
+@router.delete(f"/{{thread_id:{SDK_ID}}}", status_code=204, response_class=Response)
+async def delete_thread(thread_id: str, owner: PrincipalDep, writer: ThreadWriterDep) -> None:
+    """Delete the thread with its runs, events, consents and checkpoints (its audit records
+    stay); 409 `run_in_progress` while a run is active."""
+    await writer.delete(owner, thread_id)
+
+
+@router.get("/{thread_id}/state")
+async def get_thread_state(
+    thread_id: str,
+    owner: PrincipalDep,
+    threads: ThreadsDep,
+    subgraphs: Annotated[bool, Query(description="Accepted; subgraphs are not shown.")] = False,
+) -> SdkThreadState:
+    """The graph's newest checkpoint: values, next nodes, tasks with their interrupts."""
+    return _state(await threads.graph_state(owner, thread_id))
+
+
+@router.post("/{thread_id}/history")
+async def get_thread_history(
+    thread_id: str, body: ThreadHistoryRequest, owner: PrincipalDep, threads: ThreadsDep
+) -> list[SdkThreadState]:
+    """The graph's checkpoints, newest first: every step's while a run goes on or waits for a
+    consent; with `CONSENTRY_CHECKPOINT_RETENTION=latest` (the default) only the newest once a
+    run ends otherwise (`all` keeps them all)."""
+    before = body.before
+    if before is not None and not isinstance(before, str):
+        before = before.checkpoint_id
+    states = await threads.graph_history(
+        owner, thread_id, limit=body.limit, before=before, metadata=body.metadata
+    )
+    return [_state(state) for state in states]
+
+
+def _state(state: GraphState) -> SdkThreadState:
+    return SdkThreadState(**state.as_dict())

@@ -1,0 +1,183 @@
+"""The LangGraph SDK face's assistants and threads (``/assistants/...``, ``/threads/...``): the
+subset of the LangGraph Agent Server's requests and answers that ``langgraph-sdk`` and
+``useStream`` use. A request field Consentry does not serve is refused by name (422), never
+silently ignored; the run requests are in ``schemas.sdk_runs``."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, BeforeValidator, Field, JsonValue, StringConstraints
+from pydantic_core import PydanticCustomError
+
+from consentry.schemas.requests import RequestModel
+
+__all__ = [
+    "Assistant",
+    "AssistantSchemas",
+    "AssistantSearchRequest",
+    "CheckpointRef",
+    "SdkThread",
+    "SdkThreadState",
+    "SdkThreadStatus",
+    "ThreadCreateRequest",
+    "ThreadHistoryRequest",
+    "ThreadSearchRequest",
+    "ThreadUpdateRequest",
+]
+
+SdkThreadStatus = Literal["idle", "busy", "interrupted", "error"]
+"""A thread's status as the SDK reads it: Consentry's ``idle`` (``error`` when its last run
+failed, hit its step limit, timed out or ran out of tokens), ``running`` (``busy``) and
+``awaiting_consent`` (``interrupted``: a consent waits for a decision)."""
+
+MetadataValue = str | int | float | bool
+MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r'^[^"\\]+$')]
+"""A key a search names: no ``"`` nor ``\\`` (it becomes a JSON path)."""
+
+
+def _not_a_boolean(value: Any) -> Any:
+    """JSON Schema's integers are not booleans (pydantic takes ``false`` for 0); ``3.0`` is
+    one."""
+    if isinstance(value, bool):
+        raise PydanticCustomError("int_type", "Input should be a valid integer")
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_not_a_boolean)]
+_LIMIT = Field(default=10, ge=1, le=1000, description="At most this many.")
+_OFFSET = Field(default=0, ge=0, le=1_000_000, description="Skip this many first.")
+
+
+class AssistantSearchRequest(RequestModel):
+    """``POST /assistants/search``: the served graphs' assistants that match every filter."""
+
+    graph_id: str | None = Field(default=None, max_length=64)
+    name: str | None = Field(default=None, max_length=64)
+    metadata: dict[str, JsonValue] | None = Field(
+        default=None,
+        description='Each key equals the assistant\'s (every assistant has `{"created_by": '
+        '"system"}`).',
+    )
+    limit: Count = _LIMIT
+    offset: Count = _OFFSET
+    sort_by: Literal["assistant_id", "graph_id", "name", "created_at", "updated_at"] | None = None
+    sort_order: Literal["asc", "desc"] | None = None
+
+
+class Assistant(BaseModel):
+    """A served graph, as the SDK's ``Assistant``."""
+
+    assistant_id: str = Field(description="Stable per graph: `uuid5(NAMESPACE_URL, graph_id)`.")
+    graph_id: str
+    config: dict[str, Any] = Field(default_factory=dict)
+    context: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime = Field(description="When this server started.")
+    updated_at: datetime
+    metadata: dict[str, Any]
+    version: int = 1
+    name: str
+    description: str | None = None
+
+
+class AssistantSchemas(BaseModel):
+    """A graph's JSON Schemas (those of `GET /v1/graphs`). Graphs get Consentry's runtime
+    context, never a client's: `config_schema` and `context_schema` are null."""
+
+    graph_id: str
+    input_schema: dict[str, Any] | None
+    output_schema: dict[str, Any] | None
+    state_schema: dict[str, Any] | None
+    config_schema: dict[str, Any] | None = None
+    context_schema: dict[str, Any] | None = None
+
+
+class ThreadCreateRequest(RequestModel):
+    """``POST /threads``: a thread before its first run. Its graph is ``metadata.graph_id``
+    (the SDK's ``graph_id``) or the default, and its first run may bind it to another."""
+
+    thread_id: UUID | None = Field(default=None, description="The id to give it (a UUID).")
+    metadata: dict[str, JsonValue] | None = None
+    if_exists: Literal["raise", "do_nothing"] = Field(
+        default="raise",
+        description="When the id is taken: `raise` (409 `thread_exists`) or `do_nothing` (the "
+        "caller's thread as it is).",
+    )
+
+
+class ThreadUpdateRequest(RequestModel):
+    """``PATCH /threads/{id}``: merge keys into the thread's metadata."""
+
+    metadata: dict[str, JsonValue]
+
+
+class ThreadSearchRequest(RequestModel):
+    """``POST /threads/search``: the caller's threads that match every filter."""
+
+    metadata: dict[MetadataKey, MetadataValue] | None = Field(
+        default=None,
+        description="Each key equals the thread's (text, number or boolean); `graph_id` and "
+        "`assistant_id` are the thread's graph.",
+    )
+    ids: list[str] | None = Field(default=None, max_length=1000)
+    status: SdkThreadStatus | None = Field(
+        default=None, description="`interrupted`: the threads a consent waits on."
+    )
+    limit: Count = _LIMIT
+    offset: Count = _OFFSET
+    sort_by: Literal["thread_id", "created_at", "updated_at"] | None = None
+    sort_order: Literal["asc", "desc"] | None = None
+
+
+class CheckpointRef(RequestModel):
+    """One of a thread's checkpoints, as a ``ThreadState.checkpoint`` names it."""
+
+    thread_id: str | None = None
+    checkpoint_ns: str = Field(default="", max_length=0, description='Only the graph\'s own: "".')
+    checkpoint_id: str | None = Field(default=None, max_length=64)
+
+
+class ThreadHistoryRequest(RequestModel):
+    """``POST /threads/{id}/history``: the thread's checkpoints, newest first."""
+
+    limit: Count = _LIMIT
+    before: str | CheckpointRef | None = Field(
+        default=None, description="Only checkpoints older than this one (an id or a checkpoint)."
+    )
+    metadata: dict[str, JsonValue] | None = Field(
+        default=None, description="Only checkpoints whose metadata has these keys and values."
+    )
+    checkpoint: CheckpointRef | None = Field(
+        default=None, description="The graph's own namespace only (subgraphs are not listed)."
+    )
+
+
+class SdkThread(BaseModel):
+    """A thread as the SDK's ``Thread``."""
+
+    thread_id: str
+    created_at: datetime
+    updated_at: datetime
+    metadata: dict[str, Any] = Field(
+        description="The client's, with `graph_id` and `assistant_id` of the thread's graph."
+    )
+    status: SdkThreadStatus
+    values: dict[str, Any] = Field(description="The graph's state now (messages as dicts).")
+    interrupts: dict[str, list[dict[str, Any]]] = Field(
+        description='What the thread waits for, by interrupt (approval) id: `[{"value", "id"}]`.'
+    )
+
+
+class SdkThreadState(BaseModel):
+    """A checkpoint of the thread's graph, as the SDK's ``ThreadState``."""
+
+    values: dict[str, Any]
+    next: list[str]
+    tasks: list[dict[str, Any]]
+    checkpoint: dict[str, Any]
+    metadata: dict[str, Any]
+    created_at: str | None
+    parent_checkpoint: dict[str, Any] | None
+    interrupts: list[dict[str, Any]]
