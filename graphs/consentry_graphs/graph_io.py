@@ -113,6 +113,8 @@ class GraphIO:
             elif name in self.message_fields:
                 try:
                     checked[name] = _messages(item, new_id)
+                # langchain-core's message conversion raises NotImplementedError for a
+                # message type it does not know: a client's bad input, said as such
                 except (ValueError, TypeError, NotImplementedError):
                     problems.append(
                         InputProblem(

@@ -334,6 +334,9 @@ def test_a_new_conversation_talks_to_the_graph_picked_and_its_question_is_answer
     picker = page.get_by_label("Talk to")
     expect(picker).to_have_value("tutor")
     picker.select_option("city")
+    expect(page.locator("#chat-input")).to_have_attribute(
+        "placeholder", "Write to city… (Enter sends, Shift+Enter: new line)"
+    )
     page.locator("#chat-input").fill("Plan a trip")
     page.locator("#chat-input").press("Enter")
 

@@ -66,10 +66,12 @@ export class ChatPane {
     this.graphSelect.replaceChildren(...talking.map((graph) => h("option", { value: graph.name }, graph.name)));
     this.graphSelect.value = talking.some((graph) => graph.name === "tutor") ? "tutor" : talking[0]?.name ?? "";
     $("#graph-row").hidden = talking.length < 2;
-    const tutorHint = this.input.placeholder;
+    // The message box's prompt names the graph a new conversation talks to.
+    const askTutor = this.input.getAttribute("placeholder");
     this.graphSelect.addEventListener("change", () => {
       const graph = this.graphSelect.value;
-      this.input.placeholder = graph === "tutor" ? tutorHint : `Write to ${graph}… (Enter sends, Shift+Enter: new line)`;
+      const prompt = graph === "tutor" ? askTutor : `Write to ${graph}… (Enter sends, Shift+Enter: new line)`;
+      this.input.setAttribute("placeholder", prompt);
     });
   }
 
