@@ -32,6 +32,8 @@ def versions_of(api: httpx.Client, note_id: str) -> list[dict[str, Any]]:
 def open_app(page: Page, base_url: str, route: str = "") -> None:
     page.goto(f"{base_url}/{route}")
     expect(page.locator("#project-select")).not_to_have_value("")  # the notes are loaded
+    # and the chat shows its conversation (or none): nothing clears its log any more
+    expect(page.locator("#chat-log[data-shown]")).to_have_count(1)
 
 
 def open_note(page: Page, base_url: str, note: dict[str, Any]) -> None:

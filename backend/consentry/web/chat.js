@@ -101,11 +101,18 @@ export class ChatPane {
     this.threadId = null;
     this.graphSelect.disabled = false;
     this.log.replaceChildren();
+    delete this.log.dataset.shown; // set again once the next conversation (or none) is shown
     this.setBusy();
     return ++this.generation;
   }
 
+  /** Show `threadId` (or no conversation); `data-shown` on the log says it is done. */
   async show(threadId, generation) {
+    await this.fillLog(threadId, generation);
+    if (generation === this.generation) this.log.dataset.shown = threadId ?? "";
+  }
+
+  async fillLog(threadId, generation) {
     this.threadId = threadId;
     this.graphSelect.disabled = Boolean(threadId); // a conversation keeps its graph
     this.conversations.render(threadId);
