@@ -37,6 +37,7 @@ from consentry.api.request_errors import request_error
 from consentry.api.request_ids import RequestIds
 from consentry.api.run_requests import RunRequests
 from consentry.api.sdk import assistants as sdk_assistants
+from consentry.api.sdk import run_records as sdk_run_records
 from consentry.api.sdk import runs as sdk_runs
 from consentry.api.sdk import threads as sdk_threads
 from consentry.errors import ConsentryError, UnauthorizedError
@@ -216,7 +217,7 @@ def create_app(
     )
     for module in (*routers, me, api_docs):
         app.include_router(module.router)
-    for sdk in (sdk_assistants, sdk_threads, sdk_runs):  # the LangGraph SDK's face
+    for sdk in (sdk_assistants, sdk_threads, sdk_runs, sdk_run_records):  # the LangGraph SDK's face
         app.include_router(sdk.router)  # (docs/langgraph-sdk.md)
     app.mount("/web", web.WebFiles(), name="web")
     app.mount(api_docs.ASSETS_PATH, api_docs.DocsAssets(), name="docs-assets")

@@ -108,6 +108,7 @@ def _bench(args: argparse.Namespace) -> int:
                     baseline=not args.no_baseline,
                     json_out=json_out,
                     interrupt=args.interrupt,
+                    sdk=args.sdk,
                 )
             )
     errors = sum(row.errors for row in rows)
@@ -253,6 +254,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also measure the conversation of a plain LangGraph graph whose raw interrupt() "
         "is answered (consentry_graphs.examples.ask_city)",
+    )
+    bench.add_argument(
+        "--sdk",
+        action="store_true",
+        help="also measure the tutor's conversation through the LangGraph SDK's face "
+        "(runs.stream and command.resume), beside /v1/chat's",
     )
     bench.add_argument(
         "--thread-turns",

@@ -31,6 +31,7 @@ from consentry.runtime.runs import (
     Assistants,
     RunExecutor,
     RunLimits,
+    RunReader,
     RunService,
     RunTakeover,
     RunWorker,
@@ -78,6 +79,8 @@ class Services:
     """Threads created, updated and deleted outside a run (the LangGraph SDK face)."""
     assistants: Assistants
     """The served graphs as the LangGraph SDK's assistants."""
+    run_reader: RunReader
+    """A thread's runs as the LangGraph SDK's (``runs.get``, ``runs.list``)."""
 
 
 @asynccontextmanager
@@ -244,6 +247,7 @@ async def _open(
                         assistants=Assistants(
                             graphs=graphs, compiled=executor.graph, created_at=clock()
                         ),
+                        run_reader=RunReader(db=db),
                     )
             finally:
                 await worker.stop()

@@ -151,6 +151,7 @@ async def _until_ready(client: httpx.AsyncClient, request: httpx.Request) -> htt
 
 
 QUESTION = "What is RAG?"
+QUESTION_PART = {"role": "user", "content": QUESTION}
 
 CALLS: tuple[Call, ...] = (
     # Reads.
@@ -184,6 +185,21 @@ CALLS: tuple[Call, ...] = (
     Call("GET", "/threads/{thread_id}"),
     Call("GET", "/threads/{thread_id}/state"),
     Call("POST", "/threads/{thread_id}/history", json={"limit": 5}),
+    Call("GET", "/threads/{thread_id}/runs"),
+    Call(
+        "GET",
+        "/threads/{thread_id}/runs/{run_id}",
+        url="/threads/{thread_id}/runs/00000000-0000-4000-8000-000000000000",
+        owner_status=404,
+        owner_code="run_not_found",
+    ),
+    Call(
+        "GET",
+        "/threads/{thread_id}/runs/{run_id}/join",
+        url="/threads/{thread_id}/runs/00000000-0000-4000-8000-000000000000/join",
+        owner_status=404,
+        owner_code="run_not_found",
+    ),
     # Writes: the owner's calls change the owner's objects, so they run last, in this order.
     Call("POST", "/v1/projects", json={"name": "Another project"}, owner_status=201),
     Call(
@@ -224,6 +240,8 @@ CALLS: tuple[Call, ...] = (
         "GET",
         "/threads/{thread_id}/runs/{run_id}/stream",
         url="/threads/{thread_id}/runs/00000000-0000-4000-8000-000000000000/stream",
+        owner_status=404,
+        owner_code="run_not_found",
     ),
     Call(
         "POST",
@@ -241,6 +259,15 @@ CALLS: tuple[Call, ...] = (
         "POST",
         "/runs/stream",
         json={"assistant_id": "tutor", "input": {"messages": [{"role": "user", "content": "x"}]}},
+    ),
+    *(
+        Call("POST", route, json={"assistant_id": "tutor", "input": {"messages": [QUESTION_PART]}})
+        for route in (
+            "/threads/{thread_id}/runs/wait",
+            "/threads/{thread_id}/runs",
+            "/runs/wait",
+            "/runs",
+        )
     ),
     Call("POST", "/threads", json={"metadata": {"k": "v"}}),
     Call("PATCH", "/threads/{thread_id}", json={"metadata": {"k": "v"}}),

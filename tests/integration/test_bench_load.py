@@ -30,6 +30,19 @@ async def test_every_conversation_reaches_its_consent_and_its_final(open_live: A
         assert (len(approvals["approvals"]), len(rejections["approvals"])) == (3, 7)
 
 
+async def test_the_sdk_workload_is_the_tutors_conversation_through_the_sdk_face(
+    open_live: Any,
+) -> None:
+    async with open_live() as (client, _):
+        result = await run_load(
+            str(client.base_url), concurrency=2, conversations=4, approve_ratio=0.5, workload="sdk"
+        )
+        assert result.errors == []
+        assert (len(result.message_seconds), len(result.decision_seconds)) == (4, 4)
+        decided = (await client.get("/v1/approvals")).json()["approvals"]
+    assert sorted(a["status"] for a in decided) == ["approved"] * 2 + ["rejected"] * 2
+
+
 async def test_a_running_server_is_measured_without_figures_only_a_local_one_has(
     open_live: Any,
 ) -> None:

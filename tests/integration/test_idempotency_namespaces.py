@@ -28,6 +28,10 @@ KEYED_ROUTES = {
     ("POST", "/v1/threads/{thread_id}/retry"),
     ("POST", "/runs/stream"),
     ("POST", "/threads/{thread_id}/runs/stream"),
+    ("POST", "/runs"),
+    ("POST", "/threads/{thread_id}/runs"),
+    ("POST", "/runs/wait"),
+    ("POST", "/threads/{thread_id}/runs/wait"),
 }
 """The routes taking ``Idempotency-Key``; each has a test here."""
 REPLAYED = "Idempotent-Replayed"
@@ -366,3 +370,41 @@ async def test_an_sdk_run_key_reused_by_another_principal_runs_that_principals_o
     assert replay.headers.get(REPLAYED) == "true"
     assert (replay.headers["X-Thread-Id"], replay.headers["X-Run-Id"]) == alice
     assert parse_frames(replay.text)[0] == parse_frames(alices.text)[0]  # the same metadata
+
+
+async def test_an_sdk_background_run_sent_again_with_its_key_is_the_same_run_for_its_owner_only(
+    keyed_client: httpx.AsyncClient,
+) -> None:
+    client = keyed_client
+    body = {
+        "assistant_id": "tutor",
+        "input": {"messages": [{"role": "user", "content": "What is RAG?"}]},
+    }
+    created = await client.post("/runs", json=body, headers=_with_key(OWNER, "bg"))
+    thread_id = created.json()["thread_id"]
+    await client.services.executor.wait_for_runs()  # type: ignore[attr-defined]
+    waited = await client.post(
+        f"/threads/{thread_id}/runs/wait", json=body, headers=_with_key(OWNER, "w")
+    )
+    await client.services.executor.wait_for_runs()  # type: ignore[attr-defined]
+    created_again = await client.post("/runs", json=body, headers=_with_key(OWNER, "bg"))
+    waited_again = await client.post(
+        f"/threads/{thread_id}/runs/wait", json=body, headers=_with_key(OWNER, "w")
+    )
+    other_route = await client.post("/runs/wait", json=body, headers=_with_key(OWNER, "bg"))
+    (who, headers), *_ = STRANGERS.items()
+    theirs = await client.post("/runs", json=body, headers=_with_key(headers, "bg"))
+    on_hers = await client.post(
+        f"/threads/{thread_id}/runs", json=body, headers=_with_key(headers, "w")
+    )
+    runs = (await client.get(f"/threads/{thread_id}/runs", headers=OWNER)).json()
+
+    assert created_again.json()["run_id"] == created.json()["run_id"]
+    assert waited_again.headers["Content-Location"] == waited.headers["Content-Location"]
+    assert waited_again.json() == waited.json()
+    assert waited.json()["messages"][-1]["type"] == "ai"
+    assert len(runs) == 2  # a run for each first request, none for a request sent again
+    assert (other_route.status_code, _code(other_route)) == (422, "idempotency_key_reused")
+    assert theirs.status_code == 200, who
+    assert theirs.json()["run_id"] != created.json()["run_id"]
+    assert (on_hers.status_code, _code(on_hers)) == (404, "thread_not_found")

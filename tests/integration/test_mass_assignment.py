@@ -110,6 +110,20 @@ BODIES: tuple[Body, ...] = (
         "/runs/stream",
         {"assistant_id": "tutor", "input": {"messages": [{"role": "user", "content": "Hi"}]}},
     ),
+    *(
+        Body(
+            "POST",
+            route,
+            {"assistant_id": "tutor", "input": {"messages": [{"role": "user", "content": "Hi"}]}},
+        )
+        for route in ("/runs", "/runs/wait", "/threads/{thread_id}/runs/wait")
+    ),
+    Body(
+        "POST",
+        "/threads/{thread_id}/runs",
+        {"assistant_id": "tutor", "command": {"resume": {"decision": "approve"}}},
+        inside=("command",),
+    ),
     Body(
         "POST",
         "/threads/{thread_id}/runs/stream",

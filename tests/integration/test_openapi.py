@@ -65,6 +65,13 @@ async def test_openapi_describes_every_route_and_the_event_union(
         ("/runs/stream", "post"),
         ("/threads/{thread_id}/runs/{run_id}/stream", "get"),
         ("/threads/{thread_id}/runs/{run_id}/cancel", "post"),
+        ("/threads/{thread_id}/runs", "post"),
+        ("/threads/{thread_id}/runs", "get"),
+        ("/runs", "post"),
+        ("/threads/{thread_id}/runs/wait", "post"),
+        ("/runs/wait", "post"),
+        ("/threads/{thread_id}/runs/{run_id}", "get"),
+        ("/threads/{thread_id}/runs/{run_id}/join", "get"),
     }
     # A key goes in `Authorization: Bearer` or, as the LangGraph SDK sends it, in `x-api-key`.
     schemes = spec["components"]["securitySchemes"]

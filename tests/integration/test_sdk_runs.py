@@ -7,37 +7,19 @@ a second resume loses with 409, a join reads a run again, a cancel stops it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 from uuid import NAMESPACE_URL, uuid5
 
-import httpx
 import pytest
-from langgraph_sdk import get_client
-from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import ConflictError, UnprocessableEntityError
 
+from tests.langgraph_client import parts, sdk_client
 from tests.openai_stub import OpenAIStub
 
 SERVED = (
     "city=consentry_graphs.examples.ask_city:graph,"
     "agent=consentry_graphs.examples.tool_review_agent:graph"
 )
-
-
-async def _parts(stream: Any) -> list[Any]:
-    return [part async for part in stream]
-
-
-@asynccontextmanager
-async def _sdk(client: httpx.AsyncClient) -> AsyncIterator[LangGraphClient]:
-    """The SDK's client, pointed at the live server (closed after)."""
-    sdk = get_client(url=str(client.base_url))
-    try:
-        yield sdk
-    finally:
-        await sdk.aclose()
 
 
 def _last_values(parts: list[Any]) -> dict[str, Any]:
@@ -50,8 +32,8 @@ def _last_values(parts: list[Any]) -> dict[str, Any]:
 async def test_a_raw_interrupt_is_streamed_as_the_sdk_reads_it_and_resumed_by_command(
     open_live: Any,
 ) -> None:
-    async with open_live(graphs=SERVED) as (client, _), _sdk(client) as sdk:
-        asked = await _parts(
+    async with open_live(graphs=SERVED) as (client, _), sdk_client(client) as sdk:
+        asked = await parts(
             sdk.runs.stream(
                 None,
                 "city",
@@ -60,17 +42,20 @@ async def test_a_raw_interrupt_is_streamed_as_the_sdk_reads_it_and_resumed_by_co
             )
         )
 
-        assert [p.event for p in asked] == ["metadata", "values", "end"]
+        # The state, then the interrupt in a frame of its own, as LangGraph streams it.
+        assert [p.event for p in asked] == ["metadata", "values", "values", "end"]
         metadata = asked[0].data
         thread_id, run_id = metadata["thread_id"], metadata["run_id"]
-        values = _last_values(asked)
-        (interrupt,) = values["__interrupt__"]
+        state, waiting = asked[1].data, asked[2].data
+        (interrupt,) = waiting["__interrupt__"]
+        assert list(waiting) == ["__interrupt__"]
         assert interrupt["value"] == {"question": "Which city?"}
-        assert [m["type"] for m in values["messages"]] == ["human"]
+        assert [m["type"] for m in state["messages"]] == ["human"]
+        assert "__interrupt__" not in state
         assert asked[-1].data == {"run_id": run_id, "status": "interrupted"}
         assert all(p.id for p in asked)  # every frame can be rejoined from
 
-        answered = await _parts(sdk.runs.stream(thread_id, "city", command={"resume": "Lisbon"}))
+        answered = await parts(sdk.runs.stream(thread_id, "city", command={"resume": "Lisbon"}))
         final = _last_values(answered)
         assert final["city"] == "Lisbon"
         assert final["messages"][-1]["content"] == "Booked a trip to Lisbon."
@@ -81,16 +66,16 @@ async def test_a_raw_interrupt_is_streamed_as_the_sdk_reads_it_and_resumed_by_co
         assert (approval["status"], approval["decided"]["value"]) == ("answered", "Lisbon")
 
         with pytest.raises(ConflictError) as lost:
-            await _parts(sdk.runs.stream(thread_id, "city", command={"resume": "Faro"}))
+            await parts(sdk.runs.stream(thread_id, "city", command={"resume": "Faro"}))
         assert lost.value.response.status_code == 409
 
 
 async def test_the_tutors_consent_takes_the_kits_decision_through_command(
     open_live: Any,
 ) -> None:
-    async with open_live() as (client, _), _sdk(client) as sdk:
+    async with open_live() as (client, _), sdk_client(client) as sdk:
         question = {"role": "user", "content": "What is retrieval?"}
-        answered = await _parts(
+        answered = await parts(
             sdk.runs.stream(
                 None,
                 "tutor",
@@ -108,12 +93,12 @@ async def test_the_tutors_consent_takes_the_kits_decision_through_command(
         assert _last_values(answered)["messages"][-1]["content"] == reply
 
         ask = {"role": "user", "content": "Add a summary of our discussion to my note"}
-        asked = await _parts(sdk.runs.stream(thread_id, "tutor", input={"messages": [ask]}))
+        asked = await parts(sdk.runs.stream(thread_id, "tutor", input={"messages": [ask]}))
         assert asked[-1].data["status"] == "interrupted"
 
         with pytest.raises(UnprocessableEntityError):
-            await _parts(sdk.runs.stream(thread_id, "tutor", command={"resume": "yes"}))
-        approved = await _parts(
+            await parts(sdk.runs.stream(thread_id, "tutor", command={"resume": "yes"}))
+        approved = await parts(
             sdk.runs.stream(thread_id, "tutor", command={"resume": {"decision": "approve"}})
         )
         approvals = (await client.get("/v1/approvals")).json()["approvals"]
@@ -125,8 +110,8 @@ async def test_the_tutors_consent_takes_the_kits_decision_through_command(
 async def test_a_tool_call_review_is_resumed_with_the_middlewares_decisions(
     open_live: Any,
 ) -> None:
-    async with open_live(graphs=SERVED) as (client, _), _sdk(client) as sdk:
-        asked = await _parts(
+    async with open_live(graphs=SERVED) as (client, _), sdk_client(client) as sdk:
+        asked = await parts(
             sdk.runs.stream(
                 None,
                 "agent",
@@ -141,7 +126,7 @@ async def test_a_tool_call_review_is_resumed_with_the_middlewares_decisions(
         ]
 
         decisions = [{"type": "respond", "message": "Rainy."}, {"type": "approve"}]
-        done = await _parts(
+        done = await parts(
             sdk.runs.stream(thread_id, "agent", command={"resume": {"decisions": decisions}})
         )
 
@@ -152,24 +137,25 @@ async def test_a_tool_call_review_is_resumed_with_the_middlewares_decisions(
 async def test_a_run_is_joined_from_its_start_and_after_a_last_event_id(
     open_live: Any,
 ) -> None:
-    async with open_live(graphs=SERVED) as (client, _), _sdk(client) as sdk:
-        asked = await _parts(
+    async with open_live(graphs=SERVED) as (client, _), sdk_client(client) as sdk:
+        asked = await parts(
             sdk.runs.stream(None, "city", input={"messages": [{"role": "user", "content": "Plan"}]})
         )
         thread_id, run_id = asked[0].data["thread_id"], asked[0].data["run_id"]
 
-        again = await _parts(sdk.runs.join_stream(thread_id, run_id))
-        after = await _parts(sdk.runs.join_stream(thread_id, run_id, last_event_id=asked[0].id))
+        again = await parts(sdk.runs.join_stream(thread_id, run_id))
+        after = await parts(sdk.runs.join_stream(thread_id, run_id, last_event_id=asked[0].id))
 
-    assert [p.event for p in again] == ["metadata", "values", "end"]
-    assert [p.event for p in after] == ["values", "end"]  # nothing before the id again
+    assert [p.event for p in again] == ["metadata", "values", "values", "end"]
+    assert [p.event for p in after] == ["values", "values", "end"]  # nothing before the id
+    assert after == again[1:]
 
 
 async def test_an_assistant_is_named_by_its_graph_or_by_its_uuid(open_live: Any) -> None:
     body = {"messages": [{"role": "user", "content": "Plan"}]}
     assistant = str(uuid5(NAMESPACE_URL, "city"))
-    async with open_live(graphs=SERVED) as (client, _), _sdk(client) as sdk:
-        asked = await _parts(sdk.runs.stream(None, assistant, input=body))
+    async with open_live(graphs=SERVED) as (client, _), sdk_client(client) as sdk:
+        asked = await parts(sdk.runs.stream(None, assistant, input=body))
         thread = (await client.get(f"/v1/threads/{asked[0].data['thread_id']}")).json()
 
     assert thread["graph"] == "city"
@@ -177,15 +163,15 @@ async def test_an_assistant_is_named_by_its_graph_or_by_its_uuid(open_live: Any)
 
 
 async def test_what_the_face_does_not_serve_is_refused_by_name(open_live: Any) -> None:
-    async with open_live(graphs=SERVED) as (client, _), _sdk(client) as sdk:
+    async with open_live(graphs=SERVED) as (client, _), sdk_client(client) as sdk:
         body = {"messages": [{"role": "user", "content": "Plan"}]}
         with pytest.raises(UnprocessableEntityError) as refused:
-            await _parts(sdk.runs.stream(None, "city", input=body, config={"tags": ["x"]}))
+            await parts(sdk.runs.stream(None, "city", input=body, config={"tags": ["x"]}))
         assert refused.value.response.json()["error"]["code"] == "unsupported_field"
         with pytest.raises(UnprocessableEntityError):
-            await _parts(sdk.runs.stream(None, "city", input=body, stream_mode="debug"))
+            await parts(sdk.runs.stream(None, "city", input=body, stream_mode="debug"))
         with pytest.raises(UnprocessableEntityError):
-            await _parts(sdk.runs.stream(None, "city", input=body, multitask_strategy="interrupt"))
+            await parts(sdk.runs.stream(None, "city", input=body, multitask_strategy="interrupt"))
 
 
 async def test_a_run_cancelled_through_the_sdk_ends_cancelled_and_a_restart_keeps_an_interrupt(
@@ -193,7 +179,7 @@ async def test_a_run_cancelled_through_the_sdk_ends_cancelled_and_a_restart_keep
 ) -> None:
     stub.reply('{"intent": "answer", "query": "x"}')
     stub.hold("An answer nobody waits for.")
-    async with open_live(**stub.app_settings()) as (client, _), _sdk(client) as sdk:
+    async with open_live(**stub.app_settings()) as (client, _), sdk_client(client) as sdk:
         first: list[Any] = []
         started = asyncio.Event()
 
@@ -219,11 +205,11 @@ async def test_an_interrupt_waits_across_a_restart_and_the_sdk_resumes_it(
     open_live: Any,
 ) -> None:
     body = {"messages": [{"role": "user", "content": "Plan"}]}
-    async with open_live(graphs=SERVED) as (client, _), _sdk(client) as sdk:
-        asked = await _parts(sdk.runs.stream(None, "city", input=body))
+    async with open_live(graphs=SERVED) as (client, _), sdk_client(client) as sdk:
+        asked = await parts(sdk.runs.stream(None, "city", input=body))
     thread_id = asked[0].data["thread_id"]
 
-    async with open_live(graphs=SERVED) as (client, _), _sdk(client) as sdk:
-        done = await _parts(sdk.runs.stream(thread_id, "city", command={"resume": "Oslo"}))
+    async with open_live(graphs=SERVED) as (client, _), sdk_client(client) as sdk:
+        done = await parts(sdk.runs.stream(thread_id, "city", command={"resume": "Oslo"}))
 
     assert _last_values(done)["messages"][-1]["content"] == "Booked a trip to Oslo."

@@ -1,6 +1,7 @@
 """``consentry bench`` runs end to end with a handful of conversations (so it cannot rot): it
-starts Consentry and the naive baseline, drives both (and a Consentry serving a plain graph's raw
-``interrupt()``), and reports every figure, side by side."""
+starts Consentry and the naive baseline, drives both (and a Consentry serving a plain graph's
+raw ``interrupt()``, and one driven through the LangGraph SDK's face), and reports every figure,
+side by side."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ def test_the_benchmark_measures_consentry_beside_the_baseline(
             "--thread-turns",
             "10",
             "--interrupt",
+            "--sdk",
             "--json",
             str(out),
         ],
@@ -47,10 +49,12 @@ def test_the_benchmark_measures_consentry_beside_the_baseline(
         ("consentry", 1),
         ("consentry-pg", 1),
         ("interrupt", 1),
+        ("sdk", 1),
         ("baseline", 3),
         ("consentry", 3),
         ("consentry-pg", 3),
         ("interrupt", 3),
+        ("sdk", 3),
     ]
     for row in rows:
         assert (row["conversations"], row["errors"]) == (4, 0), row
@@ -61,9 +65,15 @@ def test_the_benchmark_measures_consentry_beside_the_baseline(
         assert 0 < row["decision_p50_ms"] <= row["decision_p99_ms"], row
         expected_ratio = (
             row["cpu_ms_per_conversation"]
-            / rows[0 if row["concurrency"] == 1 else 4]["cpu_ms_per_conversation"]
+            / rows[0 if row["concurrency"] == 1 else 5]["cpu_ms_per_conversation"]
         )
         assert abs(row["cpu_vs_baseline"] - expected_ratio) < 0.01, row
+        chat = rows[1 if row["concurrency"] == 1 else 6]
+        if row["server"] == "sdk":  # the SDK face beside /v1/chat on the same conversation
+            expected = row["cpu_ms_per_conversation"] / chat["cpu_ms_per_conversation"]
+            assert abs(row["cpu_vs_chat"] - expected) < 0.01, row
+        else:
+            assert row["cpu_vs_chat"] is None, row
     turns = {row["server"]: row for row in results["thread_turns"]}
     assert sorted(turns) == ["baseline", "consentry", "consentry-pg"]  # the tutor's servers
     for row in turns.values():
@@ -77,3 +87,4 @@ def test_the_benchmark_measures_consentry_beside_the_baseline(
     assert table.splitlines()[0].startswith("| server | C | conv | errors |")
     assert table.count("| consentry-pg |") == 3
     assert table.count("| interrupt |") == 2
+    assert table.count("| sdk |") == 2

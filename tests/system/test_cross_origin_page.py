@@ -6,16 +6,13 @@ is refused by the browser."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 from playwright.sync_api import Browser
 
 from tests.system.browser import WatchedPage
+from tests.system.frontend_origin import QuietHandler, frontend_origin
 from tests.system.server import serve
 
 PAGE = b"<!doctype html><html><head><title>A frontend</title></head><body>dev</body></html>"
@@ -73,35 +70,20 @@ async (api) => {
 """
 
 
-@contextmanager
-def static_site() -> Iterator[str]:
-    """A tiny dev server of the frontend's own: one page, on a port of its own."""
+class _Page(QuietHandler):
+    """A tiny dev server of the frontend's own: one page."""
 
-    class Page(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(PAGE)))
-            self.end_headers()
-            self.wfile.write(PAGE)
-
-        def log_message(self, *_: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    port = httpd.server_address[1]
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(PAGE)))
+        self.end_headers()
+        self.wfile.write(PAGE)
 
 
 @pytest.fixture(scope="module")
 def frontend() -> Iterator[str]:
-    with static_site() as origin:
+    with frontend_origin(_Page) as origin:
         yield origin
 
 
@@ -140,7 +122,7 @@ def test_a_page_of_an_origin_not_listed_cannot_read_the_api(server: str, browser
     context = browser.new_context()  # not watched: the browser reports the refusal as an error
     try:
         page = context.new_page()
-        with static_site() as elsewhere:
+        with frontend_origin(_Page) as elsewhere:
             page.goto(elsewhere)
             read = page.evaluate(CALL_FROM_ELSEWHERE, server)
     finally:

@@ -20,7 +20,13 @@ from consentry.principal import LOCAL_PRINCIPAL, Principal
 from consentry.runtime.consents import ApprovalInbox
 from consentry.runtime.notes import NotesService
 from consentry.runtime.readiness import Readiness
-from consentry.runtime.runs import Assistants, RunService, ThreadReader, ThreadWriter
+from consentry.runtime.runs import (
+    Assistants,
+    RunReader,
+    RunService,
+    ThreadReader,
+    ThreadWriter,
+)
 from consentry.settings import Settings
 from consentry_graphs.registry import GraphSpec
 
@@ -33,6 +39,7 @@ __all__ = [
     "NotesDep",
     "PrincipalDep",
     "ReadinessDep",
+    "RunReaderDep",
     "RunsDep",
     "SettingsDep",
     "ThreadWriterDep",
@@ -66,6 +73,7 @@ RunsDep = Annotated[RunService, _service("runs")]
 ThreadsDep = Annotated[ThreadReader, _service("threads")]
 ThreadWriterDep = Annotated[ThreadWriter, _service("thread_writer")]
 AssistantsDep = Annotated[Assistants, _service("assistants")]
+RunReaderDep = Annotated[RunReader, _service("run_reader")]
 ApprovalsDep = Annotated[ApprovalInbox, _service("approvals")]
 GraphsDep = Annotated[Mapping[str, GraphSpec], _service("graphs")]
 ReadinessDep = Annotated[Readiness, _service("readiness")]

@@ -10,7 +10,10 @@ events go out is ``api.streaming``. A second protocol face calls the same operat
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Annotated, Any, TypeVar
 
@@ -19,6 +22,7 @@ from fastapi import Depends, Request
 from consentry.api.limits import check_chat_edits, check_edits
 from consentry.api.sse_response import EventStreamResponse
 from consentry.api.streaming import StreamFace, event_stream
+from consentry.errors import ConflictError, NotFoundError
 from consentry.observability.metrics import Metrics
 from consentry.principal import Principal
 from consentry.runtime.consents import ApprovalFeed, accepted
@@ -65,6 +69,8 @@ class RunRequests:
         self._open_streams = open_streams
         self._metrics = metrics
         self._settings = settings
+        self._cancels: set[asyncio.Future[None]] = set()
+        """Cancels of runs whose client left (``on_disconnect="cancel"``), kept until done."""
 
     @classmethod
     def of(cls, services: Services) -> RunRequests:
@@ -87,9 +93,12 @@ class RunRequests:
         idempotency_key: str | None,
         face: StreamFace | None = None,
         route: str = "/v1/chat",
+        cancel_on_disconnect: bool = False,
     ) -> EventStreamResponse:
         """A message (or decisions on pending consents): its run's events (as ``face`` sends
-        them: by default Consentry's own)."""
+        them: by default Consentry's own). The run goes on when the client goes away, unless
+        ``cancel_on_disconnect`` (the LangGraph SDK's ``on_disconnect="cancel"``): then a
+        client gone before the run's end cancels it."""
         check_chat_edits(self._settings, request)
         kind: RateKind = "decisions" if request.decisions else "messages"
         return await self._new_run(
@@ -99,6 +108,21 @@ class RunRequests:
             route,
             request.model_dump(mode="json"),
             face,
+            cancel_on_disconnect=cancel_on_disconnect,
+        )
+
+    async def start(
+        self, owner: Principal, request: ChatRequest, *, idempotency_key: str | None, route: str
+    ) -> ActiveRun:
+        """A message (or decisions) whose run goes on without a stream (the SDK's
+        ``runs.create`` and ``runs.wait``): the run, whose events the caller may listen to and
+        must detach from. With an ``Idempotency-Key`` used before, the run the first request
+        started (its events replayed from its first, live while it goes on)."""
+        check_chat_edits(self._settings, request)
+        kind: RateKind = "decisions" if request.decisions else "messages"
+        start = self._charged(owner, kind, partial(self._runs.start, owner, request))
+        return await self._started(
+            owner, start, idempotency_key, route, request.model_dump(mode="json")
         )
 
     async def retry(
@@ -185,15 +209,16 @@ class RunRequests:
         route: str,
         body: dict[str, Any],
         face: StreamFace | None = None,
+        *,
+        cancel_on_disconnect: bool = False,
     ) -> EventStreamResponse:
         """Start a run and stream its events, holding one of ``owner``'s stream slots. With an
         ``Idempotency-Key`` that was used before (for the same route and body), the run that
         first request started is streamed again instead, from its first event (and the run that
         continued it after a crash), live while it goes on; token events are not stored, so the
         stored part has none."""
-        return await self._slots.open(
-            owner, partial(self._start_or_replay, owner, start, idempotency_key, route, body, face)
-        )
+        run = partial(self._start_or_replay, owner, start, idempotency_key, route, body, face)
+        return await self._slots.open(owner, partial(run, cancel_on_disconnect))
 
     async def _start_or_replay(
         self,
@@ -203,9 +228,34 @@ class RunRequests:
         route: str,
         body: dict[str, Any],
         face: StreamFace | None,
+        cancel_on_disconnect: bool,
     ) -> EventStreamResponse:
+        run = await self._started(owner, start, idempotency_key, route, body)
+        if not isinstance(run.events, _ReplayedRun):
+            if cancel_on_disconnect:
+                return self._cancelled_on_disconnect(owner, run, face)
+            return self._run_response(run, face)
+        replayed = await self._runs.replay(owner, run.thread_id, run.run_id)
+        self._metrics.stream_replayed("idempotent")
+        headers = {
+            "X-Thread-Id": run.thread_id,
+            "X-Run-Id": run.run_id,
+            "Idempotent-Replayed": "true",
+        }
+        return self._response(replayed, headers, face=face)
+
+    async def _started(
+        self,
+        owner: Principal,
+        start: Callable[[KeyHold | None], Awaitable[ActiveRun]],
+        idempotency_key: str | None,
+        route: str,
+        body: dict[str, Any],
+    ) -> ActiveRun:
+        """The run ``start`` starts, or (an ``Idempotency-Key`` used before for the same route
+        and body) the one the first request started, its events replayed."""
         if idempotency_key is None:
-            return self._run_response(await start(None), face)
+            return await start(None)
         result = await self._idempotency.run(
             owner,
             idempotency_key,
@@ -214,17 +264,38 @@ class RunRequests:
             lambda thread_id, run_id: StoredResponse(200, None, thread_id, run_id),
         )
         if isinstance(result, ActiveRun):
-            return self._run_response(result, face)
+            return result
         assert result.thread_id is not None
         assert result.run_id is not None
-        replayed = await self._runs.replay(owner, result.thread_id, result.run_id)
-        self._metrics.stream_replayed("idempotent")
-        headers = {
-            "X-Thread-Id": result.thread_id,
-            "X-Run-Id": result.run_id,
-            "Idempotent-Replayed": "true",
-        }
-        return self._response(replayed, headers, face=face)
+        replayed = _ReplayedRun(self._runs, owner, result.thread_id, result.run_id)
+        return ActiveRun(result.thread_id, result.run_id, replayed)
+
+    def _cancelled_on_disconnect(
+        self, owner: Principal, run: ActiveRun, face: StreamFace | None
+    ) -> EventStreamResponse:
+        """``run``'s events; a client gone before its ``final`` cancels it (a cancel that comes
+        after the run's end is refused by its run id, and changes nothing)."""
+        ended = False
+
+        async def events() -> AsyncIterator[OutgoingEvent]:
+            nonlocal ended
+            async for event in run.events.listen():
+                ended = ended or event.type == "final"
+                yield event
+
+        def on_close() -> None:
+            run.events.detach()
+            if not ended:
+                cancel = asyncio.ensure_future(self._cancel_quietly(owner, run))
+                self._cancels.add(cancel)
+                cancel.add_done_callback(self._cancels.discard)
+
+        headers = {"X-Thread-Id": run.thread_id, "X-Run-Id": run.run_id}
+        return self._response(events(), headers, on_close=on_close, face=face)
+
+    async def _cancel_quietly(self, owner: Principal, run: ActiveRun) -> None:
+        with contextlib.suppress(ConflictError, NotFoundError):  # it ended, or was deleted
+            await self._runs.cancel(owner, run.thread_id, run_id=run.run_id)
 
     def _run_response(self, run: ActiveRun, face: StreamFace | None) -> EventStreamResponse:
         headers = {"X-Thread-Id": run.thread_id, "X-Run-Id": run.run_id}
@@ -248,6 +319,23 @@ class RunRequests:
             on_close=on_close,
             frames=face.frames if face is not None else None,
         )
+
+
+@dataclass(frozen=True)
+class _ReplayedRun:
+    """The events of a run an earlier request with the same ``Idempotency-Key`` started."""
+
+    runs: RunService
+    owner: Principal
+    thread_id: str
+    run_id: str
+
+    async def listen(self) -> AsyncIterator[OutgoingEvent]:
+        async for event in await self.runs.replay(self.owner, self.thread_id, self.run_id):
+            yield event
+
+    def detach(self) -> None:
+        """Nothing to stop: the run was never this request's."""
 
 
 async def _run_requests(request: Request) -> RunRequests:

@@ -10,6 +10,12 @@ check, or a request that fails, counts as an error.
 The ``interrupt`` workload is the same conversation with a plain LangGraph graph instead of the
 tutor (``consentry_graphs.examples.ask_city``, served as ``city``): its raw ``interrupt()`` is
 the consent, answered with a value; ``final`` ``completed`` with one ``message`` is checked.
+
+The ``sdk`` workload is the tutor's conversation through the LangGraph SDK's face, as
+``useStream`` sends it: ``POST /runs/stream`` (``values`` and ``messages-tuple``) until ``end``
+``interrupted`` with ``__interrupt__`` in the last ``values``, then ``POST
+/threads/{id}/runs/stream`` with ``command.resume`` (the kit's decision) until ``end``
+``success``.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ __all__ = [
     "run_load",
 ]
 
-Workload = Literal["tutor", "interrupt"]
+Workload = Literal["tutor", "interrupt", "sdk"]
 INTERRUPT_GRAPH = "city=consentry_graphs.examples.ask_city:graph"
 """What a server of the ``interrupt`` workload serves (``CONSENTRY_GRAPHS``)."""
 
@@ -83,6 +89,8 @@ async def run_load(
                 try:
                     if workload == "interrupt":
                         timings = await _answered_interrupt(client)
+                    elif workload == "sdk":
+                        timings = await _sdk_conversation(client, approve=approve)
                     else:
                         timings = await _conversation(client, approve=approve)
                 except (ConversationError, httpx.HTTPError, ValueError) as exc:
@@ -157,6 +165,55 @@ async def _stream(
     if seen_at is None or not events or events[-1].get("type") != "final":
         raise ConversationError(f"the stream ended without {until!r}/final: {_kinds(events)}")
     return events, seen_at
+
+
+_SDK_MODES = ["values", "messages-tuple"]
+
+
+async def _sdk_conversation(client: httpx.AsyncClient, *, approve: bool) -> tuple[float, float]:
+    started = time.perf_counter()
+    ask = {
+        "assistant_id": "tutor",
+        "input": {"messages": [{"role": "user", "content": MESSAGE}]},
+        "stream_mode": _SDK_MODES,
+    }
+    asked, asked_at = await _sdk_stream(client, "/runs/stream", ask)
+    values = [data for name, data in asked if name == "values"]
+    if asked[-1][1].get("status") != "interrupted" or not values:
+        raise ConversationError(f"expected values then end interrupted, got {_names(asked)}")
+    (interrupt,) = values[-1]["__interrupt__"]
+    thread_id = asked[0][1]["thread_id"]
+    decision = {"decision": "approve" if approve else "reject"}
+    resume = {"assistant_id": "tutor", "command": {"resume": decision}, "stream_mode": _SDK_MODES}
+    decided_at = time.perf_counter()
+    done, ended_at = await _sdk_stream(client, f"/threads/{thread_id}/runs/stream", resume)
+    if done[-1][1].get("status") != "success" or not interrupt["id"]:
+        raise ConversationError(f"expected end success, got {_names(done)}")
+    return asked_at - started, ended_at - decided_at
+
+
+async def _sdk_stream(
+    client: httpx.AsyncClient, path: str, body: dict[str, Any]
+) -> tuple[list[tuple[str, dict[str, Any]]], float]:
+    """The frames (name, data) of one SDK run stream, and when its ``end`` arrived."""
+    frames: list[tuple[str, Any]] = []
+    name = ""
+    async with client.stream("POST", path, json=body) as response:
+        if response.status_code != 200:
+            await response.aread()
+            raise ConversationError(f"HTTP {response.status_code}: {response.text[:200]}")
+        async for line in response.aiter_lines():
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:"):
+                frames.append((name, json.loads(line[5:])))
+    if not frames or frames[-1][0] != "end" or frames[0][0] != "metadata":
+        raise ConversationError(f"the stream did not go from metadata to end: {_names(frames)}")
+    return frames, time.perf_counter()
+
+
+def _names(frames: list[tuple[str, Any]]) -> list[str]:
+    return [name for name, _ in frames if name != "messages"]
 
 
 def _kinds(events: list[dict[str, Any]]) -> list[str]:

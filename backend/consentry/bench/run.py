@@ -63,6 +63,8 @@ class BenchRow:
     peak_rss_mb: float | None
     database_bytes_per_conversation: float | None
     cpu_vs_baseline: float | None = None
+    cpu_vs_chat: float | None = None
+    """The SDK face's CPU per conversation as a multiple of ``/v1/chat``'s (``consentry``)."""
     first_errors: tuple[str, ...] = ()
 
 
@@ -89,7 +91,8 @@ async def run_bench(
             await _measure(target, level, count, approve_ratio, progress) for target in targets
         ]
         baseline = next((row for row in level_rows if row.server == "baseline"), None)
-        rows += [_with_ratio(row, baseline) for row in level_rows]
+        chat = next((row for row in level_rows if row.server == "consentry"), None)
+        rows += [_with_ratios(row, baseline, chat) for row in level_rows]
     return rows
 
 
@@ -149,14 +152,19 @@ def _row(
     )
 
 
-def _with_ratio(row: BenchRow, baseline: BenchRow | None) -> BenchRow:
-    """``row`` with its CPU per conversation as a multiple of the baseline's at its level."""
-    if baseline is None or not baseline.cpu_ms_per_conversation:
-        return row
-    if row.cpu_ms_per_conversation is None:
-        return row
-    ratio = row.cpu_ms_per_conversation / baseline.cpu_ms_per_conversation
-    return replace(row, cpu_vs_baseline=round(ratio, 2))
+def _with_ratios(row: BenchRow, baseline: BenchRow | None, chat: BenchRow | None) -> BenchRow:
+    """``row`` with its CPU per conversation as a multiple of the baseline's at its level (and,
+    for the SDK face, of ``/v1/chat``'s)."""
+    row = replace(row, cpu_vs_baseline=_ratio(row, baseline))
+    if row.server == "sdk":
+        row = replace(row, cpu_vs_chat=_ratio(row, chat))
+    return row
+
+
+def _ratio(row: BenchRow, other: BenchRow | None) -> float | None:
+    if other is None or not other.cpu_ms_per_conversation or row.cpu_ms_per_conversation is None:
+        return None
+    return round(row.cpu_ms_per_conversation / other.cpu_ms_per_conversation, 2)
 
 
 def _percentile(samples: list[float], q: float) -> float:
@@ -169,9 +177,9 @@ def _percentile(samples: list[float], q: float) -> float:
 def format_table(rows: Sequence[BenchRow]) -> str:
     header = (
         "| server | C | conv | errors | conv/s | message p50/p95/p99 ms | decision p50/p95/p99 ms "
-        "| CPU ms/conv | × baseline | peak RSS MB | DB bytes/conv |"
+        "| CPU ms/conv | × baseline | × /v1/chat | peak RSS MB | DB bytes/conv |"
     )
-    lines = [header, "|" + "---|" * 11]
+    lines = [header, "|" + "---|" * 12]
     for r in rows:
         lines.append(
             f"| {r.server} | {r.concurrency} | {r.conversations} | {r.errors} "
@@ -179,6 +187,7 @@ def format_table(rows: Sequence[BenchRow]) -> str:
             f"| {r.message_p50_ms} / {r.message_p95_ms} / {r.message_p99_ms} "
             f"| {r.decision_p50_ms} / {r.decision_p95_ms} / {r.decision_p99_ms} "
             f"| {_or_dash(r.cpu_ms_per_conversation)} | {_or_dash(r.cpu_vs_baseline)} "
+            f"| {_or_dash(r.cpu_vs_chat)} "
             f"| {_or_dash(r.peak_rss_mb)} | {_or_dash(r.database_bytes_per_conversation)} |"
         )
     return "\n".join(lines)
@@ -198,9 +207,11 @@ async def run_local_bench(
     baseline: bool,
     json_out: TextIO | None,
     interrupt: bool = False,
+    sdk: bool = False,
 ) -> list[BenchRow]:
     """Start the servers here (Consentry on a fresh SQLite file, on ``postgres_url`` too when
-    given, the baseline, and with ``interrupt`` a Consentry serving a raw-``interrupt()`` graph),
+    given, the baseline, with ``interrupt`` a Consentry serving a raw-``interrupt()`` graph, and
+    with ``sdk`` one whose conversations go through the LangGraph SDK's face),
     run the bench (and the long thread, with ``thread_turns``), print the tables (and JSON),
     stop them."""
     workdir = Path(tempfile.mkdtemp(prefix="consentry-bench-"))
@@ -223,6 +234,11 @@ async def run_local_bench(
             raw.name = "interrupt"
             servers.append(raw)
             targets.append(Target(raw.name, raw.base_url, raw, workload="interrupt"))
+        if sdk:
+            face = start_consentry(f"sqlite:///{workdir / 'sdk.db'}")
+            face.name = "sdk"
+            servers.append(face)
+            targets.append(Target(face.name, face.base_url, face, workload="sdk"))
         if levels:
             rows = await run_bench(
                 targets, levels=levels, conversations=conversations, approve_ratio=approve_ratio

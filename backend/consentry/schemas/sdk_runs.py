@@ -4,13 +4,19 @@ sends that Consentry does not serve is refused by name (422), never silently ign
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from consentry.schemas.events import TerminalReason
 from consentry.schemas.requests import RequestModel
 
-__all__ = ["STREAM_MODES", "RunCommand", "RunCreate", "StreamMode"]
+__all__ = ["STREAM_MODES", "RunCommand", "RunCreate", "SdkRun", "SdkRunStatus", "StreamMode"]
+
+SdkRunStatus = Literal["pending", "running", "error", "success", "timeout", "interrupted"]
+"""A run's status as the SDK reads it (``docs/langgraph-sdk.md`` maps Consentry's terminal
+reasons onto it)."""
 
 StreamMode = Literal["values", "messages-tuple", "custom"]
 STREAM_MODES: tuple[str, ...] = ("values", "messages-tuple", "custom")
@@ -53,8 +59,37 @@ class RunCreate(RequestModel):
         default="reject",
         description="`reject` (one run per thread: 409 `run_in_progress`); others are refused.",
     )
-    on_disconnect: Literal["continue"] = Field(
-        default="continue", description="The run goes on when the client goes away."
+    on_disconnect: Literal["continue", "cancel"] = Field(
+        default="continue",
+        description="`continue`: the run goes on when the client goes away; `cancel`: a client "
+        "gone before the run's end cancels it (`useStream` without `reconnectOnMount` asks it).",
     )
-    if_not_exists: Literal["reject"] = "reject"
+    if_not_exists: Literal["reject", "create"] = Field(
+        default="reject",
+        description="`create`: a thread path naming no thread creates it (its id must be a UUID).",
+    )
     durability: Literal["sync"] | None = None
+
+    @property
+    def modes(self) -> frozenset[str]:
+        """The stream modes asked for."""
+        return frozenset(
+            [self.stream_mode] if isinstance(self.stream_mode, str) else self.stream_mode
+        )
+
+
+class SdkRun(BaseModel):
+    """A run as the SDK's ``Run``, with Consentry's terminal reason and error code beside it."""
+
+    run_id: str
+    thread_id: str
+    assistant_id: str = Field(description="The UUID of the thread's graph's assistant.")
+    created_at: datetime
+    updated_at: datetime = Field(description="When it ended (when it started, while it runs).")
+    status: SdkRunStatus
+    metadata: dict[str, Any] = Field(description="The client's, as the run was started with.")
+    multitask_strategy: Literal["reject"] = "reject"
+    reason: TerminalReason | None = Field(
+        description="Consentry's terminal reason (null while it runs)."
+    )
+    error_code: str | None = Field(description="The stable code of the error that ended it.")

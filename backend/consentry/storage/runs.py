@@ -34,8 +34,11 @@ __all__ = [
     "recovery_of",
     "request_cancel",
     "run_status",
+    "set_run_metadata",
     "start_run",
     "take_queued_run",
+    "thread_run",
+    "thread_runs",
 ]
 
 RUNS_CHANNEL = "consentry_runs"
@@ -64,6 +67,8 @@ class RunRecord:
     """The graph inputs it started with (``runtime.run_inputs``); None for runs from before."""
     input_tokens: int
     output_tokens: int
+    metadata: dict[str, Any] | None
+    """The client's (the LangGraph SDK's run ``metadata``); None when it sent none."""
 
 
 _COLUMNS = tuple(runs.c[field.name] for field in fields(RunRecord))
@@ -336,3 +341,32 @@ async def last_run(conn: DbConnection, thread_id: str) -> RunRecord | None:
 async def run_status(conn: DbConnection, run_id: str) -> RunStatus | None:
     found = await conn.scalar(sa.select(runs.c.status).where(runs.c.id == run_id))
     return None if found is None else cast(RunStatus, found)
+
+
+async def thread_runs(
+    conn: DbConnection,
+    thread_id: str,
+    *,
+    limit: int,
+    offset: int,
+    where: sa.ColumnElement[bool] | None = None,
+) -> list[RunRecord]:
+    """The thread's runs, newest first (``where``: a condition on ``tables.runs``)."""
+    query = sa.select(*_COLUMNS).where(runs.c.thread_id == thread_id)
+    if where is not None:
+        query = query.where(where)
+    query = query.order_by(runs.c.started_at.desc(), runs.c.id).limit(limit).offset(offset)
+    return [RunRecord(*row) for row in await conn.execute(query)]
+
+
+async def thread_run(conn: DbConnection, thread_id: str, run_id: str) -> RunRecord | None:
+    """One run of the thread (None when the thread has no run with this id)."""
+    query = sa.select(*_COLUMNS).where(runs.c.thread_id == thread_id, runs.c.id == run_id)
+    row = (await conn.execute(query)).first()
+    return None if row is None else RunRecord(*row)
+
+
+async def set_run_metadata(conn: DbConnection, run_id: str, metadata: dict[str, Any]) -> None:
+    await execute_unread(
+        conn, runs.update().where(runs.c.id == run_id).values(metadata=metadata), {}
+    )

@@ -164,6 +164,8 @@ runs = sa.Table(
     # Model tokens the run's calls reported (stored once, at its end).
     sa.Column("input_tokens", sa.Integer, nullable=False, server_default="0"),
     sa.Column("output_tokens", sa.Integer, nullable=False, server_default="0"),
+    # The client's metadata (the LangGraph SDK's run ``metadata``, migration 0019).
+    sa.Column("metadata", sa.JSON, nullable=True),
     sa.Index("ix_runs_thread", "thread_id"),
     sa.Index("ix_runs_status", "status"),
 )

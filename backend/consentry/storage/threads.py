@@ -36,6 +36,7 @@ __all__ = [
     "list_threads",
     "remember_note",
     "search_threads",
+    "set_first_title",
     "set_metadata",
     "summarize",
     "thread_id_taken",
@@ -379,6 +380,17 @@ async def delete_thread(conn: DbConnection, owner: Principal, thread_id: str) ->
         return True
     await get_thread(conn, owner, thread_id)  # 404 when it is not the owner's
     return False
+
+
+async def set_first_title(conn: DbConnection, thread_id: str, title: str) -> None:
+    """Title a thread that has never run (``POST /threads``) by its first message."""
+    await execute_unread(
+        conn,
+        threads.update()
+        .where(threads.c.id == thread_id, threads.c.last_seq == 0)
+        .values(title=title),
+        {},
+    )
 
 
 async def remember_note(conn: DbConnection, thread_id: str, note_id: str) -> None:

@@ -12,10 +12,13 @@ from typing import ClassVar
 
 from starlette.convertors import Convertor, register_url_convertor
 
-__all__ = ["SDK_ID"]
+__all__ = ["RUN_ID", "SDK_ID"]
 
 SDK_ID = "sdk_id"
 """``/threads/{thread_id:sdk_id}``: the convertor's name in a path."""
+RUN_ID = "sdk_run_id"
+"""``/threads/{thread_id}/runs/{run_id:sdk_run_id}``: any id but ``stream`` and ``wait`` (beside
+``POST /threads/{id}/runs/stream`` and ``/runs/wait``; run ids are UUIDs)."""
 
 
 class _SdkId(Convertor[str]):
@@ -28,4 +31,9 @@ class _SdkId(Convertor[str]):
         return value
 
 
+class _RunId(_SdkId):
+    regex: ClassVar[str] = "(?!(?:stream|wait)$)[^/]+"
+
+
 register_url_convertor(SDK_ID, _SdkId())
+register_url_convertor(RUN_ID, _RunId())

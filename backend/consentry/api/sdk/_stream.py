@@ -7,9 +7,10 @@ The run service's events (the same stored log ``/v1`` streams) are projected, no
   ``message`` whose tokens this stream did not carry → ``messages`` ``[ai message, metadata]``;
 - ``note`` and ``model_retry`` → ``custom``;
 - ``error`` → ``error`` ``{"error": code, "message"}``;
-- ``final`` → ``values``: the graph's state from its checkpoint, with ``__interrupt__``
-  (``[{"value", "id"}]``, the id being the approval's interrupt) when it waits (``values`` mode),
-  then ``end`` ``{"run_id", "status"}``.
+- ``final`` → ``values``: the graph's state from its checkpoint, then, when it waits, a
+  ``values`` frame of its own ``{"__interrupt__": [{"value", "id"}]}`` (the id being the
+  approval's), as LangGraph streams an interrupt (``useStream`` keeps the state it had and adds
+  the interrupt from such a frame), then ``end`` ``{"run_id", "status"}``.
 
 Every frame carries the ``id`` of the stored event it comes from (a token: the one before it), so
 ``Last-Event-ID`` joins go on without a gap or a repeat. LangGraph sends ``values`` after every
@@ -44,12 +45,16 @@ class SdkStream:
         modes: frozenset[str],
         *,
         run_id: str | None = None,
+        graph: str | None = None,
     ) -> None:
-        """``run_id``: only this run's events (a join reads the thread's log)."""
+        """``run_id``: only this run's events (a join reads the thread's log). ``graph``: the
+        thread's, when the request that starts the run knows it (its state is read without
+        reading the thread again)."""
         self._reader = reader
         self._owner = owner
         self._modes = modes
         self._run_id = run_id
+        self._graph = graph
 
     def headers(self, thread_id: str, run_id: str | None) -> dict[str, str]:
         """Where the SDK finds the run again (it reconnects to ``Location`` after a drop)."""
@@ -99,11 +104,11 @@ class SdkStream:
 
     async def _ending(self, final: dict[str, Any], seq: int) -> AsyncGenerator[bytes, None]:
         if "values" in self._modes:
-            state = await self._reader.graph_state(self._owner, final["thread_id"])
-            values = dict(state.values)
-            if state.interrupts:
-                values["__interrupt__"] = state.interrupts
-            yield _frame("values", values, seq)
+            thread_id = final["thread_id"]
+            state = await self._reader.graph_state(self._owner, thread_id, graph=self._graph)
+            yield _frame("values", state.values, seq)
+            if state.interrupts:  # as LangGraph streams it: a frame of its own
+                yield _frame("values", {"__interrupt__": state.interrupts}, seq)
         status = _END_STATUS.get(final["reason"], final["reason"])
         yield _frame("end", {"run_id": final["run_id"], "status": status}, seq)
 

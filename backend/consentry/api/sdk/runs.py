@@ -1,31 +1,62 @@
-"""The LangGraph SDK's runs (``client.runs.stream``, ``join_stream``, ``cancel``), served by
-Consentry's one run service: a run here is a ``/v1/chat`` request under another shape (same
-claim, rate limit, ``Idempotency-Key``, consent gate and stored events), streamed as the SDK
-reads it (``_stream``)."""
+"""The LangGraph SDK's runs (``client.runs.stream``, ``create``, ``wait``, ``join``,
+``join_stream``, ``cancel``), served by Consentry's one run service: a run here is a
+``/v1/chat`` request under another shape (same claim, rate limit, ``Idempotency-Key``, consent
+gate and stored events), streamed as the SDK reads it (``_stream``) or answered with the state it
+leaves (``_outcome``). Reading runs back is ``run_records``."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
+from fastapi.responses import StreamingResponse
 
-from consentry.api.deps import AssistantsDep, IdempotencyKey, PrincipalDep, RunsDep, ThreadsDep
-from consentry.api.last_event_id import LastEventId
+from consentry.api.deps import (
+    AssistantsDep,
+    IdempotencyKey,
+    PrincipalDep,
+    RunReaderDep,
+    RunsDep,
+    SettingsDep,
+    ThreadsDep,
+    ThreadWriterDep,
+)
+from consentry.api.last_event_id import RunLastEventId
 from consentry.api.responses import ERROR_RESPONSES
-from consentry.api.run_requests import RunRequests, RunRequestsDep
-from consentry.api.sdk._resume import decisions_for
+from consentry.api.run_requests import RunRequestsDep
+from consentry.api.sdk._outcome import run_outcome
+from consentry.api.sdk._start import RunStart
 from consentry.api.sdk._stream import SdkStream
 from consentry.api.sse_response import EventStreamResponse
-from consentry.errors import ConflictError, InvalidRequestError
-from consentry.principal import Principal
-from consentry.runtime.runs import Assistants, ThreadReader
-from consentry.schemas.chat import ChatRequest
-from consentry.schemas.sdk_runs import RunCreate
+from consentry.runtime.outgoing import OutgoingEvent
+from consentry.runtime.runs import ActiveRun
+from consentry.schemas.sdk_runs import RunCreate, SdkRun
 from consentry.schemas.threads import CancelAccepted
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["langgraph-sdk"])
+
+_JOIN_MODES = frozenset({"values", "messages-tuple", "custom"})
+
+
+def _run_start(
+    owner: PrincipalDep,
+    threads: ThreadsDep,
+    writer: ThreadWriterDep,
+    assistants: AssistantsDep,
+    run_reader: RunReaderDep,
+    run_requests: RunRequestsDep,
+    idempotency_key: IdempotencyKey = None,
+) -> RunStart:
+    return RunStart(owner, threads, writer, assistants, run_reader, run_requests, idempotency_key)
+
+
+RunStartDep = Annotated[RunStart, Depends(_run_start)]
 
 
 @router.post(
@@ -33,33 +64,81 @@ router = APIRouter(tags=["langgraph-sdk"])
     response_class=EventStreamResponse,
     responses=ERROR_RESPONSES,
 )
-async def stream_run(
-    thread_id: str,
-    body: RunCreate,
-    owner: PrincipalDep,
-    threads: ThreadsDep,
-    assistants: AssistantsDep,
-    run_requests: RunRequestsDep,
-    idempotency_key: IdempotencyKey = None,
-) -> EventStreamResponse:
+async def stream_run(thread_id: str, body: RunCreate, start: RunStartDep) -> EventStreamResponse:
     """Run the assistant on the thread (``input``, or ``command.resume`` answering what the
     thread waits for) and stream it as the SDK reads it."""
-    run = _RunStart(owner, threads, assistants, run_requests, idempotency_key)
-    return await run.stream(body, thread_id)
+    return await start.stream(body, thread_id, route=f"/threads/{thread_id}/runs/stream")
 
 
 @router.post("/runs/stream", response_class=EventStreamResponse, responses=ERROR_RESPONSES)
-async def stream_threadless_run(
-    body: RunCreate,
-    owner: PrincipalDep,
-    threads: ThreadsDep,
-    assistants: AssistantsDep,
-    run_requests: RunRequestsDep,
-    idempotency_key: IdempotencyKey = None,
-) -> EventStreamResponse:
+async def stream_threadless_run(body: RunCreate, start: RunStartDep) -> EventStreamResponse:
     """Run the assistant on a new thread and stream it."""
-    run = _RunStart(owner, threads, assistants, run_requests, idempotency_key)
-    return await run.stream(body, None)
+    return await start.stream(body, None, route="/runs/stream")
+
+
+@router.post("/threads/{thread_id}/runs", responses=ERROR_RESPONSES)
+async def create_run(
+    thread_id: str, body: RunCreate, start: RunStartDep, run_reader: RunReaderDep
+) -> SdkRun:
+    """Start a run that goes on in the background; follow it with ``join_stream`` or
+    ``join``."""
+    run = await start.background(body, thread_id, route=f"/threads/{thread_id}/runs")
+    run.events.detach()
+    return await run_reader.get(start.owner, run.thread_id, run.run_id)
+
+
+@router.post("/runs", responses=ERROR_RESPONSES)
+async def create_threadless_run(
+    body: RunCreate, start: RunStartDep, run_reader: RunReaderDep
+) -> SdkRun:
+    """Start a run on a new thread in the background (its id is the run's ``thread_id``)."""
+    run = await start.background(body, None, route="/runs")
+    run.events.detach()
+    return await run_reader.get(start.owner, run.thread_id, run.run_id)
+
+
+@router.post(
+    "/threads/{thread_id}/runs/wait",
+    response_class=StreamingResponse,
+    responses=ERROR_RESPONSES,
+)
+async def wait_run(
+    thread_id: str, body: RunCreate, start: RunStartDep, settings: SettingsDep
+) -> StreamingResponse:
+    """Run the assistant on the thread and answer with the state it leaves (with
+    ``__interrupt__`` when a consent waits, ``__error__`` when it failed)."""
+    run = await start.background(body, thread_id, route=f"/threads/{thread_id}/runs/wait")
+    return _waiting(run, start.outcome(run), settings.keepalive_seconds)
+
+
+@router.post("/runs/wait", response_class=StreamingResponse, responses=ERROR_RESPONSES)
+async def wait_threadless_run(
+    body: RunCreate, start: RunStartDep, settings: SettingsDep
+) -> StreamingResponse:
+    """Run the assistant on a new thread and answer with the state it leaves."""
+    run = await start.background(body, None, route="/runs/wait")
+    return _waiting(run, start.outcome(run), settings.keepalive_seconds)
+
+
+@router.get(
+    "/threads/{thread_id}/runs/{run_id}/join",
+    response_class=StreamingResponse,
+    responses=ERROR_RESPONSES,
+)
+async def join_run(
+    thread_id: str,
+    run_id: str,
+    owner: PrincipalDep,
+    runs: RunsDep,
+    run_reader: RunReaderDep,
+    threads: ThreadsDep,
+    settings: SettingsDep,
+) -> StreamingResponse:
+    """Wait for the run to end and answer with the state it left (at once if it has ended)."""
+    await run_reader.get(owner, thread_id, run_id)  # 404 for a run the thread does not have
+    events = await runs.replay(owner, thread_id, run_id)
+    ended = ActiveRun(thread_id, run_id, _Replay(events))
+    return _waiting(ended, run_outcome(events, threads, owner), settings.keepalive_seconds)
 
 
 @router.get(
@@ -70,74 +149,67 @@ async def stream_threadless_run(
         400: ERROR_RESPONSES[422] | {"description": "`Last-Event-ID` is not a seq of this thread."},
     },
 )
-async def join_run(
+async def join_run_stream(
     thread_id: str,
     run_id: str,
     owner: PrincipalDep,
     threads: ThreadsDep,
+    run_reader: RunReaderDep,
     run_requests: RunRequestsDep,
-    after: LastEventId,
+    after: RunLastEventId,
 ) -> EventStreamResponse:
     """The run's frames after ``Last-Event-ID`` (without one: from the run's start), then live
     while it goes on (``values``, ``messages-tuple`` and ``custom``)."""
-    modes = frozenset({"values", "messages-tuple", "custom"})
-    face = SdkStream(threads, owner, modes, run_id=run_id)
+    await run_reader.get(owner, thread_id, run_id)  # 404 for a run the thread does not have
+    face = SdkStream(threads, owner, _JOIN_MODES, run_id=run_id)
     return await run_requests.join(owner, thread_id, after=after or 0, face=face)
 
 
 @router.post(
-    "/threads/{thread_id}/runs/{run_id}/cancel", status_code=202, responses=ERROR_RESPONSES
+    "/threads/{thread_id}/runs/{run_id}/cancel",
+    status_code=202,
+    responses=ERROR_RESPONSES,
 )
 async def cancel_run(
     thread_id: str, run_id: str, owner: PrincipalDep, runs: RunsDep
 ) -> CancelAccepted:
-    """Stop the thread's run at its next step boundary (final reason ``cancelled``)."""
-    return await runs.cancel(owner, thread_id)
+    """Stop the run at its next step boundary (final reason ``cancelled``); 409
+    ``no_active_run`` when it is not the thread's active run."""
+    return await runs.cancel(owner, thread_id, run_id=run_id)
 
 
 @dataclass(frozen=True)
-class _RunStart:
-    """What a run request needs: who asks, and the services it goes through."""
+class _Replay:
+    """A run this request follows but did not start: nothing to detach from."""
 
-    owner: Principal
-    threads: ThreadReader
-    assistants: Assistants
-    run_requests: RunRequests
-    idempotency_key: str | None
+    events: AsyncIterator[OutgoingEvent]
 
-    async def stream(self, body: RunCreate, thread_id: str | None) -> EventStreamResponse:
-        graph = self.assistants.get(body.assistant_id).graph
-        request = await _chat_request(self.owner, self.threads, body, graph, thread_id)
-        return await self.run_requests.message(
-            self.owner,
-            request,
-            idempotency_key=self.idempotency_key,
-            face=SdkStream(self.threads, self.owner, _modes(body)),
-            route=f"/threads/{thread_id}/runs/stream" if thread_id else "/runs/stream",
-        )
+    def listen(self) -> AsyncIterator[OutgoingEvent]:
+        return self.events
+
+    def detach(self) -> None:
+        """Nothing to stop: the run goes on without any of its readers."""
 
 
-def _modes(body: RunCreate) -> frozenset[str]:
-    modes = [body.stream_mode] if isinstance(body.stream_mode, str) else body.stream_mode
-    return frozenset(modes)
+def _waiting(
+    run: ActiveRun, outcome: Coroutine[Any, Any, dict[str, Any]], keepalive_seconds: float
+) -> StreamingResponse:
+    """The state ``run`` leaves (``outcome``), as a JSON body sent when it ends; until then a
+    newline every keepalive period (JSON allows leading whitespace) keeps proxies from closing
+    the wait. The headers go at once: ``Location`` is where the SDK waits again after a drop."""
 
+    async def body() -> AsyncIterator[bytes]:
+        waited = asyncio.ensure_future(outcome)
+        try:
+            while not waited.done():
+                done, _ = await asyncio.wait({waited}, timeout=keepalive_seconds)
+                if not done:
+                    yield b"\n"
+            yield json.dumps(waited.result()).encode()
+        finally:
+            waited.cancel()
+            run.events.detach()  # the run goes on without this client
 
-async def _chat_request(
-    owner: Principal, threads: ThreadReader, body: RunCreate, graph: str, thread_id: str | None
-) -> ChatRequest:
-    """The ``/v1/chat`` request this run is (``graph``: the assistant's)."""
-    if body.config or body.context:
-        raise InvalidRequestError(
-            "`config` and `context` are not served: graphs get Consentry's runtime context.",
-            code="unsupported_field",
-            details={"fields": [f for f in ("config", "context") if getattr(body, f)]},
-        )
-    if (body.input is None) == (body.command is None):
-        raise InvalidRequestError("Send exactly one of `input` or `command`.", code="invalid_input")
-    if body.command is None:
-        return ChatRequest(thread_id=thread_id, graph=graph, input=body.input)
-    if thread_id is None:
-        raise ConflictError("A `command` resumes a thread: name it.", code="no_pending_consent")
-    pending = (await threads.detail(owner, thread_id)).pending_consents
-    decisions = decisions_for(body.command.resume, pending)
-    return ChatRequest(thread_id=thread_id, graph=graph, resume=decisions)
+    path = f"/threads/{run.thread_id}/runs/{run.run_id}"
+    headers = {"Content-Location": path, "Location": f"{path}/join"}
+    return StreamingResponse(body(), media_type="application/json", headers=headers)

@@ -71,7 +71,10 @@ async def start_message(
                 consent_policy=target.consent_policy,
                 now=now,
             )
-        elif target.note_id is not None and target.remembered_note_id is None:
+        elif target.never_ran:  # created before its first run (POST /threads): titled now
+            title = _title(target, request, graph_input)
+            await threads_repo.set_first_title(conn, target.thread_id, title)
+        if not target.is_new and target.note_id is not None and target.remembered_note_id is None:
             await threads_repo.remember_note(conn, target.thread_id, target.note_id)
         recorded = await recorded_decisions(conn, target, waiting)
         settled = await settle_pending(

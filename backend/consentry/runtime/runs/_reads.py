@@ -79,11 +79,16 @@ class ThreadReader:
             **summary.model_dump(), pending_consents=consents, tokens_used=row.tokens_used
         )
 
-    async def graph_state(self, owner: Principal, thread_id: str) -> GraphState:
-        """The thread's graph state as JSON (values, next, tasks, interrupts, checkpoint)."""
-        async with self._db.read() as conn:
-            row = await threads_repo.get_thread(conn, owner, thread_id)
-        return await read_graph_state(self._executor.graph(row.graph), thread_id)
+    async def graph_state(
+        self, owner: Principal, thread_id: str, *, graph: str | None = None
+    ) -> GraphState:
+        """The thread's graph state as JSON (values, next, tasks, interrupts, checkpoint).
+        ``graph``: the thread's, known to a caller that has checked the thread is the owner's
+        (the run it streams): no read of the thread then."""
+        if graph is None:
+            async with self._db.read() as conn:
+                graph = (await threads_repo.get_thread(conn, owner, thread_id)).graph
+        return await read_graph_state(self._executor.graph(graph), thread_id)
 
     async def graph_history(
         self,

@@ -128,23 +128,24 @@ class RunService:
         target = self._targets.of(thread)
         return await start_decisions(self._launcher, self._alarm, owner, target, [resume], key)
 
-    async def cancel(self, owner: Principal, thread_id: str) -> CancelAccepted:
-        """Stop the thread's active run at its next step boundary (final reason ``cancelled``)."""
+    async def cancel(
+        self, owner: Principal, thread_id: str, *, run_id: str | None = None
+    ) -> CancelAccepted:
+        """Stop the thread's active run (only if it is ``run_id``, when given) at its next step
+        boundary (final reason ``cancelled``)."""
         async with self._db.read() as conn:
             thread = await threads_repo.get_thread(conn, owner, thread_id)
-        run_id = self._executor.cancel(thread_id)
         active = thread.active_run_id if thread.status == "running" else None
+        if run_id is not None and run_id != active:
+            raise _no_active_run(thread_id, run_id)
+        run_id = self._executor.cancel(thread_id)
         if run_id is None and self._db.is_postgres and active is not None:
             # The run executes in another process: tell it (it stops at its next boundary).
             run_id = active
             async with self._db.write() as conn:
                 await runs_repo.request_cancel(conn, run_id)
         if run_id is None:
-            raise ConflictError(
-                "This thread has no active run to cancel.",
-                code="no_active_run",
-                details={"thread_id": thread_id},
-            )
+            raise _no_active_run(thread_id)
         return CancelAccepted(thread_id=thread_id, run_id=run_id)
 
     async def retry(
@@ -189,3 +190,11 @@ class RunService:
         return await take_over_dead_runs(
             self._launcher, self._targets, self._alarm, lease_expired_by=lease_expired_by
         )
+
+
+def _no_active_run(thread_id: str, run_id: str | None = None) -> ConflictError:
+    details = {"thread_id": thread_id} | ({"run_id": run_id} if run_id else {})
+    message = "This thread has no active run to cancel."
+    if run_id:
+        message = f"Run {run_id!r} is not this thread's active run: it has ended, or never ran."
+    return ConflictError(message, code="no_active_run", details=details)

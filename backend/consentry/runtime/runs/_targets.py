@@ -40,6 +40,9 @@ class RunTarget:
     """False for a thread from before the transcript table: its messages are in its checkpoint."""
     remembered_note_id: str | None = None
     """The note the thread is about (``threads.note_id``), if it has one yet."""
+    never_ran: bool = False
+    """An existing thread no run has claimed yet (``POST /threads``): its first message titles
+    it."""
 
     @property
     def stopped_half_way(self) -> bool:
@@ -179,6 +182,7 @@ class RunTargets:
             consent_policy=row.consent_policy,
             transcript_kept=row.transcript_kept,
             remembered_note_id=row.note_id,
+            never_ran=_never_ran(row),
         )
 
     def spec(self, name: str) -> GraphSpec:
@@ -197,6 +201,9 @@ def _first_graph(row: ThreadRecord, request: ChatRequest) -> str | None:
     """The graph a thread that never ran takes from its first run's request, when it names
     another one than the thread was created with (``POST /threads`` creates a thread before
     its first run knows its assistant); None otherwise."""
-    never_ran = row.last_seq == 0 and row.status == "idle"
     asked = request.graph if "graph" in request.model_fields_set else None
-    return asked if never_ran and asked is not None and asked != row.graph else None
+    return asked if _never_ran(row) and asked is not None and asked != row.graph else None
+
+
+def _never_ran(row: ThreadRecord) -> bool:
+    return row.last_seq == 0 and row.status == "idle"

@@ -1,0 +1,40 @@
+"""The LangGraph SDK's run records (``client.runs.get``, ``list``, ``delete``): a thread's runs
+with their status as the SDK names it, Consentry's terminal reason and the client's metadata.
+Runs are part of a thread's record (its events and audit trail name them): ``DELETE`` of one is
+405 ``method_not_allowed``; deleting the thread deletes its runs."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from consentry.api.deps import PrincipalDep, RunReaderDep
+from consentry.api.responses import ERROR_RESPONSES
+from consentry.api.sdk._ids import RUN_ID
+from consentry.schemas.sdk_runs import SdkRun, SdkRunStatus
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/threads/{thread_id}/runs", tags=["langgraph-sdk"])
+
+
+@router.get("", responses=ERROR_RESPONSES)
+async def list_runs(
+    thread_id: str,
+    owner: PrincipalDep,
+    run_reader: RunReaderDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 10,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    status: SdkRunStatus | None = None,
+) -> list[SdkRun]:
+    """The thread's runs, newest first (with `status`: those with it)."""
+    return await run_reader.list(owner, thread_id, limit=limit, offset=offset, status=status)
+
+
+@router.get(f"/{{run_id:{RUN_ID}}}", responses=ERROR_RESPONSES)
+async def get_run(
+    thread_id: str, run_id: str, owner: PrincipalDep, run_reader: RunReaderDep
+) -> SdkRun:
+    """One run of the thread (404 `run_not_found` when the thread has none with this id)."""
+    return await run_reader.get(owner, thread_id, run_id)
