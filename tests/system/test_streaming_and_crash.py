@@ -271,6 +271,8 @@ async def test_sigterm_stops_runs_at_a_step_boundary_ends_streams_with_a_retry_h
 
     assert len(stub.requests) == 2  # the classifier's step was kept: only the answer ran
     assert kinds(events) == ["error", "final", "run_started", "step", "step", "message", "final"]
-    assert events[2].trigger == "recovery"  # type: ignore[union-attr]
-    assert events[5].content == "Answered by the next process."  # type: ignore[union-attr]
+    # the join may come while the recovery streams its answer: its tokens are not counted
+    durable = [event for event in events if event.type != "token"]
+    assert durable[2].trigger == "recovery"  # type: ignore[union-attr]
+    assert durable[5].content == "Answered by the next process."  # type: ignore[union-attr]
     assert _final(events).reason == "completed"
