@@ -31,7 +31,7 @@ from consentry.runtime.runs import (
     Assistants,
     RunExecutor,
     RunLimits,
-    RunReader,
+    RunRecords,
     RunService,
     RunTakeover,
     RunWorker,
@@ -79,7 +79,7 @@ class Services:
     """Threads created, updated and deleted outside a run (the LangGraph SDK face)."""
     assistants: Assistants
     """The served graphs as the LangGraph SDK's assistants."""
-    run_reader: RunReader
+    run_records: RunRecords
     """A thread's runs as the LangGraph SDK's (``runs.get``, ``runs.list``)."""
 
 
@@ -247,7 +247,7 @@ async def _open(
                         assistants=Assistants(
                             graphs=graphs, compiled=executor.graph, created_at=clock()
                         ),
-                        run_reader=RunReader(db=db),
+                        run_records=RunRecords(db=db),
                     )
             finally:
                 await worker.stop()

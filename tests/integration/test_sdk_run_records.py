@@ -16,7 +16,7 @@ import pytest
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import NotFoundError
 
-from tests.langgraph_client import sdk_client
+from tests.langgraph_client import parts, sdk_client
 from tests.openai_stub import OpenAIStub
 
 SERVED = "city=consentry_graphs.examples.ask_city:graph"
@@ -256,9 +256,19 @@ async def test_a_join_with_last_event_id_minus_one_reads_the_run_from_its_start(
         refused = await client.get(
             f"/threads/{thread_id}/runs/{run_id}/stream", headers={"Last-Event-ID": "-2"}
         )
+        every_mode = ["values", "messages-tuple", "custom"]  # what a join sends
+        answered = await parts(
+            sdk.runs.stream(thread_id, "city", command={"resume": "Oslo"}, stream_mode=every_mode)
+        )
+        second = answered[0].data["run_id"]
+        second_again = await parts(sdk.runs.join_stream(thread_id, second, last_event_id="-1"))
+        first_again = await parts(sdk.runs.join_stream(thread_id, run_id))  # not the second's
 
     names = [line[7:] for line in rejoined.text.splitlines() if line.startswith("event: ")]
     assert names == [part.event for part in asked] == ["metadata", "values", "values", "end"]
+    assert [(p.event, p.data) for p in second_again] == [(p.event, p.data) for p in answered]
+    assert first_again[0].data == asked[0].data  # its own metadata, then its own end
+    assert first_again[-1].data == {"run_id": run_id, "status": "interrupted"}
     assert (refused.status_code, refused.json()["error"]["code"]) == (
         400,
         "invalid_last_event_id",

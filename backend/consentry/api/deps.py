@@ -22,7 +22,7 @@ from consentry.runtime.notes import NotesService
 from consentry.runtime.readiness import Readiness
 from consentry.runtime.runs import (
     Assistants,
-    RunReader,
+    RunRecords,
     RunService,
     ThreadReader,
     ThreadWriter,
@@ -39,7 +39,7 @@ __all__ = [
     "NotesDep",
     "PrincipalDep",
     "ReadinessDep",
-    "RunReaderDep",
+    "RunRecordsDep",
     "RunsDep",
     "SettingsDep",
     "ThreadWriterDep",
@@ -73,7 +73,7 @@ RunsDep = Annotated[RunService, _service("runs")]
 ThreadsDep = Annotated[ThreadReader, _service("threads")]
 ThreadWriterDep = Annotated[ThreadWriter, _service("thread_writer")]
 AssistantsDep = Annotated[Assistants, _service("assistants")]
-RunReaderDep = Annotated[RunReader, _service("run_reader")]
+RunRecordsDep = Annotated[RunRecords, _service("run_records")]
 ApprovalsDep = Annotated[ApprovalInbox, _service("approvals")]
 GraphsDep = Annotated[Mapping[str, GraphSpec], _service("graphs")]
 ReadinessDep = Annotated[Readiness, _service("readiness")]

@@ -181,6 +181,13 @@ class RunRequests:
 
         return await self._slots.open(owner, join)
 
+    async def follow_run(
+        self, owner: Principal, thread_id: str, run_id: str, *, face: StreamFace
+    ) -> EventStreamResponse:
+        """One run from its first event, then live while it goes on (the LangGraph SDK's join
+        without ``Last-Event-ID``): read from the run's start, not the thread's."""
+        return await self._slots.open(owner, partial(self._replay, owner, thread_id, run_id, face))
+
     async def follow_approvals(self, owner: Principal, *, after: int | None) -> EventStreamResponse:
         """The caller's approvals as they change (after the cursor ``after``)."""
 
@@ -235,14 +242,23 @@ class RunRequests:
             if cancel_on_disconnect:
                 return self._cancelled_on_disconnect(owner, run, face)
             return self._run_response(run, face)
-        replayed = await self._runs.replay(owner, run.thread_id, run.run_id)
         self._metrics.stream_replayed("idempotent")
-        headers = {
-            "X-Thread-Id": run.thread_id,
-            "X-Run-Id": run.run_id,
-            "Idempotent-Replayed": "true",
-        }
-        return self._response(replayed, headers, face=face)
+        replayed = {"Idempotent-Replayed": "true"}
+        return await self._replay(owner, run.thread_id, run.run_id, face, replayed)
+
+    async def _replay(
+        self,
+        owner: Principal,
+        thread_id: str,
+        run_id: str,
+        face: StreamFace | None,
+        headers: dict[str, str] | None = None,
+    ) -> EventStreamResponse:
+        """``run_id``'s events from its first (and those of the runs that continue it after a
+        crash), live while it goes on."""
+        events = await self._runs.replay(owner, thread_id, run_id)
+        ids = {"X-Thread-Id": thread_id, "X-Run-Id": run_id}
+        return self._response(events, {**ids, **(headers or {})}, face=face)
 
     async def _started(
         self,

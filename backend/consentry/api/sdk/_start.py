@@ -16,7 +16,7 @@ from consentry.api.sdk._stream import SdkStream
 from consentry.api.sse_response import EventStreamResponse
 from consentry.errors import ConflictError, InvalidRequestError
 from consentry.principal import Principal
-from consentry.runtime.runs import ActiveRun, Assistants, RunReader, ThreadReader, ThreadWriter
+from consentry.runtime.runs import ActiveRun, Assistants, RunRecords, ThreadReader, ThreadWriter
 from consentry.schemas.chat import ChatRequest
 from consentry.schemas.sdk_runs import RunCreate
 
@@ -31,7 +31,7 @@ class RunStart:
     threads: ThreadReader
     writer: ThreadWriter
     assistants: Assistants
-    run_reader: RunReader
+    run_records: RunRecords
     run_requests: RunRequests
     idempotency_key: str | None
 
@@ -72,7 +72,7 @@ class RunStart:
 
     async def _keep_metadata(self, body: RunCreate, run_id: str) -> None:
         if body.metadata:
-            await self.run_reader.keep_metadata(run_id, body.metadata)
+            await self.run_records.keep_metadata(run_id, body.metadata)
 
     async def _chat_request(self, body: RunCreate, thread_id: str | None) -> ChatRequest:
         """The ``/v1/chat`` request this run is, on the assistant's graph."""

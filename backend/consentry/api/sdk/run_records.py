@@ -9,7 +9,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from consentry.api.deps import PrincipalDep, RunReaderDep
+from consentry.api.deps import PrincipalDep, RunRecordsDep
 from consentry.api.responses import ERROR_RESPONSES
 from consentry.api.sdk._ids import RUN_ID
 from consentry.schemas.sdk_runs import SdkRun, SdkRunStatus
@@ -23,18 +23,18 @@ router = APIRouter(prefix="/threads/{thread_id}/runs", tags=["langgraph-sdk"])
 async def list_runs(
     thread_id: str,
     owner: PrincipalDep,
-    run_reader: RunReaderDep,
+    run_records: RunRecordsDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 10,
     offset: Annotated[int, Query(ge=0)] = 0,
     status: SdkRunStatus | None = None,
 ) -> list[SdkRun]:
     """The thread's runs, newest first (with `status`: those with it)."""
-    return await run_reader.list(owner, thread_id, limit=limit, offset=offset, status=status)
+    return await run_records.list(owner, thread_id, limit=limit, offset=offset, status=status)
 
 
 @router.get(f"/{{run_id:{RUN_ID}}}", responses=ERROR_RESPONSES)
 async def get_run(
-    thread_id: str, run_id: str, owner: PrincipalDep, run_reader: RunReaderDep
+    thread_id: str, run_id: str, owner: PrincipalDep, run_records: RunRecordsDep
 ) -> SdkRun:
     """One run of the thread (404 `run_not_found` when the thread has none with this id)."""
-    return await run_reader.get(owner, thread_id, run_id)
+    return await run_records.get(owner, thread_id, run_id)

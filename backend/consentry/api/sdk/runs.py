@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Coroutine
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
@@ -19,7 +19,7 @@ from consentry.api.deps import (
     AssistantsDep,
     IdempotencyKey,
     PrincipalDep,
-    RunReaderDep,
+    RunRecordsDep,
     RunsDep,
     SettingsDep,
     ThreadsDep,
@@ -32,10 +32,9 @@ from consentry.api.sdk._outcome import run_outcome
 from consentry.api.sdk._start import RunStart
 from consentry.api.sdk._stream import SdkStream
 from consentry.api.sse_response import EventStreamResponse
-from consentry.runtime.outgoing import OutgoingEvent
-from consentry.runtime.runs import ActiveRun
 from consentry.schemas.sdk_runs import RunCreate, SdkRun
 from consentry.schemas.threads import CancelAccepted
+from consentry.settings import Settings
 
 __all__ = ["router"]
 
@@ -49,11 +48,11 @@ def _run_start(
     threads: ThreadsDep,
     writer: ThreadWriterDep,
     assistants: AssistantsDep,
-    run_reader: RunReaderDep,
+    run_records: RunRecordsDep,
     run_requests: RunRequestsDep,
     idempotency_key: IdempotencyKey = None,
 ) -> RunStart:
-    return RunStart(owner, threads, writer, assistants, run_reader, run_requests, idempotency_key)
+    return RunStart(owner, threads, writer, assistants, run_records, run_requests, idempotency_key)
 
 
 RunStartDep = Annotated[RunStart, Depends(_run_start)]
@@ -78,23 +77,23 @@ async def stream_threadless_run(body: RunCreate, start: RunStartDep) -> EventStr
 
 @router.post("/threads/{thread_id}/runs", responses=ERROR_RESPONSES)
 async def create_run(
-    thread_id: str, body: RunCreate, start: RunStartDep, run_reader: RunReaderDep
+    thread_id: str, body: RunCreate, start: RunStartDep, run_records: RunRecordsDep
 ) -> SdkRun:
     """Start a run that goes on in the background; follow it with ``join_stream`` or
     ``join``."""
     run = await start.background(body, thread_id, route=f"/threads/{thread_id}/runs")
     run.events.detach()
-    return await run_reader.get(start.owner, run.thread_id, run.run_id)
+    return await run_records.get(start.owner, run.thread_id, run.run_id)
 
 
 @router.post("/runs", responses=ERROR_RESPONSES)
 async def create_threadless_run(
-    body: RunCreate, start: RunStartDep, run_reader: RunReaderDep
+    body: RunCreate, start: RunStartDep, run_records: RunRecordsDep
 ) -> SdkRun:
     """Start a run on a new thread in the background (its id is the run's ``thread_id``)."""
     run = await start.background(body, None, route="/runs")
     run.events.detach()
-    return await run_reader.get(start.owner, run.thread_id, run.run_id)
+    return await run_records.get(start.owner, run.thread_id, run.run_id)
 
 
 @router.post(
@@ -107,8 +106,7 @@ async def wait_run(
 ) -> StreamingResponse:
     """Run the assistant on the thread and answer with the state it leaves (with
     ``__interrupt__`` when a consent waits, ``__error__`` when it failed)."""
-    run = await start.background(body, thread_id, route=f"/threads/{thread_id}/runs/wait")
-    return _waiting(run, start.outcome(run), settings.keepalive_seconds)
+    return await _wait(start, body, thread_id, settings, route=f"/threads/{thread_id}/runs/wait")
 
 
 @router.post("/runs/wait", response_class=StreamingResponse, responses=ERROR_RESPONSES)
@@ -116,8 +114,7 @@ async def wait_threadless_run(
     body: RunCreate, start: RunStartDep, settings: SettingsDep
 ) -> StreamingResponse:
     """Run the assistant on a new thread and answer with the state it leaves."""
-    run = await start.background(body, None, route="/runs/wait")
-    return _waiting(run, start.outcome(run), settings.keepalive_seconds)
+    return await _wait(start, body, None, settings, route="/runs/wait")
 
 
 @router.get(
@@ -130,15 +127,15 @@ async def join_run(
     run_id: str,
     owner: PrincipalDep,
     runs: RunsDep,
-    run_reader: RunReaderDep,
+    run_records: RunRecordsDep,
     threads: ThreadsDep,
     settings: SettingsDep,
 ) -> StreamingResponse:
     """Wait for the run to end and answer with the state it left (at once if it has ended)."""
-    await run_reader.get(owner, thread_id, run_id)  # 404 for a run the thread does not have
+    await run_records.get(owner, thread_id, run_id)  # 404 for a run the thread does not have
     events = await runs.replay(owner, thread_id, run_id)
-    ended = ActiveRun(thread_id, run_id, _Replay(events))
-    return _waiting(ended, run_outcome(events, threads, owner), settings.keepalive_seconds)
+    outcome = partial(run_outcome, events, threads, owner)
+    return _waiting(thread_id, run_id, outcome, settings.keepalive_seconds)
 
 
 @router.get(
@@ -154,15 +151,18 @@ async def join_run_stream(
     run_id: str,
     owner: PrincipalDep,
     threads: ThreadsDep,
-    run_reader: RunReaderDep,
+    run_records: RunRecordsDep,
     run_requests: RunRequestsDep,
     after: RunLastEventId,
 ) -> EventStreamResponse:
     """The run's frames after ``Last-Event-ID`` (without one: from the run's start), then live
     while it goes on (``values``, ``messages-tuple`` and ``custom``)."""
-    await run_reader.get(owner, thread_id, run_id)  # 404 for a run the thread does not have
+    await run_records.get(owner, thread_id, run_id)  # 404 for a run the thread does not have
+    if after is None:
+        face = SdkStream(threads, owner, _JOIN_MODES)
+        return await run_requests.follow_run(owner, thread_id, run_id, face=face)
     face = SdkStream(threads, owner, _JOIN_MODES, run_id=run_id)
-    return await run_requests.join(owner, thread_id, after=after or 0, face=face)
+    return await run_requests.join(owner, thread_id, after=after, face=face)
 
 
 @router.post(
@@ -178,38 +178,47 @@ async def cancel_run(
     return await runs.cancel(owner, thread_id, run_id=run_id)
 
 
-@dataclass(frozen=True)
-class _Replay:
-    """A run this request follows but did not start: nothing to detach from."""
-
-    events: AsyncIterator[OutgoingEvent]
-
-    def listen(self) -> AsyncIterator[OutgoingEvent]:
-        return self.events
-
-    def detach(self) -> None:
-        """Nothing to stop: the run goes on without any of its readers."""
+async def _wait(
+    start: RunStart, body: RunCreate, thread_id: str | None, settings: Settings, *, route: str
+) -> StreamingResponse:
+    """Start the run and answer with the state it leaves."""
+    run = await start.background(body, thread_id, route=route)
+    return _waiting(
+        run.thread_id,
+        run.run_id,
+        partial(start.outcome, run),
+        settings.keepalive_seconds,
+        on_close=run.events.detach,  # the run goes on without this client
+    )
 
 
 def _waiting(
-    run: ActiveRun, outcome: Coroutine[Any, Any, dict[str, Any]], keepalive_seconds: float
+    thread_id: str,
+    run_id: str,
+    outcome: Callable[[], Awaitable[dict[str, Any]]],
+    keepalive_seconds: float,
+    *,
+    on_close: Callable[[], None] = lambda: None,
 ) -> StreamingResponse:
-    """The state ``run`` leaves (``outcome``), as a JSON body sent when it ends; until then a
+    """The state the run leaves (``outcome()``), as a JSON body sent when it ends; until then a
     newline every keepalive period (JSON allows leading whitespace) keeps proxies from closing
-    the wait. The headers go at once: ``Location`` is where the SDK waits again after a drop."""
+    the wait. The headers go at once: ``Location`` is where the SDK waits again after a drop.
+    ``on_close``: when the body ends, or its client goes away."""
 
     async def body() -> AsyncIterator[bytes]:
-        waited = asyncio.ensure_future(outcome)
         try:
-            while not waited.done():
-                done, _ = await asyncio.wait({waited}, timeout=keepalive_seconds)
-                if not done:
-                    yield b"\n"
-            yield json.dumps(waited.result()).encode()
+            waited = asyncio.ensure_future(outcome())
+            try:
+                while not waited.done():
+                    done, _ = await asyncio.wait({waited}, timeout=keepalive_seconds)
+                    if not done:
+                        yield b"\n"
+                yield json.dumps(waited.result()).encode()
+            finally:
+                waited.cancel()
         finally:
-            waited.cancel()
-            run.events.detach()  # the run goes on without this client
+            on_close()
 
-    path = f"/threads/{run.thread_id}/runs/{run.run_id}"
+    path = f"/threads/{thread_id}/runs/{run_id}"
     headers = {"Content-Location": path, "Location": f"{path}/join"}
     return StreamingResponse(body(), media_type="application/json", headers=headers)

@@ -5,14 +5,14 @@ The one run service every face calls is :class:`RunService` (``start``, ``decide
 ``retry``, ``join``, ``replay``; and ``expire``, ``take_over_dead_runs`` for the background
 loops); :class:`ThreadReader` reads threads (and a thread's graph state, :class:`GraphState`);
 :class:`ThreadWriter` creates, updates and deletes them outside a run (the LangGraph SDK face),
-:class:`RunReader` reads a thread's runs as the SDK's, and :class:`Assistants` shows the served
-graphs as the SDK's assistants. The stages live in
+:class:`RunRecords` reads a thread's runs as the SDK's (and keeps their metadata), and
+:class:`Assistants` shows the served graphs as the SDK's assistants. The stages live in
 private modules: ``_targets`` (the thread a request is for), ``_messages`` and ``_decisions``
 (starting a run), ``_launcher`` and ``_claims`` (claiming and launching it), ``_inputs`` and
 ``_continuation`` (what a run starts with), ``_executor``, ``_run_store`` and ``_run_consents``
 (the task), ``_event_stream``, ``_step_batching`` and ``_stream_mapping`` (its events),
 ``_joins`` (following it), ``_recovery``, ``_dead_runs``, ``_takeover`` and ``_worker`` (runs
-of other processes, and retries); ``_graph_state``, ``_thread_writes``, ``_run_reads`` and
+of other processes, and retries); ``_graph_state``, ``_thread_writes``, ``_run_records`` and
 ``_assistants``."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from consentry.runtime.runs._event_stream import RunSuspendedError
 from consentry.runtime.runs._executor import RunExecutor
 from consentry.runtime.runs._graph_state import GraphState
 from consentry.runtime.runs._reads import ThreadReader
-from consentry.runtime.runs._run_reads import RunReader
+from consentry.runtime.runs._run_records import RunRecords
 from consentry.runtime.runs._run_types import SHUTDOWN_GRACE_SECONDS, ActiveRun, RunLimits
 from consentry.runtime.runs._service import RunService
 from consentry.runtime.runs._takeover import RunTakeover
@@ -37,7 +37,7 @@ __all__ = [
     "GraphState",
     "RunExecutor",
     "RunLimits",
-    "RunReader",
+    "RunRecords",
     "RunService",
     "RunSuspendedError",
     "RunTakeover",

@@ -24,7 +24,7 @@ from consentry.storage.database import Database
 from consentry.storage.runs import RunRecord
 from consentry.storage.tables import runs
 
-__all__ = ["RunReader"]
+__all__ = ["RunRecords"]
 
 _ENDED: dict[TerminalReason, SdkRunStatus] = {
     "completed": "success",
@@ -38,7 +38,7 @@ _ENDED: dict[TerminalReason, SdkRunStatus] = {
 }
 
 
-class RunReader:
+class RunRecords:
     def __init__(self, *, db: Database) -> None:
         self._db = db
 
