@@ -78,6 +78,13 @@ class PostgresCluster:
             started = threading.Thread(target=asyncio.run, args=(_start_once(self.url(name)),))
             started.start()
             started.join()
+            # A connection a stopping app abandoned mid-connect (a background loop cancelled at
+            # shutdown) closes only when collected; a template must have no session at all.
+            with psycopg.connect(self.admin_url, autocommit=True) as conn:
+                conn.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                    (name,),
+                )
             self._template = name
         return self._template
 

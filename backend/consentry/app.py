@@ -37,6 +37,7 @@ from consentry.api.request_errors import request_error
 from consentry.api.request_ids import RequestIds
 from consentry.api.run_requests import RunRequests
 from consentry.api.sdk import assistants as sdk_assistants
+from consentry.api.sdk import open_run_queue
 from consentry.api.sdk import run_records as sdk_run_records
 from consentry.api.sdk import runs as sdk_runs
 from consentry.api.sdk import threads as sdk_threads
@@ -182,8 +183,9 @@ def create_app(
         try:
             async with open_services(settings, clock=clock, tracing=tracing) as services:
                 app.state.services = services
-                app.state.run_requests = RunRequests.of(services)
-                yield
+                app.state.run_requests = run_requests = RunRequests.of(services)
+                async with open_run_queue(services, run_requests) as app.state.run_queue:
+                    yield
         finally:
             if tracing is not None:  # its last export is blocking I/O: not on the loop
                 await asyncio.to_thread(tracing.shutdown)

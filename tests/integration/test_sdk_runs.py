@@ -42,11 +42,12 @@ async def test_a_raw_interrupt_is_streamed_as_the_sdk_reads_it_and_resumed_by_co
             )
         )
 
-        # The state, then the interrupt in a frame of its own, as LangGraph streams it.
-        assert [p.event for p in asked] == ["metadata", "values", "values", "end"]
+        # The state after each step (its input, then at the interrupt), then the interrupt in a
+        # frame of its own, as LangGraph streams it.
+        assert [p.event for p in asked] == ["metadata", "values", "values", "values", "end"]
         metadata = asked[0].data
         thread_id, run_id = metadata["thread_id"], metadata["run_id"]
-        state, waiting = asked[1].data, asked[2].data
+        state, waiting = asked[2].data, asked[3].data
         (interrupt,) = waiting["__interrupt__"]
         assert list(waiting) == ["__interrupt__"]
         assert interrupt["value"] == {"question": "Which city?"}

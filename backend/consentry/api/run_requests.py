@@ -32,6 +32,7 @@ from consentry.runtime.guards import (
     OpenStreams,
     RateKind,
     RateLimiter,
+    StartsRun,
     StoredResponse,
     StreamSlots,
     request_fingerprint,
@@ -46,6 +47,8 @@ from consentry.settings import Settings
 __all__ = ["RunRequests", "RunRequestsDep"]
 
 T = TypeVar("T")
+S = TypeVar("S", bound=StartsRun)
+"""What a request that names a run gets back (a run, a queued run): where the run is."""
 
 
 class RunRequests:
@@ -125,6 +128,42 @@ class RunRequests:
             owner, start, idempotency_key, route, request.model_dump(mode="json")
         )
 
+    async def queue(
+        self,
+        owner: Principal,
+        kind: RateKind,
+        add: Callable[..., Awaitable[S]],
+        *,
+        idempotency_key: str | None,
+        route: str,
+        body: dict[str, Any],
+    ) -> tuple[str, str]:
+        """A run request that waits in its thread's run queue (the SDK's ``enqueue``): charged
+        now, its ``Idempotency-Key`` naming the queued run (``add(key=…)`` completes it in the
+        transaction that queues it); a repeat gets that run's (thread id, run id)."""
+        action = self._charged(owner, kind, add)
+        result = await self._once(owner, idempotency_key, route, body, action)
+        return result if isinstance(result, tuple) else (result.thread_id, result.run_id)
+
+    async def follow(
+        self,
+        owner: Principal,
+        events: AsyncIterator[OutgoingEvent],
+        *,
+        thread_id: str,
+        run_id: str,
+        face: StreamFace,
+        on_close: Callable[[], None] | None = None,
+    ) -> EventStreamResponse:
+        """Stream ``events`` of run ``run_id`` (a queued run's, once it starts), holding one of
+        ``owner``'s stream slots."""
+
+        async def follow() -> EventStreamResponse:
+            headers = {"X-Thread-Id": thread_id, "X-Run-Id": run_id}
+            return self._response(events, headers, on_close=on_close, face=face)
+
+        return await self._slots.open(owner, follow)
+
     async def retry(
         self, owner: Principal, thread_id: str, *, idempotency_key: str | None
     ) -> EventStreamResponse:
@@ -176,7 +215,9 @@ class RunRequests:
         """What the client missed after ``after``, then the thread's active run live."""
 
         async def join() -> EventStreamResponse:
-            events = await self._runs.join(owner, thread_id, after_seq=after)
+            events = await self._runs.join(
+                owner, thread_id, after_seq=after, graph_modes=_graph_modes(face)
+            )
             return self._response(events, {"X-Thread-Id": thread_id}, face=face)
 
         return await self._slots.open(owner, join)
@@ -256,7 +297,7 @@ class RunRequests:
     ) -> EventStreamResponse:
         """``run_id``'s events from its first (and those of the runs that continue it after a
         crash), live while it goes on."""
-        events = await self._runs.replay(owner, thread_id, run_id)
+        events = await self._runs.replay(owner, thread_id, run_id, graph_modes=_graph_modes(face))
         ids = {"X-Thread-Id": thread_id, "X-Run-Id": run_id}
         return self._response(events, {**ids, **(headers or {})}, face=face)
 
@@ -270,21 +311,36 @@ class RunRequests:
     ) -> ActiveRun:
         """The run ``start`` starts, or (an ``Idempotency-Key`` used before for the same route
         and body) the one the first request started, its events replayed."""
+        result = await self._once(owner, idempotency_key, route, body, start)
+        if isinstance(result, ActiveRun):
+            return result
+        thread_id, run_id = result
+        return ActiveRun(thread_id, run_id, _ReplayedRun(self._runs, owner, thread_id, run_id))
+
+    async def _once(
+        self,
+        owner: Principal,
+        idempotency_key: str | None,
+        route: str,
+        body: dict[str, Any],
+        action: Callable[[KeyHold | None], Awaitable[S]],
+    ) -> S | tuple[str, str]:
+        """``action`` once per ``Idempotency-Key`` (for the same route and body): its result,
+        or, for a repeat, the (thread id, run id) the first request's run had."""
         if idempotency_key is None:
-            return await start(None)
+            return await action(None)
         result = await self._idempotency.run(
             owner,
             idempotency_key,
             request_fingerprint(route, body),
-            start,
+            action,
             lambda thread_id, run_id: StoredResponse(200, None, thread_id, run_id),
         )
-        if isinstance(result, ActiveRun):
+        if not isinstance(result, StoredResponse):
             return result
         assert result.thread_id is not None
         assert result.run_id is not None
-        replayed = _ReplayedRun(self._runs, owner, result.thread_id, result.run_id)
-        return ActiveRun(result.thread_id, result.run_id, replayed)
+        return result.thread_id, result.run_id
 
     def _cancelled_on_disconnect(
         self, owner: Principal, run: ActiveRun, face: StreamFace | None
@@ -292,10 +348,11 @@ class RunRequests:
         """``run``'s events; a client gone before its ``final`` cancels it (a cancel that comes
         after the run's end is refused by its run id, and changes nothing)."""
         ended = False
+        listened = run.events.listen(graph_modes=_graph_modes(face))  # now: see _run_response
 
         async def events() -> AsyncIterator[OutgoingEvent]:
             nonlocal ended
-            async for event in run.events.listen():
+            async for event in listened:
                 ended = ended or event.type == "final"
                 yield event
 
@@ -315,8 +372,11 @@ class RunRequests:
 
     def _run_response(self, run: ActiveRun, face: StreamFace | None) -> EventStreamResponse:
         headers = {"X-Thread-Id": run.thread_id, "X-Run-Id": run.run_id}
-        # The run goes on without a listener when the client goes away.
-        return self._response(run.events.listen(), headers, on_close=run.events.detach, face=face)
+        # ``listen`` is called before anything awaits: the face's wish for LangGraph's outputs
+        # reaches the run before its task starts (``RunEventStream.listen``). The run goes on
+        # without a listener when the client goes away.
+        events = run.events.listen(graph_modes=_graph_modes(face))
+        return self._response(events, headers, on_close=run.events.detach, face=face)
 
     def _response(
         self,
@@ -346,12 +406,22 @@ class _ReplayedRun:
     thread_id: str
     run_id: str
 
-    async def listen(self) -> AsyncIterator[OutgoingEvent]:
-        async for event in await self.runs.replay(self.owner, self.thread_id, self.run_id):
+    async def listen(
+        self, *, graph_modes: frozenset[str] = frozenset()
+    ) -> AsyncIterator[OutgoingEvent]:
+        replayed = await self.runs.replay(
+            self.owner, self.thread_id, self.run_id, graph_modes=graph_modes
+        )
+        async for event in replayed:
             yield event
 
     def detach(self) -> None:
         """Nothing to stop: the run was never this request's."""
+
+
+def _graph_modes(face: StreamFace | None) -> frozenset[str]:
+    """LangGraph's outputs after each step the face sends (``/v1``'s, ``face=None``: none)."""
+    return face.graph_modes if face is not None else frozenset()
 
 
 async def _run_requests(request: Request) -> RunRequests:

@@ -27,6 +27,13 @@ class StreamFace(Protocol):
     """How a protocol face sends a run's events: its frames, and the headers of its response
     (``/v1`` sends Consentry's events as they are; the LangGraph SDK face its own frames)."""
 
+    @property
+    def graph_modes(self) -> frozenset[str]:
+        """LangGraph's outputs after each step the face sends (``values``, ``updates``,
+        ``tasks``: ``runtime.runs.GRAPH_OUTPUT_MODES``), asked of the run it follows; ``/v1``
+        sends none, so its runs record none."""
+        ...
+
     def frames(self, events: AsyncIterator[OutgoingEvent]) -> AsyncGenerator[bytes, None]: ...
 
     def headers(self, thread_id: str, run_id: str | None) -> dict[str, str]: ...

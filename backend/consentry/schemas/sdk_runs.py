@@ -12,14 +12,27 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from consentry.schemas.events import TerminalReason
 from consentry.schemas.requests import RequestModel
 
-__all__ = ["STREAM_MODES", "RunCommand", "RunCreate", "SdkRun", "SdkRunStatus", "StreamMode"]
+__all__ = [
+    "STREAM_MODES",
+    "MultitaskStrategy",
+    "RunCommand",
+    "RunCreate",
+    "SdkRun",
+    "SdkRunStatus",
+    "StreamMode",
+]
+
+MultitaskStrategy = Literal["reject", "enqueue"]
 
 SdkRunStatus = Literal["pending", "running", "error", "success", "timeout", "interrupted"]
 """A run's status as the SDK reads it (``docs/langgraph-sdk.md`` maps Consentry's terminal
 reasons onto it)."""
 
-StreamMode = Literal["values", "messages-tuple", "custom"]
-STREAM_MODES: tuple[str, ...] = ("values", "messages-tuple", "custom")
+StreamMode = Literal["values", "updates", "tasks", "messages-tuple", "custom"]
+"""The served stream modes: ``values`` and ``updates`` after every step, ``tasks`` as each starts
+and ends, ``messages-tuple`` token by token, ``custom``. ``debug``, ``events``, ``messages`` and
+``checkpoints`` are refused (422 ``request_invalid`` naming ``stream_mode``)."""
+STREAM_MODES: tuple[str, ...] = ("values", "updates", "tasks", "messages-tuple", "custom")
 
 
 class RunCommand(RequestModel):
@@ -55,9 +68,11 @@ class RunCreate(RequestModel):
         default=None, description="Only `configurable` keys the graph reads are passed on."
     )
     context: dict[str, Any] | None = None
-    multitask_strategy: Literal["reject"] = Field(
+    multitask_strategy: MultitaskStrategy = Field(
         default="reject",
-        description="`reject` (one run per thread: 409 `run_in_progress`); others are refused.",
+        description="`reject`: one run per thread (409 `run_in_progress` while one runs); "
+        "`enqueue`: the run waits for the thread's active run (and those queued before it) and "
+        "starts after it (`pending` until then). `interrupt` and `rollback` are refused (422).",
     )
     on_disconnect: Literal["continue", "cancel"] = Field(
         default="continue",
@@ -88,7 +103,7 @@ class SdkRun(BaseModel):
     updated_at: datetime = Field(description="When it ended (when it started, while it runs).")
     status: SdkRunStatus
     metadata: dict[str, Any] = Field(description="The client's, as the run was started with.")
-    multitask_strategy: Literal["reject"] = "reject"
+    multitask_strategy: MultitaskStrategy = "reject"
     reason: TerminalReason | None = Field(
         description="Consentry's terminal reason (null while it runs)."
     )

@@ -18,6 +18,7 @@ __all__ = [
     "note_versions",
     "notes",
     "projects",
+    "run_queue",
     "runs",
     "tenant_usage",
     "threads",
@@ -168,6 +169,33 @@ runs = sa.Table(
     sa.Column("metadata", sa.JSON, nullable=True),
     sa.Index("ix_runs_thread", "thread_id"),
     sa.Index("ix_runs_status", "status"),
+)
+
+# Runs asked to wait for the thread's active run (the LangGraph SDK's ``multitask_strategy=
+# "enqueue"``, migration 0020): the request as the client sent it, started in order when the
+# thread is free (``status`` ``waiting`` until then; ``started`` takes the row's id as its run's).
+run_queue = sa.Table(
+    "run_queue",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column(
+        "thread_id", sa.String(36), sa.ForeignKey("threads.id", ondelete="CASCADE"), nullable=False
+    ),
+    *_owner(),
+    sa.Column("request", sa.JSON, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("error_code", sa.String(64), nullable=True),
+    sa.Column("error_message", sa.Text, nullable=True),
+    sa.Column("metadata", sa.JSON, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+    sa.Index("ix_run_queue_thread", "thread_id", "created_at"),
+    sa.Index(
+        "ix_run_queue_waiting",
+        "status",
+        sqlite_where=sa.text("status = 'waiting'"),
+        postgresql_where=sa.text("status = 'waiting'"),
+    ),
 )
 
 transcript = sa.Table(

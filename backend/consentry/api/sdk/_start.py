@@ -1,14 +1,19 @@
 """A LangGraph SDK run request as the run service's request: the ``/v1/chat`` request it is
 (``input``, or ``command.resume`` as decisions through the consent gate), on the thread it names
-(created first with ``if_not_exists="create"``), with the client's metadata kept on the run."""
+(created first with ``if_not_exists="create"``), with the client's metadata kept on the run.
+With ``multitask_strategy="enqueue"`` on a thread the request is queued (``_queue``) and made a
+run service request when its turn comes."""
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
+from consentry.api.limits import check_chat_edits
 from consentry.api.run_requests import RunRequests
 from consentry.api.sdk._outcome import run_outcome
 from consentry.api.sdk._resume import decisions_for
@@ -16,11 +21,35 @@ from consentry.api.sdk._stream import SdkStream
 from consentry.api.sse_response import EventStreamResponse
 from consentry.errors import ConflictError, InvalidRequestError
 from consentry.principal import Principal
-from consentry.runtime.runs import ActiveRun, Assistants, RunRecords, ThreadReader, ThreadWriter
+from consentry.runtime.guards import KeyHold
+from consentry.runtime.outgoing import OutgoingEvent
+from consentry.runtime.runs import (
+    ActiveRun,
+    Assistants,
+    Queued,
+    RunQueue,
+    RunRecords,
+    ThreadReader,
+    ThreadWriter,
+    Waiter,
+)
 from consentry.schemas.chat import ChatRequest
 from consentry.schemas.sdk_runs import RunCreate
+from consentry.services import Services
 
-__all__ = ["RunStart"]
+__all__ = ["RunStart", "Waited", "open_run_queue"]
+
+
+@dataclass(frozen=True)
+class Waited:
+    """A run a ``runs.wait`` waits for."""
+
+    thread_id: str
+    run_id: str
+    outcome: Callable[[], Awaitable[dict[str, Any]]]
+    """The state it leaves (read from its events as they come)."""
+    closed: Callable[[bool], None]
+    """What the wait's end does (given whether the run ended before it)."""
 
 
 @dataclass(frozen=True)
@@ -33,18 +62,32 @@ class RunStart:
     assistants: Assistants
     run_records: RunRecords
     run_requests: RunRequests
+    queue: RunQueue
     idempotency_key: str | None
 
     async def stream(
         self, body: RunCreate, thread_id: str | None, *, route: str
     ) -> EventStreamResponse:
         """Start the run and stream it as the SDK reads it."""
-        request = await self._chat_request(body, thread_id)
+        face = SdkStream(self.threads, self.owner, body.modes, graph=self._graph(body))
+        if _queued(body, thread_id):
+            assert thread_id is not None
+            waiter = await self._enqueue(body, thread_id, route=route, face=face)
+            events, closed = self._watched(body, waiter)
+            return await self.run_requests.follow(
+                self.owner,
+                events,
+                thread_id=thread_id,
+                run_id=waiter.run_id,
+                face=face,
+                on_close=closed,
+            )
+        request = await self.chat_request(body, thread_id)
         response = await self.run_requests.message(
             self.owner,
             request,
             idempotency_key=self.idempotency_key,
-            face=SdkStream(self.threads, self.owner, body.modes, graph=request.graph),
+            face=face,
             route=route,
             cancel_on_disconnect=body.on_disconnect == "cancel",
         )
@@ -53,30 +96,119 @@ class RunStart:
 
     async def background(self, body: RunCreate, thread_id: str | None, *, route: str) -> ActiveRun:
         """Start the run without a stream: its events are the caller's to read or detach."""
-        if body.on_disconnect == "cancel":
-            raise InvalidRequestError(
-                '`on_disconnect: "cancel"` is served on a streamed run only (`runs.stream`).',
-                code="unsupported_field",
-                details={"fields": ["on_disconnect"]},
-            )
-        request = await self._chat_request(body, thread_id)
+        request = await self.chat_request(body, thread_id)
         run = await self.run_requests.start(
             self.owner, request, idempotency_key=self.idempotency_key, route=route
         )
         await self._keep_metadata(body, run.run_id)
         return run
 
-    def outcome(self, run: ActiveRun) -> Coroutine[Any, Any, dict[str, Any]]:
-        """The state ``run`` leaves, read from its events (``runs.wait``)."""
-        return run_outcome(run.events.listen(), self.threads, self.owner)
+    async def create(
+        self, body: RunCreate, thread_id: str | None, *, route: str
+    ) -> ActiveRun | Queued:
+        """``runs.create``: the run started in the background, or queued (``enqueue``)."""
+        if body.on_disconnect == "cancel":
+            raise InvalidRequestError(
+                '`on_disconnect: "cancel"` needs a client to watch: `runs.stream` or `runs.wait`.',
+                code="unsupported_field",
+                details={"fields": ["on_disconnect"]},
+            )
+        if _queued(body, thread_id):
+            assert thread_id is not None
+            waiter = await self._enqueue(body, thread_id, route=route)
+            self.queue.forget(waiter)  # nobody waits: the run starts when its turn comes
+            return Queued(thread_id, waiter.run_id)
+        run = await self.background(body, thread_id, route=route)
+        run.events.detach()
+        return run
+
+    async def waited(self, body: RunCreate, thread_id: str | None, *, route: str) -> Waited:
+        """``runs.wait``: the run started (or queued), and the state it will leave."""
+        cancel = body.on_disconnect == "cancel"
+        if _queued(body, thread_id):
+            assert thread_id is not None
+            waiter = await self._enqueue(body, thread_id, route=route)
+            queue, owner = self.queue, self.owner
+            return Waited(
+                thread_id,
+                waiter.run_id,
+                partial(run_outcome, queue.events(owner, waiter), self.threads, owner),
+                lambda ended: queue.closed(owner, waiter, cancel=cancel and not ended),
+            )
+        run = await self.background(body, thread_id, route=route)
+
+        def closed(ended: bool) -> None:
+            run.events.detach()  # the run goes on without this client...
+            if cancel and not ended:  # ...unless it asked otherwise
+                self.queue.cancel_soon(self.owner, run.thread_id, run.run_id)
+
+        outcome = partial(run_outcome, run.events.listen(), self.threads, self.owner)
+        return Waited(run.thread_id, run.run_id, outcome, closed)
+
+    async def _enqueue(
+        self, body: RunCreate, thread_id: str, *, route: str, face: SdkStream | None = None
+    ) -> Waiter:
+        """Queue the run on the thread, waited for by this request (a repeat of an
+        ``Idempotency-Key``: the first request's run)."""
+        self._check(body)
+        await self._create_thread(body, thread_id)
+        run_id = str(uuid4())
+
+        async def add(key: KeyHold | None) -> Queued:
+            request = body.model_dump(mode="json", exclude_unset=True)
+            return await self.queue.add(
+                self.owner, thread_id, run_id, request, body.metadata, hold=key
+            )
+
+        modes = face.graph_modes if face is not None else frozenset[str]()
+        waiter = self.queue.expect(thread_id, run_id, graph_modes=modes)  # before it may start
+        try:
+            _, queued_id = await self.run_requests.queue(
+                self.owner,
+                "decisions" if body.command is not None else "messages",
+                add,
+                idempotency_key=self.idempotency_key,
+                route=route,
+                body=body.model_dump(mode="json"),
+            )
+        except BaseException:
+            self.queue.forget(waiter)
+            raise
+        if queued_id == run_id:
+            return waiter
+        self.queue.forget(waiter)  # a repeat: the first request's run
+        return self.queue.expect(thread_id, queued_id, graph_modes=modes)
+
+    def _watched(
+        self, body: RunCreate, waiter: Waiter
+    ) -> tuple[AsyncIterator[OutgoingEvent], Callable[[], None]]:
+        """A queued run's events, and what its stream's end does: with
+        ``on_disconnect="cancel"``, a client gone before the run's end cancels it (waiting or
+        running)."""
+        ended = False
+
+        async def events() -> AsyncIterator[OutgoingEvent]:
+            nonlocal ended
+            async for event in self.queue.events(self.owner, waiter):
+                ended = ended or event.type == "final"
+                yield event
+
+        cancel = body.on_disconnect == "cancel"
+
+        def closed() -> None:
+            self.queue.closed(self.owner, waiter, cancel=cancel and not ended)
+
+        return events(), closed
 
     async def _keep_metadata(self, body: RunCreate, run_id: str) -> None:
         if body.metadata:
             await self.run_records.keep_metadata(run_id, body.metadata)
 
-    async def _chat_request(self, body: RunCreate, thread_id: str | None) -> ChatRequest:
-        """The ``/v1/chat`` request this run is, on the assistant's graph."""
-        graph = self.assistants.get(body.assistant_id).graph
+    def _graph(self, body: RunCreate) -> str:
+        return self.assistants.get(body.assistant_id).graph
+
+    def _check(self, body: RunCreate) -> None:
+        """What is refused before anything is stored."""
         if body.config or body.context:
             raise InvalidRequestError(
                 "`config` and `context` are not served: graphs get Consentry's runtime context.",
@@ -87,14 +219,24 @@ class RunStart:
             raise InvalidRequestError(
                 "Send exactly one of `input` or `command`.", code="invalid_input"
             )
+
+    async def _create_thread(self, body: RunCreate, thread_id: str | None) -> None:
+        """``if_not_exists="create"``: the thread the path names, if it has none."""
         if thread_id is not None and body.if_not_exists == "create":
             _check_uuid(thread_id)
             await self.writer.create(
                 self.owner,
                 thread_id=thread_id,
-                metadata={"graph_id": graph},
+                metadata={"graph_id": self._graph(body)},
                 if_exists="do_nothing",
             )
+
+    async def chat_request(self, body: RunCreate, thread_id: str | None) -> ChatRequest:
+        """The ``/v1/chat`` request this run is, on the assistant's graph (a ``command`` as
+        decisions on the consents the thread waits for now)."""
+        graph = self._graph(body)
+        self._check(body)
+        await self._create_thread(body, thread_id)
         if body.command is None:
             return ChatRequest(thread_id=thread_id, graph=graph, input=body.input)
         if thread_id is None:
@@ -102,6 +244,44 @@ class RunStart:
         pending = (await self.threads.detail(self.owner, thread_id)).pending_consents
         decisions = decisions_for(body.command.resume, pending)
         return ChatRequest(thread_id=thread_id, graph=graph, resume=decisions)
+
+
+@asynccontextmanager
+async def open_run_queue(services: Services, run_requests: RunRequests) -> AsyncIterator[RunQueue]:
+    """The run queue of the app's lifespan, draining the threads runs wait on."""
+
+    async def prepare(owner: Principal, thread_id: str, sent: dict[str, Any]) -> ChatRequest:
+        start = RunStart(
+            owner,
+            services.threads,
+            services.thread_writer,
+            services.assistants,
+            services.run_records,
+            run_requests,
+            queue,
+            idempotency_key=None,
+        )
+        request = await start.chat_request(RunCreate.model_validate(sent), thread_id)
+        check_chat_edits(services.settings, request)
+        return request
+
+    async def started(metadata: dict[str, Any] | None, run: ActiveRun) -> None:
+        if metadata:
+            await services.run_records.keep_metadata(run.run_id, metadata)
+
+    queue = RunQueue(
+        db=services.db, runs=services.runs, clock=services.clock, prepare=prepare, started=started
+    )
+    await queue.start()
+    try:
+        yield queue
+    finally:
+        await queue.stop()
+
+
+def _queued(body: RunCreate, thread_id: str | None) -> bool:
+    """Whether the run waits in its thread's queue (a new thread has nothing to wait for)."""
+    return body.multitask_strategy == "enqueue" and thread_id is not None
 
 
 def _check_uuid(thread_id: str) -> None:

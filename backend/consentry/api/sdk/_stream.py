@@ -7,14 +7,22 @@ The run service's events (the same stored log ``/v1`` streams) are projected, no
   ``message`` whose tokens this stream did not carry → ``messages`` ``[ai message, metadata]``;
 - ``note`` and ``model_retry`` → ``custom``;
 - ``error`` → ``error`` ``{"error": code, "message"}``;
-- ``final`` → ``values``: the graph's state from its checkpoint, then, when it waits, a
+- LangGraph's own outputs after each step, which this face asks the run for (``graph_modes``:
+  the modes asked among ``values``, ``updates``, ``tasks``; never stored, ``_graph_outputs``) →
+  ``values`` (the state, without ``__interrupt__``), ``updates`` (``{node: update}``, an
+  interrupt as ``{"__interrupt__": [{"value", "id"}]}``), ``tasks``, in LangGraph's order;
+- ``final`` → ``values``: the graph's state from its checkpoint (always right, even for a stream
+  that got no per-step state: a join read from the log, a run of another process), unless it
+  equals the last per-step ``values`` this stream sent (not read at all for a run that completed
+  after this stream got per-step state: its last is the end state); then, when it waits, a
   ``values`` frame of its own ``{"__interrupt__": [{"value", "id"}]}`` (the id being the
   approval's), as LangGraph streams an interrupt (``useStream`` keeps the state it had and adds
   the interrupt from such a frame), then ``end`` ``{"run_id", "status"}``.
 
-Every frame carries the ``id`` of the stored event it comes from (a token: the one before it), so
-``Last-Event-ID`` joins go on without a gap or a repeat. LangGraph sends ``values`` after every
-step; this face sends the state once, when the run stops (``docs/langgraph-sdk.md``).
+Every frame carries the ``id`` of the stored event it comes from (a token or a per-step output:
+the one before it), so ``Last-Event-ID`` joins go on without a gap or a repeat of what is stored;
+per-step outputs are not stored, so a join gets them only from the moment it follows the run
+live (``docs/langgraph-sdk.md``).
 """
 
 from __future__ import annotations
@@ -28,7 +36,12 @@ from sse_starlette import ServerSentEvent
 from consentry.api.sse_response import RECONNECT_HINT
 from consentry.principal import Principal
 from consentry.runtime.outgoing import OutgoingEvent
-from consentry.runtime.runs import RunSuspendedError, ThreadReader
+from consentry.runtime.runs import (
+    GRAPH_OUTPUT_MODES,
+    RunSuspendedError,
+    ThreadReader,
+    graph_output_mode,
+)
 
 __all__ = ["SdkStream"]
 
@@ -55,6 +68,8 @@ class SdkStream:
         self._modes = modes
         self._run_id = run_id
         self._graph = graph
+        self.graph_modes = modes & GRAPH_OUTPUT_MODES
+        """What the run is asked to record after each step for this stream."""
 
     def headers(self, thread_id: str, run_id: str | None) -> dict[str, str]:
         """Where the SDK finds the run again (it reconnects to ``Location`` after a drop)."""
@@ -66,18 +81,26 @@ class SdkStream:
     async def frames(self, events: AsyncIterator[OutgoingEvent]) -> AsyncGenerator[bytes, None]:
         streamed: set[str] = set()  # messages this stream carried tokens of
         node = ""
+        sent_values: Any = None  # the last per-step state this stream sent of the run
         try:
             async for event in events:
                 data: dict[str, Any] = json.loads(event.data)
                 if self._run_id is not None and data.get("run_id") != self._run_id:
+                    continue
+                if (mode := graph_output_mode(event.type)) is not None:
+                    if mode in self.graph_modes:
+                        yield _frame(mode, data["chunk"], event.seq)
+                        if mode == "values":
+                            sent_values = data["chunk"]
                     continue
                 if event.type == "step":
                     node = data["node"]
                 for name, payload in self._project(event.type, data, node, streamed):
                     yield _frame(name, payload, event.seq)
                 if event.type == "final":
-                    async for frame in self._ending(data, event.seq):
+                    async for frame in self._ending(data, event.seq, sent_values):
                         yield frame
+                    sent_values = None  # a replay goes on with the run that continues it
         except RunSuspendedError:
             yield RECONNECT_HINT
 
@@ -102,11 +125,17 @@ class SdkStream:
             return [("error", {"error": data["code"], "message": data["message"]})]
         return []
 
-    async def _ending(self, final: dict[str, Any], seq: int) -> AsyncGenerator[bytes, None]:
-        if "values" in self._modes:
+    async def _ending(
+        self, final: dict[str, Any], seq: int, sent_values: Any
+    ) -> AsyncGenerator[bytes, None]:
+        if "values" in self._modes and not (final["reason"] == "completed" and sent_values):
+            # (A run that completed after this stream got its per-step state left that state:
+            # LangGraph streams it after its last step. Read it otherwise: a stream that got
+            # none, a run that waits, whose interrupts are the checkpoint's, or that stopped.)
             thread_id = final["thread_id"]
             state = await self._reader.graph_state(self._owner, thread_id, graph=self._graph)
-            yield _frame("values", state.values, seq)
+            if state.values != sent_values:  # the state after the last step, sent already
+                yield _frame("values", state.values, seq)
             if state.interrupts:  # as LangGraph streams it: a frame of its own
                 yield _frame("values", {"__interrupt__": state.interrupts}, seq)
         status = _END_STATUS.get(final["reason"], final["reason"])

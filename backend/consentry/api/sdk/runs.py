@@ -6,11 +6,8 @@ leaves (``_outcome``). Reading runs back is ``run_records``."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import StreamingResponse
@@ -29,9 +26,12 @@ from consentry.api.last_event_id import RunLastEventId
 from consentry.api.responses import ERROR_RESPONSES
 from consentry.api.run_requests import RunRequestsDep
 from consentry.api.sdk._outcome import run_outcome
+from consentry.api.sdk._queue import RunQueueDep
 from consentry.api.sdk._start import RunStart
 from consentry.api.sdk._stream import SdkStream
+from consentry.api.sdk._wait import waiting
 from consentry.api.sse_response import EventStreamResponse
+from consentry.runtime.runs import RunQueue, Waiter
 from consentry.schemas.sdk_runs import RunCreate, SdkRun
 from consentry.schemas.threads import CancelAccepted
 from consentry.settings import Settings
@@ -40,7 +40,7 @@ __all__ = ["router"]
 
 router = APIRouter(tags=["langgraph-sdk"])
 
-_JOIN_MODES = frozenset({"values", "messages-tuple", "custom"})
+_JOIN_MODES = frozenset({"values", "updates", "tasks", "messages-tuple", "custom"})
 
 
 def _run_start(
@@ -50,9 +50,12 @@ def _run_start(
     assistants: AssistantsDep,
     run_records: RunRecordsDep,
     run_requests: RunRequestsDep,
+    queue: RunQueueDep,
     idempotency_key: IdempotencyKey = None,
 ) -> RunStart:
-    return RunStart(owner, threads, writer, assistants, run_records, run_requests, idempotency_key)
+    return RunStart(
+        owner, threads, writer, assistants, run_records, run_requests, queue, idempotency_key
+    )
 
 
 RunStartDep = Annotated[RunStart, Depends(_run_start)]
@@ -79,10 +82,9 @@ async def stream_threadless_run(body: RunCreate, start: RunStartDep) -> EventStr
 async def create_run(
     thread_id: str, body: RunCreate, start: RunStartDep, run_records: RunRecordsDep
 ) -> SdkRun:
-    """Start a run that goes on in the background; follow it with ``join_stream`` or
-    ``join``."""
-    run = await start.background(body, thread_id, route=f"/threads/{thread_id}/runs")
-    run.events.detach()
+    """Start a run that goes on in the background (or queue it: ``enqueue``); follow it with
+    ``join_stream`` or ``join``."""
+    run = await start.create(body, thread_id, route=f"/threads/{thread_id}/runs")
     return await run_records.get(start.owner, run.thread_id, run.run_id)
 
 
@@ -91,8 +93,7 @@ async def create_threadless_run(
     body: RunCreate, start: RunStartDep, run_records: RunRecordsDep
 ) -> SdkRun:
     """Start a run on a new thread in the background (its id is the run's ``thread_id``)."""
-    run = await start.background(body, None, route="/runs")
-    run.events.detach()
+    run = await start.create(body, None, route="/runs")
     return await run_records.get(start.owner, run.thread_id, run.run_id)
 
 
@@ -130,12 +131,19 @@ async def join_run(
     run_records: RunRecordsDep,
     threads: ThreadsDep,
     settings: SettingsDep,
+    queue: RunQueueDep,
 ) -> StreamingResponse:
-    """Wait for the run to end and answer with the state it left (at once if it has ended)."""
-    await run_records.get(owner, thread_id, run_id)  # 404 for a run the thread does not have
+    """Wait for the run to end and answer with the state it left (at once if it has ended; a
+    queued run's wait begins with its start)."""
+    run = await run_records.get(owner, thread_id, run_id)  # 404 for a run the thread lacks
+    if run.multitask_strategy == "enqueue":  # it waits in the queue, or left it unstarted
+        waiter = queue.expect(thread_id, run_id)
+        outcome = partial(run_outcome, queue.events(owner, waiter), threads, owner)
+        closed = partial(_forget_wait, queue, waiter)
+        return waiting(thread_id, run_id, outcome, settings.keepalive_seconds, on_close=closed)
     events = await runs.replay(owner, thread_id, run_id)
     outcome = partial(run_outcome, events, threads, owner)
-    return _waiting(thread_id, run_id, outcome, settings.keepalive_seconds)
+    return waiting(thread_id, run_id, outcome, settings.keepalive_seconds)
 
 
 @router.get(
@@ -153,11 +161,24 @@ async def join_run_stream(
     threads: ThreadsDep,
     run_records: RunRecordsDep,
     run_requests: RunRequestsDep,
+    queue: RunQueueDep,
     after: RunLastEventId,
 ) -> EventStreamResponse:
     """The run's frames after ``Last-Event-ID`` (without one: from the run's start), then live
-    while it goes on (``values``, ``messages-tuple`` and ``custom``)."""
-    await run_records.get(owner, thread_id, run_id)  # 404 for a run the thread does not have
+    while it goes on (every mode served, ``_JOIN_MODES``); a queued run's from its start, once
+    it starts."""
+    run = await run_records.get(owner, thread_id, run_id)  # 404 for a run the thread lacks
+    if run.multitask_strategy == "enqueue":  # it waits in the queue, or left it unstarted
+        face = SdkStream(threads, owner, _JOIN_MODES)
+        waiter = queue.expect(thread_id, run_id, graph_modes=face.graph_modes)
+        return await run_requests.follow(
+            owner,
+            queue.events(owner, waiter),
+            thread_id=thread_id,
+            run_id=run_id,
+            face=face,
+            on_close=partial(queue.forget, waiter),
+        )
     if after is None:
         face = SdkStream(threads, owner, _JOIN_MODES)
         return await run_requests.follow_run(owner, thread_id, run_id, face=face)
@@ -171,54 +192,29 @@ async def join_run_stream(
     responses=ERROR_RESPONSES,
 )
 async def cancel_run(
-    thread_id: str, run_id: str, owner: PrincipalDep, runs: RunsDep
+    thread_id: str, run_id: str, owner: PrincipalDep, runs: RunsDep, queue: RunQueueDep
 ) -> CancelAccepted:
-    """Stop the run at its next step boundary (final reason ``cancelled``); 409
-    ``no_active_run`` when it is not the thread's active run."""
+    """Stop the run at its next step boundary (final reason ``cancelled``), or take it out of
+    the run queue while it waits; 409 ``no_active_run`` when it is neither running nor
+    waiting."""
+    if await queue.cancel(owner, thread_id, run_id):
+        return CancelAccepted(thread_id=thread_id, run_id=run_id)
     return await runs.cancel(owner, thread_id, run_id=run_id)
 
 
 async def _wait(
     start: RunStart, body: RunCreate, thread_id: str | None, settings: Settings, *, route: str
 ) -> StreamingResponse:
-    """Start the run and answer with the state it leaves."""
-    run = await start.background(body, thread_id, route=route)
-    return _waiting(
-        run.thread_id,
-        run.run_id,
-        partial(start.outcome, run),
+    """Start (or queue) the run and answer with the state it leaves."""
+    waited = await start.waited(body, thread_id, route=route)
+    return waiting(
+        waited.thread_id,
+        waited.run_id,
+        waited.outcome,
         settings.keepalive_seconds,
-        on_close=run.events.detach,  # the run goes on without this client
+        on_close=waited.closed,
     )
 
 
-def _waiting(
-    thread_id: str,
-    run_id: str,
-    outcome: Callable[[], Awaitable[dict[str, Any]]],
-    keepalive_seconds: float,
-    *,
-    on_close: Callable[[], None] = lambda: None,
-) -> StreamingResponse:
-    """The state the run leaves (``outcome()``), as a JSON body sent when it ends; until then a
-    newline every keepalive period (JSON allows leading whitespace) keeps proxies from closing
-    the wait. The headers go at once: ``Location`` is where the SDK waits again after a drop.
-    ``on_close``: when the body ends, or its client goes away."""
-
-    async def body() -> AsyncIterator[bytes]:
-        try:
-            waited = asyncio.ensure_future(outcome())
-            try:
-                while not waited.done():
-                    done, _ = await asyncio.wait({waited}, timeout=keepalive_seconds)
-                    if not done:
-                        yield b"\n"
-                yield json.dumps(waited.result()).encode()
-            finally:
-                waited.cancel()
-        finally:
-            on_close()
-
-    path = f"/threads/{thread_id}/runs/{run_id}"
-    headers = {"Content-Location": path, "Location": f"{path}/join"}
-    return StreamingResponse(body(), media_type="application/json", headers=headers)
+def _forget_wait(queue: RunQueue, waiter: Waiter, _: bool) -> None:
+    queue.forget(waiter)

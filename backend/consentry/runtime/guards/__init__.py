@@ -10,6 +10,7 @@ from consentry.runtime.guards._idempotency import (
     KEY_RETENTION,
     IdempotencyGuard,
     KeyHold,
+    StartsRun,
     StoredResponse,
     request_fingerprint,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "RateKind",
     "RateLimiter",
     "RequestBodyLimits",
+    "StartsRun",
     "StoredResponse",
     "StreamSlots",
     "TokenMeter",

@@ -38,6 +38,7 @@ __all__ = [
     "KEY_RETENTION",
     "IdempotencyGuard",
     "KeyHold",
+    "StartsRun",
     "StoredResponse",
     "request_fingerprint",
 ]
@@ -46,6 +47,8 @@ KEY_RETENTION = timedelta(hours=24)
 
 
 class StartsRun(Protocol):
+    """What an idempotent request's action gives: where its run is (a run, a queued run)."""
+
     @property
     def thread_id(self) -> str: ...
     @property
@@ -88,6 +91,8 @@ class KeyHold:
     respond: Callable[[str, str], StoredResponse]
     """What a replay answers, from the thread and run the request started."""
     completed: bool = field(default=False, init=False)
+    run_id: None = field(default=None, init=False)
+    """A keyed request's run takes a new id (``runs.ClaimHold``)."""
 
     async def complete(self, conn: DbConnection, *, thread_id: str, run_id: str) -> None:
         """In the caller's transaction (the one that claims the run): the key names the run.

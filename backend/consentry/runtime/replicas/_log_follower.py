@@ -84,7 +84,9 @@ class FollowedRun:
         self._notifications = notifications
         self._after_seq = after_seq
 
-    def listen(self) -> AsyncIterator[OutgoingEvent]:
+    def listen(self, *, graph_modes: frozenset[str] = frozenset()) -> AsyncIterator[OutgoingEvent]:
+        """The run's stored events as they are stored. ``graph_modes`` is not served: LangGraph's
+        outputs after each step are never stored, so a run read from the log has none of them."""
         return follow_log(
             self._db,
             self._notifications,

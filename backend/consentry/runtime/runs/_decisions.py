@@ -31,10 +31,9 @@ from consentry.runtime.consents import (
     record_decision,
     recorded_decisions,
 )
-from consentry.runtime.guards import KeyHold
 from consentry.runtime.runs._continuation import continuation
 from consentry.runtime.runs._launcher import Launcher
-from consentry.runtime.runs._run_types import ActiveRun, GraphPosition
+from consentry.runtime.runs._run_types import ActiveRun, ClaimHold, GraphPosition, run_id_for
 from consentry.runtime.runs._targets import RunTarget, refuse_if_running
 from consentry.schemas.approvals import TOOL_CALL
 from consentry.schemas.chat import ResumeDecision
@@ -51,7 +50,7 @@ async def start_decisions(
     owner: Principal,
     target: RunTarget,
     resumes: list[ResumeDecision],
-    key: KeyHold | None,
+    key: ClaimHold | None,
 ) -> ActiveRun:
     check_each_consent_once(resumes)
     now = launcher.clock()
@@ -119,7 +118,7 @@ async def start_decisions(
         for resume in resumes
     ]
     _decided_together(checked, pending)
-    run_id = str(uuid4())
+    run_id = run_id_for(key)
     values = graph_resumes(zip(checked, decisions, strict=True))
     command: Command[Any] = Command(resume={**recorded, **values})
     async with launcher.db.write() as conn:

@@ -9,23 +9,48 @@ two buffers: durable ones
 to the listening SSE responses. The executor flushes only after storing, so a client never sees
 an event the log could lose. A run never waits for its listeners: a client that goes away only
 stops the hand-off.
+
+A listener may also ask for LangGraph's own outputs after each step (``graph_modes``: ``values``,
+``updates``, ``tasks``, which the LangGraph SDK face streams). They are recorded only once some
+listener of the run asked for them (``graph_modes``, the union of the wishes, sticky for the run:
+the graph streamer serializes nothing for a run nobody asked), as ephemeral events of private
+types (``graph:values``...): never stored, never in the history a joiner catches up with, numbered
+like a token (the seq of the event before them), and handed only to the listeners that asked for
+their mode (the one check every other event pays is a set lookup of its type). A client following
+a run of another process through the stored log gets none.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, TypeAlias
 
 from consentry.runtime.clock import Clock
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.schemas.events import Event, TokenEvent
 from consentry.storage.transcript import TranscriptEntry
 
-__all__ = ["RunEventStream", "RunSuspendedError"]
+__all__ = ["GRAPH_OUTPUT_MODES", "RunEventStream", "RunSuspendedError", "graph_output_mode"]
 
 
 _PROGRESS = frozenset({"run_started", "step"})
+
+GRAPH_OUTPUT_MODES = frozenset({"values", "updates", "tasks"})
+"""LangGraph's stream modes a listener may ask a run for (``listen``, ``join``)."""
+_GRAPH_OUTPUT_TYPE = {mode: f"graph:{mode}" for mode in GRAPH_OUTPUT_MODES}
+_MODE_OF_TYPE = {event_type: mode for mode, event_type in _GRAPH_OUTPUT_TYPE.items()}
+_GRAPH_OUTPUTS = frozenset(_MODE_OF_TYPE)
+_EPHEMERAL = _GRAPH_OUTPUTS | {"token"}
+"""Types of the events that are sent, never stored, and take no seq of their own."""
+
+_Queue: TypeAlias = asyncio.Queue[OutgoingEvent | None]
+
+
+def graph_output_mode(event_type: str) -> str | None:
+    """The stream mode of a graph output event (``graph:values`` → ``values``), None for any
+    other event."""
+    return _MODE_OF_TYPE.get(event_type)
 
 
 class RunSuspendedError(Exception):
@@ -47,12 +72,17 @@ class RunEventStream:
         self._unsent: list[OutgoingEvent] = []
         self._history: list[OutgoingEvent] = []
         """Durable events already sent: what a client joining mid-run catches up with."""
-        self._listeners: set[asyncio.Queue[OutgoingEvent | None]] = set()
+        self._listeners: set[_Queue] = set()
+        self._wants: dict[_Queue, frozenset[str]] = {}
+        """The graph outputs each listener that asked for some wants (a subset of its modes)."""
+        self.graph_modes: frozenset[str] = frozenset()
+        """The graph outputs some listener of the run asked for: the graph streamer records
+        these (and only these) modes. Sticky: a listener that leaves does not narrow it."""
         self._closed = False
         self.suspended = False
         """The run stopped without a ``final`` (the server shuts down, or another process took
         the run over): listeners should reconnect with ``Last-Event-ID``."""
-        self._main = self._subscribe(after_seq=last_seq)
+        self._main = self._subscribe(after_seq=last_seq, graph_modes=frozenset())
         self.transcript: list[TranscriptEntry] = []
         """User messages the run's graph was given, for the transcript: written with the next
         stored events (so after the replies that came before them), see :meth:`take_transcript`."""
@@ -90,6 +120,12 @@ class RunEventStream:
             self._durable.append(outgoing)
         self._unsent.append(outgoing)
 
+    def record_graph_output(self, mode: str, data: str) -> None:
+        """Keep a graph output (``mode`` one of :data:`GRAPH_OUTPUT_MODES`, ``data`` its JSON)
+        for the next :meth:`flush`, which hands it to the listeners that asked for ``mode``
+        only. It is never stored: it carries the seq of the event before it, as a token does."""
+        self._unsent.append(OutgoingEvent(self.last_seq, _GRAPH_OUTPUT_TYPE[mode], data))
+
     def flush(self, *, through: int | None = None) -> None:
         """Hand the recorded events (up to seq ``through``) to the listeners: call it once they
         are stored."""
@@ -103,6 +139,12 @@ class RunEventStream:
         del self.transcript[: self._transcript_taken]
         self._transcript_taken = 0
         for outgoing in unsent:
+            if outgoing.type in _GRAPH_OUTPUTS:  # the one test a token or an event pays
+                mode = _MODE_OF_TYPE[outgoing.type]
+                for queue, wanted in self._wants.items():
+                    if mode in wanted:
+                        queue.put_nowait(outgoing)
+                continue
             if outgoing.type != "token":
                 self._history.append(outgoing)
             for queue in self._listeners:
@@ -111,7 +153,7 @@ class RunEventStream:
     def discard_unsent(self) -> None:
         """Forget the events recorded since the last flush (they could not be stored): their
         numbers are given out again."""
-        first = next((e.seq for e in self._unsent if e.type != "token"), None)
+        first = next((e.seq for e in self._unsent if e.type not in _EPHEMERAL), None)
         if first is not None:
             self.last_seq = first - 1
         self._unsent = []
@@ -139,8 +181,16 @@ class RunEventStream:
 
     @property
     def only_progress_unsent(self) -> bool:
-        """What waits to be sent is only ``run_started`` and ``step`` events."""
-        return bool(self._unsent) and all(e.type in _PROGRESS for e in self._unsent)
+        """What waits to be sent is only ``run_started`` and ``step`` events (and graph outputs
+        recorded after them: these wait with the progress, never costing a write of their own;
+        graph outputs alone do not wait)."""
+        progress = False
+        for outgoing in self._unsent:
+            if outgoing.type in _PROGRESS:
+                progress = True
+            elif outgoing.type not in _GRAPH_OUTPUTS:
+                return False
+        return progress
 
     def close(self, *, suspended: bool = False) -> None:
         """No more events: listeners end (``suspended``: without a ``final``, so they end with
@@ -150,37 +200,64 @@ class RunEventStream:
         for queue in self._listeners:
             queue.put_nowait(None)
 
-    def _subscribe(self, *, after_seq: int) -> asyncio.Queue[OutgoingEvent | None]:
-        queue: asyncio.Queue[OutgoingEvent | None] = asyncio.Queue()
+    def _subscribe(self, *, after_seq: int, graph_modes: frozenset[str]) -> _Queue:
+        queue: _Queue = asyncio.Queue()
         for outgoing in self._history:
             if outgoing.seq > after_seq:
                 queue.put_nowait(outgoing)
         if self._closed:
             queue.put_nowait(None)
         self._listeners.add(queue)
+        self._want(queue, graph_modes)
         return queue
+
+    def _want(self, queue: _Queue, graph_modes: frozenset[str]) -> None:
+        wanted = graph_modes & GRAPH_OUTPUT_MODES
+        if wanted:
+            self._wants[queue] = wanted
+            self.graph_modes |= wanted
+
+    def _unsubscribe(self, queue: _Queue) -> None:
+        self._listeners.discard(queue)
+        self._wants.pop(queue, None)
 
     def detach(self) -> None:
         """The client that started the run went away: stop queueing for it (the run goes on)."""
-        self._listeners.discard(self._main)
+        self._unsubscribe(self._main)
 
-    async def listen(self) -> AsyncIterator[OutgoingEvent]:
+    def listen(self, *, graph_modes: frozenset[str] = frozenset()) -> AsyncIterator[OutgoingEvent]:
         """The stream of the request that started the run: every event, until ``final``
-        (:class:`RunSuspendedError` when the run stops without one)."""
-        while (item := await self._main.get()) is not None:
-            yield item
-        if self.suspended:
-            raise RunSuspendedError(self.run_id)
+        (:class:`RunSuspendedError` when the run stops without one), and the graph outputs of
+        ``graph_modes``.
 
-    async def join(self, *, after_seq: int) -> AsyncIterator[OutgoingEvent]:
+        The wish is registered by this call, not at the first read (as an async generator's
+        body would): the request that starts a run calls it in the same turn of the event loop
+        in which ``RunExecutor.launch`` created the run's task (no ``await`` between them
+        suspends), and a new task runs only once its creator yields. So the wish is there before
+        the graph's first chunk, and the first step's outputs are recorded. (The alternative,
+        passing the wish down ``RunService.start`` → ``start_message`` / ``start_decisions`` →
+        ``Launcher.launch`` → ``RunExecutor.launch``, says the same in six signatures.)"""
+        if self._main in self._listeners:  # not after ``detach``
+            self._want(self._main, graph_modes)
+        return self._read_main()
+
+    async def join(
+        self, *, after_seq: int, graph_modes: frozenset[str] = frozenset()
+    ) -> AsyncIterator[OutgoingEvent]:
         """Another client joins: the durable events after ``after_seq`` sent so far, then every
         event as it comes, until ``final`` (:class:`RunSuspendedError` when the run stops without
-        one)."""
-        queue = self._subscribe(after_seq=after_seq)
+        one); and the graph outputs of ``graph_modes`` recorded from then on."""
+        queue = self._subscribe(after_seq=after_seq, graph_modes=graph_modes)
         try:
             while (item := await queue.get()) is not None:
                 yield item
             if self.suspended:
                 raise RunSuspendedError(self.run_id)
         finally:
-            self._listeners.discard(queue)
+            self._unsubscribe(queue)
+
+    async def _read_main(self) -> AsyncIterator[OutgoingEvent]:
+        while (item := await self._main.get()) is not None:
+            yield item
+        if self.suspended:
+            raise RunSuspendedError(self.run_id)

@@ -15,7 +15,7 @@ from pydantic_core import to_jsonable_python
 
 from consentry_graphs.registry import CompiledGraph
 
-__all__ = ["GraphState", "as_json", "graph_history", "read_graph_state"]
+__all__ = ["GraphState", "as_json", "graph_history", "interrupt_as_json", "read_graph_state"]
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def _graph_state(snapshot: StateSnapshot, thread_id: str) -> GraphState:
         values=values if isinstance(values, dict) else {"__root__": values},
         next=list(snapshot.next),
         tasks=[_task(task, thread_id) for task in snapshot.tasks],
-        interrupts=[_interrupt(interrupt) for interrupt in snapshot.interrupts],
+        interrupts=[interrupt_as_json(interrupt) for interrupt in snapshot.interrupts],
         checkpoint=_checkpoint(snapshot.config, thread_id),
         metadata=as_json(dict(snapshot.metadata or {})),
         created_at=snapshot.created_at,
@@ -101,7 +101,7 @@ def _task(task: PregelTask, thread_id: str) -> dict[str, Any]:
         "id": task.id,
         "name": task.name,
         "error": repr(task.error) if task.error is not None else None,
-        "interrupts": [_interrupt(interrupt) for interrupt in task.interrupts],
+        "interrupts": [interrupt_as_json(interrupt) for interrupt in task.interrupts],
         "checkpoint": _checkpoint(state, thread_id) if isinstance(state, Mapping) else None,
         "state": _graph_state(state, thread_id).as_dict()
         if isinstance(state, StateSnapshot)
@@ -110,7 +110,8 @@ def _task(task: PregelTask, thread_id: str) -> dict[str, Any]:
     }
 
 
-def _interrupt(interrupt: Interrupt) -> dict[str, Any]:
+def interrupt_as_json(interrupt: Interrupt) -> dict[str, Any]:
+    """``{"value", "id"}`` (and ``response_schema`` when it has one): the id is the approval's."""
     shown: dict[str, Any] = {"value": as_json(interrupt.value), "id": interrupt.id}
     response_schema = getattr(interrupt, "response_schema", None)
     if response_schema is not None:

@@ -4,6 +4,10 @@
 graph stands (``position``), streams one graph input at a time and maps each chunk to events
 (stored before sent, batched by ``step_batching``), and tells a recovery what the runs it continues
 told already (so a message or a note edit is not told twice).
+
+A ``values``, ``updates`` or ``tasks`` chunk is also recorded as it is (``_graph_outputs``), for
+the listeners that asked for that mode, when some did (``RunEventStream.graph_modes``): for a run
+nobody asked, that is one set lookup per chunk, and nothing is serialized.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from langgraph.types import StateSnapshot
 from consentry.errors import InvalidRequestError
 from consentry.observability.metrics import ModelCallMetrics
 from consentry.observability.tracing import ModelCallSpans
+from consentry.runtime.runs._graph_outputs import graph_output_json
 from consentry.runtime.runs._run_types import (
     INPUT_MARK,
     RUN_MARK,
@@ -148,6 +153,10 @@ class GraphStreamer:
                 mapper.told(await self.told_before(run))
             for event_type, fields in mapper.map(mode, chunk):
                 events.record(events.make(event_type, **fields))
+            if mode in events.graph_modes:  # a listener asked for LangGraph's own output
+                output = graph_output_json(mode, chunk, run_id=events.run_id)
+                if output is not None:
+                    events.record_graph_output(mode, output)
             # Durable events are stored before they are sent (at most one transaction per chunk,
             # progress held for the next one: ``step_batching``; token chunks carry none and cost
             # no write), so a client that rejoins after a crash finds everything it saw.

@@ -1,7 +1,12 @@
 """Joining a thread's stream: what a client that has seen up to an event missed (from the stored
 log), then the active run live (in this process: its event stream; in another: the stored log,
 woken by notifications), with no gap and no duplicate. And an idempotent retry's replay of the
-run its first request started, through the runs that continued it after a crash."""
+run its first request started, through the runs that continued it after a crash.
+
+``graph_modes``: LangGraph's outputs after each step the joiner wants (the SDK face's ``values``,
+``updates``, ``tasks``; ``RunEventStream``), from the moment it follows the run live. They are
+never stored, so what is read from the log has none, and a run another process executes (followed
+through the log) gives none at all: such a joiner gets the run's end state only."""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from consentry.principal import Principal
 from consentry.runtime.clock import Clock
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.replicas import EventNotifications, follow_log
-from consentry.runtime.runs._event_stream import RunEventStream
+from consentry.runtime.runs._event_stream import RunEventStream, graph_output_mode
 from consentry.runtime.runs._executor import RunExecutor
 from consentry.schemas.events import ResyncEvent
 from consentry.storage import events as events_repo
@@ -43,15 +48,22 @@ class StreamJoins:
         self._notifications = notifications
 
     async def join(
-        self, owner: Principal, thread_id: str, *, after_seq: int
+        self,
+        owner: Principal,
+        thread_id: str,
+        *,
+        after_seq: int,
+        graph_modes: frozenset[str] = frozenset(),
     ) -> AsyncIterator[OutgoingEvent]:
         """What a client that has seen up to ``after_seq`` missed, then the active run live."""
-        events, resynced = await self._catch_up(owner, thread_id, after_seq=after_seq)
+        events, resynced = await self._catch_up(
+            owner, thread_id, after_seq=after_seq, graph_modes=graph_modes
+        )
         self._metrics.stream_replayed("resync" if resynced else "join")
         return events
 
     async def _catch_up(
-        self, owner: Principal, thread_id: str, *, after_seq: int
+        self, owner: Principal, thread_id: str, *, after_seq: int, graph_modes: frozenset[str]
     ) -> tuple[AsyncIterator[OutgoingEvent], bool]:
         """``join``'s events, and whether they start with a ``resync``.
 
@@ -89,7 +101,8 @@ class StreamJoins:
             # The run executes in another process: follow it through the stored log.
             followed = self._replay_then_follow(resync, stored, thread_id, elsewhere, after_seq)
             return followed, resync is not None
-        return self._replay_then_live(resync, stored, active, after_seq), resync is not None
+        live = self._replay_then_live(resync, stored, active, after_seq, graph_modes)
+        return live, resync is not None
 
     async def _replay_then_follow(
         self,
@@ -118,6 +131,7 @@ class StreamJoins:
         stored: list[StoredEvent],
         active: RunEventStream | None,
         after_seq: int,
+        graph_modes: frozenset[str],
     ) -> AsyncIterator[OutgoingEvent]:
         if resync is not None:
             yield resync
@@ -126,15 +140,20 @@ class StreamJoins:
             seen = row.seq
             yield OutgoingEvent(row.seq, row.type, row.data)
         if active is not None:
-            async for event in active.join(after_seq=seen):
-                # A token carries the seq of the stored event before it: it is new when that
-                # event is the last one sent (or a later one).
-                if event.seq > seen or (event.type == "token" and event.seq == seen):
+            async for event in active.join(after_seq=seen, graph_modes=graph_modes):
+                # A token (or a graph output) carries the seq of the stored event before it: it
+                # is new when that event is the last one sent (or a later one).
+                if event.seq > seen or (event.seq == seen and _unnumbered(event)):
                     seen = event.seq
                     yield event
 
     async def replay_run(
-        self, owner: Principal, thread_id: str, run_id: str
+        self,
+        owner: Principal,
+        thread_id: str,
+        run_id: str,
+        *,
+        graph_modes: frozenset[str] = frozenset(),
     ) -> AsyncIterator[OutgoingEvent]:
         """Run ``run_id`` again for the client that started it (an idempotent retry): its events
         from its first, then those of the runs that continue it after a crash (trigger
@@ -145,7 +164,9 @@ class StreamJoins:
                 after_seq = await events_repo.last_stored_seq(conn, thread_id)
             else:
                 after_seq = first - 1
-        events, _ = await self._catch_up(owner, thread_id, after_seq=after_seq)
+        events, _ = await self._catch_up(
+            owner, thread_id, after_seq=after_seq, graph_modes=graph_modes
+        )
         return self._through_final(events, run_id)
 
     async def _through_final(
@@ -159,3 +180,8 @@ class StreamJoins:
                 if successor is None:
                     return
                 run_id = successor
+
+
+def _unnumbered(event: OutgoingEvent) -> bool:
+    """A token or a graph output: sent, never stored, numbered as the event before it."""
+    return event.type == "token" or graph_output_mode(event.type) is not None

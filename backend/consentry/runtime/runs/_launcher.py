@@ -9,17 +9,16 @@ log. The request's ``Idempotency-Key`` names its run in the claim's transaction.
 from __future__ import annotations
 
 from datetime import datetime
-from uuid import uuid4
 
 from consentry.observability.metrics import Metrics
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
-from consentry.runtime.guards import KeyHold, refuse_if_tenant_at_cap
+from consentry.runtime.guards import refuse_if_tenant_at_cap
 from consentry.runtime.replicas import EventNotifications, FollowedRun
 from consentry.runtime.runs._claims import claim_run
 from consentry.runtime.runs._executor import RunExecutor
 from consentry.runtime.runs._inputs import dump_inputs
-from consentry.runtime.runs._run_types import ActiveRun, GraphInput
+from consentry.runtime.runs._run_types import ActiveRun, ClaimHold, GraphInput, run_id_for
 from consentry.runtime.runs._targets import RunTarget, run_in_progress
 from consentry.runtime.runs._transcripts import checkpoint_transcript
 from consentry.schemas.events import Trigger
@@ -64,7 +63,7 @@ class Launcher:
         trigger: Trigger,
         now: datetime,
         inputs: list[GraphInput],
-        key: KeyHold | None,
+        key: ClaimHold | None,
     ) -> Claim:
         """Claim the thread as this request found it (``target.status``), or 409; 429 when the
         tenant has as many active runs as it may. The request's idempotency key, if any, names
@@ -119,11 +118,11 @@ class Launcher:
         target: RunTarget,
         inputs: list[GraphInput],
         trigger: Trigger,
-        key: KeyHold | None,
+        key: ClaimHold | None,
     ) -> ActiveRun:
         """Claim the thread for a run that continues a stopped one with ``inputs``, and launch
         it."""
-        run_id = str(uuid4())
+        run_id = run_id_for(key)
         async with self.db.write() as conn:
             claim = await self.claim(
                 conn, owner, target, run_id, trigger, self.clock(), inputs, key

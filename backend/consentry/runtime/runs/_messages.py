@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
-from uuid import uuid4
 
 from langchain_core.messages import HumanMessage
 from langgraph.types import Command
@@ -28,9 +27,14 @@ from langgraph.types import Command
 from consentry.errors import InvalidRequestError
 from consentry.principal import Principal
 from consentry.runtime.consents import recorded_decisions, settle_pending
-from consentry.runtime.guards import KeyHold
 from consentry.runtime.runs._launcher import Launcher
-from consentry.runtime.runs._run_types import NOWHERE, ActiveRun, GraphInput
+from consentry.runtime.runs._run_types import (
+    NOWHERE,
+    ActiveRun,
+    ClaimHold,
+    GraphInput,
+    run_id_for,
+)
 from consentry.runtime.runs._targets import RunTarget, refuse_if_running
 from consentry.schemas.chat import ChatRequest
 from consentry.storage import runs as runs_repo
@@ -47,12 +51,12 @@ async def start_message(
     owner: Principal,
     target: RunTarget,
     request: ChatRequest,
-    key: KeyHold | None,
+    key: ClaimHold | None,
     *,
     max_message_chars: int,
 ) -> ActiveRun:
     graph_input = _graph_input(target, request, max_message_chars=max_message_chars)
-    run_id, now = str(uuid4()), launcher.clock()
+    run_id, now = run_id_for(key), launcher.clock()
     refuse_if_running(target)
     position = NOWHERE
     if target.status == "awaiting_consent" or target.stopped_half_way:

@@ -13,12 +13,11 @@ from uuid import uuid4
 from consentry.errors import ConflictError, InvalidRequestError
 from consentry.principal import Principal
 from consentry.runtime.consents import ExpiryAlarm, recorded_decisions
-from consentry.runtime.guards import KeyHold
 from consentry.runtime.runs._continuation import continuation
 from consentry.runtime.runs._dead_runs import Recovery, close_dead_run, dead_runs, read_recovery
 from consentry.runtime.runs._inputs import load_inputs
 from consentry.runtime.runs._launcher import Launcher
-from consentry.runtime.runs._run_types import ActiveRun, GraphInput
+from consentry.runtime.runs._run_types import ActiveRun, ClaimHold, GraphInput
 from consentry.runtime.runs._targets import RunTarget, RunTargets, refuse_if_running
 from consentry.storage import runs as runs_repo
 from consentry.storage import threads as threads_repo
@@ -97,7 +96,7 @@ async def _take_over(
 
 
 async def retry_failed_run(
-    launcher: Launcher, target: RunTarget, owner: Principal, key: KeyHold | None
+    launcher: Launcher, target: RunTarget, owner: Principal, key: ClaimHold | None
 ) -> ActiveRun:
     """Run a failed run's remaining work again, from the thread's last checkpoint: the step
     that failed (a model provider that gave up, say) and whatever follows it, or the whole run

@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+from uuid import uuid4
 
 from langgraph.types import Command, Interrupt
 
@@ -18,6 +19,7 @@ from consentry.runtime.runs._event_stream import RunEventStream
 from consentry.runtime.runs._step_batching import ProgressBatcher
 from consentry.schemas.chat import ConsentPolicy
 from consentry.schemas.events import ConsentEvent, TerminalReason, Trigger
+from consentry.storage.database import DbConnection
 from consentry_graphs.registry import GraphSpec
 from consentry_graphs.services import GraphContext
 from consentry_graphs.window import DEFAULT_CONVERSATION_WINDOW
@@ -29,6 +31,7 @@ __all__ = [
     "SEQ_RESERVATION",
     "SHUTDOWN_GRACE_SECONDS",
     "ActiveRun",
+    "ClaimHold",
     "GraphInput",
     "GraphPosition",
     "Outcome",
@@ -37,16 +40,37 @@ __all__ = [
     "RunLimits",
     "StopReason",
     "StopRequestedError",
+    "run_id_for",
 ]
 
 SHUTDOWN_GRACE_SECONDS = 10.0
+
+
+class ClaimHold(Protocol):
+    """What a request holds while it starts a run, completed in the transaction that claims the
+    thread (and rolled back with it): an ``Idempotency-Key`` (``guards.KeyHold``), or a run that
+    waited in the run queue (the LangGraph SDK's ``enqueue``), whose id the run takes."""
+
+    @property
+    def run_id(self) -> str | None:
+        """The id the run must take; None for a new one."""
+        ...
+
+    async def complete(self, conn: DbConnection, *, thread_id: str, run_id: str) -> None: ...
+
+
+def run_id_for(hold: ClaimHold | None) -> str:
+    """The id of the run a request starts: its hold's, or a new one."""
+    return hold.run_id if hold is not None and hold.run_id is not None else str(uuid4())
 
 
 class RunEvents(Protocol):
     """How the request that started a run reads its events: a local run's ``RunEventStream``, or
     a ``FollowedRun`` reading the log of a run queued for a worker."""
 
-    def listen(self) -> AsyncIterator[OutgoingEvent]: ...
+    def listen(
+        self, *, graph_modes: frozenset[str] = frozenset()
+    ) -> AsyncIterator[OutgoingEvent]: ...
 
     def detach(self) -> None: ...
 

@@ -27,7 +27,6 @@ from consentry.observability.metrics import Metrics
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
 from consentry.runtime.consents import ExpiryAlarm
-from consentry.runtime.guards import KeyHold
 from consentry.runtime.notes import SampleNote
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.replicas import EventNotifications
@@ -41,7 +40,7 @@ from consentry.runtime.runs._joins import StreamJoins
 from consentry.runtime.runs._launcher import Launcher
 from consentry.runtime.runs._messages import start_message
 from consentry.runtime.runs._recovery import retry_failed_run, take_over_dead_runs
-from consentry.runtime.runs._run_types import ActiveRun
+from consentry.runtime.runs._run_types import ActiveRun, ClaimHold
 from consentry.runtime.runs._targets import RunTargets
 from consentry.schemas.approvals import RAW_INTERRUPT, TOOL_CALL, DecisionRequest
 from consentry.schemas.chat import ChatRequest, ResumeDecision
@@ -96,7 +95,7 @@ class RunService:
         )
 
     async def start(
-        self, owner: Principal, request: ChatRequest, *, key: KeyHold | None = None
+        self, owner: Principal, request: ChatRequest, *, key: ClaimHold | None = None
     ) -> ActiveRun:
         """Start the run a chat request asks for: a message, or decisions (a ``resume``).
         ``key``: the request's ``Idempotency-Key``, completed in the transaction that claims the
@@ -116,7 +115,7 @@ class RunService:
         approval_id: str,
         decision: DecisionRequest,
         *,
-        key: KeyHold | None = None,
+        key: ClaimHold | None = None,
     ) -> ActiveRun:
         """A decision from the approvals inbox: same checks and records as a chat ``resume``."""
         async with self._db.read() as conn:
@@ -149,7 +148,7 @@ class RunService:
         return CancelAccepted(thread_id=thread_id, run_id=run_id)
 
     async def retry(
-        self, owner: Principal, thread_id: str, *, key: KeyHold | None = None
+        self, owner: Principal, thread_id: str, *, key: ClaimHold | None = None
     ) -> ActiveRun:
         """Run the thread's failed run's remaining work again (409 ``nothing_to_retry``)."""
         async with self._db.read() as conn:
@@ -157,16 +156,31 @@ class RunService:
         return await retry_failed_run(self._launcher, target, owner, key)
 
     async def join(
-        self, owner: Principal, thread_id: str, *, after_seq: int
+        self,
+        owner: Principal,
+        thread_id: str,
+        *,
+        after_seq: int,
+        graph_modes: frozenset[str] = frozenset(),
     ) -> AsyncIterator[OutgoingEvent]:
-        """What a client that has seen up to ``after_seq`` missed, then the active run live."""
-        return await self._joins.join(owner, thread_id, after_seq=after_seq)
+        """What a client that has seen up to ``after_seq`` missed, then the active run live
+        (with LangGraph's outputs of ``graph_modes`` after each step, while it follows a run of
+        this process: ``_joins``)."""
+        return await self._joins.join(
+            owner, thread_id, after_seq=after_seq, graph_modes=graph_modes
+        )
 
     async def replay(
-        self, owner: Principal, thread_id: str, run_id: str
+        self,
+        owner: Principal,
+        thread_id: str,
+        run_id: str,
+        *,
+        graph_modes: frozenset[str] = frozenset(),
     ) -> AsyncIterator[OutgoingEvent]:
-        """Run ``run_id`` again for the client that started it (an idempotent retry)."""
-        return await self._joins.replay_run(owner, thread_id, run_id)
+        """Run ``run_id`` again for the client that started it (an idempotent retry), or for a
+        join from its start (``graph_modes`` as for :meth:`join`)."""
+        return await self._joins.replay_run(owner, thread_id, run_id, graph_modes=graph_modes)
 
     async def expire(self, owner: Principal, row: ApprovalRecord) -> bool:
         """Expire one overdue consent and resume its graph down the expired path, in a run

@@ -1,6 +1,6 @@
 """Turn LangGraph's stream chunks into Consentry events.
 
-The run streams with ``stream_mode=["tasks", "messages", "updates", "custom"]``:
+The run streams with ``stream_mode=["tasks", "messages", "updates", "custom", "values"]``:
 
 - ``tasks`` start → ``step`` (node and its label),
 - ``messages`` AI chunks with text → ``token`` (model calls tagged ``nostream`` never get here),
@@ -9,7 +9,11 @@ The run streams with ``stream_mode=["tasks", "messages", "updates", "custom"]``:
   ``__interrupt__`` entries are collected for the run's end; ``__metadata__`` (cached replays) is
   skipped,
 - ``custom`` ``{"event": "note", ...}`` → ``note``; ``{"event": "model_retry", ...}`` (from the
-  retry layer, ``consentry_graphs.models.retrying``) → ``model_retry``.
+  retry layer, ``consentry_graphs.models.retrying``) → ``model_retry``,
+- ``values`` → nothing: it is streamed for the listeners that ask for LangGraph's state after each
+  step (the SDK face; ``_graph_outputs``). Reading the channels is cheap, and LangGraph adds the
+  interrupts to the state at an interrupt, which the mapper leaves alone (it takes them from
+  ``updates``, once).
 
 A run that continues others (a ``recovery``, a ``retry``) does not tell again a ``message``, a
 ``note``, a ``tool_call`` or a ``tool_result`` they told (``said``): LangGraph replays the stored
@@ -52,7 +56,7 @@ __all__ = [
     "said_by",
 ]
 
-STREAM_MODES: list[StreamMode] = ["tasks", "messages", "updates", "custom"]
+STREAM_MODES: list[StreamMode] = ["tasks", "messages", "updates", "custom", "values"]
 Mapped = tuple[type[Event], dict[str, Any]]
 _NOTE_FIELDS = ("note_id", "project_id", "title", "version", "content")
 _RETRY_FIELDS = ("code", "attempt", "max_attempts", "retry_in_seconds", "discard_message_id")

@@ -1,13 +1,18 @@
-"""A run's user messages for the transcript (``RunEventStream.take_transcript``): written with the
-next stored events, forgotten only once those are sent, and never lost to a flush of events
-stored before they were given (a late progress write, then the run's next input)."""
+"""``RunEventStream``: a run's user messages for the transcript (``take_transcript``) are written
+with the next stored events, forgotten only once those are sent, and never lost to a flush of
+events stored before they were given (a late progress write, then the run's next input); and
+LangGraph's outputs after each step (``record_graph_output``) go only to the listeners that asked
+for their mode, never stored, never caught up with, numbered as the event before them."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
+from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.runs._event_stream import RunEventStream
-from consentry.schemas.events import StepEvent
+from consentry.schemas.events import FinalEvent, MessageEvent, StepEvent, TokenEvent
 from consentry.storage.transcript import TranscriptEntry
 
 FIRST = TranscriptEntry("msg-1", "user", "Approve it")
@@ -55,3 +60,106 @@ def test_a_flush_without_a_store_keeps_the_messages() -> None:
     assert events.take_transcript() == [FIRST]
     events.flush()  # now written and sent
     assert events.take_transcript() == []
+
+
+async def _received(events: AsyncIterator[OutgoingEvent]) -> list[tuple[int, str]]:
+    """What a listener got, to the run's end."""
+    async with asyncio.timeout(5):
+        return [(event.seq, event.type) async for event in events]
+
+
+def _record_a_step(events: RunEventStream) -> None:
+    events.record(events.make(StepEvent, node="answer", label="Answering"))
+    events.record_graph_output("tasks", '{"chunk": {"name": "answer"}}')
+    events.record(events.make(TokenEvent, message_id="m1", delta="Hi"))
+    events.record(events.make(MessageEvent, message_id="m1", content="Hi"))
+    events.record_graph_output("updates", '{"chunk": {"answer": {}}}')
+    events.record_graph_output("values", '{"chunk": {"messages": []}}')
+
+
+def _end(events: RunEventStream) -> None:
+    events.record(events.make(FinalEvent, reason="completed"))
+    events.flush()
+    events.close()
+
+
+async def test_graph_outputs_go_only_to_the_listeners_that_asked_for_their_mode() -> None:
+    events = _events()
+    main = events.listen()  # a /v1 stream: asks for none
+    assert events.graph_modes == frozenset()
+    events.record(events.make(StepEvent, node="analyze", label="Reading"))
+    events.flush()
+    joiner = events.join(after_seq=0, graph_modes=frozenset({"values"}))
+    assert (await anext(joiner)).type == "step"  # it follows the run from now on
+    _record_a_step(events)
+    events.flush()
+    _end(events)
+
+    assert events.graph_modes == {"values"}
+    assert await _received(main) == [
+        (1, "step"),
+        (2, "step"),
+        (2, "token"),
+        (3, "message"),
+        (4, "final"),
+    ]
+    assert await _received(joiner) == [
+        (2, "step"),
+        (2, "token"),
+        (3, "message"),
+        (3, "graph:values"),
+        (4, "final"),
+    ]
+    assert events.graph_modes == {"values"}  # sticky for the run when its listener has gone
+
+
+async def test_a_wish_asked_by_listen_holds_from_the_first_step_for_what_a_run_gives() -> None:
+    events = _events()
+    main = events.listen(graph_modes=frozenset({"tasks", "updates", "debug"}))
+    assert events.graph_modes == {"tasks", "updates"}  # registered at the call, not at a read
+    _record_a_step(events)
+    events.flush()
+    _end(events)
+
+    assert await _received(main) == [
+        (1, "step"),
+        (1, "graph:tasks"),
+        (1, "token"),
+        (2, "message"),
+        (2, "graph:updates"),
+        (3, "final"),
+    ]
+
+
+async def test_graph_outputs_are_never_stored_nor_caught_up_with() -> None:
+    events = _events()
+    events.listen(graph_modes=frozenset({"values", "updates", "tasks"}))
+    _record_a_step(events)
+
+    assert [(row.seq, row.type) for row in events.take_durable()] == [(1, "step"), (2, "message")]
+    events.flush()
+    _end(events)
+    joiner = events.join(after_seq=0, graph_modes=frozenset({"values", "updates", "tasks"}))
+    assert await _received(joiner) == [(1, "step"), (2, "message"), (3, "final")]
+
+
+def test_a_failed_store_gives_out_the_numbers_again_whatever_graph_outputs_came_before() -> None:
+    events = _events()
+    events.record(events.make(StepEvent, node="a", label="A"))
+    events.flush()
+    events.record_graph_output("values", "{}")  # numbered 1, as the step before it
+    events.record(events.make(StepEvent, node="b", label="B"))
+
+    events.discard_unsent()  # the store of step b failed
+
+    assert events.make(StepEvent, node="b", label="B").seq == 2
+
+
+def test_graph_outputs_wait_with_progress_and_alone_do_not_wait() -> None:
+    events = _events()
+    events.record(events.make(StepEvent, node="a", label="A"))
+    events.record_graph_output("tasks", "{}")
+    assert events.only_progress_unsent  # no write of their own: they go with the step
+    events.flush()
+    events.record_graph_output("values", "{}")
+    assert not events.only_progress_unsent  # nothing to store: sent at once

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.messages import AIMessage
+from langgraph.types import Interrupt
 
 from consentry.runtime.runs._stream_mapping import ChunkMapper
 from consentry_graphs.registry import BUILTIN_GRAPHS
@@ -42,3 +43,17 @@ def test_a_run_that_continues_nothing_tells_everything() -> None:
 
     assert _told(mapper, "updates", {"n": {"messages": [AIMessage("Hi", id="m1")]}}) == ["message"]
     assert _told(mapper, "custom", NOTE) == ["note"]
+
+
+def test_a_values_chunk_tells_nothing_even_at_an_interrupt() -> None:
+    """The run streams ``values`` for the listeners that ask for LangGraph's state; LangGraph
+    puts the interrupt into the state it streams at one, and the mapper takes interrupts from
+    ``updates`` only, once."""
+    mapper = ChunkMapper(BUILTIN_GRAPHS["tutor"])
+    asked = Interrupt(value={"question": "Which city?"}, id="i1")
+
+    assert _told(mapper, "values", {"messages": [AIMessage("Hi", id="m1")]}) == []
+    assert _told(mapper, "values", {"messages": [], "__interrupt__": (asked,)}) == []
+    assert mapper.interrupts == []
+    assert _told(mapper, "updates", {"__interrupt__": (asked,)}) == []
+    assert mapper.interrupts == [asked]

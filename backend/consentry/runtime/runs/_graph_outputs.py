@@ -1,0 +1,65 @@
+"""LangGraph's own outputs after each step (``values``, ``updates``, ``tasks`` chunks) as the JSON
+the LangGraph SDK reads, for a run a listener asked them of (``RunEventStream.graph_modes``).
+
+Each chunk is serialized once, whatever the number of listeners, and never stored. A run nobody
+asked them of pays nothing here: the graph streamer calls :func:`graph_output_json` only for a
+mode in its stream's ``graph_modes`` (for a ``/v1`` run, none).
+
+- ``values``: the state, as ``GET /threads/{id}/state`` shows it (messages as their
+  ``model_dump()``, ``_graph_state.as_json``). At an interrupt LangGraph adds ``__interrupt__`` to
+  the state it streams; it is left out here: the SDK face sends the interrupt in a ``values`` frame
+  of its own at the run's end, read from the checkpoint (``useStream`` takes only
+  ``__interrupt__`` from a frame that has it, so a state beside it would not be shown).
+- ``updates``: ``{node: what it wrote}``; ``__interrupt__`` as ``[{"value", "id"}]`` (the id is
+  the approval's); ``__metadata__`` (a cached replay's) left out.
+- ``tasks``: as LangGraph gives them (a task's start with its input, its end with its result).
+
+The JSON is ``{"run_id", "chunk"}``: a join that reads a thread's log for one run tells its
+run's outputs from another's as it does for every event.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from consentry.runtime.runs._graph_state import as_json, interrupt_as_json
+
+__all__ = ["graph_output_json"]
+
+_INTERRUPT = "__interrupt__"
+_METADATA = "__metadata__"
+
+
+def graph_output_json(mode: str, chunk: Any, *, run_id: str) -> str | None:
+    """The chunk of ``mode`` as JSON, or None when it has nothing to show (a ``values`` chunk
+    that is only an interrupt, an ``updates`` chunk that is only metadata)."""
+    if mode == "values":
+        shown = _values(chunk)
+    elif mode == "updates":
+        shown = _updates(chunk)
+    else:
+        shown = as_json(chunk)
+    if shown is None:
+        return None
+    return json.dumps({"run_id": run_id, "chunk": shown})
+
+
+def _values(chunk: Any) -> Any:
+    if not isinstance(chunk, Mapping):
+        return {"__root__": as_json(chunk)}  # a graph whose output is one channel
+    state = {key: value for key, value in chunk.items() if key != _INTERRUPT}
+    if not state and _INTERRUPT in chunk:
+        return None
+    return as_json(state)
+
+
+def _updates(chunk: Mapping[str, Any]) -> dict[str, Any] | None:
+    shown: dict[str, Any] = {}
+    for node, update in chunk.items():
+        if node == _INTERRUPT:
+            shown[node] = [interrupt_as_json(interrupt) for interrupt in update]
+        elif node != _METADATA:
+            shown[node] = as_json(update)
+    return shown or None

@@ -1,0 +1,147 @@
+"""The run queue: runs asked to wait for their thread's active run (the LangGraph SDK's
+``multitask_strategy="enqueue"``), one row each, started oldest first.
+
+A row is ``waiting`` until a process starts it (``started``, in the transaction that claims the
+thread: the run takes the row's id), the start is refused (``refused``, with the error's code and
+message) or a client cancels it (``cancelled``). Rows stay as the runs' record of what was asked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any, Literal
+
+import sqlalchemy as sa
+
+from consentry.principal import Principal
+from consentry.storage.database import DbConnection
+from consentry.storage.tables import run_queue
+
+__all__ = [
+    "QueueStatus",
+    "QueuedRun",
+    "add_queued_run",
+    "cancel_queued_run",
+    "next_queued_run",
+    "queued_run",
+    "queued_runs",
+    "refuse_queued_run",
+    "take_queued_run",
+    "threads_with_queued_runs",
+]
+
+QueueStatus = Literal["waiting", "started", "refused", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedRun:
+    """A row of ``tables.run_queue``."""
+
+    id: str
+    thread_id: str
+    tenant: str
+    user_id: str
+    request: dict[str, Any]
+    """The run request as the client sent it (the SDK's ``RunCreate``, as JSON)."""
+    status: QueueStatus
+    error_code: str | None
+    error_message: str | None
+    metadata: dict[str, Any] | None
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def owner(self) -> Principal:
+        return Principal(self.tenant, self.user_id)
+
+
+_COLUMNS = tuple(run_queue.c[field.name] for field in fields(QueuedRun))
+
+
+async def add_queued_run(
+    conn: DbConnection,
+    owner: Principal,
+    *,
+    run_id: str,
+    thread_id: str,
+    request: dict[str, Any],
+    metadata: dict[str, Any] | None,
+    now: datetime,
+) -> None:
+    await conn.execute(
+        run_queue.insert().values(
+            id=run_id,
+            thread_id=thread_id,
+            tenant=owner.tenant,
+            user_id=owner.user,
+            request=request,
+            status="waiting",
+            metadata=metadata,
+            created_at=now,
+            updated_at=now,
+        )
+    )
+
+
+async def next_queued_run(conn: DbConnection, thread_id: str) -> QueuedRun | None:
+    """The thread's oldest waiting run."""
+    query = (
+        sa.select(*_COLUMNS)
+        .where(run_queue.c.thread_id == thread_id, run_queue.c.status == "waiting")
+        .order_by(run_queue.c.created_at, run_queue.c.id)
+        .limit(1)
+    )
+    row = (await conn.execute(query)).first()
+    return None if row is None else QueuedRun(*row)
+
+
+async def queued_run(conn: DbConnection, thread_id: str, run_id: str) -> QueuedRun | None:
+    query = sa.select(*_COLUMNS).where(run_queue.c.thread_id == thread_id, run_queue.c.id == run_id)
+    row = (await conn.execute(query)).first()
+    return None if row is None else QueuedRun(*row)
+
+
+async def queued_runs(
+    conn: DbConnection, thread_id: str, *, statuses: tuple[QueueStatus, ...]
+) -> list[QueuedRun]:
+    """The thread's queued runs in these states, newest first."""
+    query = (
+        sa.select(*_COLUMNS)
+        .where(run_queue.c.thread_id == thread_id, run_queue.c.status.in_(statuses))
+        .order_by(run_queue.c.created_at.desc(), run_queue.c.id)
+    )
+    return [QueuedRun(*row) for row in await conn.execute(query)]
+
+
+async def threads_with_queued_runs(conn: DbConnection) -> list[str]:
+    query = sa.select(run_queue.c.thread_id).where(run_queue.c.status == "waiting").distinct()
+    return [thread_id for (thread_id,) in await conn.execute(query)]
+
+
+async def take_queued_run(conn: DbConnection, run_id: str, *, now: datetime) -> bool:
+    """Mark a waiting run started (in the transaction that claims its thread); False when it is
+    not waiting any more (another process started it, or a client cancelled it)."""
+    return await _settle(conn, run_id, "started", now=now)
+
+
+async def refuse_queued_run(
+    conn: DbConnection, run_id: str, *, code: str, message: str, now: datetime
+) -> bool:
+    """Record why a waiting run could not start."""
+    return await _settle(conn, run_id, "refused", now=now, error_code=code, error_message=message)
+
+
+async def cancel_queued_run(conn: DbConnection, run_id: str, *, now: datetime) -> bool:
+    return await _settle(conn, run_id, "cancelled", now=now)
+
+
+async def _settle(
+    conn: DbConnection, run_id: str, status: QueueStatus, *, now: datetime, **values: Any
+) -> bool:
+    statement = (
+        run_queue.update()
+        .where(run_queue.c.id == run_id, run_queue.c.status == "waiting")
+        .values(status=status, updated_at=now, **values)
+    )
+    return (await conn.execute(statement)).rowcount == 1

@@ -1,0 +1,204 @@
+"""The LangGraph SDK's ``multitask_strategy="enqueue"`` against Consentry, with the real
+``langgraph-sdk`` client over real HTTP: a run asked of a busy thread waits (``pending``) and
+starts after the active run, in the order asked; a ``command`` is read against the consents
+pending when its turn comes; a start the thread refuses is the run's ``error`` with its code; a
+waiting run can be cancelled; an ``Idempotency-Key`` names one queued run; a run still waiting
+when its server stopped starts under the next one; ``on_disconnect="cancel"`` on a wait."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from langgraph_sdk.client import LangGraphClient
+from langgraph_sdk.errors import ConflictError, UnprocessableEntityError
+
+from consentry.runtime.runs import RunQueue
+from tests.integration import gate_graph
+from tests.integration.gate_graph import SERVED
+from tests.langgraph_client import parts, sdk_client
+
+HELLO = {"messages": [{"role": "user", "content": "Hello"}]}
+AGAIN = {"messages": [{"role": "user", "content": "Again"}]}
+
+
+@pytest_asyncio.fixture
+async def gate() -> AsyncIterator[asyncio.Event]:
+    """The gate the graph's runs wait at, closed; opened at the end, so no run stays held."""
+    gate_graph.GATE, gate_graph.REACHED = asyncio.Event(), asyncio.Event()
+    yield gate_graph.GATE
+    gate_graph.GATE.set()
+
+
+async def _held_run(sdk: LangGraphClient) -> tuple[str, str]:
+    """A thread whose run waits at the gate: (thread id, run id)."""
+    created = await sdk.runs.create(None, "gate", input=HELLO)
+    return created["thread_id"], created["run_id"]
+
+
+async def _statuses(sdk: LangGraphClient, thread_id: str) -> list[tuple[str, str]]:
+    return [(run["run_id"], run["status"]) for run in await sdk.runs.list(thread_id)]
+
+
+async def test_a_queued_run_waits_its_turn_and_a_command_is_read_against_the_consents_then(
+    open_live: Any, gate: asyncio.Event
+) -> None:
+    async with open_live(graphs=SERVED) as (client, _), sdk_client(client) as sdk:
+        thread_id, held = await _held_run(sdk)
+        queued = await sdk.runs.create(thread_id, "gate", input=AGAIN, multitask_strategy="enqueue")
+        resumed = await sdk.runs.create(
+            thread_id, "gate", command={"resume": "yes"}, multitask_strategy="enqueue"
+        )
+        # A join of a waiting run streams it once it starts (here: its refusal).
+        streamed = asyncio.create_task(parts(sdk.runs.join_stream(thread_id, queued["run_id"])))
+        waiting = await _statuses(sdk, thread_id)
+        with pytest.raises(ConflictError) as rejected:
+            await sdk.runs.create(thread_id, "gate", input=AGAIN)  # `reject`, the default
+
+        gate.set()
+        refused = await asyncio.wait_for(streamed, 10)
+        done = await sdk.runs.join(thread_id, resumed["run_id"])
+        runs = {run["run_id"]: run for run in await sdk.runs.list(thread_id)}
+        approvals = (await client.get("/v1/approvals", params={"status": "answered"})).json()
+
+    assert (resumed["status"], resumed["multitask_strategy"]) == ("pending", "enqueue")
+    queued_id = queued["run_id"]
+    assert waiting == [(resumed["run_id"], "pending"), (queued_id, "pending"), (held, "running")]
+    assert rejected.value.response.json()["error"]["code"] == "run_in_progress"
+
+    # In the order asked: the input first, refused (a message cannot pass a raw interrupt), then
+    # the command, which answered the interrupt the held run asked after both were queued.
+    assert refused[0].data == {"run_id": queued_id, "thread_id": thread_id}
+    assert [p.event for p in refused][:2] == ["metadata", "error"]
+    assert refused[1].data["error"] == "consent_pending"
+    assert refused[-1].data == {"run_id": queued_id, "status": "error"}
+    assert (runs[queued_id]["status"], runs[queued_id]["error_code"]) == (
+        "error",
+        "consent_pending",
+    )
+    assert (runs[held]["status"], runs[resumed["run_id"]]["status"]) == ("interrupted", "success")
+    assert done["messages"][-1]["content"] == "Done: yes"
+    (answered,) = [a for a in approvals["approvals"] if a["thread_id"] == thread_id]
+    assert (answered["run_id"], answered["decided"]["value"]) == (held, "yes")
+
+
+async def test_a_waiting_run_is_cancelled_and_never_starts(
+    open_live: Any, gate: asyncio.Event
+) -> None:
+    async with open_live(graphs=SERVED) as (client, _), sdk_client(client) as sdk:
+        thread_id, held = await _held_run(sdk)
+        queued = await sdk.runs.create(thread_id, "gate", input=AGAIN, multitask_strategy="enqueue")
+        await sdk.runs.cancel(thread_id, queued["run_id"])
+        with pytest.raises(ConflictError) as again:
+            await sdk.runs.cancel(thread_id, queued["run_id"])
+        gate.set()
+        await sdk.runs.join(thread_id, held)
+        cancelled = await sdk.runs.get(thread_id, queued["run_id"])
+        runs = await _statuses(sdk, thread_id)
+        thread = await sdk.threads.get(thread_id)
+
+    assert (cancelled["status"], cancelled["reason"]) == ("interrupted", "cancelled")
+    assert again.value.response.json()["error"]["code"] == "no_active_run"
+    assert runs == [(queued["run_id"], "interrupted"), (held, "interrupted")]
+    assert thread["status"] == "interrupted"  # the held run's question waits, nothing ran after
+
+
+async def test_an_idempotency_key_names_one_queued_run(open_live: Any, gate: asyncio.Event) -> None:
+    async with open_live(graphs=SERVED) as (client, _), sdk_client(client) as sdk:
+        thread_id, held = await _held_run(sdk)
+        key = {"Idempotency-Key": "queued-once"}
+        first = await sdk.runs.create(
+            thread_id, "gate", input=AGAIN, multitask_strategy="enqueue", headers=key
+        )
+        repeated = await sdk.runs.create(
+            thread_id, "gate", input=AGAIN, multitask_strategy="enqueue", headers=key
+        )
+        other = {"messages": [{"role": "user", "content": "Something else"}]}
+        with pytest.raises(UnprocessableEntityError) as reused:
+            await sdk.runs.create(
+                thread_id, "gate", input=other, multitask_strategy="enqueue", headers=key
+            )
+        runs = await _statuses(sdk, thread_id)
+
+    assert repeated["run_id"] == first["run_id"]
+    assert runs == [(first["run_id"], "pending"), (held, "running")]
+    assert reused.value.response.json()["error"]["code"] == "idempotency_key_reused"
+
+
+async def test_a_run_still_waiting_when_its_server_stopped_starts_under_the_next(
+    open_live: Any, gate: asyncio.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("consentry.runtime.runs._executor.SHUTDOWN_GRACE_SECONDS", 0.2)
+    async with open_live(graphs=SERVED) as (client, _), sdk_client(client) as sdk:
+        thread_id, _ = await _held_run(sdk)
+        queued = await sdk.runs.create(
+            thread_id, "gate", command={"resume": "after a restart"}, multitask_strategy="enqueue"
+        )
+    # The server stopped with its run held mid-step and the resume still queued.
+    gate.set()
+    async with open_live(graphs=SERVED) as (client, _), sdk_client(client) as sdk:
+        done = await sdk.runs.join(thread_id, queued["run_id"])
+        resumed = await sdk.runs.get(thread_id, queued["run_id"])
+
+    assert done["messages"][-1]["content"] == "Done: after a restart"
+    assert (resumed["status"], resumed["reason"]) == ("success", "completed")
+
+
+async def test_a_wait_that_asked_to_cancel_on_disconnect_cancels_its_run_when_its_client_goes(
+    open_live: Any, gate: asyncio.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with open_live(graphs=SERVED) as (client, services), sdk_client(client) as sdk:
+        cancels = asyncio.Queue[str]()
+        cancel = services.runs.cancel
+
+        async def told(*args: Any, **kwargs: Any) -> Any:
+            cancels.put_nowait(kwargs["run_id"])
+            return await cancel(*args, **kwargs)
+
+        monkeypatch.setattr(services.runs, "cancel", told)
+        added = asyncio.Queue[str]()
+        add = RunQueue.add
+
+        async def queued_now(queue: RunQueue, *args: Any, **kwargs: Any) -> Any:
+            done = await add(queue, *args, **kwargs)
+            added.put_nowait(done.run_id)
+            return done
+
+        monkeypatch.setattr(RunQueue, "add", queued_now)
+        thread = await sdk.threads.create(graph_id="gate")
+        thread_id = thread["thread_id"]
+        waited = asyncio.create_task(
+            sdk.runs.wait(thread_id, "gate", input=HELLO, on_disconnect="cancel")
+        )
+        await asyncio.wait_for(gate_graph.REACHED.wait(), 10)
+        queued = asyncio.create_task(
+            sdk.runs.wait(
+                thread_id,
+                "gate",
+                input=AGAIN,
+                multitask_strategy="enqueue",
+                on_disconnect="cancel",
+            )
+        )
+        await asyncio.wait_for(added.get(), 10)
+        queued.cancel()  # the queued run's client goes: the run is taken out of the queue
+        queued_run, held_run = await sdk.runs.list(thread_id)
+        await sdk.runs.join(thread_id, queued_run["run_id"])  # waits for it to leave the queue
+        left = await sdk.runs.get(thread_id, queued_run["run_id"])
+        waited.cancel()  # the held run's client goes: it stops at its next step
+        cancelled = await asyncio.wait_for(cancels.get(), 10)
+        gate.set()
+        await sdk.runs.join(thread_id, held_run["run_id"])
+        ended = [(r["status"], r["reason"]) for r in await sdk.runs.list(thread_id)]
+        raw = await client.post(
+            f"/threads/{thread_id}/runs",
+            json={"assistant_id": "gate", "input": HELLO, "on_disconnect": "cancel"},
+        )
+
+    assert (left["status"], left["reason"]) == ("interrupted", "cancelled")
+    assert cancelled == held_run["run_id"]  # (the queued one never reached the run service)
+    assert ended == [("interrupted", "cancelled"), ("interrupted", "cancelled")]
+    assert (raw.status_code, raw.json()["error"]["code"]) == (422, "unsupported_field")

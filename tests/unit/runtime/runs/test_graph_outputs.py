@@ -1,0 +1,54 @@
+"""``graph_output_json``: LangGraph's ``values``, ``updates`` and ``tasks`` chunks as the JSON the
+LangGraph SDK reads (messages as their ``model_dump()``, an interrupt as ``{"value", "id"}``),
+with the run they come from; an interrupt is left out of the state (the SDK face sends it in a
+frame of its own), a cached replay's ``__metadata__`` out of the updates."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.types import Interrupt
+
+from consentry.runtime.runs._graph_outputs import graph_output_json
+
+ASKED = Interrupt(value={"question": "Which city?"}, id="approval-1")
+
+
+def _shown(mode: str, chunk: Any) -> Any:
+    output = graph_output_json(mode, chunk, run_id="r1")
+    if output is None:
+        return None
+    parsed = json.loads(output)
+    assert parsed["run_id"] == "r1"
+    return parsed["chunk"]
+
+
+def test_values_are_the_state_with_messages_dumped_and_without_the_interrupt() -> None:
+    state = {"messages": [HumanMessage("Plan", id="m1")], "city": "Oslo"}
+
+    shown = _shown("values", {**state, "__interrupt__": (ASKED,)})
+
+    assert shown == {"messages": [HumanMessage("Plan", id="m1").model_dump()], "city": "Oslo"}
+    assert _shown("values", {"__interrupt__": (ASKED,)}) is None  # only the interrupt
+    assert _shown("values", "a single channel") == {"__root__": "a single channel"}
+
+
+def test_updates_name_their_node_and_an_interrupt_by_its_id() -> None:
+    reply = AIMessage("Booked.", id="m2")
+
+    assert _shown("updates", {"book_trip": {"messages": [reply]}}) == {
+        "book_trip": {"messages": [reply.model_dump()]}
+    }
+    assert _shown("updates", {"__interrupt__": (ASKED,)}) == {
+        "__interrupt__": [{"value": {"question": "Which city?"}, "id": "approval-1"}]
+    }
+    cached = {"ask_city": {"city": "Oslo"}, "__metadata__": {"cached": True}}
+    assert _shown("updates", cached) == {"ask_city": {"city": "Oslo"}}
+
+
+def test_tasks_are_as_langgraph_gives_them() -> None:
+    started = {"id": "t1", "name": "ask_city", "input": {"city": None}, "triggers": ("start",)}
+
+    assert _shown("tasks", started) == {**started, "triggers": ["start"]}
