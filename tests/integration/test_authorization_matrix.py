@@ -269,6 +269,15 @@ CALLS: tuple[Call, ...] = (
             "/runs",
         )
     ),
+    Call(
+        "POST",
+        "/threads/{thread_id}/runs",
+        json={
+            "assistant_id": "tutor",
+            "input": {"messages": [QUESTION_PART]},
+            "multitask_strategy": "enqueue",
+        },
+    ),
     Call("POST", "/threads", json={"metadata": {"k": "v"}}),
     Call("PATCH", "/threads/{thread_id}", json={"metadata": {"k": "v"}}),
     # Last: the inbox thread, idle again once its consent was decided above.
@@ -310,7 +319,9 @@ SDK_STRANGER = {"acme:bob (x-api-key)": {"x-api-key": "kb"}}
 
 @pytest_asyncio.fixture
 async def keyed_client(open_client: Callable[..., Any]) -> AsyncIterator[httpx.AsyncClient]:
-    async with open_client(api_keys=API_KEYS) as client:
+    # Every run-starting route is tried by the owner and by every stranger: more messages in a
+    # moment than the default burst allows one principal.
+    async with open_client(api_keys=API_KEYS, rate_limit_messages_burst=60) as client:
         yield client
 
 

@@ -20,6 +20,7 @@ from tests.openai_stub import OpenAIStub
 from tests.sse import parse_events, parse_frames
 
 SERVED = "city=consentry_graphs.examples.ask_city:graph"
+TRIP = "trip=consentry_graphs.examples.trip_subgraph:graph"
 QUESTION = {"messages": [{"role": "user", "content": "What is retrieval?"}]}
 PLAN = {"messages": [{"role": "user", "content": "Plan a trip"}]}
 WAIT_SECONDS = 10
@@ -244,6 +245,59 @@ async def test_a_run_nobody_asked_for_per_step_output_serializes_none(
     assert v1.status_code == 200
     assert by_v1 == by_sdk_without_step_modes == []
     assert serialized == ["updates", "updates"]  # only the mode asked for, once a step
+
+
+async def test_stream_subgraphs_adds_the_subgraphs_outputs_named_by_their_namespace(
+    open_live: Any,
+) -> None:
+    modes = ["updates", "values"]
+    async with open_live(graphs=TRIP) as (client, _), sdk_client(client) as sdk:
+        plain = await parts(sdk.runs.stream(None, "trip", input=PLAN, stream_mode=modes))
+        nested = await parts(
+            sdk.runs.stream(None, "trip", input=PLAN, stream_mode=modes, stream_subgraphs=True)
+        )
+        thread_id = nested[0].data["thread_id"]
+        asked = (await client.get("/v1/approvals", params={"status": "pending"})).json()
+        done = await parts(
+            sdk.runs.stream(
+                thread_id,
+                "trip",
+                command={"resume": {i["id"]: "Oslo" for i in _interrupts(nested)}},
+                stream_mode=modes,
+                stream_subgraphs=True,
+            )
+        )
+
+    subgraph = [p for p in nested if "|" in p.event]
+    # The graph's own frames are those of the run that did not ask for its subgraphs...
+    assert [p.event for p in nested if "|" not in p.event] == [p.event for p in plain]
+    assert not any("|" in p.event for p in plain)
+    # ...and the subgraph's come beside them, named `<mode>|<namespace>` as LangGraph names them.
+    assert {p.event.split("|")[0] for p in subgraph} == {"updates", "values"}
+    assert all(p.event.split("|")[1].startswith("plan:") for p in subgraph)
+    # Each parallel question as the subgraph asked it, under the id the inbox has for it.
+    updates = [p.data for p in subgraph if p.event.startswith("updates|")]
+    ids = {i["id"] for update in updates for i in update["__interrupt__"]}
+    assert len(updates) == len(ids) == 2
+    assert ids == {i["id"] for i in _interrupts(nested)}
+    assert ids <= {a["approval_id"] for a in asked["approvals"]}
+    assert {"updates|" + p.event.split("|", 1)[1] for p in subgraph} <= {
+        p.event for p in done if p.event.startswith("updates|")
+    }
+    # The answers resumed the subgraph: its summary is in its own state, then the graph's.
+    summaries = [
+        p.data["messages"][-1]["content"] for p in done if p.event.startswith("values|plan:")
+    ]
+    assert summaries[-1] == "From Oslo to Oslo."
+    states = [v for v in _of(done, "values") if "__interrupt__" not in v]
+    assert states[-1]["messages"][-1]["content"] == "From Oslo to Oslo."
+    assert done[-1].data["status"] == "interrupted"  # then the graph asks to book it
+
+
+def _interrupts(frames: list[Any]) -> list[dict[str, Any]]:
+    (waiting,) = [p.data for p in frames if p.event == "values" and "__interrupt__" in p.data]
+    interrupts: list[dict[str, Any]] = waiting["__interrupt__"]
+    return interrupts
 
 
 @pytest.mark.parametrize("mode", ["debug", "events", "messages", "checkpoints"])

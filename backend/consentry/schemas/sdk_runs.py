@@ -59,15 +59,25 @@ class RunCreate(RequestModel):
     input: dict[str, JsonValue] | None = None
     command: RunCommand | None = None
     stream_mode: StreamMode | list[StreamMode] = "values"
-    stream_subgraphs: bool = False
+    stream_subgraphs: bool = Field(
+        default=False,
+        description="Also the subgraphs' outputs of the modes asked, as `<mode>|<namespace>` "
+        "frames (for the request that starts the run).",
+    )
     stream_resumable: bool = Field(
         default=False, description="Accepted: every Consentry run can be joined (`id:` lines)."
     )
     metadata: dict[str, Any] | None = None
     config: dict[str, Any] | None = Field(
-        default=None, description="Only `configurable` keys the graph reads are passed on."
+        default=None,
+        description="Refused unless empty (422 `unsupported_field`): a run's configuration is "
+        "the server's (its thread, limits and callbacks).",
     )
-    context: dict[str, Any] | None = None
+    context: dict[str, Any] | None = Field(
+        default=None,
+        description="Refused unless empty (422 `unsupported_field`): graphs get Consentry's "
+        "runtime context (the thread's project and note, the notes store, the clock).",
+    )
     multitask_strategy: MultitaskStrategy = Field(
         default="reject",
         description="`reject`: one run per thread (409 `run_in_progress` while one runs); "

@@ -69,7 +69,13 @@ class RunStart:
         self, body: RunCreate, thread_id: str | None, *, route: str
     ) -> EventStreamResponse:
         """Start the run and stream it as the SDK reads it."""
-        face = SdkStream(self.threads, self.owner, body.modes, graph=self._graph(body))
+        face = SdkStream(
+            self.threads,
+            self.owner,
+            body.modes,
+            graph=self._graph(body),
+            subgraphs=body.stream_subgraphs,
+        )
         if _queued(body, thread_id):
             assert thread_id is not None
             waiter = await self._enqueue(body, thread_id, route=route, face=face)

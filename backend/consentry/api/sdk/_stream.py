@@ -38,6 +38,8 @@ from consentry.principal import Principal
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.runs import (
     GRAPH_OUTPUT_MODES,
+    SUBGRAPH_OUTPUT_MODES,
+    SUBGRAPHS,
     RunSuspendedError,
     ThreadReader,
     graph_output_mode,
@@ -59,10 +61,12 @@ class SdkStream:
         *,
         run_id: str | None = None,
         graph: str | None = None,
+        subgraphs: bool = False,
     ) -> None:
         """``run_id``: only this run's events (a join reads the thread's log). ``graph``: the
         thread's, when the request that starts the run knows it (its state is read without
-        reading the thread again)."""
+        reading the thread again). ``subgraphs`` (``stream_subgraphs``): the subgraphs' outputs
+        of the modes asked too, as ``<mode>|<namespace>`` frames."""
         self._reader = reader
         self._owner = owner
         self._modes = modes
@@ -70,6 +74,9 @@ class SdkStream:
         self._graph = graph
         self.graph_modes = modes & GRAPH_OUTPUT_MODES
         """What the run is asked to record after each step for this stream."""
+        if subgraphs:
+            asked = {_SUBGRAPH_MODE.get(mode, mode) for mode in modes}
+            self.graph_modes |= {SUBGRAPHS + m for m in asked} & SUBGRAPH_OUTPUT_MODES
 
     def headers(self, thread_id: str, run_id: str | None) -> dict[str, str]:
         """Where the SDK finds the run again (it reconnects to ``Location`` after a drop)."""
@@ -88,7 +95,10 @@ class SdkStream:
                 if self._run_id is not None and data.get("run_id") != self._run_id:
                     continue
                 if (mode := graph_output_mode(event.type)) is not None:
-                    if mode in self.graph_modes:
+                    if "ns" in data:  # a subgraph's, as LangGraph names it: mode|namespace
+                        name = "|".join([mode.removeprefix(SUBGRAPHS), *data["ns"]])
+                        yield _frame(name, data["chunk"], event.seq)
+                    elif mode in self.graph_modes:
                         yield _frame(mode, data["chunk"], event.seq)
                         if mode == "values":
                             sent_values = data["chunk"]
@@ -141,6 +151,9 @@ class SdkStream:
         status = _END_STATUS.get(final["reason"], final["reason"])
         yield _frame("end", {"run_id": final["run_id"], "status": status}, seq)
 
+
+_SUBGRAPH_MODE = {"messages-tuple": "messages"}
+"""A mode asked of a subgraph by the name its outputs go by (a token is a ``messages`` pair)."""
 
 _ENVELOPE = frozenset({"thread_id", "run_id", "seq", "ts", "type"})
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 from consentry.runtime.runs._assistants import Assistant, Assistants, assistant_uuid
 from consentry.runtime.runs._event_stream import (
     GRAPH_OUTPUT_MODES,
+    SUBGRAPH_OUTPUT_MODES,
+    SUBGRAPHS,
     RunSuspendedError,
     graph_output_mode,
 )
@@ -39,6 +41,8 @@ from consentry.runtime.runs._worker import RunWorker
 __all__ = [
     "GRAPH_OUTPUT_MODES",
     "SHUTDOWN_GRACE_SECONDS",
+    "SUBGRAPHS",
+    "SUBGRAPH_OUTPUT_MODES",
     "ActiveRun",
     "Assistant",
     "Assistants",

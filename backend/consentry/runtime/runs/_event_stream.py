@@ -17,7 +17,9 @@ the graph streamer serializes nothing for a run nobody asked), as ephemeral even
 types (``graph:values``...): never stored, never in the history a joiner catches up with, numbered
 like a token (the seq of the event before them), and handed only to the listeners that asked for
 their mode (the one check every other event pays is a set lookup of its type). A client following
-a run of another process through the stored log gets none.
+a run of another process through the stored log gets none. A wish for a subgraph's outputs
+(``subgraphs:values``...) makes the graph stream its subgraphs too: it counts only when made
+before the run's graph starts streaming (the request that starts the run).
 """
 
 from __future__ import annotations
@@ -31,14 +33,30 @@ from consentry.runtime.outgoing import OutgoingEvent
 from consentry.schemas.events import Event, TokenEvent
 from consentry.storage.transcript import TranscriptEntry
 
-__all__ = ["GRAPH_OUTPUT_MODES", "RunEventStream", "RunSuspendedError", "graph_output_mode"]
+__all__ = [
+    "GRAPH_OUTPUT_MODES",
+    "SUBGRAPHS",
+    "SUBGRAPH_OUTPUT_MODES",
+    "RunEventStream",
+    "RunSuspendedError",
+    "graph_output_mode",
+]
 
 
 _PROGRESS = frozenset({"run_started", "step"})
 
 GRAPH_OUTPUT_MODES = frozenset({"values", "updates", "tasks"})
 """LangGraph's stream modes a listener may ask a run for (``listen``, ``join``)."""
-_GRAPH_OUTPUT_TYPE = {mode: f"graph:{mode}" for mode in GRAPH_OUTPUT_MODES}
+SUBGRAPHS = "subgraphs:"
+"""The prefix of a wish for a mode's outputs of the graph's subgraphs (``subgraphs:values``...:
+LangGraph's ``subgraphs=True``; each output names its namespace)."""
+SUBGRAPH_OUTPUT_MODES = frozenset(
+    SUBGRAPHS + mode for mode in (*GRAPH_OUTPUT_MODES, "messages", "custom")
+)
+"""The subgraph outputs a listener may ask for: the graph's own modes, and their tokens
+(``messages``) and custom events (``custom``), which the run's events carry only for the graph
+itself."""
+_GRAPH_OUTPUT_TYPE = {mode: f"graph:{mode}" for mode in GRAPH_OUTPUT_MODES | SUBGRAPH_OUTPUT_MODES}
 _MODE_OF_TYPE = {event_type: mode for mode, event_type in _GRAPH_OUTPUT_TYPE.items()}
 _GRAPH_OUTPUTS = frozenset(_MODE_OF_TYPE)
 _EPHEMERAL = _GRAPH_OUTPUTS | {"token"}
@@ -48,8 +66,8 @@ _Queue: TypeAlias = asyncio.Queue[OutgoingEvent | None]
 
 
 def graph_output_mode(event_type: str) -> str | None:
-    """The stream mode of a graph output event (``graph:values`` → ``values``), None for any
-    other event."""
+    """The stream mode of a graph output event (``graph:values`` → ``values``,
+    ``graph:subgraphs:values`` → ``subgraphs:values``), None for any other event."""
     return _MODE_OF_TYPE.get(event_type)
 
 
@@ -121,7 +139,8 @@ class RunEventStream:
         self._unsent.append(outgoing)
 
     def record_graph_output(self, mode: str, data: str) -> None:
-        """Keep a graph output (``mode`` one of :data:`GRAPH_OUTPUT_MODES`, ``data`` its JSON)
+        """Keep a graph output (``mode`` one of :data:`GRAPH_OUTPUT_MODES`, or of
+        :data:`SUBGRAPH_OUTPUT_MODES` for a subgraph's, ``data`` its JSON)
         for the next :meth:`flush`, which hands it to the listeners that asked for ``mode``
         only. It is never stored: it carries the seq of the event before it, as a token does."""
         self._unsent.append(OutgoingEvent(self.last_seq, _GRAPH_OUTPUT_TYPE[mode], data))
@@ -211,8 +230,16 @@ class RunEventStream:
         self._want(queue, graph_modes)
         return queue
 
+    @property
+    def subgraph_modes(self) -> frozenset[str]:
+        """The modes some listener asked of the subgraphs (``subgraphs:`` wishes, unprefixed):
+        the graph streams its subgraphs' outputs only then."""
+        return frozenset(
+            m.removeprefix(SUBGRAPHS) for m in self.graph_modes if m.startswith(SUBGRAPHS)
+        )
+
     def _want(self, queue: _Queue, graph_modes: frozenset[str]) -> None:
-        wanted = graph_modes & GRAPH_OUTPUT_MODES
+        wanted = graph_modes & _GRAPH_OUTPUT_TYPE.keys()
         if wanted:
             self._wants[queue] = wanted
             self.graph_modes |= wanted

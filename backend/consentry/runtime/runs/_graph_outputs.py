@@ -14,8 +14,12 @@ mode in its stream's ``graph_modes`` (for a ``/v1`` run, none).
   the approval's); ``__metadata__`` (a cached replay's) left out.
 - ``tasks``: as LangGraph gives them (a task's start with its input, its end with its result).
 
-The JSON is ``{"run_id", "chunk"}``: a join that reads a thread's log for one run tells its
-run's outputs from another's as it does for every event.
+A subgraph's outputs (asked as ``subgraphs:<mode>``) are the same, with the subgraph's namespace
+(``ns``: LangGraph's, ``["plan:<task id>", ...]``); its ``messages`` are ``[message chunk,
+{"langgraph_node", "langgraph_checkpoint_ns"}]`` and its ``custom`` events the values it wrote.
+
+The JSON is ``{"run_id", "chunk"}`` (and ``ns``): a join that reads a thread's log for one run
+tells its run's outputs from another's as it does for every event.
 """
 
 from __future__ import annotations
@@ -30,19 +34,28 @@ __all__ = ["graph_output_json"]
 
 _INTERRUPT = "__interrupt__"
 _METADATA = "__metadata__"
+_MESSAGE_METADATA = ("langgraph_node", "langgraph_checkpoint_ns")
 
 
-def graph_output_json(mode: str, chunk: Any, *, run_id: str) -> str | None:
-    """The chunk of ``mode`` as JSON, or None when it has nothing to show (a ``values`` chunk
-    that is only an interrupt, an ``updates`` chunk that is only metadata)."""
+def graph_output_json(
+    mode: str, chunk: Any, *, run_id: str, namespace: tuple[str, ...] = ()
+) -> str | None:
+    """The chunk of ``mode`` as JSON (of a subgraph's ``namespace``, when given), or None when
+    it has nothing to show (a ``values`` chunk that is only an interrupt, an ``updates`` chunk
+    that is only metadata)."""
     if mode == "values":
         shown = _values(chunk)
     elif mode == "updates":
         shown = _updates(chunk)
+    elif mode == "messages":
+        message, metadata = chunk
+        shown = [as_json(message), {key: metadata.get(key) for key in _MESSAGE_METADATA}]
     else:
         shown = as_json(chunk)
     if shown is None:
         return None
+    if namespace:
+        return json.dumps({"run_id": run_id, "chunk": shown, "ns": list(namespace)})
     return json.dumps({"run_id": run_id, "chunk": shown})
 
 

@@ -7,14 +7,17 @@ told already (so a message or a note edit is not told twice).
 
 A ``values``, ``updates`` or ``tasks`` chunk is also recorded as it is (``_graph_outputs``), for
 the listeners that asked for that mode, when some did (``RunEventStream.graph_modes``): for a run
-nobody asked, that is one set lookup per chunk, and nothing is serialized.
+nobody asked, that is one set lookup per chunk, and nothing is serialized. When a listener asked
+for a subgraph's outputs before the graph started (``subgraphs:<mode>``), the graph streams with
+LangGraph's ``subgraphs=True``: a subgraph's chunks go to those listeners only, and the run's
+events are the same as without.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import HumanMessage
@@ -25,6 +28,7 @@ from langgraph.types import StateSnapshot
 from consentry.errors import InvalidRequestError
 from consentry.observability.metrics import ModelCallMetrics
 from consentry.observability.tracing import ModelCallSpans
+from consentry.runtime.runs._event_stream import SUBGRAPHS, RunEventStream
 from consentry.runtime.runs._graph_outputs import graph_output_json
 from consentry.runtime.runs._run_types import (
     INPUT_MARK,
@@ -141,13 +145,24 @@ class GraphStreamer:
                 for m in graph_input.get("messages", [])
                 if isinstance(m, HumanMessage)
             )
-        async for mode, chunk in self.graph(run.spec.name).astream(
+        subgraph_modes = events.subgraph_modes  # asked before the graph starts, or not at all
+        async for item in self.graph(run.spec.name).astream(
             graph_input,
             config,
             context=run.context,
             stream_mode=STREAM_MODES,
             durability="sync",
+            subgraphs=bool(subgraph_modes),
         ):
+            if subgraph_modes:
+                namespace, mode, chunk = cast(tuple[tuple[str, ...], str, Any], item)
+                if namespace:  # a subgraph's: for the listeners that asked, nothing else
+                    if mode in subgraph_modes:
+                        _record_subgraph_output(events, namespace, mode, chunk)
+                    await run.progress.after_chunk()
+                    continue
+            else:
+                mode, chunk = item
             run.observer.chunk(mode, chunk)
             if mapper.wants_told(mode, chunk):
                 mapper.told(await self.told_before(run))
@@ -193,6 +208,14 @@ class GraphStreamer:
         return frozenset(
             said for row in told if (said := said_by(row.type, json.loads(row.data))) is not None
         )
+
+
+def _record_subgraph_output(
+    events: RunEventStream, namespace: tuple[str, ...], mode: str, chunk: Any
+) -> None:
+    output = graph_output_json(mode, chunk, run_id=events.run_id, namespace=namespace)
+    if output is not None:
+        events.record_graph_output(SUBGRAPHS + mode, output)
 
 
 def _asking(snapshot: StateSnapshot, interrupt_id: str) -> tuple[StateSnapshot, str] | None:

@@ -163,3 +163,24 @@ def test_graph_outputs_wait_with_progress_and_alone_do_not_wait() -> None:
     events.flush()
     events.record_graph_output("values", "{}")
     assert not events.only_progress_unsent  # nothing to store: sent at once
+
+
+async def test_a_subgraphs_outputs_go_only_to_the_listeners_that_asked_for_the_subgraphs() -> None:
+    events = _events()
+    graph_only = events.listen(graph_modes=frozenset({"values"}))
+    events.record(events.make(StepEvent, node="plan", label="Planning"))
+    events.flush()
+    nested = events.join(after_seq=0, graph_modes=frozenset({"values", "subgraphs:values"}))
+    assert (await anext(nested)).type == "step"  # it follows the run from now on
+    events.record_graph_output("values", '{"run_id": "r", "chunk": {}}')
+    events.record_graph_output("subgraphs:values", '{"run_id": "r", "chunk": {}, "ns": ["p:1"]}')
+    events.flush()
+    _end(events)
+
+    assert events.subgraph_modes == {"values"}  # what the graph streams its subgraphs for
+    assert await _received(graph_only) == [(1, "step"), (1, "graph:values"), (2, "final")]
+    assert await _received(nested) == [
+        (1, "graph:values"),
+        (1, "graph:subgraphs:values"),
+        (2, "final"),
+    ]

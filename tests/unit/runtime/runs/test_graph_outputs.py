@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 from langgraph.types import Interrupt
 
 from consentry.runtime.runs._graph_outputs import graph_output_json
@@ -52,3 +52,19 @@ def test_tasks_are_as_langgraph_gives_them() -> None:
     started = {"id": "t1", "name": "ask_city", "input": {"city": None}, "triggers": ("start",)}
 
     assert _shown("tasks", started) == {**started, "triggers": ["start"]}
+
+
+def test_a_subgraphs_output_names_its_namespace_and_its_tokens_their_node() -> None:
+    token = AIMessageChunk("Ber", id="m3")
+    metadata = {"langgraph_node": "summarize", "langgraph_checkpoint_ns": "plan:1|summarize:2"}
+
+    output = graph_output_json(
+        "messages", (token, {**metadata, "ls_model": "x"}), run_id="r1", namespace=("plan:1",)
+    )
+
+    assert output is not None
+    assert json.loads(output) == {
+        "run_id": "r1",
+        "chunk": [token.model_dump(), metadata],
+        "ns": ["plan:1"],
+    }
