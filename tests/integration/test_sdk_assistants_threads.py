@@ -405,6 +405,7 @@ async def test_a_thread_that_waits_for_a_consent_shows_its_values_state_and_hist
             thread_id, before=state["checkpoint"]["checkpoint_id"]
         )
         inputs = await sdk.threads.get_history(thread_id, metadata={"source": "input"})
+        odd_key = await client.post(f"/threads/{thread_id}/history", json={"metadata": {"a b": 1}})
         answered = await client.post(
             "/v1/chat",
             json={
@@ -428,6 +429,8 @@ async def test_a_thread_that_waits_for_a_consent_shows_its_values_state_and_hist
     asked = {"value": {"question": "Which city?"}, "id": consent.approval_id}
     assert thread["interrupts"] == {consent.approval_id: [asked]}
     assert state["values"] == thread["values"]
+    # A key no checkpointer can filter by is refused before it reaches one.
+    assert (odd_key.status_code, odd_key.json()["error"]["code"]) == (422, "request_invalid")
     assert state["next"] == ["ask_city"]
     assert state["interrupts"] == [asked]
     (task,) = state["tasks"]

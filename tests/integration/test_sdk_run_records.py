@@ -117,7 +117,7 @@ async def test_a_run_on_a_thread_that_does_not_exist_creates_it_only_when_asked(
     assert unknown.value.response.json()["error"]["code"] == "thread_not_found"
     assert asked["__interrupt__"][0]["value"] == {"question": "Which city?"}
     assert (thread["status"], thread["metadata"]["graph_id"]) == ("interrupted", "city")
-    assert not_a_uuid.value.response.json()["error"]["code"] == "request_invalid"
+    assert not_a_uuid.value.response.json()["error"]["code"] == "invalid_thread_id"
 
 
 async def test_runs_are_read_only_by_their_threads_owner_and_by_their_thread(

@@ -9,7 +9,14 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, BeforeValidator, Field, JsonValue, StringConstraints
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    Field,
+    JsonValue,
+    StringConstraints,
+    WithJsonSchema,
+)
 from pydantic_core import PydanticCustomError
 
 from consentry.schemas.requests import RequestModel
@@ -34,6 +41,27 @@ failed, hit its step limit, timed out or ran out of tokens), ``running`` (``busy
 ``awaiting_consent`` (``interrupted``: a consent waits for a decision)."""
 
 MetadataValue = str | int | float | bool
+_CHECKPOINT_METADATA_KEY = r"^[a-zA-Z0-9_.-]+$"
+CheckpointMetadataKey = Annotated[
+    str, StringConstraints(min_length=1, max_length=128, pattern=_CHECKPOINT_METADATA_KEY)
+]
+"""A key a thread's history is filtered by: the characters a checkpointer takes in one (LangGraph's
+SQLite saver refuses the others, as it builds its query from them)."""
+CheckpointMetadata = Annotated[
+    dict[CheckpointMetadataKey, JsonValue],
+    WithJsonSchema(
+        {
+            "type": "object",
+            "propertyNames": {
+                "minLength": 1,
+                "maxLength": 128,
+                "pattern": _CHECKPOINT_METADATA_KEY,
+            },
+        }
+    ),
+]
+"""(Its JSON Schema names the keys' pattern by ``propertyNames``, which pydantic would leave to a
+``patternProperties`` that lets other keys through.)"""
 MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r'^[^"\\]+$')]
 """A key a search names: no ``"`` nor ``\\`` (it becomes a JSON path)."""
 
@@ -146,7 +174,7 @@ class ThreadHistoryRequest(RequestModel):
     before: str | CheckpointRef | None = Field(
         default=None, description="Only checkpoints older than this one (an id or a checkpoint)."
     )
-    metadata: dict[str, JsonValue] | None = Field(
+    metadata: CheckpointMetadata | None = Field(
         default=None, description="Only checkpoints whose metadata has these keys and values."
     )
     checkpoint: CheckpointRef | None = Field(

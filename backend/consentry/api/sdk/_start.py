@@ -13,6 +13,8 @@ from functools import partial
 from typing import Any
 from uuid import UUID, uuid4
 
+from pydantic import ValidationError
+
 from consentry.api.limits import check_chat_edits
 from consentry.api.run_requests import RunRequests
 from consentry.api.sdk._outcome import run_outcome
@@ -267,7 +269,15 @@ async def open_run_queue(services: Services, run_requests: RunRequests) -> Async
             queue,
             idempotency_key=None,
         )
-        request = await start.chat_request(RunCreate.model_validate(sent), thread_id)
+        try:
+            body = RunCreate.model_validate(sent)
+        except ValidationError as exc:  # queued by a release that took what this one refuses
+            raise InvalidRequestError(
+                "The queued run's request is not one this server takes.",
+                code="request_invalid",
+                details={"errors": exc.errors(include_url=False, include_context=False)},
+            ) from None
+        request = await start.chat_request(body, thread_id)
         check_chat_edits(services.settings, request)
         return request
 
@@ -296,6 +306,6 @@ def _check_uuid(thread_id: str) -> None:
     except ValueError:
         raise InvalidRequestError(
             "A thread created by its first run needs a UUID for its id.",
-            code="request_invalid",
+            code="invalid_thread_id",
             details={"thread_id": thread_id},
         ) from None

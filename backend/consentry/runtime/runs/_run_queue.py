@@ -32,7 +32,7 @@ from consentry.errors import ConflictError, ConsentryError, NotFoundError
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
 from consentry.runtime.outgoing import OutgoingEvent
-from consentry.runtime.runs._run_types import ActiveRun
+from consentry.runtime.runs._run_types import ActiveRun, ClaimHold
 from consentry.runtime.runs._service import RunService
 from consentry.schemas.chat import ChatRequest
 from consentry.storage import events as events_repo
@@ -120,6 +120,8 @@ class RunQueue:
         self._drainers: dict[str, asyncio.Task[None]] = {}
         self._waiters: dict[str, list[Waiter]] = {}
         """run id → the requests waiting for it to start, first come first."""
+        self._again: set[str] = set()
+        """Threads a run was queued on while their drainer looked for the next."""
         self._cancels: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
@@ -142,7 +144,7 @@ class RunQueue:
         request: dict[str, Any],
         metadata: dict[str, Any] | None,
         *,
-        hold: Any,
+        hold: ClaimHold | None,
     ) -> Queued:
         """Queue a run (``hold``: the request's ``Idempotency-Key``, completed with it)."""
         async with self._db.write() as conn:
@@ -246,33 +248,43 @@ class RunQueue:
         return await waiter.future
 
     def _drain(self, thread_id: str) -> None:
-        if thread_id in self._drainers:
+        """Drain the thread's queue here (a drainer that is at its end looks once more)."""
+        drainer = self._drainers.get(thread_id)
+        if drainer is not None and not drainer.done():
+            self._again.add(thread_id)
             return
         task = asyncio.create_task(self._drain_thread(thread_id), name=f"run-queue:{thread_id}")
         self._drainers[thread_id] = task
-        task.add_done_callback(lambda _: self._drainers.pop(thread_id, None))
+
+        def gone(done: asyncio.Task[None]) -> None:
+            if self._drainers.get(thread_id) is done:
+                del self._drainers[thread_id]
+
+        task.add_done_callback(gone)
 
     async def _drain_thread(self, thread_id: str) -> None:
         tries = 0
-        try:
-            while (row := await self._next(thread_id)) is not None:
-                try:
-                    waited = await self._wait_for_thread(row)
-                    if waited is None and await self._start(row):
-                        tries = 0
+        while True:
+            self._again.discard(thread_id)
+            try:
+                row = await self._next(thread_id)
+                if row is None:
+                    if thread_id in self._again:  # a run was queued as this looked
                         continue
-                    if waited:  # the active run ended: try at once
-                        continue
-                except NotFoundError:  # the thread was deleted (and its queue with it)
+                    return  # (nothing awaited after the look: a later ``_drain`` starts anew)
+                waited = await self._wait_for_thread(row)
+                if waited is None and await self._start(row):
+                    tries = 0
                     continue
-                except Exception:  # the database, say: try again, never drop a queued run
-                    log.exception("a thread's run queue failed", extra={"thread_id": thread_id})
-                # Busy again at once (another request's run won the claim), or failed.
-                await asyncio.sleep(_RETRY_SECONDS[min(tries, len(_RETRY_SECONDS) - 1)])
-                tries += 1
-        finally:
-            with contextlib.suppress(Exception):
-                await self._settle_waiters(thread_id)
+                if waited:  # the active run ended: try at once
+                    continue
+            except NotFoundError:  # the thread was deleted (and its queue with it)
+                continue
+            except Exception:  # the database, say: try again, never drop a queued run
+                log.exception("a thread's run queue failed", extra={"thread_id": thread_id})
+            # Busy again at once (another request's run won the claim), or failed.
+            await asyncio.sleep(_RETRY_SECONDS[min(tries, len(_RETRY_SECONDS) - 1)])
+            tries += 1
 
     async def _next(self, thread_id: str) -> QueuedRun | None:
         await self._settle_waiters(thread_id)
