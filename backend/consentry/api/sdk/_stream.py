@@ -43,6 +43,7 @@ from consentry.runtime.runs import (
     RunSuspendedError,
     ThreadReader,
     graph_output_mode,
+    split_output,
 )
 
 __all__ = ["SdkStream"]
@@ -88,20 +89,24 @@ class SdkStream:
     async def frames(self, events: AsyncIterator[OutgoingEvent]) -> AsyncGenerator[bytes, None]:
         streamed: set[str] = set()  # messages this stream carried tokens of
         node = ""
-        sent_values: Any = None  # the last per-step state this stream sent of the run
+        sent_values: str | None = None  # the last per-step state this stream sent of the run
         try:
             async for event in events:
+                if (mode := graph_output_mode(event.type)) is not None:
+                    # Sent as it came: the state is not parsed to be written again.
+                    head, chunk = split_output(event.data)
+                    if self._run_id is not None and head["run_id"] != self._run_id:
+                        continue
+                    if "ns" in head:  # a subgraph's, as LangGraph names it: mode|namespace
+                        name = "|".join([mode.removeprefix(SUBGRAPHS), *head["ns"]])
+                        yield _raw_frame(name, chunk, event.seq)
+                    elif mode in self.graph_modes:
+                        yield _raw_frame(mode, chunk, event.seq)
+                        if mode == "values":
+                            sent_values = chunk
+                    continue
                 data: dict[str, Any] = json.loads(event.data)
                 if self._run_id is not None and data.get("run_id") != self._run_id:
-                    continue
-                if (mode := graph_output_mode(event.type)) is not None:
-                    if "ns" in data:  # a subgraph's, as LangGraph names it: mode|namespace
-                        name = "|".join([mode.removeprefix(SUBGRAPHS), *data["ns"]])
-                        yield _frame(name, data["chunk"], event.seq)
-                    elif mode in self.graph_modes:
-                        yield _frame(mode, data["chunk"], event.seq)
-                        if mode == "values":
-                            sent_values = data["chunk"]
                     continue
                 if event.type == "step":
                     node = data["node"]
@@ -136,7 +141,7 @@ class SdkStream:
         return []
 
     async def _ending(
-        self, final: dict[str, Any], seq: int, sent_values: Any
+        self, final: dict[str, Any], seq: int, sent_values: str | None
     ) -> AsyncGenerator[bytes, None]:
         if "values" in self._modes and not (final["reason"] == "completed" and sent_values):
             # (A run that completed after this stream got its per-step state left that state:
@@ -144,7 +149,7 @@ class SdkStream:
             # none, a run that waits, whose interrupts are the checkpoint's, or that stopped.)
             thread_id = final["thread_id"]
             state = await self._reader.graph_state(self._owner, thread_id, graph=self._graph)
-            if state.values != sent_values:  # the state after the last step, sent already
+            if sent_values is None or state.values != json.loads(sent_values):  # (sent already)
                 yield _frame("values", state.values, seq)
             if state.interrupts:  # as LangGraph streams it: a frame of its own
                 yield _frame("values", {"__interrupt__": state.interrupts}, seq)
@@ -163,4 +168,8 @@ def _meta(data: dict[str, Any], node: str) -> dict[str, Any]:
 
 
 def _frame(event: str, data: Any, seq: int) -> bytes:
-    return ServerSentEvent(data=json.dumps(data), event=event, id=str(seq)).encode()
+    return _raw_frame(event, json.dumps(data), seq)
+
+
+def _raw_frame(event: str, data: str, seq: int) -> bytes:
+    return ServerSentEvent(data=data, event=event, id=str(seq)).encode()

@@ -28,6 +28,7 @@ from consentry.runtime.runs._event_stream import (
     graph_output_mode,
 )
 from consentry.runtime.runs._executor import RunExecutor
+from consentry.runtime.runs._graph_outputs import split_output
 from consentry.runtime.runs._graph_state import GraphState
 from consentry.runtime.runs._reads import ThreadReader
 from consentry.runtime.runs._run_queue import Queued, RunQueue, Waiter
@@ -61,4 +62,5 @@ __all__ = [
     "Waiter",
     "assistant_uuid",
     "graph_output_mode",
+    "split_output",
 ]

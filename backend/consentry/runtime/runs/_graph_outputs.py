@@ -28,13 +28,16 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic_core import to_json
+
 from consentry.runtime.runs._graph_state import as_json, interrupt_as_json
 
-__all__ = ["graph_output_json"]
+__all__ = ["graph_output_json", "split_output"]
 
 _INTERRUPT = "__interrupt__"
 _METADATA = "__metadata__"
 _MESSAGE_METADATA = ("langgraph_node", "langgraph_checkpoint_ns")
+_CHUNK = ',"chunk":'
 
 
 def graph_output_json(
@@ -54,9 +57,18 @@ def graph_output_json(
         shown = as_json(chunk)
     if shown is None:
         return None
-    if namespace:
-        return json.dumps({"run_id": run_id, "chunk": shown, "ns": list(namespace)})
-    return json.dumps({"run_id": run_id, "chunk": shown})
+    head: dict[str, Any] = (
+        {"run_id": run_id, "ns": list(namespace)} if namespace else {"run_id": run_id}
+    )
+    return to_json({**head, "chunk": shown}).decode()  # the chunk last: ``split_output``
+
+
+def split_output(data: str) -> tuple[dict[str, Any], str]:
+    """A graph output's ``run_id`` (and ``ns``), and its chunk's JSON as it is: a face sends it
+    without parsing the state and writing it again (the chunk comes last, and the text before
+    it, JSON strings, cannot hold ``,"chunk":`` unescaped)."""
+    head, _, chunk = data.partition(_CHUNK)
+    return json.loads(head + "}"), chunk[:-1]
 
 
 def _values(chunk: Any) -> Any:

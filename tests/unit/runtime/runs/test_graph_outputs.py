@@ -11,7 +11,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 from langgraph.types import Interrupt
 
-from consentry.runtime.runs._graph_outputs import graph_output_json
+from consentry.runtime.runs._graph_outputs import graph_output_json, split_output
 
 ASKED = Interrupt(value={"question": "Which city?"}, id="approval-1")
 
@@ -68,3 +68,14 @@ def test_a_subgraphs_output_names_its_namespace_and_its_tokens_their_node() -> N
         "chunk": [token.model_dump(), metadata],
         "ns": ["plan:1"],
     }
+
+
+def test_a_face_splits_an_output_into_its_run_and_its_chunk_as_sent() -> None:
+    tricky = {"messages": [HumanMessage('He said ,"chunk": then left', id="m4")]}
+
+    head, chunk = split_output(
+        graph_output_json("values", tricky, run_id="r1", namespace=("plan:1",)) or ""
+    )
+
+    assert head == {"run_id": "r1", "ns": ["plan:1"]}
+    assert json.loads(chunk) == {"messages": [tricky["messages"][0].model_dump()]}
