@@ -43,7 +43,7 @@ router = APIRouter(tags=["langgraph-sdk"])
 _JOIN_MODES = frozenset({"values", "updates", "tasks", "messages-tuple", "custom"})
 
 
-def _run_start(
+async def _run_start(  # async: FastAPI runs a plain `def` dependency in its thread pool
     owner: PrincipalDep,
     threads: ThreadsDep,
     writer: ThreadWriterDep,
