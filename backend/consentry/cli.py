@@ -14,9 +14,10 @@ consentry approvals list [--status S] | show ID | approve ID [--comment C] | rej
                                           the approvals inbox of a running server
 consentry schema                          print docs/protocol.schema.json to stdout
 consentry db upgrade                      apply database migrations and exit
-consentry bench [--concurrency 1,10,100] [--conversations N] [--postgres URL] [--url URL] …
-                                          measure a server beside a naive baseline
-                                          (docs/performance.md)
+consentry bench [--graph tutor|consent_flow] [--concurrency 1,10,100] [--conversations N]
+                [--postgres URL [--baseline-postgres URL]] [--url URL] …
+                                          measure a server beside a naive baseline, on the
+                                          same graph and database (docs/performance.md)
 consentry chaos [--trials N] [--database sqlite|postgres] [--database-url URL] [--plant F] …
                                           kill trials and their invariants (docs/release-checks.md)
 
@@ -85,10 +86,13 @@ def _bench(args: argparse.Namespace) -> int:
     if args.url and args.thread_turns:
         print("--thread-turns needs a local server (no --url)", file=sys.stderr)
         return 2
+    if args.baseline_postgres and not args.postgres:
+        print("--baseline-postgres goes with --postgres", file=sys.stderr)
+        return 2
     if args.url:
         rows = asyncio.run(
             run_bench(
-                [Target("server", args.url.rstrip("/"))],
+                [Target("server", args.url.rstrip("/"), graph=args.graph)],
                 levels=levels,
                 conversations=args.conversations,
                 approve_ratio=args.approve_ratio,
@@ -109,6 +113,8 @@ def _bench(args: argparse.Namespace) -> int:
                     json_out=json_out,
                     interrupt=args.interrupt,
                     sdk=args.sdk,
+                    graph=args.graph,
+                    baseline_postgres_url=args.baseline_postgres,
                 )
             )
     errors = sum(row.errors for row in rows)
@@ -242,7 +248,21 @@ def main(argv: list[str] | None = None) -> int:
     db_commands = db.add_subparsers(dest="db_command", required=True)
     db_commands.add_parser("upgrade", help="apply migrations").set_defaults(run=_db_upgrade)
     bench = commands.add_parser(
-        "bench", help="measure a server under concurrent consent conversations"
+        "bench",
+        help="measure a server under concurrent consent conversations",
+        description="Start Consentry and a naive FastAPI + LangGraph baseline on this machine, "
+        "run the same consent conversations on the same graph against each, side by side, and "
+        "print what each cost (docs/performance.md). Every ratio is to the baseline on the same "
+        "database: SQLite with SQLite, PostgreSQL with PostgreSQL.",
+    )
+    bench.add_argument(
+        "--graph",
+        choices=["tutor", "consent_flow"],
+        default="tutor",
+        help="the graph of every conversation, the same on every server: tutor (the default; "
+        "with the offline model) or consent_flow (five nodes, no model: analyze, draft, "
+        "consent, apply or cancel; consentry_graphs.examples.consent_flow), which measures the "
+        "serving stack alone",
     )
     bench.add_argument("--concurrency", default="1,10,100", help="levels, e.g. 1,10,100,1000")
     bench.add_argument(
@@ -258,19 +278,40 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument(
         "--sdk",
         action="store_true",
-        help="also measure the tutor's conversation through the LangGraph SDK's face "
+        help="also measure the conversation of --graph through the LangGraph SDK's face "
         "(runs.stream and command.resume), beside /v1/chat's",
     )
     bench.add_argument(
         "--thread-turns",
         type=int,
         default=0,
-        help="also run one thread of this many turns and compare its first and last turns",
+        help="also run one thread of this many tutor question turns (whatever --graph) and "
+        "compare its first and last turns",
     )
-    bench.add_argument("--postgres", help="also measure Consentry on this empty PostgreSQL DB")
-    bench.add_argument("--no-baseline", action="store_true", help="skip the naive baseline")
+    bench.add_argument(
+        "--postgres",
+        metavar="URL",
+        help="also measure Consentry on this empty PostgreSQL database, and the baseline on "
+        "PostgreSQL (AsyncPostgresSaver) on a database the bench creates on the same server and "
+        "drops after the run (needs the CREATEDB privilege; else see --baseline-postgres)",
+    )
+    bench.add_argument(
+        "--baseline-postgres",
+        metavar="URL",
+        help="with --postgres: run the PostgreSQL baseline on this empty database instead of "
+        "creating one",
+    )
+    bench.add_argument(
+        "--no-baseline",
+        action="store_true",
+        help="skip the naive baselines (SQLite and PostgreSQL)",
+    )
     bench.add_argument("--json", help="also write the results as JSON to this file")
-    bench.add_argument("--url", help="drive this running server instead (no CPU figures)")
+    bench.add_argument(
+        "--url",
+        help="drive this running server instead (no CPU figures; with --graph consent_flow it "
+        "must serve consentry_graphs.examples.consent_flow:graph_spec as consent_flow)",
+    )
     bench.set_defaults(run=_bench)
     _add_client_commands(commands)
     from consentry.chaos import add_chaos_command  # registers only; runs import what they need

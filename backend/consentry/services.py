@@ -39,7 +39,7 @@ from consentry.runtime.runs import (
     ThreadWriter,
 )
 from consentry.settings import Settings
-from consentry.storage.checkpointer import open_checkpointer
+from consentry.storage.checkpoints import open_checkpointer
 from consentry.storage.database import Database
 from consentry.storage.process_lock import serving_lock
 from consentry_graphs.models import build_chat_model
@@ -118,9 +118,7 @@ async def _open(
             await db.migrate()
         else:
             await db.require_current_schema()
-        async with open_checkpointer(
-            settings.database_url, pool_size=settings.database_pool_size
-        ) as checkpointer:
+        async with open_checkpointer(db, settings.database_url) as checkpointer:
             model = chat_model(settings)
             # Each graph compiled once, and described (its schemas, the check of an `input`).
             graphs, compiled = build_graphs(graphs, model, checkpointer)

@@ -114,7 +114,10 @@ async def test_a_consent_the_graph_asked_before_the_process_died_is_pending_afte
         with _dying(monkeypatch, "before_the_end"):
             response = await client.post("/v1/chat", json=_ask(note))
         assert response.status_code == 200
-        assert parse_events(response.text) == []  # told nothing: the stream ends with a retry hint
+        # Told what was stored with each step's checkpoint (the steps that ran), nothing of the
+        # consent: the stream ends with a retry hint.
+        told = parse_events(response.text)
+        assert kinds(told) == ["run_started", "step", "step"]
         run_id = response.headers["X-Run-Id"]
         thread_id = await _thread_id(client)
 
@@ -126,10 +129,11 @@ async def test_a_consent_the_graph_asked_before_the_process_died_is_pending_afte
         inbox = (await client.get("/v1/approvals", params={"status": "pending"})).json()
         assert [a["approval_id"] for a in inbox["approvals"]] == [consent.approval_id]
 
-        # The run reads as it happened: it started, asked, and ended interrupted (its steps were
-        # held for the closing write: they were never sent); numbered with no gap.
+        # The run reads as it happened: it started, stepped, asked, and ended interrupted (the
+        # step that asked stored nothing before the closing write); numbered with no gap.
         history = await _stream(client, thread_id)
-        assert kinds(history) == ["run_started", "consent", "final"]
+        assert history[: len(told)] == told
+        assert kinds(history[len(told) :]) == ["consent", "final"]
         assert history[-2] == consent
         assert _reason(history[-1]) == "interrupted"
         assert {e.run_id for e in history} == {run_id}
@@ -231,7 +235,7 @@ async def test_a_keyed_message_retried_after_the_crash_replays_its_run(
         assert again.headers["Idempotent-Replayed"] == "true"
         assert again.headers["X-Run-Id"] == run_id
         replayed = parse_events(again.text)
-        assert kinds(replayed) == ["run_started", "consent", "final"]
+        assert kinds(replayed) == ["run_started", "step", "step", "consent", "final"]
         thread_id = await _thread_id(client)  # one thread: the request did not run twice
         pending = (await client.get(f"/v1/threads/{thread_id}")).json()["pending_consents"]
         assert [c["approval_id"] for c in pending] == [replayed[-2].approval_id]  # type: ignore[union-attr]

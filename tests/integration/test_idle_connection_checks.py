@@ -1,6 +1,6 @@
 """PostgreSQL connections are checked before use only after they sat idle in their pool
-(``backend/consentry/storage/idle_checks.py``), in both pools: SQLAlchemy's for the app tables
-(``Database``) and psycopg's for LangGraph's checkpointer (``open_checkpointer``).
+(``backend/consentry/storage/idle_checks.py``): SQLAlchemy's, which the app tables and the
+checkpointer (``storage.checkpoints``) share.
 
 - A connection taken again less than ``IDLE_CHECK_SECONDS`` after it was given back is used
   without a check; one that sat idle longer is checked once.
@@ -19,18 +19,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import psycopg
 import pytest
 import pytest_asyncio
-from psycopg_pool import AsyncConnectionPool
 from sqlalchemy import exc as sa_exc
 
 from consentry.storage import idle_checks
-from consentry.storage.checkpointer import open_checkpointer
 from consentry.storage.database import Database, is_database_unavailable
 from consentry.storage.idle_checks import IDLE_CHECK_SECONDS
 from tests.postgres import PostgresCluster, postgres_cluster
@@ -187,127 +184,6 @@ async def test_a_dead_connection_reused_within_the_threshold_fails_one_transacti
     assert pings.made == []
 
 
-# --- psycopg's pool (LangGraph's checkpointer) ------------------------------------------------
-
-
-def _count_checks(monkeypatch: pytest.MonkeyPatch) -> Checks:
-    """Wrap ``AsyncConnectionPool.check_connection``, the check ``IdleConnectionCheck`` makes."""
-    real_check = AsyncConnectionPool.check_connection
-    checks = Checks()
-
-    async def counting_check(conn: psycopg.AsyncConnection[Any]) -> None:
-        pid = conn.info.backend_pid
-        try:
-            await real_check(conn)
-        except Exception:
-            checks.made.append((pid, "failed"))
-            raise
-        checks.made.append((pid, "answered"))
-
-    monkeypatch.setattr(AsyncConnectionPool, "check_connection", staticmethod(counting_check))
-    return checks
-
-
-@asynccontextmanager
-async def _checkpointer_pool(url: str) -> AsyncIterator[AsyncConnectionPool[Any]]:
-    """The pool of the real checkpointer (``AsyncPostgresSaver.conn``), at one connection so
-    which connection a use gets is deterministic (a bigger pool grows a second one when a use
-    comes right after another)."""
-    async with open_checkpointer(url, pool_size=1) as saver:
-        pool = saver.conn  # type: ignore[attr-defined]
-        assert isinstance(pool, AsyncConnectionPool)
-        yield pool
-
-
-async def _use_pid(pool: AsyncConnectionPool[Any]) -> int:
-    """Use a pooled connection once; the pid of its backend."""
-    async with pool.connection() as conn:
-        row = await (await conn.execute("SELECT pg_backend_pid() AS pid")).fetchone()
-    assert row is not None
-    pid: int = row["pid"]
-    return pid
-
-
-@pytest.fixture
-def checks(monkeypatch: pytest.MonkeyPatch) -> Checks:
-    return _count_checks(monkeypatch)
-
-
-@pytest_asyncio.fixture
-async def checkpointer_pool(
-    postgres: PostgresCluster, checks: Checks
-) -> AsyncIterator[AsyncConnectionPool[Any]]:
-    """Opened after ``checks`` wraps ``check_connection``: a pool given ``check_connection``
-    itself would keep the unwrapped one, and its checks would go uncounted."""
-    async with _checkpointer_pool(postgres.new_database()) as pool:
-        yield pool
-
-
-async def test_checkpointer_connections_used_in_quick_succession_are_not_checked(
-    checkpointer_pool: AsyncConnectionPool[Any], checks: Checks
-) -> None:
-    pid = await _use_pid(checkpointer_pool)  # checked or not, depending on the setup's timing
-    checks.made.clear()
-
-    pids = [await _use_pid(checkpointer_pool) for _ in range(5)]
-
-    assert pids == [pid] * 5
-    assert checks.made == []
-
-
-async def test_a_checkpointer_connection_idle_past_the_threshold_is_checked_once_before_use(
-    checkpointer_pool: AsyncConnectionPool[Any], checks: Checks
-) -> None:
-    pid = await _use_pid(checkpointer_pool)
-    checks.made.clear()
-
-    await asyncio.sleep(IDLE)
-    after_idle = await _use_pid(checkpointer_pool)
-    right_after = await _use_pid(checkpointer_pool)
-
-    assert after_idle == right_after == pid
-    assert checks.made == [(pid, "answered")]
-
-
-async def test_a_checkpointer_connection_whose_backend_was_terminated_while_idle_is_replaced(
-    checkpointer_pool: AsyncConnectionPool[Any], checks: Checks, postgres: PostgresCluster
-) -> None:
-    old_pid = await _use_pid(checkpointer_pool)
-    checks.made.clear()
-
-    await _terminate(postgres, old_pid)
-    await asyncio.sleep(IDLE)
-    new_pid = await _use_pid(checkpointer_pool)
-
-    assert new_pid != old_pid
-    # The replacement, opened in the background and never used, is checked too: a connection
-    # the pool opened may wait in it for a long time before its first use.
-    assert checks.made == [(old_pid, "failed"), (new_pid, "answered")]
-    assert checkpointer_pool.get_stats()["connections_lost"] == 1
-
-
-async def test_a_dead_checkpointer_connection_reused_within_the_threshold_fails_one_use(
-    checkpointer_pool: AsyncConnectionPool[Any],
-    checks: Checks,
-    postgres: PostgresCluster,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # However long the test waits, the connection counts as given back a moment ago.
-    monkeypatch.setattr(idle_checks, "IDLE_CHECK_SECONDS", 3600.0)
-    old_pid = await _use_pid(checkpointer_pool)
-    checks.made.clear()
-
-    await _terminate(postgres, old_pid)
-    with pytest.raises(psycopg.OperationalError) as failed:
-        await _use_pid(checkpointer_pool)
-    new_pid = await _use_pid(checkpointer_pool)
-
-    assert is_database_unavailable(failed.value)  # the run fails retryably
-    assert new_pid != old_pid
-    assert checks.made == [(new_pid, "answered")]  # only the replacement, never used yet
-    assert checkpointer_pool.get_stats()["returns_bad"] == 1  # the pool dropped the dead one
-
-
 # --- A database restart -----------------------------------------------------------------------
 
 
@@ -319,29 +195,23 @@ def cluster() -> Iterator[PostgresCluster]:
 
 
 @pytest.mark.postgres  # a cluster of its own, not the `postgres` fixture's
-async def test_after_a_database_restart_the_first_use_of_either_pool_succeeds(
+async def test_after_a_database_restart_the_first_transaction_succeeds(
     cluster: PostgresCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Unlike a terminated backend, a restart is never within the threshold: it takes longer."""
+    """Unlike a terminated backend, a restart is never within the threshold: it takes longer.
+    (The checkpointer's statements run in these same transactions: it has no pool of its own.)"""
     url = cluster.new_database()
     db = Database(url)
     await db.open()
     pings = _count_pings(db, monkeypatch)
-    checks = _count_checks(monkeypatch)
     try:
-        async with _checkpointer_pool(url) as pool:
-            old_db_pid = await _transaction_pid(db)
-            old_pool_pid = await _use_pid(pool)
-            checks.made.clear()
+        old_db_pid = await _transaction_pid(db)
 
-            await asyncio.to_thread(cluster.stop, "fast")
-            await asyncio.to_thread(cluster.start)
-            new_db_pid = await _transaction_pid(db)
-            new_pool_pid = await _use_pid(pool)
+        await asyncio.to_thread(cluster.stop, "fast")
+        await asyncio.to_thread(cluster.start)
+        new_db_pid = await _transaction_pid(db)
 
-            assert new_db_pid != old_db_pid
-            assert pings.made == [(old_db_pid, "failed")]
-            assert new_pool_pid != old_pool_pid
-            assert checks.made == [(old_pool_pid, "failed"), (new_pool_pid, "answered")]
+        assert new_db_pid != old_db_pid
+        assert pings.made == [(old_db_pid, "failed")]
     finally:
         await db.close()

@@ -1,7 +1,7 @@
-"""Progress batching as served (``consentry.runtime.runs._step_batching``): a run's ``run_started``
-and ``step`` events are stored with its next write instead of in writes of their own, and the SSE
-stream still carries every event, in seq order, with no gap; a rejoining client replays exactly what
-the stream sent.
+"""Step batching as served (``consentry.runtime.runs._step_batching``): a run's events are stored
+in the write of the step's checkpoint (``run_started`` and ``step`` events may go ahead of it, with
+the first token), never in writes of their own, and the SSE stream still carries every event, in
+seq order, with no gap; a rejoining client replays exactly what the stream sent.
 
 Which rows one write stored is read from the ``events`` table: the test clock ticks 1 µs on every
 call and a write stamps all its rows with one reading, so the rows of one write share one
@@ -75,8 +75,13 @@ async def test_a_message_that_reaches_a_consent_stores_all_its_events_in_one_wri
         "final",
     ]
     assert _numbered_without_gaps(events)
+    # Each step's events in its checkpoint's write; the step that asked (it has no checkpoint
+    # of its own: the graph stopped in it) with the consent in the run's closing write.
     assert await _writes(client, events[0].run_id) == [
-        ["run_started", "step", "step", "step", "consent", "final"]
+        ["run_started"],
+        ["step"],
+        ["step"],
+        ["step", "consent", "final"],
     ]
 
 
@@ -99,8 +104,9 @@ async def test_an_approved_decision_stores_its_progress_with_the_note_then_the_m
     assert events[0].seq == asked[-1].seq + 1
     assert _numbered_without_gaps(events)
     assert await _writes(client, events[0].run_id) == [
-        ["run_started", "step", "step", "note"],
-        ["message"],
+        ["run_started", "step"],  # the input's checkpoint (the resume) and the step it starts
+        ["step"],
+        ["note", "message"],  # the note the step applied, in that step's checkpoint's write
         ["final"],
     ]
 
@@ -116,8 +122,10 @@ async def test_a_question_stores_its_progress_before_the_first_token_then_the_me
     assert set(streamed[3:-2]) == {"token"}
     assert _numbered_without_gaps(events)
     assert await _writes(client, events[0].run_id) == [
-        ["run_started", "step", "step"],  # what the first token could not be sent before
-        ["message"],
+        ["run_started"],  # with the input's checkpoint
+        ["step"],  # with the first step's
+        ["step"],  # what the first token could not be sent before
+        ["message"],  # with the answering step's checkpoint
         ["final"],
     ]
 

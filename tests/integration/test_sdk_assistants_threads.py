@@ -392,7 +392,8 @@ async def test_search_finds_threads_by_status_metadata_and_ids(
 async def test_a_thread_that_waits_for_a_consent_shows_its_values_state_and_history(
     open_live: Any, sdk_client: SdkClients
 ) -> None:
-    async with open_live(graphs=CITY) as (client, _):
+    # Every step's checkpoint kept (with `latest`, the default, only the newest: no history).
+    async with open_live(graphs=CITY, checkpoint_retention="all") as (client, _):
         sdk = sdk_client(client)
         consent = await _ask_city(client)
         thread_id = consent.thread_id
@@ -459,9 +460,10 @@ async def test_a_thread_that_waits_for_a_consent_shows_its_values_state_and_hist
     assert done["interrupts"] == {}
     assert [m["type"] for m in done["values"]["messages"]] == ["human", "ai"]
     assert done["values"]["city"] == "Lisbon"
-    # CONSENTRY_CHECKPOINT_RETENTION=latest (the default): a run that ends keeps the newest only.
-    assert len(after) == 1
+    # CONSENTRY_CHECKPOINT_RETENTION=all: the answer's steps are added to the history.
+    assert len(after) > len(history)
     assert after[0]["values"] == done["values"]
+    assert [h["checkpoint"] for h in after[-len(history) :]] == [h["checkpoint"] for h in history]
 
 
 async def test_another_principals_thread_is_404_on_every_route_and_never_listed(

@@ -144,9 +144,9 @@ async def _as_before_the_transcript_table(client: httpx.AsyncClient, thread_id: 
 
 
 async def _checkpoints(client: httpx.AsyncClient, thread_id: str) -> int:
-    """The thread's rows in the checkpointer's ``checkpoints`` table (same database as the app:
-    LangGraph's SQLite saver on SQLite, its PostgreSQL saver on PostgreSQL)."""
-    count = sa.text("SELECT count(*) FROM checkpoints WHERE thread_id = :thread_id")
+    """The thread's rows in the checkpointer's ``graph_checkpoints`` table (Consentry's own
+    checkpointer, in the app's database)."""
+    count = sa.text("SELECT count(*) FROM graph_checkpoints WHERE thread_id = :thread_id")
     async with _services(client).db.read() as conn:
         found = await conn.scalar(count, {"thread_id": thread_id})
     return int(found)
@@ -304,7 +304,9 @@ async def test_a_thread_waiting_for_a_consent_keeps_its_turn_until_the_decision_
     assert await _checkpoints(client, thread_id) == 1
     consent = await _asked_to_create_a_note(client, thread_id)
     await _settled(client)
-    assert await _checkpoints(client, thread_id) > 1  # no prune while the consent waits
+    # Each step's write replaced the one before: the newest (which holds the interrupt) is all
+    # a decision resumes from.
+    assert await _checkpoints(client, thread_id) == 1
 
     events = await _decide(client, consent, "approve")
     await _settled(client)

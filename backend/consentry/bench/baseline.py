@@ -1,14 +1,19 @@
-"""The baseline ``consentry bench`` compares Consentry with: the same tutor graph and offline model
-behind a naive FastAPI + LangGraph + ``AsyncSqliteSaver`` endpoint, with none of Consentry's
-guarantees. No event log, approval records, audit, leases, idempotency or budgets; the run lives
-in the request; the graph streams with LangGraph's default durability; events are sent as they
-come; notes are kept in memory.
+"""The baseline ``consentry bench`` compares Consentry with: the same graphs (the tutor with the
+offline model, and the five-node ``consent_flow``) behind a naive FastAPI + LangGraph endpoint on
+LangGraph's own checkpointer, ``AsyncSqliteSaver`` or ``AsyncPostgresSaver``, with none of
+Consentry's guarantees. No event log, approval records, audit, leases, idempotency or budgets;
+the run lives in the request; the graph streams with LangGraph's default durability; events are
+sent as they come; notes, effects and each thread's graph are kept in memory.
+
+Each saver is opened the simplest way LangGraph documents, ``from_conn_string``: one connection
+per process, on SQLite as on PostgreSQL (``setup()`` creates the saver's tables on start).
 
 It speaks just enough of Consentry's chat protocol for the load generator (``POST /v1/chat`` with
-``message`` or ``thread_id`` + ``resume``; ``consent``, ``note`` and ``final`` events), so both
-servers are driven by the same code:
+``graph`` and ``message``, or ``thread_id`` + ``resume``; ``consent``, ``note``, ``message`` and
+``final`` events), so both servers are driven by the same code:
 
     python -m consentry.bench.baseline --port 8100 --database /tmp/baseline.db
+    python -m consentry.bench.baseline --port 8100 --database postgresql://u@host/empty_db
 """
 
 from __future__ import annotations
@@ -16,20 +21,25 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 from uuid import uuid4
 
 import uvicorn
 from fastapi import FastAPI
 from fastapi.responses import StreamingResponse
-from langchain_core.messages import AIMessageChunk, HumanMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 from pydantic import BaseModel
 
+from consentry.bench.databases import libpq_url
 from consentry_graphs.consent import ConsentDecision, InMemoryEffectLedger
+from consentry_graphs.examples.consent_flow import build_consent_flow_graph
 from consentry_graphs.models.offline import OfflineChatModel
 from consentry_graphs.services import GraphContext
 from consentry_graphs.tutor.graph import build_tutor_graph
@@ -46,18 +56,25 @@ class _Resume(BaseModel):
 
 
 class _Chat(BaseModel):
+    graph: Literal["tutor", "consent_flow"] = "tutor"
     thread_id: str | None = None
     message: str | None = None
     resume: _Resume | None = None
 
 
-def create_baseline_app(database: Path) -> FastAPI:
+def create_baseline_app(database: Path | str) -> FastAPI:
+    """The naive server on ``database``: a SQLite file, or a ``postgresql://`` URL of an empty
+    database."""
     state: dict[str, Any] = {}
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with AsyncSqliteSaver.from_conn_string(str(database)) as saver:
-            state["graph"] = build_tutor_graph(OfflineChatModel(), saver)
+        async with _open_saver(database) as saver:
+            state["graphs"] = {
+                "tutor": build_tutor_graph(OfflineChatModel(), saver),
+                "consent_flow": build_consent_flow_graph(None, saver),
+            }
+            state["thread_graphs"] = {}
             state["context"] = GraphContext(
                 notes=InMemoryNotesStore(), effects=InMemoryEffectLedger(), user="bench"
             )
@@ -83,23 +100,51 @@ def create_baseline_app(database: Path) -> FastAPI:
         else:
             message = HumanMessage(body.message or "")
             graph_input = {"messages": [message], "project_id": PROJECT, "note_id": None}
+        # A thread keeps the graph that started it (a resume names only the thread), in memory.
+        graph = state["graphs"][state["thread_graphs"].setdefault(thread_id, body.graph)]
         return StreamingResponse(
-            _events(state, thread_id, graph_input), media_type="text/event-stream"
+            _events(graph, state["context"], thread_id, graph_input),
+            media_type="text/event-stream",
         )
 
     return app
 
 
-async def _events(state: dict[str, Any], thread_id: str, graph_input: Any) -> AsyncIterator[str]:
+def _open_saver(database: Path | str) -> AbstractAsyncContextManager[BaseCheckpointSaver[Any]]:
+    url = str(database)
+    if url.split("://", 1)[0] in ("postgresql", "postgres", "postgresql+psycopg"):
+        return _postgres_saver(libpq_url(url))
+    return AsyncSqliteSaver.from_conn_string(url)
+
+
+@asynccontextmanager
+async def _postgres_saver(url: str) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    async with AsyncPostgresSaver.from_conn_string(url) as saver:
+        await saver.setup()
+        yield saver
+
+
+async def _events(
+    graph: CompiledStateGraph[Any, Any, Any, Any],
+    context: GraphContext,
+    thread_id: str,
+    graph_input: Any,
+) -> AsyncIterator[str]:
     reason = "completed"
-    async for mode, chunk in state["graph"].astream(
+    async for item in graph.astream(
         graph_input,
         {"configurable": {"thread_id": thread_id}},
-        context=state["context"],
+        context=context,
         stream_mode=["messages", "updates", "custom"],
     ):
-        if mode == "messages" and isinstance(chunk[0], AIMessageChunk) and chunk[0].text:
-            yield _frame({"type": "token", "delta": chunk[0].text})
+        mode, chunk = cast(tuple[str, Any], item)
+        if mode == "messages" and isinstance(chunk[0], AIMessageChunk):
+            if chunk[0].text:
+                yield _frame({"type": "token", "delta": chunk[0].text})
+        elif mode == "messages" and isinstance(chunk[0], AIMessage) and chunk[0].text:
+            # A node's whole message (not streamed from a model): consent_flow's answer.
+            said = {"type": "message", "message_id": chunk[0].id, "content": chunk[0].text}
+            yield _frame(said)
         elif mode == "custom" and chunk.get("event") == "note":
             yield _frame({"type": "note", "note_id": chunk["note_id"]})
         elif mode == "updates" and "__interrupt__" in chunk:
@@ -117,7 +162,9 @@ def _frame(event: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--database", type=Path, required=True)
+    parser.add_argument(
+        "--database", required=True, help="a SQLite file, or a postgresql:// URL (empty database)"
+    )
     args = parser.parse_args(argv)
     uvicorn.run(
         create_baseline_app(args.database),

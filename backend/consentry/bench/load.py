@@ -3,19 +3,22 @@ conversations in a closed loop (a user starts the next one when the last ended) 
 
 A conversation is a message that reaches a consent (``POST /v1/chat``, timed to the ``consent``
 event) and a decision on it (timed to ``final``), approving a fixed share of them and rejecting
-the rest. Every conversation is checked: one consent and ``final`` ``interrupted``, then
-``final`` ``completed`` with a ``note`` event exactly when approved. A conversation that fails a
+the rest, on one of two graphs (``BenchGraph``): the tutor, or ``consent_flow``, the five-node
+consent graph without a model (``consentry_graphs.examples.consent_flow``). Every conversation
+is checked: one consent and ``final`` ``interrupted``, then ``final`` ``completed`` with, for
+the tutor, a ``note`` event exactly when approved, for ``consent_flow`` one ``message`` that says
+the change was applied when approved and cancelled when rejected. A conversation that fails a
 check, or a request that fails, counts as an error.
 
 The ``interrupt`` workload is the same conversation with a plain LangGraph graph instead of the
 tutor (``consentry_graphs.examples.ask_city``, served as ``city``): its raw ``interrupt()`` is
 the consent, answered with a value; ``final`` ``completed`` with one ``message`` is checked.
 
-The ``sdk`` workload is the tutor's conversation through the LangGraph SDK's face, as
-``useStream`` sends it: ``POST /runs/stream`` (``values`` and ``messages-tuple``) until ``end``
-``interrupted`` with ``__interrupt__`` in the last ``values``, then ``POST
-/threads/{id}/runs/stream`` with ``command.resume`` (the kit's decision) until ``end``
-``success``.
+The ``sdk`` workload is the same conversation (the graph its ``assistant_id``) through the
+LangGraph SDK's face, as ``useStream`` sends it: ``POST /runs/stream`` (``values`` and
+``messages-tuple``) until ``end`` ``interrupted`` with ``__interrupt__`` in the last ``values``,
+then ``POST /threads/{id}/runs/stream`` with ``command.resume`` (the kit's decision) until
+``end`` ``success``.
 """
 
 from __future__ import annotations
@@ -29,10 +32,14 @@ from typing import Any, Literal
 
 import httpx
 
+from consentry_graphs.examples.consent_flow import APPLIED, CANCELLED
+
 __all__ = [
+    "CONSENT_FLOW_GRAPH",
     "INTERRUPT_GRAPH",
     "MESSAGE",
     "QUESTION",
+    "BenchGraph",
     "ConversationError",
     "LoadResult",
     "Workload",
@@ -40,9 +47,15 @@ __all__ = [
     "run_load",
 ]
 
-Workload = Literal["tutor", "interrupt", "sdk"]
+Workload = Literal["chat", "interrupt", "sdk"]
+"""``chat``: the conversation through ``/v1/chat``; ``interrupt``: a raw ``interrupt()``
+answered; ``sdk``: the conversation through the LangGraph SDK's face."""
+BenchGraph = Literal["tutor", "consent_flow"]
+"""The graph of a ``chat`` or ``sdk`` conversation."""
 INTERRUPT_GRAPH = "city=consentry_graphs.examples.ask_city:graph"
 """What a server of the ``interrupt`` workload serves (``CONSENTRY_GRAPHS``)."""
+CONSENT_FLOW_GRAPH = "consent_flow=consentry_graphs.examples.consent_flow:graph_spec"
+"""What a Consentry serves for ``consent_flow`` conversations (``CONSENTRY_GRAPHS``)."""
 
 MESSAGE = "Add a summary of our discussion to my note"
 """A message the tutor answers with a consent (a new note) on every server."""
@@ -72,7 +85,8 @@ async def run_load(
     approve_ratio: float,
     headers: dict[str, str] | None = None,
     on_progress: Callable[[int], None] = lambda done: None,
-    workload: Workload = "tutor",
+    workload: Workload = "chat",
+    graph: BenchGraph = "tutor",
 ) -> LoadResult:
     result = LoadResult(concurrency=concurrency, conversations=conversations)
     next_index = iter(range(conversations))
@@ -90,9 +104,9 @@ async def run_load(
                     if workload == "interrupt":
                         timings = await _answered_interrupt(client)
                     elif workload == "sdk":
-                        timings = await _sdk_conversation(client, approve=approve)
+                        timings = await _sdk_conversation(client, approve=approve, graph=graph)
                     else:
-                        timings = await _conversation(client, approve=approve)
+                        timings = await _conversation(client, approve=approve, graph=graph)
                 except (ConversationError, httpx.HTTPError, ValueError) as exc:
                     result.errors.append(f"{type(exc).__name__}: {str(exc)[:200]}")
                 else:
@@ -107,9 +121,14 @@ async def run_load(
     return result
 
 
-async def _conversation(client: httpx.AsyncClient, *, approve: bool) -> tuple[float, float]:
+async def _conversation(
+    client: httpx.AsyncClient, *, approve: bool, graph: BenchGraph
+) -> tuple[float, float]:
     started = time.perf_counter()
-    asked, asked_at = await _stream(client, {"message": MESSAGE}, until="consent")
+    ask: dict[str, Any] = {"message": MESSAGE}
+    if graph != "tutor":  # the tutor is the default graph: its request stays as it always was
+        ask["graph"] = graph
+    asked, asked_at = await _stream(client, ask, until="consent")
     consents = [e for e in asked if e.get("type") == "consent"]
     if len(consents) != 1 or asked[-1].get("reason") != "interrupted":
         raise ConversationError(f"expected one consent then final interrupted, got {_kinds(asked)}")
@@ -119,11 +138,17 @@ async def _conversation(client: httpx.AsyncClient, *, approve: bool) -> tuple[fl
     done, ended_at = await _stream(
         client, {"thread_id": consent["thread_id"], "resume": resume}, until="final"
     )
-    notes = sum(1 for e in done if e.get("type") == "note")
-    if done[-1].get("reason") != "completed" or notes != (1 if approve else 0):
-        raise ConversationError(
-            f"expected final completed with {int(approve)} note event(s), got {_kinds(done)}"
-        )
+    if done[-1].get("reason") != "completed":
+        raise ConversationError(f"expected final completed, got {_kinds(done)}")
+    if graph == "tutor":
+        notes = sum(1 for e in done if e.get("type") == "note")
+        if notes != (1 if approve else 0):
+            raise ConversationError(f"expected {int(approve)} note event(s), got {_kinds(done)}")
+    else:
+        said = [str(e.get("content")) for e in done if e.get("type") == "message"]
+        outcome = APPLIED if approve else CANCELLED
+        if len(said) != 1 or not said[0].startswith(outcome):
+            raise ConversationError(f"expected one message {outcome!r}…, got {said}")
     return asked_at - started, ended_at - decided_at
 
 
@@ -170,10 +195,12 @@ async def _stream(
 _SDK_MODES = ["values", "messages-tuple"]
 
 
-async def _sdk_conversation(client: httpx.AsyncClient, *, approve: bool) -> tuple[float, float]:
+async def _sdk_conversation(
+    client: httpx.AsyncClient, *, approve: bool, graph: BenchGraph
+) -> tuple[float, float]:
     started = time.perf_counter()
     ask = {
-        "assistant_id": "tutor",
+        "assistant_id": graph,
         "input": {"messages": [{"role": "user", "content": MESSAGE}]},
         "stream_mode": _SDK_MODES,
     }
@@ -184,7 +211,7 @@ async def _sdk_conversation(client: httpx.AsyncClient, *, approve: bool) -> tupl
     (interrupt,) = values[-1]["__interrupt__"]
     thread_id = asked[0][1]["thread_id"]
     decision = {"decision": "approve" if approve else "reject"}
-    resume = {"assistant_id": "tutor", "command": {"resume": decision}, "stream_mode": _SDK_MODES}
+    resume = {"assistant_id": graph, "command": {"resume": decision}, "stream_mode": _SDK_MODES}
     decided_at = time.perf_counter()
     done, ended_at = await _sdk_stream(client, f"/threads/{thread_id}/runs/stream", resume)
     if done[-1][1].get("status") != "success" or not interrupt["id"]:

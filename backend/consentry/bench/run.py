@@ -1,13 +1,15 @@
 """``consentry bench``: run the load at each concurrency level against each server, side by side,
 and report what it cost.
 
-For every level the servers take turns (the baseline first), so the ratio of their CPU per
-conversation is measured on the same machine at the same moment: absolute figures drift on a
-shared machine, ratios hold.
+For every level the servers take turns (each baseline before its Consentry), so the ratio of their
+CPU per conversation is measured on the same machine at the same moment: absolute figures drift
+on a shared machine, ratios hold. A row's ratio is to the baseline on the same database: SQLite
+with SQLite, PostgreSQL with PostgreSQL.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
@@ -19,8 +21,17 @@ from typing import TextIO
 
 import httpx
 
-from consentry.bench.load import INTERRUPT_GRAPH, LoadResult, Workload, ask_in_thread, run_load
-from consentry.bench.servers import LocalServer, start_baseline, start_consentry
+from consentry.bench.databases import database_beside
+from consentry.bench.load import (
+    CONSENT_FLOW_GRAPH,
+    INTERRUPT_GRAPH,
+    BenchGraph,
+    LoadResult,
+    Workload,
+    ask_in_thread,
+    run_load,
+)
+from consentry.bench.servers import DatabaseKind, LocalServer, start_baseline, start_consentry
 
 __all__ = [
     "BenchRow",
@@ -43,12 +54,23 @@ class Target:
     name: str
     base_url: str
     local: LocalServer | None = None
-    workload: Workload = "tutor"
+    workload: Workload = "chat"
+    graph: BenchGraph = "tutor"
+    baseline: bool = False
+    """The naive server: the other rows on its database are measured against it."""
+
+    @property
+    def database(self) -> DatabaseKind | None:
+        return self.local.database if self.local else None
 
 
 @dataclass(frozen=True)
 class BenchRow:
     server: str
+    database: DatabaseKind | None
+    """Where the server kept its state; None for a running server (``--url``)."""
+    graph: str
+    """The graph of its conversations: ``tutor``, ``consent_flow``, or ``city`` (``interrupt``)."""
     concurrency: int
     conversations: int
     errors: int
@@ -63,6 +85,7 @@ class BenchRow:
     peak_rss_mb: float | None
     database_bytes_per_conversation: float | None
     cpu_vs_baseline: float | None = None
+    """CPU per conversation as a multiple of the baseline's on the same database."""
     cpu_vs_chat: float | None = None
     """The SDK face's CPU per conversation as a multiple of ``/v1/chat``'s (``consentry``)."""
     first_errors: tuple[str, ...] = ()
@@ -84,15 +107,20 @@ async def run_bench(
             conversations=WARM_UP_CONVERSATIONS,
             approve_ratio=approve_ratio,
             workload=target.workload,
+            graph=target.graph,
         )
     for level in levels:
         count = max(conversations, level)
         level_rows = [
             await _measure(target, level, count, approve_ratio, progress) for target in targets
         ]
-        baseline = next((row for row in level_rows if row.server == "baseline"), None)
+        baselines = {
+            row.database: row
+            for target, row in zip(targets, level_rows, strict=True)
+            if target.baseline
+        }
         chat = next((row for row in level_rows if row.server == "consentry"), None)
-        rows += [_with_ratios(row, baseline, chat) for row in level_rows]
+        rows += [_with_ratios(row, baselines.get(row.database), chat) for row in level_rows]
     return rows
 
 
@@ -117,24 +145,22 @@ async def _measure(
         approve_ratio=approve_ratio,
         on_progress=show,
         workload=target.workload,
+        graph=target.graph,
     )
     if progress is not None:
         progress.write("\n")
     cpu = (local.cpu_seconds() - cpu_before) if local else None
     stored = (local.database_bytes() - bytes_before) if local else None
-    return _row(target.name, result, cpu, local, stored)
+    return _row(target, result, cpu, stored)
 
 
-def _row(
-    name: str,
-    result: LoadResult,
-    cpu: float | None,
-    local: LocalServer | None,
-    stored: int | None,
-) -> BenchRow:
+def _row(target: Target, result: LoadResult, cpu: float | None, stored: int | None) -> BenchRow:
     count = result.conversations
+    local = target.local
     return BenchRow(
-        server=name,
+        server=target.name,
+        database=target.database,
+        graph="city" if target.workload == "interrupt" else target.graph,
         concurrency=result.concurrency,
         conversations=count,
         errors=len(result.errors),
@@ -153,8 +179,8 @@ def _row(
 
 
 def _with_ratios(row: BenchRow, baseline: BenchRow | None, chat: BenchRow | None) -> BenchRow:
-    """``row`` with its CPU per conversation as a multiple of the baseline's at its level (and,
-    for the SDK face, of ``/v1/chat``'s)."""
+    """``row`` with its CPU per conversation as a multiple of the baseline's at its level, on its
+    database (and, for the SDK face, of ``/v1/chat``'s)."""
     row = replace(row, cpu_vs_baseline=_ratio(row, baseline))
     if row.server == "sdk":
         row = replace(row, cpu_vs_chat=_ratio(row, chat))
@@ -176,13 +202,15 @@ def _percentile(samples: list[float], q: float) -> float:
 
 def format_table(rows: Sequence[BenchRow]) -> str:
     header = (
-        "| server | C | conv | errors | conv/s | message p50/p95/p99 ms | decision p50/p95/p99 ms "
-        "| CPU ms/conv | × baseline | × /v1/chat | peak RSS MB | DB bytes/conv |"
+        "| server | db | C | conv | errors | conv/s | message p50/p95/p99 ms "
+        "| decision p50/p95/p99 ms | CPU ms/conv | × baseline (same db) | × /v1/chat "
+        "| peak RSS MB | DB bytes/conv |"
     )
-    lines = [header, "|" + "---|" * 12]
+    lines = [header, "|" + "---|" * 13]
     for r in rows:
         lines.append(
-            f"| {r.server} | {r.concurrency} | {r.conversations} | {r.errors} "
+            f"| {r.server} | {r.database or '–'} | {r.concurrency} | {r.conversations} "
+            f"| {r.errors} "
             f"| {r.conversations_per_second} "
             f"| {r.message_p50_ms} / {r.message_p95_ms} / {r.message_p99_ms} "
             f"| {r.decision_p50_ms} / {r.decision_p95_ms} / {r.decision_p99_ms} "
@@ -208,53 +236,74 @@ async def run_local_bench(
     json_out: TextIO | None,
     interrupt: bool = False,
     sdk: bool = False,
+    graph: BenchGraph = "tutor",
+    baseline_postgres_url: str | None = None,
 ) -> list[BenchRow]:
-    """Start the servers here (Consentry on a fresh SQLite file, on ``postgres_url`` too when
-    given, the baseline, with ``interrupt`` a Consentry serving a raw-``interrupt()`` graph, and
-    with ``sdk`` one whose conversations go through the LangGraph SDK's face),
-    run the bench (and the long thread, with ``thread_turns``), print the tables (and JSON),
-    stop them."""
+    """Start the servers here, run the bench on ``graph`` (and the tutor's long thread, with
+    ``thread_turns``), stop them, print the tables (and JSON).
+
+    The servers: the baseline and Consentry on fresh SQLite files; with ``postgres_url`` the
+    baseline on PostgreSQL (on ``baseline_postgres_url``, else on a database made beside
+    ``postgres_url`` and dropped after the run: ``bench.databases``) and Consentry on
+    ``postgres_url``; with ``interrupt`` a Consentry serving a raw-``interrupt()`` graph, and with
+    ``sdk`` one whose conversations go through the LangGraph SDK's face."""
     workdir = Path(tempfile.mkdtemp(prefix="consentry-bench-"))
-    servers: list[LocalServer] = []
     rows: list[BenchRow] = []
     thread_rows: list[ThreadTurnsRow] = []
-    try:
-        if baseline:
-            servers.append(start_baseline(workdir / "baseline.db"))
-        servers.append(start_consentry(f"sqlite:///{workdir / 'consentry.db'}"))
+    with contextlib.ExitStack() as stack:
+        if baseline and postgres_url and baseline_postgres_url is None:
+            baseline_postgres_url = stack.enter_context(database_beside(postgres_url))
+        servers: list[LocalServer] = []
+
+        @stack.callback
+        def stop_servers() -> None:
+            for server in servers:
+                server.stop()
+
+        graphs = {"CONSENTRY_GRAPHS": CONSENT_FLOW_GRAPH} if graph == "consent_flow" else {}
+
+        def serve(name: str, database_url: str, env: dict[str, str]) -> LocalServer:
+            server = start_consentry(database_url, env=env)
+            server.name = name
+            servers.append(server)
+            return server
+
+        # Each baseline runs just before the Consentry on its database (same graph, same load).
+        pairs: list[tuple[Path | str | None, str, str]] = [
+            (workdir / "baseline.db", "consentry", f"sqlite:///{workdir / 'consentry.db'}")
+        ]
         if postgres_url:
-            postgres = start_consentry(postgres_url)
-            postgres.name = "consentry-pg"
-            servers.append(postgres)
-        targets = [Target(s.name, s.base_url, s) for s in servers]
+            pairs.append((baseline_postgres_url, "consentry-pg", postgres_url))
+        targets: list[Target] = []
+        for baseline_database, name, database_url in pairs:
+            if baseline and baseline_database is not None:
+                servers.append(start_baseline(baseline_database))
+                targets.append(_target(servers[-1], graph, baseline=True))
+            targets.append(_target(serve(name, database_url, graphs), graph))
         if interrupt:
-            raw = start_consentry(
-                f"sqlite:///{workdir / 'interrupt.db'}", env={"CONSENTRY_GRAPHS": INTERRUPT_GRAPH}
+            raw = serve(
+                "interrupt",
+                f"sqlite:///{workdir / 'interrupt.db'}",
+                {"CONSENTRY_GRAPHS": INTERRUPT_GRAPH},
             )
-            raw.name = "interrupt"
-            servers.append(raw)
-            targets.append(Target(raw.name, raw.base_url, raw, workload="interrupt"))
+            targets.append(_target(raw, graph, workload="interrupt"))
         if sdk:
-            face = start_consentry(f"sqlite:///{workdir / 'sdk.db'}")
-            face.name = "sdk"
-            servers.append(face)
-            targets.append(Target(face.name, face.base_url, face, workload="sdk"))
+            face = serve("sdk", f"sqlite:///{workdir / 'sdk.db'}", graphs)
+            targets.append(_target(face, graph, workload="sdk"))
         if levels:
             rows = await run_bench(
                 targets, levels=levels, conversations=conversations, approve_ratio=approve_ratio
             )
-        if thread_turns:
-            tutors = [target for target in targets if target.workload == "tutor"]
-            thread_rows = await run_thread_turns(tutors, turns=thread_turns)
-    finally:
-        for server in servers:
-            server.stop()
+        if thread_turns:  # the tutor's question turns: every server serves the tutor
+            chats = [target for target in targets if target.workload == "chat"]
+            thread_rows = await run_thread_turns(chats, turns=thread_turns)
     if rows:
         print(format_table(rows))
     if thread_rows:
         print(format_thread_table(thread_rows))
     if json_out is not None:
         results = {
+            "graph": graph,
             "load": [asdict(row) for row in rows],
             "thread_turns": [asdict(row) for row in thread_rows],
         }
@@ -263,11 +312,18 @@ async def run_local_bench(
     return rows
 
 
+def _target(
+    server: LocalServer, graph: BenchGraph, *, workload: Workload = "chat", baseline: bool = False
+) -> Target:
+    return Target(server.name, server.base_url, server, workload, graph, baseline)
+
+
 @dataclass(frozen=True)
 class ThreadTurnsRow:
     """A long thread: what its first turns cost beside its last ones."""
 
     server: str
+    database: DatabaseKind | None
     turns: int
     window: int
     first_cpu_ms: float | None
@@ -310,6 +366,7 @@ async def run_thread_turns(
         rows.append(
             ThreadTurnsRow(
                 server=target.name,
+                database=target.database,
                 turns=turns,
                 window=window,
                 first_cpu_ms=_mean_ms(cpu[:window]) if cpu else None,
@@ -333,13 +390,14 @@ def _mean_ms(values: Sequence[float]) -> float:
 
 def format_thread_table(rows: Sequence[ThreadTurnsRow]) -> str:
     lines = [
-        "| server | turns | CPU ms/turn first → last | latency ms first → last "
+        "| server | db | turns | CPU ms/turn first → last | latency ms first → last "
         "| DB bytes/turn first → last |",
-        "|---|---|---|---|---|",
+        "|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
-            f"| {r.server} | {r.turns} | {_or_dash(r.first_cpu_ms)} → {_or_dash(r.last_cpu_ms)} "
+            f"| {r.server} | {r.database or '–'} | {r.turns} "
+            f"| {_or_dash(r.first_cpu_ms)} → {_or_dash(r.last_cpu_ms)} "
             f"| {r.first_latency_ms} → {r.last_latency_ms} "
             f"| {_or_dash(r.first_bytes_per_turn)} → {_or_dash(r.last_bytes_per_turn)} |"
         )

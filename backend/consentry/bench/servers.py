@@ -12,10 +12,15 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import httpx
 
-__all__ = ["LocalServer", "start_baseline", "start_consentry"]
+from consentry.bench.databases import libpq_url
+
+__all__ = ["DatabaseKind", "LocalServer", "start_baseline", "start_consentry"]
+
+DatabaseKind = Literal["sqlite", "postgres"]
 
 _START_TIMEOUT_SECONDS = 60.0
 _NO_ABUSE_LIMITS = {
@@ -37,6 +42,10 @@ class LocalServer:
     base_url: str
     database_url: str
     """``sqlite:///<path>`` or ``postgresql://…``: where its state lives."""
+
+    @property
+    def database(self) -> DatabaseKind:
+        return "sqlite" if self.database_url.startswith("sqlite:///") else "postgres"
 
     def cpu_seconds(self) -> float:
         """User + system CPU the server process has used so far."""
@@ -62,7 +71,7 @@ class LocalServer:
             return int((pages - free) * size)
         import psycopg
 
-        with psycopg.connect(self.database_url) as conn:
+        with psycopg.connect(libpq_url(self.database_url)) as conn:
             row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
         return int(row[0]) if row else 0
 
@@ -91,11 +100,15 @@ def start_consentry(database_url: str, *, env: dict[str, str] | None = None) -> 
     return _start("consentry", command, environment, port, database_url)
 
 
-def start_baseline(database: Path) -> LocalServer:
-    """The naive FastAPI + LangGraph + ``AsyncSqliteSaver`` endpoint (``bench.baseline``)."""
+def start_baseline(database: Path | str) -> LocalServer:
+    """The naive FastAPI + LangGraph endpoint (``bench.baseline``): on ``AsyncSqliteSaver`` with
+    a SQLite file (``baseline``), on ``AsyncPostgresSaver`` with a ``postgresql://`` URL of an
+    empty database (``baseline-pg``)."""
     port = _free_port()
     command = [sys.executable, "-m", "consentry.bench.baseline", "--port", str(port)]
     command += ["--database", str(database)]
+    if isinstance(database, str) and database.startswith("postgres"):
+        return _start("baseline-pg", command, dict(os.environ), port, database)
     return _start("baseline", command, dict(os.environ), port, f"sqlite:///{database}")
 
 

@@ -9,7 +9,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from consentry.storage.checkpointer import open_checkpointer
+from consentry.storage.checkpoints import ConsentrySaver
+from consentry.storage.database import Database
 from consentry_graphs.models.offline import OfflineChatModel
 from consentry_graphs.registry import BUILTIN_GRAPHS, CompiledGraph
 
@@ -41,6 +42,10 @@ class Positions:
 @asynccontextmanager
 async def open_positions(database_url: str) -> AsyncIterator[Positions]:
     """The tutor graph on the database's checkpointer (the chaos clients only use the tutor)."""
-    async with open_checkpointer(database_url, pool_size=2) as checkpointer:
-        saver: Any = checkpointer
+    db = Database(database_url, pool_size=2)
+    await db.open()
+    try:
+        saver: Any = ConsentrySaver(db, database_url=database_url)
         yield Positions(BUILTIN_GRAPHS["tutor"].build(OfflineChatModel(), saver))
+    finally:
+        await db.close()

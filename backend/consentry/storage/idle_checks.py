@@ -1,8 +1,8 @@
 """PostgreSQL connections are checked before use only after they sat idle in their pool.
 
 A pooled connection can be dead when it is taken: the database restarted while it waited. A
-check before every use finds that out, at the price of a round trip per transaction and per
-checkpointer call (about a tenth of a conversation's CPU, measured in ``docs/performance.md``).
+check before every use finds that out, at the price of a round trip per transaction (about a
+tenth of a conversation's CPU, measured in ``docs/performance.md``).
 A connection given back less than :data:`IDLE_CHECK_SECONDS` ago was working then, and a
 restart takes longer than that (a fast restart of the test suite's small local cluster takes
 0.24 s: 0.11 s to stop, 0.13 s to start), so only connections that sat idle longer are checked.
@@ -13,22 +13,19 @@ network fault) while the database stayed up is found out when it is used, not be
 request fails with 503 ``database_unavailable``, or the run with a retryable error (``POST
 /v1/threads/{id}/retry``), and the pool drops the connection.
 
-Both pools get the same rule: SQLAlchemy's, for the app's tables (:func:`check_idle_connections`),
-and psycopg's, for LangGraph's checkpointer (:class:`IdleConnectionCheck`).
+One pool has the rule: SQLAlchemy's (:func:`check_idle_connections`), which the app's tables and
+the checkpointer (``storage.checkpoints``) share.
 """
 
 from __future__ import annotations
 
 import time
-import weakref
 from typing import Any
 
-from psycopg import AsyncConnection
-from psycopg_pool import AsyncConnectionPool
 from sqlalchemy import event, exc
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-__all__ = ["IDLE_CHECK_SECONDS", "IdleConnectionCheck", "check_idle_connections"]
+__all__ = ["IDLE_CHECK_SECONDS", "check_idle_connections"]
 
 IDLE_CHECK_SECONDS = 0.1
 """A connection back in its pool for this long is checked before its next use."""
@@ -56,21 +53,3 @@ def check_idle_connections(engine: AsyncEngine) -> None:
             raise exc.DisconnectionError("an idle connection no longer answers") from error
         if not alive:
             raise exc.DisconnectionError("an idle connection no longer answers")
-
-
-class IdleConnectionCheck:
-    """psycopg's pool: ``check`` and ``reset`` callbacks that check a connection before use only
-    when it sat idle (the pool replaces one that fails the check)."""
-
-    def __init__(self) -> None:
-        self._returned_at: weakref.WeakKeyDictionary[AsyncConnection[Any], float] = (
-            weakref.WeakKeyDictionary()
-        )
-
-    async def check(self, connection: AsyncConnection[Any]) -> None:
-        returned = self._returned_at.get(connection)
-        if returned is None or time.monotonic() - returned >= IDLE_CHECK_SECONDS:
-            await AsyncConnectionPool.check_connection(connection)
-
-    async def reset(self, connection: AsyncConnection[Any]) -> None:
-        self._returned_at[connection] = time.monotonic()

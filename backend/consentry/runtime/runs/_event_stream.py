@@ -187,6 +187,20 @@ class RunEventStream:
         taken, self._durable = self._durable, []
         return taken
 
+    def take_progress(self) -> list[OutgoingEvent]:
+        """Take the ``run_started`` and ``step`` events recorded before the first event of
+        another type that waits to be stored (the rest waits for the step's checkpoint)."""
+        cut = next(
+            (i for i, e in enumerate(self._durable) if e.type not in _PROGRESS), len(self._durable)
+        )
+        taken, self._durable = self._durable[:cut], self._durable[cut:]
+        return taken
+
+    @property
+    def first_unstored(self) -> int:
+        """The seq of the first durable event not stored yet (past the last one when none)."""
+        return self._durable[0].seq if self._durable else self.last_seq + 1
+
     def restore_durable(self, taken: list[OutgoingEvent]) -> None:
         """Put back what :meth:`take_durable` gave, ahead of what was recorded since."""
         self._durable = taken + self._durable

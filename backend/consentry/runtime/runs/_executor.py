@@ -23,10 +23,9 @@ import logging
 from collections.abc import Mapping
 from datetime import timedelta
 from functools import partial
-from typing import Any, Literal
+from typing import Literal
 
 from langgraph.channels.delta import DeltaChannel
-from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.errors import GraphRecursionError
 
 from consentry.observability.logs import bind_run
@@ -66,6 +65,7 @@ from consentry.schemas.events import (
     RunStartedEvent,
     Trigger,
 )
+from consentry.storage.checkpoints import CheckpointFence
 from consentry.storage.database import Database
 from consentry.storage.leases import Claim, LeaseLostError
 from consentry_graphs.registry import CompiledGraph, GraphSpec
@@ -103,15 +103,15 @@ class RunExecutor:
         self._db = db
         self._tracing = tracing
         self._metrics = metrics or Metrics()
-        # Decided once, not per run: which graphs' checkpoints are pruned after each run. Not a
-        # graph with a DeltaChannel, whose checkpoints hold only changes (the older are needed).
-        prunable: dict[str, BaseCheckpointSaver[Any]] = {
-            name: graph.checkpointer
+        # Decided once, not per run: which graphs keep only their newest checkpoint (each write
+        # drops the older ones, in its transaction). Not a graph with a DeltaChannel, whose
+        # checkpoints hold only changes (the older are needed).
+        self._latest_only = frozenset(
+            name
             for name, graph in graphs.items()
             if checkpoint_retention == "latest"
-            and isinstance(graph.checkpointer, BaseCheckpointSaver)
             and not any(isinstance(c, DeltaChannel) for c in graph.channels.values())
-        }
+        )
         self.leases = LeaseKeeper(
             db=db, clock=clock, lease_seconds=lease_seconds, on_lost=self._leases_lost
         )
@@ -129,7 +129,6 @@ class RunExecutor:
             clock=clock,
             metrics=self._metrics,
             alarm=alarm,
-            prunable=prunable,
             ended=self._ended,
         )
         self._streamer = GraphStreamer(
@@ -220,7 +219,13 @@ class RunExecutor:
             observer,
             resumed,
         )
-        run.progress = ProgressBatcher(events, partial(self._store.store_rows, run))
+        run.progress = ProgressBatcher(
+            events,
+            partial(self._store.insert_events, run=run),
+            db=self._db,
+            fence=CheckpointFence(thread_id, run_id, claim.fencing_token),
+            latest_only=spec.name in self._latest_only,
+        )
         self._active[thread_id] = run
         self.leases.track(run_id)
         task = asyncio.create_task(

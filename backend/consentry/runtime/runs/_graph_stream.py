@@ -45,6 +45,7 @@ from consentry.storage import events as events_repo
 from consentry.storage import leases as leases_repo
 from consentry.storage import runs as runs_repo
 from consentry.storage import threads as threads_repo
+from consentry.storage.checkpoints import RUN_KEY
 from consentry.storage.database import Database
 from consentry.storage.transcript import TranscriptEntry
 from consentry_graphs.registry import CompiledGraph, GraphSpec
@@ -133,6 +134,9 @@ class GraphStreamer:
         config = _config(events.thread_id)
         config["recursion_limit"] = self._limits.max_steps
         config["metadata"] = {RUN_MARK: events.run_id, INPUT_MARK: index}
+        # The run's checkpoint writes: fenced by its lease, each step's in one transaction with
+        # the step's events (``step_batching``), older checkpoints dropped there when retained.
+        config["configurable"][RUN_KEY] = run.progress
         callbacks: list[BaseCallbackHandler] = [run.meter, self._model_metrics]
         if run.observer.spans is not None:
             callbacks.append(ModelCallSpans(run.observer.spans))

@@ -1,19 +1,16 @@
-"""Storing what a run produced, always fenced by its lease: its durable events as they come (one
-write per chunk that has more than progress), with what they add to the transcript (messages) and
-to the thread's tool calls (``tool_call``, ``tool_result``), and its end (the last events, the
-approvals of its consents, its terminal reason, the thread's new status) in one transaction,
-after which its ``consent`` and ``final`` events are sent. Also the stop without an end
-(shutdown, a lost lease) and the pruning of checkpoints once a run ended.
+"""Storing what a run produced, always fenced by its lease: its durable events (with each step's
+checkpoint, ``step_batching``), with what they add to the transcript (messages) and to the
+thread's tool calls (``tool_call``, ``tool_result``), and its end (the last events, the approvals
+of its consents, its terminal reason, the thread's new status) in one transaction, after which
+its ``consent`` and ``final`` events are sent. Also the stop without an end (shutdown, a lost
+lease). Checkpoint retention is the checkpointer's (``storage.checkpoints``): no prune pass.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
-from typing import Any
-
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from collections.abc import Callable
 
 from consentry.observability.metrics import Metrics
 from consentry.runtime.clock import Clock
@@ -61,29 +58,22 @@ class RunStore:
         clock: Clock,
         metrics: Metrics,
         alarm: ExpiryAlarm,
-        prunable: Mapping[str, BaseCheckpointSaver[Any]],
         ended: Callable[[str, str], None],
     ) -> None:
-        """``prunable``: the checkpointers of the graphs whose older checkpoints go once a run
-        ended (``CONSENTRY_CHECKPOINT_RETENTION=latest``). ``ended(thread_id, run_id)``: a run
-        ended (stored), so the thread is free of it in this process."""
+        """``ended(thread_id, run_id)``: a run ended (stored), so the thread is free of it in this
+        process."""
         self._db = db
         self._clock = clock
         self._metrics = metrics
         self._alarm = alarm
-        self._prunable = prunable
         self._ended = ended
 
     async def store_events(self, conn: DbConnection, run: RunContext) -> None:
         """Store the run's recorded durable events, fenced by its lease."""
-        await self.insert_events(conn, run, run.events.take_durable())
-
-    async def store_rows(self, run: RunContext, rows: list[OutgoingEvent]) -> None:
-        async with self._db.write() as conn:
-            await self.insert_events(conn, run, rows)
+        await self.insert_events(conn, run.events.take_durable(), run=run)
 
     async def insert_events(
-        self, conn: DbConnection, run: RunContext, rows: list[OutgoingEvent]
+        self, conn: DbConnection, rows: list[OutgoingEvent], *, run: RunContext
     ) -> None:
         """Insert events fenced by the run's lease, and what they add to the transcript (the
         user's messages given to the graph since the last write, then ``message`` events) and to
@@ -151,24 +141,6 @@ class RunStore:
                 tokens_used=run.meter.run_tokens,
             )
 
-    async def prune_checkpoints(self, run: RunContext) -> None:
-        """With ``CONSENTRY_CHECKPOINT_RETENTION=latest``, keep only the thread's newest
-        checkpoint: the one a resume, a retry or a takeover starts from. Called when a run ends
-        without waiting for a consent, so a conversation that pauses for one is pruned once, after
-        its decision. Best effort: a prune that fails (or loses a race to the next run) leaves
-        the older ones for the next run's."""
-        saver = self._prunable.get(run.spec.name)
-        if saver is None:
-            return
-        try:
-            await saver.aprune([run.events.thread_id], strategy="keep_latest")
-        except Exception:
-            log.warning(
-                "could not prune a thread's older checkpoints; the next run tries again",
-                extra={"thread_id": run.events.thread_id},
-                exc_info=True,
-            )
-
     async def finish(self, run: RunContext, outcome: Outcome) -> None:
         """Store everything the run produced in one transaction, then send consent + final.
 
@@ -222,8 +194,6 @@ class RunStore:
         events.flush()
         events.close()
         self._ended(events.thread_id, events.run_id)  # the thread is free: a cancel finds nothing
-        if outcome.reason != "interrupted":  # a consent's decision comes soon: prune after it
-            await self.prune_checkpoints(run)
 
     async def suspend(self, run: RunContext) -> None:
         """Stop without ending: store the events made so far and give up the lease, so the next

@@ -8,6 +8,15 @@ say) gets them stored and sent on their own, so a progress line is never later t
 
 Nothing changes for the client but timing: no event is sent before it is stored, and none is
 sent before an earlier one.
+
+With Consentry's checkpointer (``storage.checkpoints``) the batcher is also the run's
+``StepCommitter``: the events a step's results produce (a ``message``, a ``note``, a tool's call or
+result) are not stored when their chunk arrives but in the transaction that writes the step's
+checkpoint (``commit_step``), fenced by the run's lease: no such event is stored without the
+checkpoint that holds its step, and no checkpoint without its events. What a step produced
+without finishing (an interrupt, a failure, a stop) goes with the run's end. Progress events
+still go ahead on their own (they say that something began, not what it produced), and so do
+the tokens streamed before a held event.
 """
 
 from __future__ import annotations
@@ -18,6 +27,8 @@ from collections.abc import Awaitable, Callable
 
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.runs._event_stream import RunEventStream
+from consentry.storage.checkpoints import CheckpointFence
+from consentry.storage.database import Database, DbConnection
 
 __all__ = ["PROGRESS_DELAY_SECONDS", "ProgressBatcher"]
 
@@ -33,12 +44,20 @@ class ProgressBatcher:
     def __init__(
         self,
         events: RunEventStream,
-        store: Callable[[list[OutgoingEvent]], Awaitable[None]],
+        store: Callable[[DbConnection, list[OutgoingEvent]], Awaitable[None]],
         *,
+        db: Database,
+        fence: CheckpointFence,
+        latest_only: bool,
         delay: float = PROGRESS_DELAY_SECONDS,
     ) -> None:
+        """``store(conn, rows)``: insert the run's events in the caller's transaction. ``fence``
+        and ``latest_only``: what the run's checkpoint writes carry (``StepCommitter``)."""
         self._events = events
-        self._store = store
+        self._store_in = store
+        self._db = db
+        self.fence = fence
+        self.latest_only = latest_only
         self._delay = delay
         self._lock = asyncio.Lock()
         self._timer: asyncio.TimerHandle | None = None
@@ -53,14 +72,37 @@ class ProgressBatcher:
             return
         self._cancel_timer()
         async with self._lock:
-            rows = self._events.take_durable()
+            rows = self._events.take_progress()  # a step's results wait for its checkpoint
             if rows:
                 try:
                     await self._store(rows)
                 except BaseException:
                     self._events.discard_unsent()  # neither stored nor sent
                     raise
-            self._events.flush()
+            self._events.flush(through=self._events.first_unstored - 1)
+
+    async def commit_step(self, write: Callable[[DbConnection], Awaitable[None]]) -> None:
+        """The run's graph saves a step's checkpoint: ``write(conn)`` it, fenced, in one
+        transaction with every event recorded so far; then send those."""
+        self._cancel_timer()
+        async with self._lock:
+            rows = self._events.take_durable()
+            try:
+                async with self._db.write() as conn:
+                    await write(conn)
+                    if rows:
+                        await self._store_in(conn, rows)
+            except BaseException:
+                # Neither the checkpoint nor its events: the step did not happen (it runs
+                # again from the last checkpoint), so nothing it produced is kept or sent.
+                self._events.discard_unsent()
+                raise
+            if rows:
+                self._events.flush(through=rows[-1].seq)
+
+    async def _store(self, rows: list[OutgoingEvent]) -> None:
+        async with self._db.write() as conn:
+            await self._store_in(conn, rows)
 
     async def settle(self) -> None:
         """Before the run's own last writes: no timer left, no write of ours in flight."""
@@ -79,7 +121,7 @@ class ProgressBatcher:
 
     async def _store_late(self) -> None:
         async with self._lock:
-            rows = self._events.take_durable()
+            rows = self._events.take_progress()
             if not rows:
                 return
             try:

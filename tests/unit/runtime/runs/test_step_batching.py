@@ -1,6 +1,7 @@
 """``consentry.runtime.runs._step_batching.ProgressBatcher``: ``run_started`` and ``step`` events
-wait for the run's next write, or for a short delay, instead of a write of their own; and still no
-event is sent before it is stored, nor before an earlier one.
+wait for the run's next write, or for a short delay, instead of a write of their own; the events a
+step's results produce wait for the step's checkpoint (``commit_step``) and are written in its
+transaction; and still no event is sent before it is stored, nor before an earlier one.
 
 Driven with a real :class:`RunEventStream`, a store that records what it is given (and can be held
 or made to fail) and the run's client reading ``listen()``. Both write into one timeline, so a test
@@ -12,8 +13,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 import pytest
 
@@ -21,6 +23,8 @@ from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.runs._event_stream import RunEventStream
 from consentry.runtime.runs._step_batching import ProgressBatcher
 from consentry.schemas.events import MessageEvent, RunStartedEvent, StepEvent, TokenEvent
+from consentry.storage.checkpoints import CheckpointFence
+from consentry.storage.database import Database
 
 DELAY = 0.01
 WAIT_SECONDS = 5.0
@@ -187,9 +191,40 @@ async def client(events: RunEventStream, timeline: Timeline) -> AsyncIterator[Cl
     client.stop()
 
 
+class FakeDatabase:
+    """``Database.write()``: one transaction, as a list the writes in it append to."""
+
+    def __init__(self) -> None:
+        self.transactions: list[list[str]] = []
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[list[str]]:
+        transaction: list[str] = []
+        yield transaction
+        self.transactions.append(transaction)
+
+
 @pytest.fixture
-async def batcher(events: RunEventStream, store: FakeStore) -> AsyncIterator[ProgressBatcher]:
-    batcher = ProgressBatcher(events, store, delay=DELAY)
+def db() -> FakeDatabase:
+    return FakeDatabase()
+
+
+@pytest.fixture
+async def batcher(
+    events: RunEventStream, store: FakeStore, db: FakeDatabase
+) -> AsyncIterator[ProgressBatcher]:
+    async def store_in(transaction: Any, rows: list[OutgoingEvent]) -> None:
+        transaction.append("events")
+        await store(rows)
+
+    batcher = ProgressBatcher(
+        events,
+        store_in,
+        db=cast(Database, db),
+        fence=CheckpointFence("thread-1", "run-1", 1),
+        latest_only=True,
+        delay=DELAY,
+    )
     yield batcher
     await _within(batcher.settle())  # no timer outlives the test
 
@@ -207,7 +242,7 @@ async def test_progress_alone_is_neither_stored_nor_sent_at_once(
     assert await client.everything(events) == []
 
 
-async def test_the_next_message_is_stored_with_the_pending_progress_in_one_write_then_all_sent(
+async def test_a_message_waits_for_its_steps_checkpoint_while_the_progress_before_it_goes_ahead(
     events: RunEventStream,
     store: FakeStore,
     client: Client,
@@ -221,9 +256,54 @@ async def test_the_next_message_is_stored_with_the_pending_progress_in_one_write
 
     await _within(batcher.after_chunk())
 
-    assert store.calls == [[STARTED, STEP, (3, "message")]]
+    assert store.calls == [[STARTED, STEP]]
+    assert await client.received_through(2) == [STARTED, STEP]
+    assert [row.seq for row in events.take_durable()] == [3]  # held for the checkpoint
+    assert _sent_before_stored(timeline) == []
+
+
+async def test_a_steps_checkpoint_is_written_with_its_events_in_one_transaction_then_they_are_sent(
+    events: RunEventStream,
+    store: FakeStore,
+    client: Client,
+    batcher: ProgressBatcher,
+    db: FakeDatabase,
+    timeline: Timeline,
+) -> None:
+    _start(events)
+    _step(events, "analyze_message")
+    await _within(batcher.after_chunk())
+    _message(events)
+    await _within(batcher.after_chunk())
+
+    async def write_checkpoint(transaction: Any) -> None:
+        assert await client.received_through(2) == [STARTED, STEP]  # the message not yet
+        transaction.append("checkpoint")
+
+    await _within(batcher.commit_step(write_checkpoint))
+
+    assert db.transactions[-1] == ["checkpoint", "events"]
+    assert store.calls[-1] == [(3, "message")]
     assert await client.received_through(3) == [STARTED, STEP, (3, "message")]
     assert _sent_before_stored(timeline) == []
+
+
+async def test_a_checkpoint_that_cannot_be_written_takes_its_steps_events_with_it(
+    events: RunEventStream, store: FakeStore, client: Client, batcher: ProgressBatcher
+) -> None:
+    _start(events)
+    await _within(batcher.after_chunk())
+    _message(events)
+
+    async def lose_the_lease(transaction: Any) -> None:
+        raise OSError("the lease moved on")
+
+    with pytest.raises(OSError, match="the lease moved on"):
+        await _within(batcher.commit_step(lose_the_lease))
+
+    assert not events.has_unstored
+    assert events.make(StepEvent, node="answer", label="Answering").seq == 1  # numbers reused
+    assert await client.everything(events) == []
 
 
 async def test_a_token_after_pending_progress_is_sent_only_once_the_progress_is_stored(
@@ -281,9 +361,9 @@ async def test_events_recorded_while_a_late_store_is_in_flight_are_sent_only_onc
     asyncio.get_running_loop().call_soon(release.set)  # once after_chunk waits for it
     await _within(batcher.after_chunk())
 
-    assert store.calls == [[STARTED], [STEP, (3, "message")]]
+    assert store.calls == [[STARTED], [STEP]]  # the message waits for its step's checkpoint
     assert store.most_at_once == 1  # the run's write waited for the late one
-    assert await client.received_through(3) == [STARTED, STEP, (3, "message")]
+    assert await client.received_through(2) == [STARTED, STEP]
     assert _sent_before_stored(timeline) == []
 
 
@@ -305,8 +385,8 @@ async def test_a_failed_late_store_keeps_its_rows_for_the_next_write_and_logs_a_
 
     await _within(batcher.after_chunk())
 
-    assert store.calls == [[STARTED, STEP], [STARTED, STEP, (3, "message")]]
-    assert await client.received_through(3) == [STARTED, STEP, (3, "message")]
+    assert store.calls == [[STARTED, STEP], [STARTED, STEP]]
+    assert await client.received_through(2) == [STARTED, STEP]
     assert _sent_before_stored(timeline) == []
     warnings = [r for r in caplog.records if r.name == "consentry.runtime.runs._step_batching"]
     assert [(r.levelno, r.getMessage()) for r in warnings] == [
@@ -387,7 +467,7 @@ async def test_a_failed_write_of_the_run_discards_the_unsent_events_and_raises(
     with pytest.raises(OSError, match="the database is gone"):
         await _within(batcher.after_chunk())
 
-    assert store.calls == [[STARTED, STEP, (3, "message")]]
+    assert store.calls == [[STARTED, STEP]]
     assert not events.has_unstored
     assert events.make(StepEvent, node="answer", label="Answering").seq == 1  # numbers reused
     assert await client.everything(events) == []

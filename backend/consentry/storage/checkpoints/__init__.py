@@ -1,0 +1,31 @@
+"""Consentry's own LangGraph checkpointer (``ConsentrySaver``), on the app's database.
+
+Public: :class:`ConsentrySaver`, what a run hands it (:data:`RUN_KEY`, :class:`StepCommitter`,
+:class:`CheckpointFence`) and :func:`open_checkpointer`, which the server's lifespan calls once.
+The statements (``_sql``), what each call does (``_operations``) and the drivers that run it
+(``_drivers``) are private; ``legacy`` copies the checkpoints of LangGraph's own savers once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from consentry.storage.checkpoints._operations import CheckpointFence
+from consentry.storage.checkpoints._saver import RUN_KEY, ConsentrySaver, StepCommitter
+from consentry.storage.checkpoints.legacy import import_legacy_checkpoints
+from consentry.storage.database import Database
+
+__all__ = ["RUN_KEY", "CheckpointFence", "ConsentrySaver", "StepCommitter", "open_checkpointer"]
+
+
+@asynccontextmanager
+async def open_checkpointer(db: Database, database_url: str) -> AsyncIterator[ConsentrySaver]:
+    """The server's checkpointer on ``db`` (migrated), after the one-time copy of the
+    checkpoints LangGraph's savers kept before (``legacy``)."""
+    saver = ConsentrySaver(db, database_url=database_url)
+    await import_legacy_checkpoints(db, saver, database_url)
+    try:
+        yield saver
+    finally:
+        saver.close_sync()

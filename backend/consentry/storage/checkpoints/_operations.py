@@ -1,0 +1,277 @@
+"""What each checkpointer call does in the database, once for every driver.
+
+An operation is a generator: it yields each ``Query`` and is sent its ``Result``, and returns
+what the call returns. ``_drivers`` runs one on sqlite3 (on the connection's thread, in one hop)
+or on psycopg (sync or async), so the SQL, the fencing and the row decoding are written once.
+Everything a call serializes is serialized before its operation starts, outside the database's
+write lock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    CheckpointMetadata,
+    CheckpointTuple,
+    PendingWrite,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from consentry.storage.checkpoints._sql import CheckpointSql
+from consentry.storage.leases import LeaseLostError
+
+__all__ = [
+    "CheckpointFence",
+    "Operation",
+    "Query",
+    "Result",
+    "SerializedCheckpoint",
+    "copy_thread",
+    "delete_runs",
+    "delete_thread",
+    "get_tuple",
+    "list_tuples",
+    "prune",
+    "put_checkpoint",
+    "put_writes",
+]
+
+
+class CheckpointFence(NamedTuple):
+    """The lease a run's checkpoint writes are checked against: they are written only while the
+    thread's active run is ``run_id`` with ``fencing_token``."""
+
+    thread_id: str
+    run_id: str
+    fencing_token: int
+
+
+@dataclass(frozen=True)
+class Query:
+    sql: str
+    params: Sequence[Any] = ()
+    many: Sequence[Sequence[Any]] | None = None
+    """Parameter rows for ``executemany`` (then ``params`` is unused)."""
+
+
+@dataclass(frozen=True)
+class Result:
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    rowcount: int = 0
+
+
+Operation = Generator[Query, Result, Any]
+
+
+@dataclass(frozen=True)
+class SerializedCheckpoint:
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    run_id: str | None
+    type: str
+    blob: bytes
+    metadata: str
+
+
+def _fenced(sql: CheckpointSql, fence: CheckpointFence | None) -> Operation:
+    if fence is None:
+        return
+    found = yield Query(sql.fence, (fence.thread_id, fence.run_id, fence.fencing_token))
+    if not found.rows:
+        raise LeaseLostError(
+            f"run {fence.run_id} no longer holds thread {fence.thread_id}'s lease: "
+            "its checkpoint is not written"
+        )
+
+
+def put_checkpoint(
+    sql: CheckpointSql,
+    saved: SerializedCheckpoint,
+    *,
+    fence: CheckpointFence | None,
+    latest_only: bool,
+) -> Operation:
+    """Write a checkpoint (fenced when a run writes it). ``latest_only``: the namespace's older
+    checkpoints and their pending writes go in the same transaction (no prune pass later)."""
+    yield from _fenced(sql, fence)
+    yield Query(
+        sql.put,
+        (
+            saved.thread_id,
+            saved.checkpoint_ns,
+            saved.checkpoint_id,
+            saved.parent_checkpoint_id,
+            saved.run_id,
+            saved.type,
+            saved.blob,
+            saved.metadata,
+        ),
+    )
+    if latest_only:
+        for statement in sql.drop_older:
+            yield Query(statement, (saved.thread_id, saved.checkpoint_ns, saved.checkpoint_id))
+
+
+def put_writes(
+    sql: CheckpointSql,
+    rows: list[tuple[Any, ...]],
+    *,
+    replace: bool,
+    fence: CheckpointFence | None,
+) -> Operation:
+    """Write a task's pending writes (``replace``: every one is a special channel, which
+    LangGraph writes again with the newest value; others are kept as first written)."""
+    yield from _fenced(sql, fence)
+    if rows:
+        yield Query(sql.put_write_replace if replace else sql.put_write_ignore, many=rows)
+
+
+def _checkpoint_tuple(
+    serde: SerializerProtocol, row: tuple[Any, ...], writes: list[PendingWrite]
+) -> CheckpointTuple:
+    thread_id, checkpoint_ns, checkpoint_id, parent_id, type_, blob, metadata = row
+    return CheckpointTuple(
+        config={
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
+                "checkpoint_id": checkpoint_id,
+            }
+        },
+        checkpoint=serde.loads_typed((type_, bytes(blob))),
+        metadata=cast(
+            CheckpointMetadata, metadata if isinstance(metadata, dict) else json.loads(metadata)
+        ),
+        parent_config=(
+            {
+                "configurable": {
+                    "thread_id": thread_id,
+                    "checkpoint_ns": checkpoint_ns,
+                    "checkpoint_id": parent_id,
+                }
+            }
+            if parent_id
+            else None
+        ),
+        pending_writes=writes,
+    )
+
+
+def _pending_writes(serde: SerializerProtocol, rows: list[tuple[Any, ...]]) -> list[PendingWrite]:
+    """``(task_id, channel, type, value, task_path, idx)`` rows in LangGraph's write order."""
+    ordered = sorted(rows, key=lambda r: writes_sort_key(r[4], r[0], r[5]))
+    return [
+        (task_id, channel, serde.loads_typed((type_, bytes(value) if value is not None else b"")))
+        for task_id, channel, type_, value, _, _ in ordered
+    ]
+
+
+def get_tuple(
+    sql: CheckpointSql,
+    serde: SerializerProtocol,
+    *,
+    thread_id: str,
+    checkpoint_ns: str,
+    checkpoint_id: str | None,
+) -> Operation:
+    if checkpoint_id:
+        found = yield Query(sql.get_one, (thread_id, checkpoint_ns, checkpoint_id))
+    else:
+        found = yield Query(sql.get_latest, (thread_id, checkpoint_ns))
+    if not found.rows:
+        return None
+    row = found.rows[0]
+    writes = yield Query(sql.writes_of, (thread_id, checkpoint_ns, row[2]))
+    return _checkpoint_tuple(serde, row, _pending_writes(serde, writes.rows))
+
+
+def list_tuples(
+    sql: CheckpointSql,
+    serde: SerializerProtocol,
+    config: RunnableConfig | None,
+    *,
+    filter: dict[str, Any] | None,
+    before: RunnableConfig | None,
+    limit: int | None,
+) -> Operation:
+    """Newest first, as LangGraph's savers list them; the pending writes of each thread's
+    checkpoints in one more query."""
+    terms: list[str] = []
+    params: list[Any] = []
+    if config is not None:
+        configurable = config["configurable"]
+        terms.append("thread_id = ?")
+        params.append(str(configurable["thread_id"]))
+        if (checkpoint_ns := configurable.get("checkpoint_ns")) is not None:
+            terms.append("checkpoint_ns = ?")
+            params.append(checkpoint_ns)
+        if checkpoint_id := configurable.get("checkpoint_id"):
+            terms.append("checkpoint_id = ?")
+            params.append(checkpoint_id)
+    if filter:
+        metadata_terms, metadata_params = sql.metadata_predicates(filter)
+        terms += metadata_terms
+        params += metadata_params
+    if before is not None and (before_id := before["configurable"].get("checkpoint_id")):
+        terms.append("checkpoint_id < ?")
+        params.append(before_id)
+    statement = "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
+    statement += "checkpoint, metadata FROM graph_checkpoints"
+    if terms:
+        statement += " WHERE " + " AND ".join(terms)
+    statement += " ORDER BY checkpoint_id DESC"
+    if limit is not None:
+        statement += " LIMIT ?"
+        params.append(int(limit))
+    found = yield Query(sql.param(statement), params)
+    by_thread: dict[str, list[str]] = {}
+    for row in found.rows:
+        by_thread.setdefault(row[0], []).append(row[2])
+    writes: dict[tuple[str, str, str], list[tuple[Any, ...]]] = {}
+    for thread_id, ids in by_thread.items():
+        unique = sorted(set(ids))
+        rows = yield Query(sql.listed(sql.writes_of_many, len(unique)), (thread_id, *unique))
+        for ns, checkpoint_id, *write in rows.rows:
+            writes.setdefault((thread_id, ns, checkpoint_id), []).append(tuple(write))
+    return [
+        _checkpoint_tuple(
+            serde, row, _pending_writes(serde, writes.get((row[0], row[1], row[2]), []))
+        )
+        for row in found.rows
+    ]
+
+
+def delete_thread(sql: CheckpointSql, thread_id: str) -> Operation:
+    for statement in sql.delete_thread:
+        yield Query(statement, (thread_id,))
+
+
+def delete_runs(sql: CheckpointSql, run_ids: Sequence[str]) -> Operation:
+    if not run_ids:
+        return
+    yield Query(sql.listed(sql.delete_runs_writes, len(run_ids)), tuple(run_ids))
+    yield Query(sql.listed(sql.delete_runs, len(run_ids)), tuple(run_ids))
+
+
+def copy_thread(sql: CheckpointSql, source: str, target: str) -> Operation:
+    yield Query(sql.copy_checkpoints, (target, source))
+    yield Query(sql.copy_writes, (target, source))
+
+
+def prune(sql: CheckpointSql, thread_ids: Sequence[str], *, strategy: str) -> Operation:
+    """``keep_latest``: each namespace's newest checkpoint and its writes stay; ``delete``: all
+    of the threads' go."""
+    if strategy not in ("keep_latest", "delete"):
+        raise ValueError(f"Unknown prune strategy: {strategy!r}")
+    statements = sql.delete_thread if strategy == "delete" else sql.prune_older
+    for thread_id in thread_ids:
+        for statement in statements:
+            yield Query(statement, (thread_id,))

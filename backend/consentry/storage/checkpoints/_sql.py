@@ -1,0 +1,177 @@
+"""The checkpointer's statements, for SQLite (``?``) and PostgreSQL (``%s``), written once.
+
+Every statement goes to the driver as it is (sqlite3, psycopg): no SQL compiler on the hot path.
+The fence is the thread's row in ``threads`` (the run's id and fencing token, as the run's event
+inserts check them): on PostgreSQL it is read ``FOR SHARE``, so a takeover's compare-and-set on
+the token waits for a write in flight to commit (the taker then reads it), and a write that
+starts after the takeover finds no row. On SQLite the writer holds the database's write lock.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["CheckpointSql", "sql_for"]
+
+_COLUMNS = (
+    "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata"
+)
+_SELECT = f"SELECT {_COLUMNS} FROM graph_checkpoints"
+_WRITE_COLUMNS = "task_id, channel, type, value, task_path, idx"
+
+
+@dataclass(frozen=True)
+class CheckpointSql:
+    dialect: Literal["sqlite", "postgresql"]
+    fence: str
+    put: str
+    drop_older: tuple[str, ...]
+    put_write_replace: str
+    put_write_ignore: str
+    get_latest: str
+    get_one: str
+    writes_of: str
+    writes_of_many: str
+    delete_thread: tuple[str, ...]
+    delete_runs_writes: str
+    delete_runs: str
+    copy_checkpoints: str
+    copy_writes: str
+    prune_older: tuple[str, ...]
+
+    def metadata_predicates(self, wanted: dict[str, Any]) -> tuple[list[str], list[Any]]:
+        """``WHERE`` terms selecting checkpoints whose metadata has these keys and values."""
+        if self.dialect == "postgresql":
+            return [self.param("metadata @> ?::jsonb")], [json.dumps(wanted)]
+        terms: list[str] = []
+        params: list[Any] = []
+        for key, value in wanted.items():
+            path = "$." + json.dumps(key)
+            if value is None:
+                terms.append("json_extract(metadata, ?) IS NULL")
+                params.append(path)
+            elif isinstance(value, bool):  # json_extract gives 1 / 0 for true / false
+                terms.append("json_extract(metadata, ?) = ?")
+                params += [path, int(value)]
+            elif isinstance(value, str | int | float):
+                terms.append("json_extract(metadata, ?) = ?")
+                params += [path, value]
+            else:  # an object or an array: json_extract gives it as compact JSON text
+                terms.append("json_extract(metadata, ?) = ?")
+                params += [path, json.dumps(value, separators=(",", ":"))]
+        return terms, params
+
+    def param(self, text: str) -> str:
+        return text.replace("?", "%s") if self.dialect == "postgresql" else text
+
+    def listed(self, statement: str, count: int) -> str:
+        """``statement`` with its ``{ids}`` list of ``count`` placeholders."""
+        return statement.format(ids=", ".join([self.param("?")] * count))
+
+
+def _statements(dialect: Literal["sqlite", "postgresql"]) -> CheckpointSql:
+    pg = dialect == "postgresql"
+    metadata = "?::jsonb" if pg else "?"
+    lock = " FOR SHARE" if pg else ""
+    older = "thread_id = ? AND checkpoint_ns = ? AND checkpoint_id < ?"
+    sql = CheckpointSql(
+        dialect=dialect,
+        fence=(
+            "SELECT 1 FROM threads WHERE id = ? AND active_run_id = ? AND fencing_token = ?" + lock
+        ),
+        put=(
+            "INSERT INTO graph_checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
+            "parent_checkpoint_id, run_id, type, checkpoint, metadata) "
+            f"VALUES (?, ?, ?, ?, ?, ?, ?, {metadata}) "
+            "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
+            "parent_checkpoint_id = excluded.parent_checkpoint_id, run_id = excluded.run_id, "
+            "type = excluded.type, checkpoint = excluded.checkpoint, "
+            "metadata = excluded.metadata"
+        ),
+        drop_older=(
+            f"DELETE FROM graph_checkpoint_writes WHERE {older}",
+            f"DELETE FROM graph_checkpoints WHERE {older}",
+        ),
+        put_write_replace=(
+            "INSERT INTO graph_checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, "
+            "task_id, task_path, idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET "
+            "task_path = excluded.task_path, channel = excluded.channel, "
+            "type = excluded.type, value = excluded.value"
+        ),
+        put_write_ignore=(
+            "INSERT INTO graph_checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, "
+            "task_id, task_path, idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING"
+        ),
+        get_latest=(
+            f"{_SELECT} WHERE thread_id = ? AND checkpoint_ns = ? "
+            "ORDER BY checkpoint_id DESC LIMIT 1"
+        ),
+        get_one=f"{_SELECT} WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+        writes_of=(
+            f"SELECT {_WRITE_COLUMNS} FROM graph_checkpoint_writes "
+            "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
+        ),
+        writes_of_many=(
+            f"SELECT checkpoint_ns, checkpoint_id, {_WRITE_COLUMNS} FROM graph_checkpoint_writes "
+            "WHERE thread_id = ? AND checkpoint_id IN ({ids})"
+        ),
+        delete_thread=(
+            "DELETE FROM graph_checkpoint_writes WHERE thread_id = ?",
+            "DELETE FROM graph_checkpoints WHERE thread_id = ?",
+        ),
+        delete_runs_writes=(
+            "DELETE FROM graph_checkpoint_writes WHERE EXISTS (SELECT 1 FROM graph_checkpoints c "
+            "WHERE c.run_id IN ({ids}) AND c.thread_id = graph_checkpoint_writes.thread_id "
+            "AND c.checkpoint_ns = graph_checkpoint_writes.checkpoint_ns "
+            "AND c.checkpoint_id = graph_checkpoint_writes.checkpoint_id)"
+        ),
+        delete_runs="DELETE FROM graph_checkpoints WHERE run_id IN ({ids})",
+        copy_checkpoints=(
+            "INSERT INTO graph_checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
+            "parent_checkpoint_id, run_id, type, checkpoint, metadata) "
+            "SELECT ?, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, type, "
+            "checkpoint, metadata FROM graph_checkpoints WHERE thread_id = ? "
+            "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO NOTHING"
+        ),
+        copy_writes=(
+            "INSERT INTO graph_checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, "
+            "task_id, task_path, idx, channel, type, value) "
+            "SELECT ?, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, "
+            "value FROM graph_checkpoint_writes WHERE thread_id = ? "
+            "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING"
+        ),
+        prune_older=tuple(
+            f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_id < ("
+            "SELECT MAX(newest.checkpoint_id) FROM graph_checkpoints AS newest "
+            f"WHERE newest.thread_id = {table}.thread_id "
+            f"AND newest.checkpoint_ns = {table}.checkpoint_ns)"
+            for table in ("graph_checkpoint_writes", "graph_checkpoints")
+        ),
+    )
+    return sql
+
+
+def _with_params(sql: CheckpointSql) -> CheckpointSql:
+    """The same statements with PostgreSQL's ``%s`` placeholders."""
+    converted: dict[str, Any] = {}
+    for name in CheckpointSql.__dataclass_fields__:
+        value = getattr(sql, name)
+        if name == "dialect":
+            converted[name] = "postgresql"
+        elif isinstance(value, tuple):
+            converted[name] = tuple(sql_text.replace("?", "%s") for sql_text in value)
+        else:
+            converted[name] = value.replace("?", "%s")
+    return CheckpointSql(**converted)
+
+
+_SQLITE = _statements("sqlite")
+_POSTGRES = _with_params(_statements("postgresql"))
+
+
+def sql_for(dialect: str) -> CheckpointSql:
+    return _POSTGRES if dialect == "postgresql" else _SQLITE
