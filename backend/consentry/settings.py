@@ -243,9 +243,9 @@ class Settings(BaseSettings):
     )
     checkpoint_retention: Literal["latest", "all"] = Field(
         default="latest",
-        description="`latest`: after each run that does not end waiting for a consent, keep only "
-        "the thread's newest checkpoint (what a resume, a retry and a takeover read). `all`: keep "
-        "every checkpoint of every step.",
+        description="`latest`: keep only the thread's newest checkpoint (what a resume, a retry "
+        "and a takeover read); each step's write replaces the one before, in its transaction. "
+        "`all`: keep every checkpoint of every step.",
     )
     event_retention_hours: float = Field(
         default=168.0, ge=24.0, description="How long stored events stay replayable."

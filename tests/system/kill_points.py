@@ -48,18 +48,19 @@ class KillPoints:
 
 
 def _interrupt_checkpointed(database: Path | str, thread_id: str) -> bool:
-    """Whether the thread's checkpoint holds an interrupt (LangGraph's pending writes): in a
-    SQLite file, or a PostgreSQL database by URL."""
+    """Whether the thread's checkpoint holds an interrupt (a pending write of the checkpointer's,
+    ``storage.checkpoints``): in a SQLite file, or a PostgreSQL database by URL."""
     if isinstance(database, Path):
         with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
             found = db.execute(
-                "SELECT count(*) FROM writes WHERE thread_id = ? AND channel = '__interrupt__'",
+                "SELECT count(*) FROM graph_checkpoint_writes "
+                "WHERE thread_id = ? AND channel = '__interrupt__'",
                 (thread_id,),
             ).fetchone()
     else:
         with psycopg.connect(database) as conn:
             found = conn.execute(
-                "SELECT count(*) FROM checkpoint_writes "
+                "SELECT count(*) FROM graph_checkpoint_writes "
                 "WHERE thread_id = %s AND channel = '__interrupt__'",
                 (thread_id,),
             ).fetchone()

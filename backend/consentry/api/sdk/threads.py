@@ -97,9 +97,8 @@ async def get_thread_state(
 async def get_thread_history(
     thread_id: str, body: ThreadHistoryRequest, owner: PrincipalDep, threads: ThreadsDep
 ) -> list[SdkThreadState]:
-    """The graph's checkpoints, newest first: every step's while a run goes on or waits for a
-    consent; with `CONSENTRY_CHECKPOINT_RETENTION=latest` (the default) only the newest once a
-    run ends otherwise (`all` keeps them all)."""
+    """The graph's checkpoints, newest first: with `CONSENTRY_CHECKPOINT_RETENTION=latest` (the
+    default) only the newest (each step's replaces the one before); `all` keeps every step's."""
     before = body.before
     if before is not None and not isinstance(before, str):
         before = before.checkpoint_id

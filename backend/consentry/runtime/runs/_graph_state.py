@@ -68,7 +68,7 @@ async def graph_history(
     metadata: Mapping[str, Any] | None = None,
 ) -> list[GraphState]:
     """The thread's checkpoints, newest first, as many as the checkpointer keeps (only the
-    newest with ``CONSENTRY_CHECKPOINT_RETENTION=latest``, once a run ends without waiting):
+    newest with ``CONSENTRY_CHECKPOINT_RETENTION=latest``):
     older than ``before`` (a checkpoint id), with ``metadata`` in theirs, when given."""
     start: RunnableConfig | None = None
     if before is not None:

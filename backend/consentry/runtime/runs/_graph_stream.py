@@ -15,7 +15,9 @@ events are the same as without.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -45,12 +47,15 @@ from consentry.storage import events as events_repo
 from consentry.storage import leases as leases_repo
 from consentry.storage import runs as runs_repo
 from consentry.storage import threads as threads_repo
-from consentry.storage.checkpoints import RUN_KEY
+from consentry.storage.checkpoints import RUN_KEY, ConsentrySaver
 from consentry.storage.database import Database
+from consentry.storage.leases import LeaseLostError
 from consentry.storage.transcript import TranscriptEntry
 from consentry_graphs.registry import CompiledGraph, GraphSpec
 
 __all__ = ["RESUME", "GraphStreamer"]
+
+log = logging.getLogger(__name__)
 
 RESUME = "__resume__"
 """The channel of the resume values LangGraph gave a task (private in LangGraph 1.x:
@@ -149,8 +154,44 @@ class GraphStreamer:
                 for m in graph_input.get("messages", [])
                 if isinstance(m, HumanMessage)
             )
+        graph = self.graph(run.spec.name)
+        saver = graph.checkpointer
+        try:
+            await self._stream(run, mapper, graph, graph_input, config)
+        except (asyncio.CancelledError, LeaseLostError):
+            if isinstance(saver, ConsentrySaver):
+                saver.forget_held(run.progress)  # the run stores nothing more
+            raise
+        except BaseException:
+            if isinstance(saver, ConsentrySaver):
+                await self._commit_unfinished(saver, run)
+            raise
+        if isinstance(saver, ConsentrySaver):
+            await saver.acommit_held(run.progress)
+
+    async def _commit_unfinished(self, saver: ConsentrySaver, run: RunContext) -> None:
+        """The graph failed or was stopped in a step: keep what its finished tasks wrote (with
+        what they told), or at least not hide the failure that stopped it."""
+        try:
+            await saver.acommit_held(run.progress)
+        except Exception:
+            log.warning(
+                "could not store the writes of a run's unfinished step; it runs again",
+                extra={"thread_id": run.events.thread_id, "run_id": run.events.run_id},
+                exc_info=True,
+            )
+
+    async def _stream(
+        self,
+        run: RunContext,
+        mapper: ChunkMapper,
+        graph: CompiledGraph,
+        graph_input: GraphInput,
+        config: RunnableConfig,
+    ) -> None:
+        events = run.events
         subgraph_modes = events.subgraph_modes  # asked before the graph starts, or not at all
-        async for item in self.graph(run.spec.name).astream(
+        async for item in graph.astream(
             graph_input,
             config,
             context=run.context,

@@ -86,10 +86,14 @@ def _fenced(sql: CheckpointSql, fence: CheckpointFence | None) -> Operation:
         return
     found = yield Query(sql.fence, (fence.thread_id, fence.run_id, fence.fencing_token))
     if not found.rows:
-        raise LeaseLostError(
-            f"run {fence.run_id} no longer holds thread {fence.thread_id}'s lease: "
-            "its checkpoint is not written"
-        )
+        raise _lease_lost(fence)
+
+
+def _lease_lost(fence: CheckpointFence) -> LeaseLostError:
+    return LeaseLostError(
+        f"run {fence.run_id} no longer holds thread {fence.thread_id}'s lease: "
+        "its checkpoint is not written"
+    )
 
 
 def put_checkpoint(
@@ -101,20 +105,27 @@ def put_checkpoint(
 ) -> Operation:
     """Write a checkpoint (fenced when a run writes it). ``latest_only``: the namespace's older
     checkpoints and their pending writes go in the same transaction (no prune pass later)."""
-    yield from _fenced(sql, fence)
-    yield Query(
-        sql.put,
-        (
-            saved.thread_id,
-            saved.checkpoint_ns,
-            saved.checkpoint_id,
-            saved.parent_checkpoint_id,
-            saved.run_id,
-            saved.type,
-            saved.blob,
-            saved.metadata,
-        ),
+    row = (
+        saved.thread_id,
+        saved.checkpoint_ns,
+        saved.checkpoint_id,
+        saved.parent_checkpoint_id,
+        saved.run_id,
+        saved.type,
+        saved.blob,
+        saved.metadata,
     )
+    if sql.put_fenced is not None and sql.put_fenced_latest is not None and fence is not None:
+        older = (saved.thread_id, saved.checkpoint_ns, saved.checkpoint_id)
+        written = yield Query(
+            sql.put_fenced_latest if latest_only else sql.put_fenced,
+            (*fence, *row, *(older * 2 if latest_only else ())),
+        )
+        if not written.rows[0][0]:
+            raise _lease_lost(fence)
+        return
+    yield from _fenced(sql, fence)
+    yield Query(sql.put, row)
     if latest_only:
         for statement in sql.drop_older:
             yield Query(statement, (saved.thread_id, saved.checkpoint_ns, saved.checkpoint_id))

@@ -18,6 +18,7 @@ import json
 import random
 import sqlite3
 import threading
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any, Protocol, cast
 
@@ -42,6 +43,10 @@ from consentry.storage.checkpoints._sql import sql_for
 from consentry.storage.database import BUSY_TIMEOUT_SECONDS, Database, DbConnection, libpq_url
 
 __all__ = ["RUN_KEY", "ConsentrySaver", "StepCommitter"]
+
+WriteRow = tuple[Any, ...]
+"""A pending write as stored: thread, namespace, checkpoint, task, path, index, channel, value."""
+WriteRows = list[WriteRow]
 
 RUN_KEY = "__consentry_run__"
 """The ``configurable`` key of a run's ``StepCommitter`` (``__``-prefixed: LangGraph keeps it out
@@ -70,6 +75,11 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
         self._database_url = database_url
         self._sync_lock = threading.Lock()
         self._sync_conn: sqlite3.Connection | psycopg.Connection[Any] | None = None
+        self._held: weakref.WeakKeyDictionary[StepCommitter, dict[str, WriteRows]] = (
+            weakref.WeakKeyDictionary()
+        )
+        """A run's pending writes of ordinary channels, by namespace, not written yet: see
+        :meth:`aput_writes`."""
 
     # -- async: the server's ------------------------------------------------------------------
 
@@ -104,16 +114,41 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
         run: StepCommitter | None = config["configurable"].get(RUN_KEY)
         if run is None:
             await self._write(ops.put_checkpoint(self._sql, saved, fence=None, latest_only=False))
-        else:
+            return _saved_config(saved)
+        # The step's tasks' writes: replaced by this checkpoint, kept only with every checkpoint.
+        held = self._held.get(run, {}).pop(saved.checkpoint_ns, [])
+        if run.latest_only:
+            held = []
 
-            async def write(conn: DbConnection) -> None:
-                operation = ops.put_checkpoint(
-                    self._sql, saved, fence=run.fence, latest_only=run.latest_only
-                )
-                await run_on(conn, operation)
+        async def write(conn: DbConnection) -> None:
+            await run_on(
+                conn,
+                ops.put_checkpoint(self._sql, saved, fence=run.fence, latest_only=run.latest_only),
+            )
+            if held:
+                await run_on(conn, ops.put_writes(self._sql, held, replace=False, fence=None))
 
-            await run.commit_step(write)
+        await run.commit_step(write)
         return _saved_config(saved)
+
+    async def acommit_held(self, run: StepCommitter) -> None:
+        """Write the run's held pending writes (its graph stopped in a step: an interrupt, an
+        error, a stop), in one transaction with the events the run recorded since its last
+        write (``StepCommitter.commit_step``): a finished task of the unfinished step is not run
+        again, and what it told is stored with what backs it."""
+        held = self._held.pop(run, {})
+        rows = [row for rows in held.values() for row in rows]
+        if not rows:
+            return
+
+        async def write(conn: DbConnection) -> None:
+            await run_on(conn, ops.put_writes(self._sql, rows, replace=False, fence=run.fence))
+
+        await run.commit_step(write)
+
+    def forget_held(self, run: StepCommitter) -> None:
+        """The run stops without storing (its lease is gone, or its task was cancelled)."""
+        self._held.pop(run, None)
 
     async def aput_writes(
         self,
@@ -122,7 +157,17 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        """A run's writes of ordinary channels (a task's results) are held, not written: the
+        step's checkpoint, which replaces them, commits them with it (or, with retention
+        ``latest``, drops them); a step that does not finish gets them written by
+        :meth:`acommit_held`. Special channels (an interrupt, a resume value, an error) are
+        written at once, fenced: a decision given to the graph must never be lost."""
         run: StepCommitter | None = config["configurable"].get(RUN_KEY)
+        if run is not None and not any(channel in WRITES_IDX_MAP for channel, _ in writes):
+            rows = self._write_rows(config, writes, task_id, task_path)
+            namespace = str(config["configurable"].get("checkpoint_ns", ""))
+            self._held.setdefault(run, {}).setdefault(namespace, []).extend(rows)
+            return
         await self._write(self._put_writes(config, writes, task_id, task_path, run))
 
     async def adelete_thread(self, thread_id: str) -> None:
@@ -302,23 +347,31 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
         task_path: str,
         run: StepCommitter | None,
     ) -> Operation:
+        return ops.put_writes(
+            self._sql,
+            self._write_rows(config, writes, task_id, task_path),
+            replace=all(channel in WRITES_IDX_MAP for channel, _ in writes),
+            fence=run.fence if run is not None else None,
+        )
+
+    def _write_rows(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> WriteRows:
         configurable = config["configurable"]
         key = (
             str(configurable["thread_id"]),
             str(configurable.get("checkpoint_ns", "")),
             str(configurable["checkpoint_id"]),
         )
-        rows = [
+        return [
             (*key, task_id, task_path, WRITES_IDX_MAP.get(channel, idx), channel, *dumped)
             for idx, (channel, value) in enumerate(writes)
             for dumped in (self.serde.dumps_typed(value),)
         ]
-        return ops.put_writes(
-            self._sql,
-            rows,
-            replace=all(channel in WRITES_IDX_MAP for channel, _ in writes),
-            fence=run.fence if run is not None else None,
-        )
 
 
 def _saved_config(saved: ops.SerializedCheckpoint) -> RunnableConfig:

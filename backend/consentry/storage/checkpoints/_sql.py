@@ -28,6 +28,12 @@ class CheckpointSql:
     fence: str
     put: str
     drop_older: tuple[str, ...]
+    put_fenced: str | None
+    """PostgreSQL: the fence and the checkpoint in one statement (one round trip); its one row
+    counts the checkpoints written (0: the lease moved on). None on SQLite, where the separate
+    statements cost one thread hop together."""
+    put_fenced_latest: str | None
+    """``put_fenced`` that also drops the namespace's older checkpoints and their writes."""
     put_write_replace: str
     put_write_ignore: str
     get_latest: str
@@ -94,6 +100,16 @@ def _statements(dialect: Literal["sqlite", "postgresql"]) -> CheckpointSql:
             f"DELETE FROM graph_checkpoint_writes WHERE {older}",
             f"DELETE FROM graph_checkpoints WHERE {older}",
         ),
+        put_fenced=_put_fenced("") if pg else None,
+        put_fenced_latest=_put_fenced(
+            "".join(
+                f", drop_{table} AS (DELETE FROM {table} WHERE {older} "
+                "AND EXISTS (SELECT 1 FROM fence))"
+                for table in ("graph_checkpoint_writes", "graph_checkpoints")
+            )
+        )
+        if pg
+        else None,
         put_write_replace=(
             "INSERT INTO graph_checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, "
             "task_id, task_path, idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -155,6 +171,19 @@ def _statements(dialect: Literal["sqlite", "postgresql"]) -> CheckpointSql:
     return sql
 
 
+def _put_fenced(drop: str) -> str:
+    return (
+        "WITH fence AS (SELECT 1 FROM threads WHERE id = ? AND active_run_id = ? "
+        "AND fencing_token = ? FOR SHARE), put AS (INSERT INTO graph_checkpoints (thread_id, "
+        "checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, type, checkpoint, "
+        "metadata) SELECT ?, ?, ?, ?, ?, ?, ?, ?::jsonb FROM fence "
+        "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
+        "parent_checkpoint_id = excluded.parent_checkpoint_id, run_id = excluded.run_id, "
+        "type = excluded.type, checkpoint = excluded.checkpoint, "
+        f"metadata = excluded.metadata RETURNING 1){drop} SELECT count(*) FROM put"
+    )
+
+
 def _with_params(sql: CheckpointSql) -> CheckpointSql:
     """The same statements with PostgreSQL's ``%s`` placeholders."""
     converted: dict[str, Any] = {}
@@ -164,6 +193,8 @@ def _with_params(sql: CheckpointSql) -> CheckpointSql:
             converted[name] = "postgresql"
         elif isinstance(value, tuple):
             converted[name] = tuple(sql_text.replace("?", "%s") for sql_text in value)
+        elif value is None:
+            converted[name] = None
         else:
             converted[name] = value.replace("?", "%s")
     return CheckpointSql(**converted)

@@ -1,0 +1,120 @@
+"""A step's checkpoint and the events it produced commit together (``docs/architecture.md``, "One
+write per step"): no event is stored without the checkpoint of its step, and no checkpoint
+without its events.
+
+The window this closes: before Consentry had its own checkpointer, a step's ``message`` event was
+stored when its chunk arrived, and the step's checkpoint after it, by LangGraph, in a transaction
+of its own; a process that died between the two left a message the graph's state never had (a
+retry then answered again, after an answer the client had been shown). Here the process "dies"
+inside the transaction of the answering step's checkpoint, after the checkpoint's statements and
+before the commit: nothing of the step may be stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from consentry.storage.checkpoints import RUN_KEY, ConsentrySaver
+from consentry.storage.database import DbConnection
+from tests.sse import chat, kinds, parse_events
+
+QUESTION = "What is retrieval?"
+
+
+class ProcessDiedError(Exception):
+    """Stands for the process dying: the transaction in flight never commits."""
+
+
+class _DiesBeforeCommit:
+    """A run's committer whose step transaction fails after the checkpoint is written in it."""
+
+    def __init__(self, run: Any) -> None:
+        self._run = run
+        self.fence = run.fence
+        self.latest_only = run.latest_only
+
+    async def commit_step(self, write: Callable[[DbConnection], Awaitable[None]]) -> None:
+        async def write_then_die(conn: DbConnection) -> None:
+            await write(conn)
+            raise ProcessDiedError
+
+        await self._run.commit_step(write_then_die)
+
+
+def _answered(checkpoint: Any) -> bool:
+    messages = checkpoint["channel_values"].get("messages", [])
+    return any(getattr(m, "type", None) == "ai" for m in messages)
+
+
+@pytest.fixture
+def dies_at_the_answers_checkpoint(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every run's write of a checkpoint that holds an answer fails before its commit; the ids of
+    the checkpoints that were being written."""
+    attempted: list[str] = []
+    real_aput = ConsentrySaver.aput
+
+    async def aput(self: ConsentrySaver, config: Any, checkpoint: Any, *args: Any) -> Any:
+        run = config["configurable"].get(RUN_KEY)
+        if run is not None and _answered(checkpoint):
+            attempted.append(checkpoint["id"])
+            config = {**config, "configurable": {**config["configurable"]}}
+            config["configurable"][RUN_KEY] = _DiesBeforeCommit(run)
+        return await real_aput(self, config, checkpoint, *args)
+
+    monkeypatch.setattr(ConsentrySaver, "aput", aput)
+    return attempted
+
+
+async def test_a_step_whose_checkpoint_never_commits_leaves_none_of_its_events(
+    client: httpx.AsyncClient, db_url: str, dies_at_the_answers_checkpoint: list[str]
+) -> None:
+    events = await chat(client, {"message": QUESTION})
+
+    # The answer was streamed as tokens, but its message was never stored, so never sent.
+    assert kinds(events) == ["run_started", "step", "step", "error", "final"]
+    assert dies_at_the_answers_checkpoint  # the answer's checkpoint was being written
+    thread_id = events[0].thread_id
+    replayed = await client.get(f"/v1/threads/{thread_id}/stream", params={"last_event_id": 0})
+    assert replayed.status_code == 200, replayed.text
+    assert kinds(parse_events(replayed.text)) == kinds(events)
+    db = client.services.db  # type: ignore[attr-defined]
+    newest = await ConsentrySaver(db, database_url=db_url).aget_tuple(
+        {"configurable": {"thread_id": thread_id}}
+    )
+    assert newest is not None
+    assert newest.checkpoint["id"] not in dies_at_the_answers_checkpoint
+    assert not _answered(newest.checkpoint)
+    transcript = (await client.get(f"/v1/threads/{thread_id}/messages")).json()["messages"]
+    assert [m["role"] for m in transcript] == ["user"]
+
+
+async def _rows(client: httpx.AsyncClient, table: str, thread_id: str) -> int:
+    query = sa.text(f"SELECT count(*) FROM {table} WHERE thread_id = :t")
+    async with client.services.db.read() as conn:  # type: ignore[attr-defined]
+        return int(await conn.scalar(query, {"t": thread_id}))
+
+
+@pytest.mark.parametrize("retention", ["latest", "all"])
+async def test_a_finished_steps_task_writes_go_with_its_checkpoint_or_not_at_all(
+    open_client: Callable[..., Any], retention: str
+) -> None:
+    """With ``latest`` a step's checkpoint replaces its tasks' pending writes, so they are never
+    written; with ``all`` they are written with it (LangGraph's history shows each step's
+    results)."""
+    async with open_client(checkpoint_retention=retention) as client:
+        events = await chat(client, {"message": QUESTION})
+        assert events[-1].reason == "completed"  # type: ignore[union-attr]
+        thread_id = events[0].thread_id
+        checkpoints = await _rows(client, "graph_checkpoints", thread_id)
+        writes = await _rows(client, "graph_checkpoint_writes", thread_id)
+
+    if retention == "latest":
+        assert (checkpoints, writes) == (1, 0)
+    else:
+        assert checkpoints >= 3  # the input, and a step each for classifying and answering
+        assert writes >= checkpoints - 1  # every step's tasks wrote something
