@@ -18,9 +18,11 @@ from typing import Any
 import httpx
 import pytest
 import sqlalchemy as sa
+from langgraph.checkpoint.base import empty_checkpoint
 
-from consentry.storage.checkpoints import RUN_KEY, ConsentrySaver
+from consentry.storage.checkpoints import RUN_KEY, CheckpointFence, ConsentrySaver
 from consentry.storage.database import DbConnection
+from consentry.storage.leases import LeaseLostError
 from tests.sse import chat, kinds, parse_events
 
 QUESTION = "What is retrieval?"
@@ -118,3 +120,35 @@ async def test_a_finished_steps_task_writes_go_with_its_checkpoint_or_not_at_all
     else:
         assert checkpoints >= 3  # the input, and a step each for classifying and answering
         assert writes >= checkpoints - 1  # every step's tasks wrote something
+
+
+async def test_a_checkpoint_written_under_a_lease_that_moved_on_is_refused_and_nothing_stored(
+    client: httpx.AsyncClient, db_url: str
+) -> None:
+    """The fence, on both databases (on SQLite the write goes with the transaction's commit)."""
+    events = await chat(client, {"message": QUESTION})
+    thread_id, run_id = events[0].thread_id, events[0].run_id
+    db = client.services.db  # type: ignore[attr-defined]
+    saver = ConsentrySaver(db, database_url=db_url)
+    config: Any = {"configurable": {"thread_id": thread_id}}
+    before = await saver.aget_tuple(config)
+    assert before is not None
+
+    class EndedRun:
+        """The committer of the run that ended: the thread has no active run any more."""
+
+        fence = CheckpointFence(thread_id, run_id, 1)
+        latest_only = True
+
+        async def commit_step(self, write: Callable[[DbConnection], Awaitable[None]]) -> None:
+            async with db.write() as conn:
+                await write(conn)
+
+    stale = {**before.config["configurable"], RUN_KEY: EndedRun()}
+    with pytest.raises(LeaseLostError):
+        await saver.aput({"configurable": stale}, empty_checkpoint(), {"step": 99}, {})
+
+    after = await saver.aget_tuple(config)
+    assert after is not None
+    assert after.config == before.config
+    assert after.checkpoint == before.checkpoint

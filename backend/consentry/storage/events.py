@@ -10,7 +10,7 @@ from typing import Protocol
 
 import sqlalchemy as sa
 
-from consentry.storage.database import DbConnection
+from consentry.storage.database import DbConnection, execute_unread
 from consentry.storage.leases import LeaseLostError
 from consentry.storage.tables import events, threads
 
@@ -97,9 +97,12 @@ async def insert_events(
     *,
     fencing_token: int,
     now: datetime,
+    fence_checked: bool = False,
 ) -> None:
     """Store serialized events of one run, if it still holds the lease (else
-    :class:`LeaseLostError`, and the caller's transaction must roll back)."""
+    :class:`LeaseLostError`, and the caller's transaction must roll back). ``fence_checked``:
+    the caller's transaction checked the lease already (the step's checkpoint did): on SQLite,
+    whose writer serializes transactions, the rows then go with the transaction's next hop."""
     values = [
         {
             "p_id": run.thread_id,
@@ -128,6 +131,9 @@ async def insert_events(
                 "p_datas": [v["p_data"] for v in values],
             },
         )
+    elif fence_checked:
+        await execute_unread(conn, _INSERT_EVENTS, values)
+        return
     else:
         result = await conn.execute(_INSERT_EVENTS, values)
     if result.rowcount != len(values):

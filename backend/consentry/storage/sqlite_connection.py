@@ -41,6 +41,8 @@ __all__ = ["SqliteConnection", "SqliteResult", "SqliteWorker"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
+_Deferred = tuple[Executable, "_CoreAnyExecuteParams | None"] | Callable[[Connection], object]
+"""A statement (with its parameters) or a call that runs at the transaction's next hop."""
 
 
 class SqliteResult(IteratorResult[Any]):
@@ -106,7 +108,7 @@ class SqliteConnection:
         self._worker = worker
         self.dialect = worker.dialect
         self._used = False
-        self._deferred: list[tuple[Executable, _CoreAnyExecuteParams | None]] = []
+        self._deferred: list[_Deferred] = []
         self.notices: list[tuple[str, str]] = []
         """Notifications to deliver in this process once the transaction commits
         (``database.notify_at_commit``)."""
@@ -115,6 +117,11 @@ class SqliteConnection:
         """Run ``statement`` at the start of the transaction's next hop (see the module's
         docstring): its result is not read, and its failure is that hop's."""
         self._deferred.append((statement, parameters))
+
+    def defer_call(self, fn: Callable[[Connection], object]) -> None:
+        """Like :meth:`defer`, for ``fn(connection)`` (a driver-level write whose result is not
+        read, the checkpointer's): it runs in order with the deferred statements."""
+        self._deferred.append(fn)
 
     async def execute(
         self,
@@ -185,11 +192,12 @@ def _commit(connection: Connection) -> None:
     connection.commit()
 
 
-def _execute_all(
-    connection: Connection, statements: list[tuple[Executable, _CoreAnyExecuteParams | None]]
-) -> None:
-    for statement, parameters in statements:
-        connection.execute(statement, parameters)
+def _execute_all(connection: Connection, deferred: list[_Deferred]) -> None:
+    for entry in deferred:
+        if isinstance(entry, tuple):
+            connection.execute(*entry)
+        else:
+            entry(connection)
 
 
 def _exec_driver_sql(

@@ -73,14 +73,24 @@ class RunStore:
         await self.insert_events(conn, run.events.take_durable(), run=run)
 
     async def insert_events(
-        self, conn: DbConnection, rows: list[OutgoingEvent], *, run: RunContext
+        self,
+        conn: DbConnection,
+        rows: list[OutgoingEvent],
+        *,
+        run: RunContext,
+        fence_checked: bool = False,
     ) -> None:
         """Insert events fenced by the run's lease, and what they add to the transcript (the
         user's messages given to the graph since the last write, then ``message`` events) and to
         the thread's tool calls (``tool_call`` and ``tool_result`` events), at one time."""
         now = self._clock()
         await events_repo.insert_events(
-            conn, run.events, rows, fencing_token=run.fencing_token, now=now
+            conn,
+            run.events,
+            rows,
+            fencing_token=run.fencing_token,
+            now=now,
+            fence_checked=fence_checked,
         )
         said = [json.loads(row.data) for row in rows if row.type == "message"]
         await add_to_transcript(

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.runs._event_stream import RunEventStream
@@ -38,13 +39,22 @@ PROGRESS_DELAY_SECONDS = 0.1
 """How long ``run_started`` and ``step`` events wait for the next write before their own."""
 
 
+class EventWriter(Protocol):
+    """Inserts a run's events in the caller's transaction (``RunStore.insert_events``);
+    ``fence_checked``: the transaction checked the run's lease already."""
+
+    def __call__(
+        self, conn: DbConnection, rows: list[OutgoingEvent], *, fence_checked: bool = False
+    ) -> Awaitable[None]: ...
+
+
 class ProgressBatcher:
     """Stores and sends one run's recorded events, holding progress back as described above."""
 
     def __init__(
         self,
         events: RunEventStream,
-        store: Callable[[DbConnection, list[OutgoingEvent]], Awaitable[None]],
+        store: EventWriter,
         *,
         db: Database,
         fence: CheckpointFence,
@@ -89,9 +99,9 @@ class ProgressBatcher:
             rows = self._events.take_durable()
             try:
                 async with self._db.write() as conn:
-                    await write(conn)
+                    await write(conn)  # fenced: the events need no check of their own
                     if rows:
-                        await self._store_in(conn, rows)
+                        await self._store_in(conn, rows, fence_checked=True)
             except BaseException:
                 # Neither the checkpoint nor its events: the step did not happen (it runs
                 # again from the last checkpoint), so nothing it produced is kept or sent.

@@ -9,6 +9,7 @@ checkpointer's synchronous methods run it on a connection of their own.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from typing import Any
 
@@ -82,9 +83,15 @@ def _on_sqlalchemy_sqlite(connection: Connection, operation: Operation) -> Any:
     return run_on_sqlite3(driver, operation)
 
 
-async def run_on(conn: DbConnection, operation: Operation) -> Any:
-    """Run ``operation`` inside an app transaction (``Database.read()`` / ``write()``)."""
+async def run_on(conn: DbConnection, operation: Operation, *, unread: bool = False) -> Any:
+    """Run ``operation`` inside an app transaction (``Database.read()`` / ``write()``).
+    ``unread``: nobody reads what it returns (a write, which raises when refused); on SQLite it
+    then goes with the transaction's next hop (``SqliteConnection.defer_call``), not one of its
+    own, and returns None."""
     if isinstance(conn, SqliteConnection):
+        if unread:
+            conn.defer_call(functools.partial(_on_sqlalchemy_sqlite, operation=operation))
+            return None
         return await conn.run_sync(_on_sqlalchemy_sqlite, operation)
     raw = await conn.get_raw_connection()
     driver = raw.driver_connection

@@ -60,9 +60,10 @@ class StepCommitter(Protocol):
     latest_only: bool
 
     async def commit_step(self, write: Callable[[DbConnection], Awaitable[None]]) -> None:
-        """Open the step's write transaction, ``write(conn)`` the checkpoint in it (fenced; it
-        raises ``LeaseLostError`` when the lease moved on), add what else the step stored, and
-        commit."""
+        """Open the step's write transaction, ``write(conn)`` the checkpoint in it, add what else
+        the step stored, and commit. The checkpoint is fenced: when the lease moved on,
+        ``LeaseLostError`` is raised, by ``write`` or (SQLite, where the writes go with the
+        transaction's next hop) by the next statement or the commit, and nothing is stored."""
 
 
 class ConsentrySaver(BaseCheckpointSaver[str]):
@@ -121,12 +122,12 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
             held = []
 
         async def write(conn: DbConnection) -> None:
-            await run_on(
-                conn,
-                ops.put_checkpoint(self._sql, saved, fence=run.fence, latest_only=run.latest_only),
-            )
+            # Unread: on SQLite the step's whole transaction is then one hop (its commit's).
+            put = ops.put_checkpoint(self._sql, saved, fence=run.fence, latest_only=run.latest_only)
+            await run_on(conn, put, unread=True)
             if held:
-                await run_on(conn, ops.put_writes(self._sql, held, replace=False, fence=None))
+                writes = ops.put_writes(self._sql, held, replace=False, fence=None)
+                await run_on(conn, writes, unread=True)
 
         await run.commit_step(write)
         return _saved_config(saved)
@@ -142,7 +143,8 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
             return
 
         async def write(conn: DbConnection) -> None:
-            await run_on(conn, ops.put_writes(self._sql, rows, replace=False, fence=run.fence))
+            writes = ops.put_writes(self._sql, rows, replace=False, fence=run.fence)
+            await run_on(conn, writes, unread=True)
 
         await run.commit_step(write)
 

@@ -213,7 +213,9 @@ def db() -> FakeDatabase:
 async def batcher(
     events: RunEventStream, store: FakeStore, db: FakeDatabase
 ) -> AsyncIterator[ProgressBatcher]:
-    async def store_in(transaction: Any, rows: list[OutgoingEvent]) -> None:
+    async def store_in(
+        transaction: Any, rows: list[OutgoingEvent], *, fence_checked: bool = False
+    ) -> None:
         transaction.append("events")
         await store(rows)
 
