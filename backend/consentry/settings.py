@@ -54,7 +54,11 @@ class Settings(BaseSettings):
         "when it is created (an owner's first request); off: it starts empty.",
     )
     database_pool_size: int = Field(
-        default=10, ge=1, le=200, description="PostgreSQL connections per process (app tables)."
+        default=10,
+        ge=1,
+        le=200,
+        description="PostgreSQL connections each process keeps (app tables and checkpoints), "
+        "and up to twice as many more under load.",
     )
     host: str = Field(default="127.0.0.1", description="Address `consentry serve` binds to.")
     port: int = Field(default=8000, ge=0, le=65535)

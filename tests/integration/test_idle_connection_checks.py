@@ -215,3 +215,21 @@ async def test_after_a_database_restart_the_first_transaction_succeeds(
         assert pings.made == [(old_db_pid, "failed")]
     finally:
         await db.close()
+
+
+@pytest.mark.postgres
+async def test_a_transaction_that_waits_too_long_for_a_pooled_connection_is_an_outage(
+    postgres: PostgresCluster,
+) -> None:
+    """An overloaded replica (every connection of its pool busy past the wait) answers 503
+    ``database_unavailable`` (a retryable run error), not 500."""
+    db = Database(postgres.new_database(), pool_size=1, pool_timeout=0.2)
+    await db.open()
+    try:
+        async with db.read(), db.read(), db.read():  # the pool's one, and its two overflow
+            with pytest.raises(sa_exc.TimeoutError) as waited:
+                async with db.read():
+                    pass
+        assert is_database_unavailable(waited.value)
+    finally:
+        await db.close()

@@ -104,10 +104,15 @@ def _on_connect(dbapi_connection: Any, _record: Any) -> None:
 class Database:
     """Owns the engine. ``read()`` and ``write()`` hand out one transaction each."""
 
-    def __init__(self, url: str, *, pool_size: int = 10) -> None:
-        """``url``: ``sqlite:///<path>`` or ``postgresql://…`` (``CONSENTRY_DATABASE_URL``)."""
+    def __init__(self, url: str, *, pool_size: int = 10, pool_timeout: float = 60.0) -> None:
+        """``url``: ``sqlite:///<path>`` or ``postgresql://…`` (``CONSENTRY_DATABASE_URL``).
+        PostgreSQL: ``pool_size`` connections kept, and up to twice as many more under load (the
+        checkpointer's statements share this pool: a step's checkpoint goes in its events'
+        transaction); a transaction that waits ``pool_timeout`` seconds for one fails as
+        ``is_database_unavailable`` (503 ``database_unavailable``, a retryable run error)."""
         self.dialect: Literal["sqlite", "postgresql"]
         self._engine: AsyncEngine | None = None
+        self._lease_engine: AsyncEngine | None = None
         self._sqlite_writer: SqliteWorker | None = None
         self._sqlite_lock = asyncio.Lock()
         self._sqlite_writing: asyncio.Task[Any] | None = None
@@ -136,11 +141,24 @@ class Database:
             self._engine = create_async_engine(
                 sqlalchemy_postgres_url(url),
                 pool_size=pool_size,
-                max_overflow=pool_size,
+                max_overflow=2 * pool_size,
+                pool_timeout=pool_timeout,
                 connect_args={"prepare_threshold": None},
                 hide_parameters=True,  # errors never carry a message's or a note's text
             )
             check_idle_connections(self._engine)  # not a ping per transaction
+            # The lease heartbeat's own connection: under a load that keeps every pooled
+            # connection busy, a heartbeat waiting in that queue would let the process's leases
+            # expire (and its runs be taken over) while they make progress.
+            self._lease_engine = create_async_engine(
+                sqlalchemy_postgres_url(url),
+                pool_size=1,
+                max_overflow=0,
+                pool_timeout=pool_timeout,
+                connect_args={"prepare_threshold": None},
+                hide_parameters=True,
+            )
+            check_idle_connections(self._lease_engine)
 
     @property
     def is_postgres(self) -> bool:
@@ -188,6 +206,17 @@ class Database:
             for listener in self._local_listeners:
                 listener(channel, payload)
 
+    @asynccontextmanager
+    async def lease_write(self) -> AsyncIterator[DbConnection]:
+        """A write transaction for the lease heartbeat: on PostgreSQL on a connection of its own,
+        never queued behind the pool's (on SQLite, ``write()``)."""
+        if self._lease_engine is None:
+            async with self.write() as conn:
+                yield conn
+            return
+        async with self._lease_engine.begin() as conn:
+            yield conn
+
     def listen_locally(self, listener: Callable[[str, str], None]) -> None:
         """On SQLite: ``listener(channel, payload)`` for each ``notify_at_commit`` of this process,
         once its transaction committed (PostgreSQL delivers them by ``LISTEN``)."""
@@ -222,6 +251,8 @@ class Database:
             )
 
     async def close(self) -> None:
+        if self._lease_engine is not None:
+            await self._lease_engine.dispose()
         if self._engine is not None:
             await self._engine.dispose()
         for worker in reversed(self._sqlite_workers):
@@ -254,7 +285,12 @@ def _current_revision(connection: Connection) -> str | None:
     return MigrationContext.configure(connection).get_current_revision()
 
 
-DATABASE_ERRORS: tuple[type[Exception], ...] = (sa_exc.DBAPIError, psycopg.Error, PoolTimeout)
+DATABASE_ERRORS: tuple[type[Exception], ...] = (
+    sa_exc.DBAPIError,
+    sa_exc.TimeoutError,
+    psycopg.Error,
+    PoolTimeout,
+)
 """What the drivers raise; :func:`is_database_unavailable` tells an outage from a bug."""
 
 
@@ -271,6 +307,7 @@ def is_database_unavailable(exc: BaseException) -> bool:
             current,
             sa_exc.OperationalError
             | sa_exc.InterfaceError
+            | sa_exc.TimeoutError  # no pooled connection came free in time: overloaded
             | psycopg.OperationalError
             | PoolTimeout
             | ConnectionError,

@@ -64,6 +64,14 @@ class UnfinishedRun:
     fencing_token: int
 
 
+FENCE_LOCK_CLASS = 0x636B  # "ck"
+"""PostgreSQL: the first key of a thread's fence lock, an advisory lock keyed
+``(FENCE_LOCK_CLASS, hashtext(thread_id))``. A run's checkpoint write holds it shared for its
+transaction (``storage.checkpoints``), a takeover exclusively (:func:`seize_lease`): a row lock
+on the thread would also hold up the heartbeat's renewal of every lease of the process, and with
+it every run."""
+_FENCE_LOCK_EXCLUSIVE = sa.text("SELECT pg_advisory_xact_lock(:p_class, hashtext(:p_id))")
+
 _HOLDS_LEASE = (
     threads.c.id == sa.bindparam("p_id"),
     threads.c.active_run_id == sa.bindparam("p_run"),
@@ -185,7 +193,13 @@ async def seize_lease(
 ) -> int:
     """Take over the lease of a run whose process is gone: a compare-and-set on its fencing
     token that gives the thread a new one (returned), so whatever the old process still tries
-    to write is refused. :class:`LeaseLostError` when another process seized it first."""
+    to write is refused. :class:`LeaseLostError` when another process seized it first.
+
+    On PostgreSQL it first takes the thread's fence lock (:data:`FENCE_LOCK_CLASS`) exclusively:
+    a checkpoint write of the old process that is in flight (it holds the lock shared) commits
+    first, and one that starts later finds the new token."""
+    if conn.dialect.name == "postgresql":
+        await conn.execute(_FENCE_LOCK_EXCLUSIVE, {"p_class": FENCE_LOCK_CLASS, "p_id": thread_id})
     result = await conn.execute(
         threads.update()
         .where(*_HOLDS_LEASE)

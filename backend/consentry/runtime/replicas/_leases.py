@@ -79,7 +79,7 @@ class LeaseKeeper:
             return
         started = monotonic()
         try:
-            async with self._db.write() as conn:
+            async with self._db.lease_write() as conn:
                 held = await leases_repo.renew_leases(
                     conn,
                     lease_owner=self.owner,
