@@ -88,7 +88,9 @@ def open_client(db_url: str, clock: ManualClock) -> Callable[..., Any]:
     async def _open(**overrides: Any) -> AsyncIterator[httpx.AsyncClient]:
         settings = Settings(database_url=db_url, **{**NO_SAMPLE_NOTES, **overrides})
         app: FastAPI = create_app(settings, clock=clock)
-        async with LifespanManager(app) as manager:
+        # A start imports the graphs it serves (LangChain's agents, say): on a machine busy with
+        # the rest of the suite that alone can pass asgi-lifespan's default of 5 s.
+        async with LifespanManager(app, startup_timeout=60, shutdown_timeout=60) as manager:
             transport = httpx.ASGITransport(app=manager.app)
             async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
                 client.services = app.state.services  # type: ignore[attr-defined]

@@ -63,7 +63,7 @@ def _opener(url: str) -> Callable[[], Any]:
     async def _open() -> AsyncIterator[httpx.AsyncClient]:
         settings = Settings(database_url=url, graphs=CITY, sample_notes=False)
         app = create_app(settings)
-        async with LifespanManager(app) as manager:
+        async with LifespanManager(app, startup_timeout=60, shutdown_timeout=60) as manager:
             transport = httpx.ASGITransport(app=manager.app)
             async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
                 client.services = app.state.services  # type: ignore[attr-defined]
