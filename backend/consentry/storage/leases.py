@@ -64,13 +64,9 @@ class UnfinishedRun:
     fencing_token: int
 
 
-FENCE_LOCK_CLASS = 0x636B  # "ck"
-"""PostgreSQL: the first key of a thread's fence lock, an advisory lock keyed
-``(FENCE_LOCK_CLASS, hashtext(thread_id))``. A run's checkpoint write holds it shared for its
-transaction (``storage.checkpoints``), a takeover exclusively (:func:`seize_lease`): a row lock
-on the thread would also hold up the heartbeat's renewal of every lease of the process, and with
-it every run."""
-_FENCE_LOCK_EXCLUSIVE = sa.text("SELECT pg_advisory_xact_lock(:p_class, hashtext(:p_id))")
+_LOCK_THREAD_ROW = sa.text("SELECT 1 FROM threads WHERE id = :p_id FOR UPDATE")
+"""PostgreSQL: a takeover waits for the checkpoint writes in flight (each holds the thread's row
+``FOR KEY SHARE``, ``storage.checkpoints``); the heartbeat's renewals do not conflict with those."""
 
 _HOLDS_LEASE = (
     threads.c.id == sa.bindparam("p_id"),
@@ -195,11 +191,11 @@ async def seize_lease(
     token that gives the thread a new one (returned), so whatever the old process still tries
     to write is refused. :class:`LeaseLostError` when another process seized it first.
 
-    On PostgreSQL it first takes the thread's fence lock (:data:`FENCE_LOCK_CLASS`) exclusively:
-    a checkpoint write of the old process that is in flight (it holds the lock shared) commits
-    first, and one that starts later finds the new token."""
+    On PostgreSQL it first locks the thread's row ``FOR UPDATE``: a checkpoint write of the old
+    process that is in flight (it holds the row ``FOR KEY SHARE``) commits first, and one that
+    starts later waits for this transaction and finds the new token."""
     if conn.dialect.name == "postgresql":
-        await conn.execute(_FENCE_LOCK_EXCLUSIVE, {"p_class": FENCE_LOCK_CLASS, "p_id": thread_id})
+        await conn.execute(_LOCK_THREAD_ROW, {"p_id": thread_id})
     result = await conn.execute(
         threads.update()
         .where(*_HOLDS_LEASE)

@@ -84,8 +84,6 @@ class SerializedCheckpoint:
 def _fenced(sql: CheckpointSql, fence: CheckpointFence | None) -> Operation:
     if fence is None:
         return
-    if sql.fence_lock is not None:
-        yield Query(sql.fence_lock, (fence.thread_id,))
     found = yield Query(sql.fence, (fence.thread_id, fence.run_id, fence.fencing_token))
     if not found.rows:
         raise _lease_lost(fence)
@@ -119,8 +117,6 @@ def put_checkpoint(
     )
     if sql.put_fenced is not None and sql.put_fenced_latest is not None and fence is not None:
         older = (saved.thread_id, saved.checkpoint_ns, saved.checkpoint_id)
-        if sql.fence_lock is not None:
-            yield Query(sql.fence_lock, (fence.thread_id,))
         written = yield Query(
             sql.put_fenced_latest if latest_only else sql.put_fenced,
             (*fence, *row, *(older * 2 if latest_only else ())),

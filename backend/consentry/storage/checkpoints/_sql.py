@@ -2,10 +2,11 @@
 
 Every statement goes to the driver as it is (sqlite3, psycopg): no SQL compiler on the hot path.
 The fence is the thread's row in ``threads`` (the run's id and fencing token, as the run's event
-inserts check them). On PostgreSQL a write first takes the thread's fence lock shared
-(``storage.leases.FENCE_LOCK_CLASS``), which a takeover takes exclusively before it changes the
-token: a write in flight commits before the takeover (which then reads it), and one that starts
-after it finds no row. On SQLite the writer holds the database's write lock.
+inserts check them). On PostgreSQL it is read ``FOR KEY SHARE``, which a takeover's ``FOR UPDATE``
+of the row waits for (``storage.leases.seize_lease``): a write in flight commits before the
+takeover (which then reads it), and one that starts after it waits, re-reads the row and finds
+the new token. The heartbeat's renewal of the leases (an ``UPDATE`` of no key column) does not
+wait for it. On SQLite the writer holds the database's write lock.
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
-
-from consentry.storage.leases import FENCE_LOCK_CLASS
 
 __all__ = ["CheckpointSql", "sql_for"]
 
@@ -28,9 +27,6 @@ _WRITE_COLUMNS = "task_id, channel, type, value, task_path, idx"
 @dataclass(frozen=True)
 class CheckpointSql:
     dialect: Literal["sqlite", "postgresql"]
-    fence_lock: str | None
-    """PostgreSQL: the thread's fence lock, shared, taken before the fence is read (a statement
-    of its own: the next one's snapshot then sees a takeover that held it)."""
     fence: str
     put: str
     drop_older: tuple[str, ...]
@@ -89,10 +85,10 @@ def _statements(dialect: Literal["sqlite", "postgresql"]) -> CheckpointSql:
     older = "thread_id = ? AND checkpoint_ns = ? AND checkpoint_id < ?"
     sql = CheckpointSql(
         dialect=dialect,
-        fence_lock=(
-            f"SELECT pg_advisory_xact_lock_shared({FENCE_LOCK_CLASS}, hashtext(?))" if pg else None
+        fence=(
+            "SELECT 1 FROM threads WHERE id = ? AND active_run_id = ? AND fencing_token = ?"
+            + (" FOR KEY SHARE" if pg else "")
         ),
-        fence="SELECT 1 FROM threads WHERE id = ? AND active_run_id = ? AND fencing_token = ?",
         put=(
             "INSERT INTO graph_checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
             "parent_checkpoint_id, run_id, type, checkpoint, metadata) "
@@ -180,7 +176,7 @@ def _statements(dialect: Literal["sqlite", "postgresql"]) -> CheckpointSql:
 def _put_fenced(drop: str) -> str:
     return (
         "WITH fence AS (SELECT 1 FROM threads WHERE id = ? AND active_run_id = ? "
-        "AND fencing_token = ?), put AS (INSERT INTO graph_checkpoints (thread_id, "
+        "AND fencing_token = ? FOR KEY SHARE), put AS (INSERT INTO graph_checkpoints (thread_id, "
         "checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, type, checkpoint, "
         "metadata) SELECT ?, ?, ?, ?, ?, ?, ?, ?::jsonb FROM fence "
         "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
@@ -197,8 +193,6 @@ def _with_params(sql: CheckpointSql) -> CheckpointSql:
         value = getattr(sql, name)
         if name == "dialect":
             converted[name] = "postgresql"
-        elif name == "fence_lock":
-            converted[name] = value.replace("?", "%s") if value else None
         elif isinstance(value, tuple):
             converted[name] = tuple(sql_text.replace("?", "%s") for sql_text in value)
         elif value is None:
