@@ -75,7 +75,7 @@ class CheckpointSql:
         return text.replace("?", "%s") if self.dialect == "postgresql" else text
 
     def listed(self, statement: str, count: int) -> str:
-        """``statement`` with its ``{ids}`` list of ``count`` placeholders."""
+        """``statement`` with its ``{ids}`` list filled for ``count`` parameters."""
         return statement.format(ids=", ".join([self.param("?")] * count))
 
 
@@ -187,7 +187,7 @@ def _put_fenced(drop: str) -> str:
 
 
 def _with_params(sql: CheckpointSql) -> CheckpointSql:
-    """The same statements with PostgreSQL's ``%s`` placeholders."""
+    """The same statements in PostgreSQL's parameter style (``%s``)."""
     converted: dict[str, Any] = {}
     for name in CheckpointSql.__dataclass_fields__:
         value = getattr(sql, name)
