@@ -1,7 +1,9 @@
-"""SQLite's connection threads (``sqlite_thread``, ``sqlite_connection``, ``Database`` on SQLite):
-one write transaction at a time on the writer, reads on idle readers that never wait for it, a
-failed or cancelled transaction rolled back before its connection serves anyone else, results
-fetched whole on the connection's thread, and threads that end on ``close()``.
+"""SQLite's connections (``sqlite_thread``, ``sqlite_connection``, ``Database`` on SQLite): one
+write transaction at a time on the writer, reads on idle readers that never wait for it,
+transactions on the loop's thread unless offloaded to the connection's own, a writer that waits
+for another process's lock on its thread (the loop goes on), a failed or cancelled transaction
+rolled back before its connection serves anyone else, results fetched whole, and threads that
+end on ``close()``.
 
 SQLite only, on a real file: PostgreSQL keeps SQLAlchemy's ``AsyncConnection``."""
 
@@ -123,7 +125,7 @@ async def test_a_write_cancelled_while_its_statement_runs_is_rolled_back_before_
         release.wait(WAIT_SECONDS)
 
     async def write_then_block_the_thread() -> None:
-        async with db.write() as conn:
+        async with db.write(offload=True) as conn:
             await conn.execute(text("INSERT INTO items (name) VALUES ('cancelled')"))
             await conn.run_sync(hold_the_thread)
 
@@ -133,11 +135,33 @@ async def test_a_write_cancelled_while_its_statement_runs_is_rolled_back_before_
     with pytest.raises(asyncio.CancelledError):
         await task
 
-    next_write = asyncio.create_task(_insert(db, "next"))  # queued behind the rollback
+    next_write = asyncio.create_task(_insert(db, "next"))  # on the loop, after the rollback
+    await asyncio.sleep(0.05)
+    assert not next_write.done()
     release.set()
     async with asyncio.timeout(WAIT_SECONDS):
         await next_write
     assert await _names(db) == ["next"]
+
+
+def _thread_name(_connection: object) -> str:
+    return threading.current_thread().name
+
+
+async def test_transactions_run_on_the_loops_thread_unless_offloaded(db: Database) -> None:
+    loop_thread = threading.current_thread().name
+    async with db.write() as conn:
+        written_on = await conn.run_sync(_thread_name)
+    async with db.read() as conn:
+        read_on = await conn.run_sync(_thread_name)
+    async with db.write(offload=True) as conn:
+        offloaded_write_on = await conn.run_sync(_thread_name)
+    async with db.read(offload=True) as conn:
+        offloaded_read_on = await conn.run_sync(_thread_name)
+
+    assert (written_on, read_on) == (loop_thread, loop_thread)
+    assert offloaded_write_on == "sqlite-writer"
+    assert offloaded_read_on.startswith("sqlite-reader-")
 
 
 async def test_concurrent_write_transactions_never_interleave(db: Database) -> None:
@@ -280,6 +304,44 @@ async def test_the_writer_keeps_its_transactions_atomic_after_a_database_is_lock
     with pytest.raises(RuntimeError, match="changed my mind"):
         await _insert_then_fail(db, "discarded")
     assert await _names(db) == []
+
+
+async def test_a_writer_finding_another_process_lock_waits_on_its_thread_not_the_loop(
+    db: Database, other_process_writing: sqlite3.Connection
+) -> None:
+    other_process_writing.execute("BEGIN IMMEDIATE")
+    writer = asyncio.create_task(_insert(db, "after the lock"))
+    ticks = 0
+    while ticks < 20:  # the loop keeps serving while the write waits for the lock
+        await asyncio.sleep(0.01)
+        ticks += 1
+    assert not writer.done()
+    assert await _names(db) == []  # and reads go on
+
+    other_process_writing.execute("COMMIT")
+    async with asyncio.timeout(WAIT_SECONDS):
+        await writer
+    assert await _names(db) == ["after the lock"]
+    async with db.write() as conn:  # the next write is on the loop again, with no busy wait
+        assert await conn.run_sync(_thread_name) == threading.current_thread().name
+
+
+async def test_a_write_cancelled_while_waiting_for_another_process_lock_leaves_nothing(
+    db: Database, other_process_writing: sqlite3.Connection
+) -> None:
+    other_process_writing.execute("BEGIN IMMEDIATE")
+    writer = asyncio.create_task(_insert(db, "given up"))
+    await asyncio.sleep(0.1)
+    writer.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await writer
+    next_write = asyncio.create_task(_insert(db, "next"))  # waits for the thread's rollback
+    await asyncio.sleep(0.05)
+    other_process_writing.execute("COMMIT")
+
+    async with asyncio.timeout(WAIT_SECONDS):
+        await next_write
+    assert await _names(db) == ["next"]
 
 
 async def test_close_ends_the_connection_threads(tmp_path: Path) -> None:

@@ -57,11 +57,11 @@ __all__ = [
 BUSY_TIMEOUT_SECONDS = 30.0
 MIGRATION_LOCK = 0x636F6E73656E7472  # "consentr": the advisory lock key of schema changes
 SQLITE_READERS = 2
-"""Read connections on SQLite, each on its own thread (WAL readers never block each other)."""
+"""Read connections on SQLite (WAL readers never block each other, nor wait for the writer)."""
 
 DbConnection = AsyncConnection | SqliteConnection
 """A transaction as ``Database.read()`` and ``Database.write()`` hand it out: SQLAlchemy's on
-PostgreSQL, one thread hop per statement on SQLite. The storage modules take either."""
+PostgreSQL, ``SqliteConnection`` on SQLite. The storage modules take either."""
 
 
 async def notify_at_commit(conn: DbConnection, channel: str, payload: str) -> None:
@@ -80,9 +80,9 @@ async def execute_unread(
     conn: DbConnection, statement: Executable, parameters: _CoreAnyExecuteParams
 ) -> None:
     """Run a statement whose result nobody reads (no rows, no row count). On SQLite it goes with
-    the transaction's next statement or its commit instead of a thread hop of its own
-    (``SqliteConnection.defer``); a failure then surfaces there, and the transaction still
-    commits all or nothing."""
+    the transaction's next statement or its commit instead of a call of its own
+    (``SqliteConnection.defer``; in an offloaded transaction, a thread hop saved); a failure
+    then surfaces there, and the transaction still commits all or nothing."""
     if isinstance(conn, SqliteConnection):
         conn.defer(statement, parameters)
     else:
@@ -125,15 +125,22 @@ class Database:
             path = Path(url.removeprefix("sqlite:///"))
             path.parent.mkdir(parents=True, exist_ok=True)
             # Each worker holds its connection for the process's life: no pool to check out of.
+            # A connection serves its transactions on the loop's thread or on its own
+            # (``sqlite_connection``), one at a time: it is not bound to the thread that opened it.
             engine = create_engine(
                 f"sqlite:///{path}",
-                connect_args={"timeout": BUSY_TIMEOUT_SECONDS},
+                connect_args={"timeout": BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
                 poolclass=NullPool,
             )
             event.listen(engine, "connect", _on_connect)
-            self._sqlite_writer = SqliteWorker(engine, name="sqlite-writer", write=True)
+            busy_ms = int(BUSY_TIMEOUT_SECONDS * 1000)
+            self._sqlite_writer = SqliteWorker(
+                engine, name="sqlite-writer", write=True, busy_timeout_ms=busy_ms
+            )
             self._sqlite_workers = [self._sqlite_writer] + [
-                SqliteWorker(engine, name=f"sqlite-reader-{n}", write=False)
+                SqliteWorker(
+                    engine, name=f"sqlite-reader-{n}", write=False, busy_timeout_ms=busy_ms
+                )
                 for n in range(SQLITE_READERS)
             ]
         else:
@@ -172,20 +179,25 @@ class Database:
             self._sqlite_readers.put_nowait(worker)
 
     @asynccontextmanager
-    async def read(self) -> AsyncIterator[DbConnection]:
+    async def read(self, *, offload: bool = False) -> AsyncIterator[DbConnection]:
+        """A read transaction. ``offload``: on SQLite its statements run on the connection's
+        thread, not the loop's (for a read long enough to hold up every stream: see
+        ``sqlite_connection``); PostgreSQL's are always awaited."""
         if self._engine is not None:
             async with self._engine.begin() as conn:
                 yield conn
             return
         worker = await self._sqlite_readers.get()
         try:
-            async with _sqlite_transaction(worker) as conn:
+            async with _sqlite_transaction(worker, offload) as conn:
                 yield conn
         finally:
             self._sqlite_readers.put_nowait(worker)
 
     @asynccontextmanager
-    async def write(self) -> AsyncIterator[DbConnection]:
+    async def write(self, *, offload: bool = False) -> AsyncIterator[DbConnection]:
+        """A write transaction (on SQLite one at a time in the process). ``offload``: as for
+        :meth:`read`, for the migrations and the retention sweeps."""
         if self._engine is not None:
             async with self._engine.begin() as conn:
                 yield conn
@@ -198,7 +210,7 @@ class Database:
         async with self._sqlite_lock:
             self._sqlite_writing = task
             try:
-                async with _sqlite_transaction(self._sqlite_writer) as sqlite_conn:
+                async with _sqlite_transaction(self._sqlite_writer, offload) as sqlite_conn:
                     yield sqlite_conn
             finally:
                 self._sqlite_writing = None
@@ -228,7 +240,7 @@ class Database:
 
     async def migrate(self) -> None:
         """Bring the schema to the newest migration (idempotent; one process at a time)."""
-        async with self.write() as conn:
+        async with self.write(offload=True) as conn:
             if self.is_postgres:
                 # DDL is transactional on PostgreSQL: a replica that waited here finds the
                 # schema current and does nothing.
@@ -260,8 +272,11 @@ class Database:
 
 
 @asynccontextmanager
-async def _sqlite_transaction(worker: SqliteWorker) -> AsyncIterator[SqliteConnection]:
-    conn = SqliteConnection(worker)
+async def _sqlite_transaction(
+    worker: SqliteWorker, offload: bool
+) -> AsyncIterator[SqliteConnection]:
+    await worker.ready()
+    conn = SqliteConnection(worker, offload=offload)
     try:
         yield conn
         await conn.commit()

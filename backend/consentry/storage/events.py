@@ -102,7 +102,7 @@ async def insert_events(
     """Store serialized events of one run, if it still holds the lease (else
     :class:`LeaseLostError`, and the caller's transaction must roll back). ``fence_checked``:
     the caller's transaction checked the lease already (the step's checkpoint did): on SQLite,
-    whose writer serializes transactions, the rows then go with the transaction's next hop."""
+    whose writer serializes transactions, the rows then go with the transaction's next call."""
     values = [
         {
             "p_id": run.thread_id,

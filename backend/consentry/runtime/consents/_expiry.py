@@ -93,14 +93,14 @@ class ExpirySweeper(BackgroundLoop):
 
     async def prune_idempotency_keys(self) -> int:
         """Forget idempotency keys older than their retention (at least 24 hours)."""
-        async with self._db.write() as conn:
+        async with self._db.write(offload=True) as conn:  # may be long: off the loop's thread
             return await prune_idempotency_keys(
                 conn, older_than=self._clock() - self._key_retention
             )
 
     async def prune_events(self) -> int:
         """Forget stored events older than their retention (clients then get a ``resync``)."""
-        async with self._db.write() as conn:
+        async with self._db.write(offload=True) as conn:  # may be long: off the loop's thread
             return await events_repo.prune_events(
                 conn, older_than=self._clock() - self._event_retention
             )

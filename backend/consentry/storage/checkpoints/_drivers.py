@@ -1,8 +1,8 @@
 """Running an operation (``_operations``) on a driver connection: sqlite3, or psycopg.
 
 In the server, the connection is the one of an app transaction (``Database.read()`` /
-``write()``): on SQLite the operation runs on that connection's thread in one hop, statement by
-statement on the sqlite3 connection underneath SQLAlchemy's; on PostgreSQL on the psycopg
+``write()``): on SQLite the operation runs in one call of that connection, statement by statement on
+the sqlite3 connection underneath SQLAlchemy's; on PostgreSQL on the psycopg
 connection underneath SQLAlchemy's, awaited directly (no greenlet bridge per statement). The
 checkpointer's synchronous methods run it on a connection of their own.
 """
@@ -86,7 +86,7 @@ def _on_sqlalchemy_sqlite(connection: Connection, operation: Operation) -> Any:
 async def run_on(conn: DbConnection, operation: Operation, *, unread: bool = False) -> Any:
     """Run ``operation`` inside an app transaction (``Database.read()`` / ``write()``).
     ``unread``: nobody reads what it returns (a write, which raises when refused); on SQLite it
-    then goes with the transaction's next hop (``SqliteConnection.defer_call``), not one of its
+    then goes with the transaction's next call (``SqliteConnection.defer_call``), not one of its
     own, and returns None."""
     if isinstance(conn, SqliteConnection):
         if unread:

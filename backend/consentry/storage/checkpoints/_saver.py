@@ -1,12 +1,13 @@
 """``ConsentrySaver``: LangGraph's checkpointer contract on Consentry's own database and tables.
 
 Async methods run in the app's transactions (``Database``), on the same connections as every
-other write: on SQLite one thread hop a call (no second connection contending for the write
-lock), on PostgreSQL the app's pool. A run hands the graph a ``StepCommitter`` in its config
-(``RUN_KEY``): the run's checkpoint writes are then fenced by its lease, and each checkpoint is
-committed in the transaction the run opens for it, with the step's events
-(``StepCommitter.commit_step``). ``latest_only`` (``CONSENTRY_CHECKPOINT_RETENTION=latest``)
-drops the namespace's older checkpoints in that same transaction.
+other write: on SQLite one call of the app's connection a method (no second connection
+contending for the write lock), on PostgreSQL the app's pool. A run hands the graph a
+``StepCommitter`` in its config (``RUN_KEY``): the run's checkpoint writes are then fenced by
+its lease, and each checkpoint is committed in the transaction the run opens for it, with the
+step's events (``StepCommitter.commit_step``). ``latest_only``
+(``CONSENTRY_CHECKPOINT_RETENTION=latest``) drops the namespace's older checkpoints in that same
+transaction.
 
 The synchronous methods (for code that runs a graph with ``invoke``) use a connection of their
 own, opened on first use. Nothing here is fenced or batched without a run's committer.

@@ -33,7 +33,7 @@ class CheckpointSql:
     put_fenced: str | None
     """PostgreSQL: the fence and the checkpoint in one statement (one round trip); its one row
     counts the checkpoints written (0: the lease moved on). None on SQLite, where the separate
-    statements cost one thread hop together."""
+    statements run in one call, in the process."""
     put_fenced_latest: str | None
     """``put_fenced`` that also drops the namespace's older checkpoints and their writes."""
     put_write_replace: str

@@ -37,7 +37,7 @@ async def import_legacy_checkpoints(db: Database, saver: ConsentrySaver, databas
     """Copy the checkpoints of LangGraph's tables once (see the module); how many were copied
     now (0 when there are none, or they were copied before)."""
     source = _SOURCES[db.dialect]
-    async with db.write() as conn:
+    async with db.write(offload=True) as conn:  # the whole copy: off the loop's thread
         if db.is_postgres:
             await conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
         if not await _has_legacy_tables(conn, db.dialect):
