@@ -26,6 +26,7 @@ from consentry.schemas.approvals import (
 )
 from consentry.schemas.events import ConsentEvent
 from consentry.storage.database import DbConnection
+from consentry.storage.sqlite_direct import direct
 from consentry.storage.tables import UTCDateTime, approvals, threads
 
 __all__ = [
@@ -82,7 +83,7 @@ _COLUMNS = tuple(approvals.c[field.name] for field in fields(ApprovalRecord))
 """The columns of an :class:`ApprovalRecord`, in its fields' order: a row of them is
 ``ApprovalRecord(*row)`` (by position: a quarter of the cost by name, see ``storage.events``)."""
 _SELECT = sa.select(*_COLUMNS)
-_INSERT = approvals.insert()
+_INSERT = direct(approvals.insert())
 _FIND = _SELECT.where(
     approvals.c.id == sa.bindparam("p_id"),
     approvals.c.tenant == sa.bindparam("p_tenant"),
@@ -98,7 +99,7 @@ def live_at(now: datetime | sa.BindParameter[datetime]) -> sa.ColumnElement[bool
     return sa.or_(approvals.c.expires_at.is_(None), approvals.c.expires_at > now)
 
 
-_DECIDE = (
+_DECIDE = direct(
     approvals.update()
     .where(
         approvals.c.id == sa.bindparam("p_id"),

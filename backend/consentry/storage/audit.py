@@ -16,6 +16,7 @@ from consentry.principal import Principal
 from consentry.schemas.approvals import ApprovalChangeKind
 from consentry.schemas.audit import AuditRecord
 from consentry.storage.database import DbConnection, execute_unread, notify_at_commit
+from consentry.storage.sqlite_direct import direct
 from consentry.storage.tables import audit
 
 __all__ = [
@@ -42,7 +43,7 @@ AuditAction = Literal[
 ]
 
 
-_INSERT = audit.insert()
+_INSERT = direct(audit.insert())
 
 APPROVALS_CHANNEL = "consentry_approvals"
 """Notified (payload: ``owner_key``) when one of an owner's approvals changes."""

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from consentry.storage.database import DbConnection, execute_unread
 from consentry.storage.leases import LeaseLostError
+from consentry.storage.sqlite_direct import direct
 from consentry.storage.tables import events, threads
 
 __all__ = [
@@ -65,19 +66,21 @@ did before records (0.5 µs against 1.2 µs an event, SQLite in memory); by name
 
 # Events are inserted only while the run holds the lease: ``INSERT ... SELECT ... FROM threads
 # WHERE fencing_token = ?`` inserts nothing for a stale token, at no extra statement.
-_INSERT_EVENTS = events.insert().from_select(
-    ["thread_id", "seq", "run_id", "type", "data", "created_at"],
-    sa.select(
-        threads.c.id,
-        sa.bindparam("p_seq", type_=sa.Integer),
-        sa.bindparam("p_run", type_=sa.String),
-        sa.bindparam("p_type", type_=sa.String),
-        sa.bindparam("p_data", type_=sa.Text),
-        sa.bindparam("p_now", type_=events.c.created_at.type),
-    ).where(
-        threads.c.id == sa.bindparam("p_id"),
-        threads.c.fencing_token == sa.bindparam("p_token"),
-    ),
+_INSERT_EVENTS = direct(
+    events.insert().from_select(
+        ["thread_id", "seq", "run_id", "type", "data", "created_at"],
+        sa.select(
+            threads.c.id,
+            sa.bindparam("p_seq", type_=sa.Integer),
+            sa.bindparam("p_run", type_=sa.String),
+            sa.bindparam("p_type", type_=sa.String),
+            sa.bindparam("p_data", type_=sa.Text),
+            sa.bindparam("p_now", type_=events.c.created_at.type),
+        ).where(
+            threads.c.id == sa.bindparam("p_id"),
+            threads.c.fencing_token == sa.bindparam("p_token"),
+        ),
+    )
 )
 
 

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from consentry.schemas.events import TerminalReason, Trigger
 from consentry.schemas.threads import ThreadStatus
 from consentry.storage.database import DbConnection
+from consentry.storage.sqlite_direct import direct
 from consentry.storage.tables import runs, threads
 
 __all__ = [
@@ -75,7 +76,7 @@ _HOLDS_LEASE = (
 )
 
 
-_RELEASE_THREAD = (
+_RELEASE_THREAD = direct(
     threads.update()
     .where(*_HOLDS_LEASE)
     .values(

@@ -15,6 +15,7 @@ from consentry.schemas.events import TerminalReason, TokenUsage, Trigger
 from consentry.storage.audit import record_audit
 from consentry.storage.database import DbConnection, execute_unread
 from consentry.storage.leases import _HOLDS_LEASE, LeaseLostError
+from consentry.storage.sqlite_direct import direct
 from consentry.storage.tables import runs, threads
 from consentry.storage.threads import add_tenant_usage
 
@@ -91,12 +92,12 @@ class TakenRun:
     fencing_token: int
 
 
-_START_RUN = runs.insert()
+_START_RUN = direct(runs.insert())
 _CHAIN_LIMIT = 20
 """Continuations of continuations looked back through (each crash or retry adds one)."""
 
 
-_END_RUN = (
+_END_RUN = direct(
     runs.update()
     .where(runs.c.id == sa.bindparam("p_id"))
     .values(

@@ -48,6 +48,7 @@ from sqlalchemy.engine.interfaces import _CoreAnyExecuteParams, _CoreSingleExecu
 from sqlalchemy.engine.result import SimpleResultMetaData
 from sqlalchemy.sql.base import Executable
 
+from consentry.storage.sqlite_direct import run_direct
 from consentry.storage.sqlite_thread import SqliteThread
 
 __all__ = ["SqliteConnection", "SqliteResult", "SqliteWorker", "WriterBusyError"]
@@ -263,6 +264,8 @@ def _execute(
     parameters: _CoreAnyExecuteParams | None,
     options: dict[str, Any] | None,
 ) -> SqliteResult:
+    if not options and (rowcount := run_direct(connection, statement, parameters)) is not None:
+        return SqliteResult((), [], rowcount)
     return _buffered(connection.execute(statement, parameters, execution_options=options))
 
 
@@ -273,7 +276,8 @@ def _commit(connection: Connection) -> None:
 def _execute_all(connection: Connection, deferred: list[_Deferred]) -> None:
     for entry in deferred:
         if isinstance(entry, tuple):
-            connection.execute(*entry)
+            if run_direct(connection, *entry) is None:
+                connection.execute(*entry)
         else:
             entry(connection)
 

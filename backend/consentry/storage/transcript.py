@@ -18,6 +18,7 @@ from typing import Literal
 import sqlalchemy as sa
 
 from consentry.storage.database import DbConnection, execute_unread
+from consentry.storage.sqlite_direct import direct
 from consentry.storage.tables import threads, transcript
 
 __all__ = [
@@ -38,19 +39,21 @@ class TranscriptEntry:
     content: str
 
 
-_ADD = transcript.insert().values(
-    thread_id=sa.bindparam("p_thread"),
-    message_id=sa.bindparam("p_message"),
-    role=sa.bindparam("p_role"),
-    content=sa.bindparam("p_content"),
-    created_at=sa.bindparam("p_now"),
+_ADD = direct(
+    transcript.insert().values(
+        thread_id=sa.bindparam("p_thread"),
+        message_id=sa.bindparam("p_message"),
+        role=sa.bindparam("p_role"),
+        content=sa.bindparam("p_content"),
+        created_at=sa.bindparam("p_now"),
+    )
 )
 _READ = (
     sa.select(transcript.c.message_id, transcript.c.role, transcript.c.content)
     .where(transcript.c.thread_id == sa.bindparam("p_thread"))
     .order_by(transcript.c.id)
 )
-_MARK_KEPT = (
+_MARK_KEPT = direct(
     threads.update().where(threads.c.id == sa.bindparam("p_thread")).values(transcript_kept=True)
 )
 

@@ -1,0 +1,164 @@
+"""Statements marked ``direct`` (``storage/sqlite_direct.py``) run on sqlite3 past SQLAlchemy's
+execution, and store exactly what SQLAlchemy's execution stores: the same SQL, the same values
+(datetimes, JSON, values the statement carries), the same errors; a form SQLAlchemy must run
+itself (a Python-side default, a missing parameter, RETURNING) still runs through SQLAlchemy.
+
+SQLite only, on a real file: on PostgreSQL a marked statement runs through SQLAlchemy."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.exc import IntegrityError, StatementError
+
+from consentry.storage.database import Database, execute_unread
+from consentry.storage.sqlite_direct import direct
+from consentry.storage.tables import UTCDateTime
+
+_metadata = sa.MetaData()
+_items = sa.Table(
+    "items",
+    _metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String, nullable=False, unique=True),
+    sa.Column("data", sa.JSON, nullable=False),
+    sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("kind", sa.String, nullable=False),
+    sa.Column("flag", sa.Boolean, nullable=False, default=False),
+)
+
+_INSERT_PLAIN = _items.insert()
+_INSERT_DIRECT = direct(_items.insert())
+_RENAME_DIRECT = direct(
+    _items.update()
+    .where(_items.c.name == sa.bindparam("p_name"))
+    .values(name=sa.bindparam("p_new"), kind="renamed")
+)
+_RETURNING_DIRECT = direct(_items.insert().returning(_items.c.id))
+_INSERT_UTC_DIRECT = direct(
+    sa.Table(
+        "items", sa.MetaData(), sa.Column("name", sa.String), sa.Column("at", UTCDateTime)
+    ).insert()
+)
+
+AT = datetime(2026, 12, 1, 8, 30, 15, 123456, tzinfo=UTC)
+
+
+def _row(name: str, **more: Any) -> dict[str, Any]:
+    return {"name": name, "data": {"a": [1, "é"]}, "at": AT, "kind": "k", "flag": True, **more}
+
+
+@pytest_asyncio.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    database = Database(f"sqlite:///{tmp_path / 'direct.db'}")
+    await database.open()
+    async with database.write() as conn:
+        await conn.run_sync(_metadata.create_all)
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+@pytest.fixture
+def through_sqlalchemy(db: Database) -> Iterator[list[str]]:
+    """The statements SQLAlchemy's execution ran (a direct one never reaches this hook)."""
+    engine = db._sqlite_writer._engine  # type: ignore[union-attr]
+    seen: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        seen.append(statement.split()[0])
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+async def _stored(db: Database) -> list[tuple[Any, ...]]:
+    async with db.read() as conn:
+        raw = await conn.exec_driver_sql("SELECT name, data, at, kind, flag FROM items ORDER BY id")
+        return [tuple(row) for row in raw.all()]
+
+
+async def test_a_direct_insert_stores_what_sqlalchemy_stores_without_its_execution(
+    db: Database, through_sqlalchemy: list[str]
+) -> None:
+    async with db.write() as conn:
+        await conn.execute(_INSERT_PLAIN, _row("by sqlalchemy"))
+    assert through_sqlalchemy == ["INSERT"]
+
+    async with db.write() as conn:
+        one = await conn.execute(_INSERT_DIRECT, _row("direct"))
+        many = await conn.execute(_INSERT_DIRECT, [_row("many 1"), _row("many 2")])
+        await execute_unread(conn, _INSERT_DIRECT, _row("unread"))
+    assert through_sqlalchemy == ["INSERT"]  # none of these went through SQLAlchemy
+    assert (one.rowcount, many.rowcount) == (1, 2)
+
+    plain, *directs = await _stored(db)
+    assert [row[1:] for row in directs] == [plain[1:]] * 4  # byte for byte the same values
+    assert [row[0] for row in directs] == ["direct", "many 1", "many 2", "unread"]
+
+
+async def test_a_direct_update_sends_the_values_the_statement_carries(
+    db: Database, through_sqlalchemy: list[str]
+) -> None:
+    async with db.write() as conn:
+        await execute_unread(conn, _INSERT_DIRECT, _row("old"))
+        renamed = await conn.execute(_RENAME_DIRECT, {"p_name": "old", "p_new": "new"})
+        missed = await conn.execute(_RENAME_DIRECT, {"p_name": "nobody", "p_new": "x"})
+
+    assert (renamed.rowcount, missed.rowcount) == (1, 0)
+    assert through_sqlalchemy == []
+    assert [(row[0], row[3]) for row in await _stored(db)] == [("new", "renamed")]
+
+
+async def test_a_form_sqlalchemy_must_run_itself_still_runs_through_it(
+    db: Database, through_sqlalchemy: list[str]
+) -> None:
+    without_flag = {key: value for key, value in _row("defaulted").items() if key != "flag"}
+    async with db.write() as conn:
+        await conn.execute(_INSERT_DIRECT, without_flag)  # the column's Python-side default
+        returned = await conn.execute(_RETURNING_DIRECT, _row("returning"))
+        assert returned.scalar() == 2
+    assert through_sqlalchemy == ["INSERT", "INSERT"]
+    assert [(row[0], row[4]) for row in await _stored(db)] == [
+        ("defaulted", 0),
+        ("returning", 1),
+    ]
+
+    async def rename_without_the_new_name() -> None:
+        async with db.write() as conn:
+            await conn.execute(_RENAME_DIRECT, {"p_name": "defaulted"})
+
+    with pytest.raises(StatementError, match="p_new"):  # a parameter missing: SQLAlchemy's error
+        await rename_without_the_new_name()
+
+
+async def test_a_direct_statement_fails_as_sqlalchemy_would_and_the_transaction_rolls_back(
+    db: Database,
+) -> None:
+    async def insert_twice() -> None:
+        async with db.write() as conn:
+            await conn.execute(_INSERT_DIRECT, _row("first"))
+            await execute_unread(conn, _INSERT_DIRECT, _row("first"))  # fails at the commit
+
+    with pytest.raises(IntegrityError, match="UNIQUE constraint failed"):
+        await insert_twice()
+
+    async def insert_naive() -> None:
+        async with db.write() as conn:
+            await conn.execute(_INSERT_UTC_DIRECT, {"name": "naive", "at": datetime(2026, 1, 1)})
+
+    with pytest.raises(ValueError, match="naive"):  # the UTC column's own check still runs
+        await insert_naive()
+
+    assert await _stored(db) == []
