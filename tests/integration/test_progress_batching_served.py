@@ -105,8 +105,9 @@ async def test_an_approved_decision_stores_its_progress_with_the_note_then_the_m
     assert _numbered_without_gaps(events)
     assert await _writes(client, events[0].run_id) == [
         ["run_started", "step"],  # the input's checkpoint (the resume) and the step it starts
-        ["step"],
-        ["note", "message"],  # the note the step applied, in that step's checkpoint's write
+        # The next step's progress waits with what it told for its checkpoint: nothing of it
+        # could be sent before that write (no token came between).
+        ["step", "note", "message"],
         ["final"],
     ]
 

@@ -184,7 +184,7 @@ async def test_a_stream_cut_mid_run_is_rejoined_from_its_last_id_without_a_gap(
 ) -> None:
     stub.reply('{"intent": "answer", "query": "x"}')
     stub.hold("Retrieval finds the passages an answer needs.")
-    async with open_live(**stub.app_settings()) as (client, _), sdk_client(client) as sdk:
+    async with open_live(**stub.app_settings()) as (client, services), sdk_client(client) as sdk:
         seen: list[Any] = []
         question = {"messages": [{"role": "user", "content": "What is retrieval?"}]}
         async for part in sdk.runs.stream(
@@ -195,13 +195,26 @@ async def test_a_stream_cut_mid_run_is_rejoined_from_its_last_id_without_a_gap(
                 break  # the connection drops once the run is known
         metadata = seen[0].data
         await asyncio.wait_for(stub.holding.wait(), 10)
+        stream = services.executor.active_stream(metadata["thread_id"])
+
+        async def rejoined() -> list[Any]:
+            return [
+                part
+                async for part in sdk.runs.join_stream(
+                    metadata["thread_id"], metadata["run_id"], last_event_id=seen[-1].id
+                )
+            ]
+
+        # Tokens are never stored: the answer is released once the cut stream has left and
+        # the rejoined one follows the run, so every token of it is streamed to the rejoiner.
+        async with asyncio.timeout(10):
+            while stream.listeners:  # noqa: ASYNC110 - no event exists for this
+                await asyncio.sleep(0.01)
+            joining = asyncio.create_task(rejoined())
+            while not stream.listeners:  # noqa: ASYNC110 - no event exists for this
+                await asyncio.sleep(0.01)
         stub.release()
-        rest = [
-            part
-            async for part in sdk.runs.join_stream(
-                metadata["thread_id"], metadata["run_id"], last_event_id=seen[-1].id
-            )
-        ]
+        rest = await joining
 
     said = "".join(m["content"] for m, _ in (p.data for p in rest if p.event == "messages"))
     assert "metadata" not in [p.event for p in rest]  # nothing before the cut comes again

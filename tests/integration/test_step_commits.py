@@ -20,12 +20,15 @@ import pytest
 import sqlalchemy as sa
 from langgraph.checkpoint.base import empty_checkpoint
 
+from consentry.bench.load import CONSENT_FLOW_GRAPH
 from consentry.storage.checkpoints import RUN_KEY, CheckpointFence, ConsentrySaver
+from consentry.storage.checkpoints import _operations as checkpoint_operations
 from consentry.storage.database import DbConnection
 from consentry.storage.leases import LeaseLostError
 from tests.sse import chat, kinds, parse_events
 
 QUESTION = "What is retrieval?"
+CONSENT_FLOW = dict([CONSENT_FLOW_GRAPH.split("=", 1)])
 
 
 class ProcessDiedError(Exception):
@@ -152,3 +155,50 @@ async def test_a_checkpoint_written_under_a_lease_that_moved_on_is_refused_and_n
     assert after is not None
     assert after.config == before.config
     assert after.checkpoint == before.checkpoint
+
+
+@pytest.fixture
+def written_at_once(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The channels of the pending writes the checkpointer writes on their own (not held)."""
+    channels: list[str] = []
+    real = checkpoint_operations.put_writes
+
+    def put_writes(sql: Any, rows: list[tuple[Any, ...]], **kwargs: Any) -> Any:
+        channels.extend(str(row[6]) for row in rows)
+        return real(sql, rows, **kwargs)
+
+    monkeypatch.setattr(checkpoint_operations, "put_writes", put_writes)
+    return channels
+
+
+@pytest.mark.parametrize("retention", ["latest", "all"])
+async def test_a_decisions_resume_value_goes_with_the_next_checkpoint_not_a_write_of_its_own(
+    open_client: Callable[..., Any], retention: str, written_at_once: list[str]
+) -> None:
+    """The interrupt is written at once (what the graph asks is there before anyone answers);
+    the resume value is held like a task's results: with ``latest`` the step's checkpoint
+    replaces it, with ``all`` it is written with that checkpoint (LangGraph's history keeps
+    it)."""
+    async with open_client(graphs=CONSENT_FLOW, checkpoint_retention=retention) as client:
+        asked = await chat(client, {"message": "Rename it", "graph": "consent_flow"})
+        consent = next(e for e in asked if e.type == "consent")
+        done = await chat(
+            client,
+            {
+                "thread_id": consent.thread_id,
+                "resume": {"approval_id": consent.approval_id, "decision": "approve"},
+            },
+        )
+        resumes = await _rows_of_channel(client, consent.thread_id, "__resume__")
+
+    assert done[-1].reason == "completed"  # type: ignore[union-attr]
+    assert written_at_once == ["__interrupt__"]
+    assert resumes == (0 if retention == "latest" else 1)
+
+
+async def _rows_of_channel(client: httpx.AsyncClient, thread_id: str, channel: str) -> int:
+    query = sa.text(
+        "SELECT count(*) FROM graph_checkpoint_writes WHERE thread_id = :t AND channel = :c"
+    )
+    async with client.services.db.read() as conn:  # type: ignore[attr-defined]
+        return int(await conn.scalar(query, {"t": thread_id, "c": channel}))

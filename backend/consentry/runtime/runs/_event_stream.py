@@ -213,17 +213,17 @@ class RunEventStream:
         return list(self.transcript)
 
     @property
-    def only_progress_unsent(self) -> bool:
-        """What waits to be sent is only ``run_started`` and ``step`` events (and graph outputs
-        recorded after them: these wait with the progress, never costing a write of their own;
-        graph outputs alone do not wait)."""
-        progress = False
+    def unsent_waits_for_a_write(self) -> bool:
+        """Nothing recorded can be sent before a write: no token waits, and an event to store
+        does (progress, or a step's results held for its checkpoint: graph outputs wait with
+        them)."""
+        waits = False
         for outgoing in self._unsent:
-            if outgoing.type in _PROGRESS:
-                progress = True
-            elif outgoing.type not in _GRAPH_OUTPUTS:
+            if outgoing.type == "token":
                 return False
-        return progress
+            if outgoing.type not in _GRAPH_OUTPUTS:
+                waits = True
+        return waits
 
     def close(self, *, suspended: bool = False) -> None:
         """No more events: listeners end (``suspended``: without a ``final``, so they end with

@@ -1,10 +1,11 @@
 """When a run's progress events are stored: with the next write, or after a short delay.
 
 ``run_started`` and ``step`` say that something began. Stored on their own, each one cost a write
-transaction: more than a third of a conversation's. Instead they wait for the next chunk that has
-something else to store (a node's ``message``, a ``note``, a ``consent``, the run's end), and go
-in its transaction, in order. A node that runs longer than the delay before that (a model call,
-say) gets them stored and sent on their own, so a progress line is never later than that.
+transaction: more than a third of a conversation's. Instead they wait for the next write (a
+step's checkpoint with its ``message``, ``note`` or tool events, the run's end with its
+``consent``), and go in its transaction, in order. A node that runs longer than the delay before
+that (a model call, say) gets them stored and sent on their own, and so does a token streamed
+after them (it cannot be sent before them), so a progress line is never later than either.
 
 Nothing changes for the client but timing: no event is sent before it is stored, and none is
 sent before an earlier one.
@@ -74,9 +75,11 @@ class ProgressBatcher:
         self._late: asyncio.Task[None] | None = None
 
     async def after_chunk(self) -> None:
-        """A chunk's events were recorded: store and send them now, or, when all that waits is
-        progress, in the next write or after the delay."""
-        if self._events.only_progress_unsent:
+        """A chunk's events were recorded: store the progress and send what can go now (a
+        token streamed after it), or, when nothing could be sent before a write (progress alone,
+        or with a step's results, which wait for its checkpoint), in the next write or after
+        the delay."""
+        if self._events.unsent_waits_for_a_write:
             if self._timer is None:
                 self._timer = asyncio.get_running_loop().call_later(self._delay, self._on_timer)
             return

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
     CheckpointMetadata,
     CheckpointTuple,
     PendingWrite,
@@ -39,6 +40,7 @@ __all__ = [
     "list_tuples",
     "prune",
     "put_checkpoint",
+    "put_held_writes",
     "put_writes",
 ]
 
@@ -143,6 +145,24 @@ def put_writes(
     yield from _fenced(sql, fence)
     if rows:
         yield Query(sql.put_write_replace if replace else sql.put_write_ignore, many=rows)
+
+
+def put_held_writes(
+    sql: CheckpointSql, rows: list[tuple[Any, ...]], *, fence: CheckpointFence | None
+) -> Operation:
+    """Write a run's held pending writes, in the order given: those of special channels (a
+    resume value) as :func:`put_writes` writes them with ``replace``, the others without."""
+    yield from _fenced(sql, fence)
+    special = [row for row in rows if row[_CHANNEL] in WRITES_IDX_MAP]
+    ordinary = [row for row in rows if row[_CHANNEL] not in WRITES_IDX_MAP]
+    if ordinary:
+        yield Query(sql.put_write_ignore, many=ordinary)
+    if special:
+        yield Query(sql.put_write_replace, many=special)
+
+
+_CHANNEL = 6
+"""Where a write row (``ConsentrySaver._write_rows``) has its channel."""
 
 
 def _checkpoint_tuple(

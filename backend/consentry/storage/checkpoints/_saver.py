@@ -127,7 +127,7 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
             put = ops.put_checkpoint(self._sql, saved, fence=run.fence, latest_only=run.latest_only)
             await run_on(conn, put, unread=True)
             if held:
-                writes = ops.put_writes(self._sql, held, replace=False, fence=None)
+                writes = ops.put_held_writes(self._sql, held, fence=None)
                 await run_on(conn, writes, unread=True)
 
         await run.commit_step(write)
@@ -144,7 +144,7 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
             return
 
         async def write(conn: DbConnection) -> None:
-            writes = ops.put_writes(self._sql, rows, replace=False, fence=run.fence)
+            writes = ops.put_held_writes(self._sql, rows, fence=run.fence)
             await run_on(conn, writes, unread=True)
 
         await run.commit_step(write)
@@ -160,13 +160,15 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """A run's writes of ordinary channels (a task's results) are held, not written: the
-        step's checkpoint, which replaces them, commits them with it (or, with retention
-        ``latest``, drops them); a step that does not finish gets them written by
-        :meth:`acommit_held`. Special channels (an interrupt, a resume value, an error) are
-        written at once, fenced: a decision given to the graph must never be lost."""
+        """A run's writes of ordinary channels (a task's results) and its resume values are
+        held, not written: the step's checkpoint, which replaces them, commits them with it (or,
+        with retention ``latest``, drops them); a step that does not finish gets them written by
+        :meth:`acommit_held`. A resume value is the run's own input, recorded with the run
+        (``runs.inputs``) and the decision (``approvals``) before the graph starts: a run that
+        dies before its step's checkpoint is continued with it. An interrupt or an error is
+        written at once, fenced: what the graph asks must be there before anyone answers it."""
         run: StepCommitter | None = config["configurable"].get(RUN_KEY)
-        if run is not None and not any(channel in WRITES_IDX_MAP for channel, _ in writes):
+        if run is not None and all(_holds(channel) for channel, _ in writes):
             rows = self._write_rows(config, writes, task_id, task_path)
             namespace = str(config["configurable"].get("checkpoint_ns", ""))
             self._held.setdefault(run, {}).setdefault(namespace, []).extend(rows)
@@ -375,6 +377,16 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
             for idx, (channel, value) in enumerate(writes)
             for dumped in (self.serde.dumps_typed(value),)
         ]
+
+
+_RESUME = "__resume__"
+"""LangGraph's channel of resume values (one of its special channels)."""
+assert _RESUME in WRITES_IDX_MAP, "LangGraph renamed its resume channel"
+
+
+def _holds(channel: str) -> bool:
+    """Whether a run's write of ``channel`` is held (``ConsentrySaver.aput_writes``)."""
+    return channel not in WRITES_IDX_MAP or channel == _RESUME
 
 
 def _saved_config(saved: ops.SerializedCheckpoint) -> RunnableConfig:

@@ -159,10 +159,19 @@ def test_graph_outputs_wait_with_progress_and_alone_do_not_wait() -> None:
     events = _events()
     events.record(events.make(StepEvent, node="a", label="A"))
     events.record_graph_output("tasks", "{}")
-    assert events.only_progress_unsent  # no write of their own: they go with the step
+    assert events.unsent_waits_for_a_write  # no write of their own: they go with the step
     events.flush()
     events.record_graph_output("values", "{}")
-    assert not events.only_progress_unsent  # nothing to store: sent at once
+    assert not events.unsent_waits_for_a_write  # nothing to store: sent at once
+
+
+def test_progress_waits_with_a_steps_results_but_not_before_a_token() -> None:
+    events = _events()
+    events.record(events.make(StepEvent, node="a", label="A"))
+    events.record(events.make(MessageEvent, message_id="m", content="held"))
+    assert events.unsent_waits_for_a_write  # all of it goes with the step's checkpoint
+    events.record(events.make(TokenEvent, message_id="m2", delta="t"))
+    assert not events.unsent_waits_for_a_write  # a token waits for nothing but the progress
 
 
 async def test_a_subgraphs_outputs_go_only_to_the_listeners_that_asked_for_the_subgraphs() -> None:

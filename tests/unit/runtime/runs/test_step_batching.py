@@ -240,17 +240,19 @@ async def test_progress_alone_is_neither_stored_nor_sent_at_once(
     await _within(batcher.after_chunk())
 
     assert store.calls == []
-    assert events.only_progress_unsent
+    assert events.unsent_waits_for_a_write
     assert await client.everything(events) == []
 
 
-async def test_a_message_waits_for_its_steps_checkpoint_while_the_progress_before_it_goes_ahead(
+async def test_a_message_waits_for_its_steps_checkpoint_and_the_progress_before_it_waits_too(
     events: RunEventStream,
     store: FakeStore,
     client: Client,
     batcher: ProgressBatcher,
     timeline: Timeline,
 ) -> None:
+    """Nothing of it could be sent before the checkpoint's write: the progress costs no write of
+    its own, and still goes within the delay if the checkpoint is late."""
     _start(events)
     _step(events, "analyze_message")
     await _within(batcher.after_chunk())
@@ -258,6 +260,10 @@ async def test_a_message_waits_for_its_steps_checkpoint_while_the_progress_befor
 
     await _within(batcher.after_chunk())
 
+    assert store.calls == []
+    await asyncio.sleep(0)
+    assert client.received == []
+    await asyncio.sleep(DELAY * 3)  # the checkpoint is late: the progress goes on its own
     assert store.calls == [[STARTED, STEP]]
     assert await client.received_through(2) == [STARTED, STEP]
     assert [row.seq for row in events.take_durable()] == [3]  # held for the checkpoint
@@ -279,13 +285,14 @@ async def test_a_steps_checkpoint_is_written_with_its_events_in_one_transaction_
     await _within(batcher.after_chunk())
 
     async def write_checkpoint(transaction: Any) -> None:
-        assert await client.received_through(2) == [STARTED, STEP]  # the message not yet
+        await asyncio.sleep(0)
+        assert client.received == []  # nothing before the write
         transaction.append("checkpoint")
 
     await _within(batcher.commit_step(write_checkpoint))
 
-    assert db.transactions[-1] == ["checkpoint", "events"]
-    assert store.calls[-1] == [(3, "message")]
+    assert db.transactions == [["checkpoint", "events"]]  # the step's one write
+    assert store.calls == [[STARTED, STEP, (3, "message")]]
     assert await client.received_through(3) == [STARTED, STEP, (3, "message")]
     assert _sent_before_stored(timeline) == []
 
@@ -358,14 +365,14 @@ async def test_events_recorded_while_a_late_store_is_in_flight_are_sent_only_onc
     await _within(batcher.after_chunk())
     await store.wait_for_calls(1)  # the late store of run_started is in flight
     _step(events, "answer")
-    _message(events)
+    _token(events)  # it cannot be sent before the step: the step is stored at once
 
     asyncio.get_running_loop().call_soon(release.set)  # once after_chunk waits for it
     await _within(batcher.after_chunk())
 
-    assert store.calls == [[STARTED], [STEP]]  # the message waits for its step's checkpoint
+    assert store.calls == [[STARTED], [STEP]]
     assert store.most_at_once == 1  # the run's write waited for the late one
-    assert await client.received_through(2) == [STARTED, STEP]
+    assert await client.received_first(3) == [STARTED, STEP, (2, "token")]
     assert _sent_before_stored(timeline) == []
 
 
@@ -383,12 +390,12 @@ async def test_a_failed_late_store_keeps_its_rows_for_the_next_write_and_logs_a_
     _step(events, "answer")
     await _within(batcher.after_chunk())
     await store.wait_for_calls(1)  # the late store, which fails
-    _message(events)
+    _token(events)  # the next chunk that needs the progress stored
 
     await _within(batcher.after_chunk())
 
     assert store.calls == [[STARTED, STEP], [STARTED, STEP]]
-    assert await client.received_through(2) == [STARTED, STEP]
+    assert await client.received_first(3) == [STARTED, STEP, (2, "token")]
     assert _sent_before_stored(timeline) == []
     warnings = [r for r in caplog.records if r.name == "consentry.runtime.runs._step_batching"]
     assert [(r.levelno, r.getMessage()) for r in warnings] == [
@@ -464,7 +471,7 @@ async def test_a_failed_write_of_the_run_discards_the_unsent_events_and_raises(
     _start(events)
     _step(events, "analyze_message")
     await _within(batcher.after_chunk())
-    _message(events)
+    _token(events)
 
     with pytest.raises(OSError, match="the database is gone"):
         await _within(batcher.after_chunk())
