@@ -31,6 +31,7 @@ from consentry.runtime.consents._gate import (
 from consentry.runtime.consents._inbox import ApprovalInbox, accepted
 from consentry.runtime.consents._records import (
     consent_event,
+    record_consent,
     recorded_decisions,
     settle_pending,
     store_consent,
@@ -57,6 +58,7 @@ __all__ = [
     "interrupt_of",
     "is_expired",
     "read_asks",
+    "record_consent",
     "record_decision",
     "recorded_decisions",
     "reopen_consent",

@@ -36,6 +36,7 @@ __all__ = [
     "EventNumbering",
     "SettledConsents",
     "consent_event",
+    "record_consent",
     "recorded_decisions",
     "settle_pending",
     "store_consent",
@@ -83,7 +84,17 @@ def consent_event(
 async def store_consent(
     conn: DbConnection, owner: Principal, consent: ConsentEvent, *, now: datetime
 ) -> ApprovalRecord:
-    """Insert the approval record (with its proposal hash) and its audit record; the new row."""
+    """:func:`record_consent`, and the new row."""
+    await record_consent(conn, owner, consent, now=now)
+    row = await approvals_repo.find_approval(conn, owner, consent.approval_id)
+    assert row is not None  # inserted above, in this transaction
+    return row
+
+
+async def record_consent(
+    conn: DbConnection, owner: Principal, consent: ConsentEvent, *, now: datetime
+) -> None:
+    """Insert the approval record (with its proposal hash) and its audit record."""
     digest = proposal_hash(consent.proposal)
     await approvals_repo.insert_approval(conn, owner, consent, proposal_hash=digest, now=now)
     await record_audit(
@@ -101,9 +112,6 @@ async def store_consent(
             "expires_at": consent.expires_at.isoformat() if consent.expires_at else None,
         },
     )
-    row = await approvals_repo.find_approval(conn, owner, consent.approval_id)
-    assert row is not None  # inserted above, in this transaction
-    return row
 
 
 async def recorded_decisions(

@@ -38,8 +38,8 @@ from consentry.runtime.consents import (
     ConsentDeadlines,
     consent_event,
     read_asks,
+    record_consent,
     recorded_decisions,
-    store_consent,
 )
 from consentry.runtime.replicas import LeaseKeeper
 from consentry.runtime.runs._continuation import continuation
@@ -186,7 +186,7 @@ async def close_dead_run(
         conn, events, events.take_durable(), fencing_token=token, now=now
     )
     for consent in consents:
-        await store_consent(conn, owner, consent, now=now)
+        await record_consent(conn, owner, consent, now=now)
     pending = await approvals_repo.pending_approvals(conn, run.thread_id)
     status: ThreadStatus = "awaiting_consent" if pending else "idle"
     await leases_repo.release_thread(

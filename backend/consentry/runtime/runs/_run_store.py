@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from consentry.observability.metrics import Metrics
 from consentry.runtime.clock import Clock
-from consentry.runtime.consents import ExpiryAlarm, reopen_consent, store_consent
+from consentry.runtime.consents import ExpiryAlarm, record_consent, reopen_consent
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.runs._run_types import Outcome, RunContext
 from consentry.schemas.events import ErrorEvent, FinalEvent
@@ -118,7 +118,7 @@ class RunStore:
         async with self._db.write() as conn:
             await self.store_events(conn, run)
             for consent in outcome.consents:
-                await store_consent(conn, run.owner, consent, now=now)
+                await record_consent(conn, run.owner, consent, now=now)
             await runs_repo.record_run_end(
                 conn,
                 owner,
