@@ -26,7 +26,7 @@ from consentry.schemas.approvals import (
 )
 from consentry.schemas.events import ConsentEvent
 from consentry.storage.database import DbConnection
-from consentry.storage.sqlite_direct import direct
+from consentry.storage.direct import direct
 from consentry.storage.tables import UTCDateTime, approvals, threads
 
 __all__ = [

@@ -16,7 +16,7 @@ from consentry.principal import Principal
 from consentry.schemas.approvals import ApprovalChangeKind
 from consentry.schemas.audit import AuditRecord
 from consentry.storage.database import DbConnection, execute_unread, notify_at_commit
-from consentry.storage.sqlite_direct import direct
+from consentry.storage.direct import direct
 from consentry.storage.tables import audit
 
 __all__ = [

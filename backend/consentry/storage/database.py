@@ -38,6 +38,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.pool import NullPool
 from sqlalchemy.sql.base import Executable
 
+from consentry.storage.direct import (
+    defer_on_postgres,
+    defer_sql_on_postgres,
+    install_postgres_deferral,
+)
 from consentry.storage.idle_checks import check_idle_connections
 from consentry.storage.sqlite_connection import SqliteConnection, SqliteWorker
 
@@ -64,15 +69,19 @@ DbConnection = AsyncConnection | SqliteConnection
 PostgreSQL, ``SqliteConnection`` on SQLite. The storage modules take either."""
 
 
+_NOTIFY = "SELECT pg_notify(%(channel)s, %(payload)s)"
+
+
 async def notify_at_commit(conn: DbConnection, channel: str, payload: str) -> None:
     """Tell the listeners of ``channel`` (``runtime.notifications``) once the caller's transaction
     commits, and not if it rolls back: PostgreSQL's ``NOTIFY``, which every process listening
-    gets (repeats in one transaction are folded into one); on SQLite, where one process serves
-    the file, that process's own listeners, right after the commit."""
+    gets (repeats in one transaction are folded into one; the ``pg_notify`` goes with the
+    transaction's next round trip); on SQLite, where one process serves the file, that process's
+    own listeners, right after the commit."""
     if isinstance(conn, SqliteConnection):
         if (channel, payload) not in conn.notices:
             conn.notices.append((channel, payload))
-    else:
+    elif not defer_sql_on_postgres(conn, _NOTIFY, {"channel": channel, "payload": payload}):
         await conn.execute(sa.select(sa.func.pg_notify(channel, payload)))
 
 
@@ -81,11 +90,13 @@ async def execute_unread(
 ) -> None:
     """Run a statement whose result nobody reads (no rows, no row count). On SQLite it goes with
     the transaction's next statement or its commit instead of a call of its own
-    (``SqliteConnection.defer``; in an offloaded transaction, a thread hop saved); a failure
-    then surfaces there, and the transaction still commits all or nothing."""
+    (``SqliteConnection.defer``; in an offloaded transaction, a thread hop saved); on
+    PostgreSQL a statement marked ``direct`` goes in one pipeline with the transaction's next
+    round trip (``direct.defer_on_postgres``), any other is run at once. A deferred failure
+    surfaces there, and the transaction still commits all or nothing."""
     if isinstance(conn, SqliteConnection):
         conn.defer(statement, parameters)
-    else:
+    elif not defer_on_postgres(conn, statement, parameters):
         await conn.execute(statement, parameters)
 
 
@@ -154,6 +165,7 @@ class Database:
                 hide_parameters=True,  # errors never carry a message's or a note's text
             )
             check_idle_connections(self._engine)  # not a ping per transaction
+            install_postgres_deferral(self._engine.sync_engine)
             # The lease heartbeat's own connection: under a load that keeps every pooled
             # connection busy, a heartbeat waiting in that queue would let the process's leases
             # expire (and its runs be taken over) while they make progress.
@@ -166,6 +178,7 @@ class Database:
                 hide_parameters=True,
             )
             check_idle_connections(self._lease_engine)
+            install_postgres_deferral(self._lease_engine.sync_engine)
 
     @property
     def is_postgres(self) -> bool:

@@ -11,8 +11,8 @@ from typing import Protocol
 import sqlalchemy as sa
 
 from consentry.storage.database import DbConnection, execute_unread
+from consentry.storage.direct import direct
 from consentry.storage.leases import LeaseLostError
-from consentry.storage.sqlite_direct import direct
 from consentry.storage.tables import events, threads
 
 __all__ = [
@@ -84,13 +84,15 @@ _INSERT_EVENTS = direct(
 )
 
 
-_INSERT_EVENTS_POSTGRES = sa.text(
-    "INSERT INTO events (thread_id, seq, run_id, type, data, created_at) "
-    "SELECT t.id, e.seq, :p_run, e.type, e.data, :p_now FROM threads AS t, "
-    "unnest(CAST(:p_seqs AS integer[]), CAST(:p_types AS text[]), CAST(:p_datas AS text[])) "
-    "AS e(seq, type, data) "
-    "WHERE t.id = :p_id AND t.fencing_token = :p_token"
-).bindparams(sa.bindparam("p_now", type_=events.c.created_at.type))
+_INSERT_EVENTS_POSTGRES = direct(
+    sa.text(
+        "INSERT INTO events (thread_id, seq, run_id, type, data, created_at) "
+        "SELECT t.id, e.seq, :p_run, e.type, e.data, :p_now FROM threads AS t, "
+        "unnest(CAST(:p_seqs AS integer[]), CAST(:p_types AS text[]), CAST(:p_datas AS text[])) "
+        "AS e(seq, type, data) "
+        "WHERE t.id = :p_id AND t.fencing_token = :p_token"
+    ).bindparams(sa.bindparam("p_now", type_=events.c.created_at.type))
+)
 
 
 async def insert_events(
@@ -104,8 +106,9 @@ async def insert_events(
 ) -> None:
     """Store serialized events of one run, if it still holds the lease (else
     :class:`LeaseLostError`, and the caller's transaction must roll back). ``fence_checked``:
-    the caller's transaction checked the lease already (the step's checkpoint did): on SQLite,
-    whose writer serializes transactions, the rows then go with the transaction's next call."""
+    the caller's transaction checked the lease already (the step's checkpoint did, and on
+    PostgreSQL holds the thread's row ``FOR KEY SHARE`` until the commit; SQLite's writer
+    serializes transactions): the rows then go with the transaction's next round trip."""
     values = [
         {
             "p_id": run.thread_id,
@@ -122,18 +125,19 @@ async def insert_events(
         return
     if conn.dialect.name == "postgresql":
         # One statement for all rows (psycopg reports no row count for executemany).
-        result = await conn.execute(
-            _INSERT_EVENTS_POSTGRES,
-            {
-                "p_id": run.thread_id,
-                "p_token": fencing_token,
-                "p_run": run.run_id,
-                "p_now": now,
-                "p_seqs": [v["p_seq"] for v in values],
-                "p_types": [v["p_type"] for v in values],
-                "p_datas": [v["p_data"] for v in values],
-            },
-        )
+        parameters = {
+            "p_id": run.thread_id,
+            "p_token": fencing_token,
+            "p_run": run.run_id,
+            "p_now": now,
+            "p_seqs": [v["p_seq"] for v in values],
+            "p_types": [v["p_type"] for v in values],
+            "p_datas": [v["p_data"] for v in values],
+        }
+        if fence_checked:  # the row is locked by the fence: nothing can refuse them now
+            await execute_unread(conn, _INSERT_EVENTS_POSTGRES, parameters)
+            return
+        result = await conn.execute(_INSERT_EVENTS_POSTGRES, parameters)
     elif fence_checked:
         await execute_unread(conn, _INSERT_EVENTS, values)
         return

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from consentry.schemas.events import TerminalReason, Trigger
 from consentry.schemas.threads import ThreadStatus
 from consentry.storage.database import DbConnection
-from consentry.storage.sqlite_direct import direct
+from consentry.storage.direct import direct
 from consentry.storage.tables import runs, threads
 
 __all__ = [

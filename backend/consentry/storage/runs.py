@@ -14,8 +14,8 @@ from consentry.schemas.chat import ConsentPolicy
 from consentry.schemas.events import TerminalReason, TokenUsage, Trigger
 from consentry.storage.audit import record_audit
 from consentry.storage.database import DbConnection, execute_unread
+from consentry.storage.direct import direct
 from consentry.storage.leases import _HOLDS_LEASE, LeaseLostError
-from consentry.storage.sqlite_direct import direct
 from consentry.storage.tables import runs, threads
 from consentry.storage.threads import add_tenant_usage
 

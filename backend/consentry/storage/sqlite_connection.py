@@ -48,7 +48,7 @@ from sqlalchemy.engine.interfaces import _CoreAnyExecuteParams, _CoreSingleExecu
 from sqlalchemy.engine.result import SimpleResultMetaData
 from sqlalchemy.sql.base import Executable
 
-from consentry.storage.sqlite_direct import run_direct
+from consentry.storage.direct import run_direct
 from consentry.storage.sqlite_thread import SqliteThread
 
 __all__ = ["SqliteConnection", "SqliteResult", "SqliteWorker", "WriterBusyError"]

@@ -22,7 +22,7 @@ from consentry.schemas.threads import ThreadStatus, ThreadSummary
 from consentry.storage.approvals import live_at
 from consentry.storage.database import DbConnection, execute_unread
 from consentry.storage.dialect import INSERTS
-from consentry.storage.sqlite_direct import direct
+from consentry.storage.direct import direct
 from consentry.storage.tables import approvals, tenant_usage, threads
 
 __all__ = [

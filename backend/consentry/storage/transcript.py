@@ -18,7 +18,7 @@ from typing import Literal
 import sqlalchemy as sa
 
 from consentry.storage.database import DbConnection, execute_unread
-from consentry.storage.sqlite_direct import direct
+from consentry.storage.direct import direct
 from consentry.storage.tables import threads, transcript
 
 __all__ = [

@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection
 
 from consentry.storage.checkpoints._operations import Operation, Query, Result
 from consentry.storage.database import DbConnection
+from consentry.storage.direct import flush_on_postgres
 from consentry.storage.sqlite_connection import SqliteConnection
 
 __all__ = ["run_async", "run_on", "run_on_psycopg", "run_on_sqlite3"]
@@ -96,4 +97,5 @@ async def run_on(conn: DbConnection, operation: Operation, *, unread: bool = Fal
     raw = await conn.get_raw_connection()
     driver = raw.driver_connection
     assert isinstance(driver, psycopg.AsyncConnection)
+    await flush_on_postgres(conn, driver)  # what the transaction deferred goes first
     return await run_async(driver, operation)

@@ -1,26 +1,33 @@
-"""Statements marked ``direct`` (``storage/sqlite_direct.py``) run on sqlite3 past SQLAlchemy's
+"""Statements marked ``direct`` (``storage/direct.py``) run on the driver past SQLAlchemy's
 execution, and store exactly what SQLAlchemy's execution stores: the same SQL, the same values
 (datetimes, JSON, values the statement carries), the same errors; a form SQLAlchemy must run
 itself (a Python-side default, a missing parameter, RETURNING) still runs through SQLAlchemy.
 
-SQLite only, on a real file: on PostgreSQL a marked statement runs through SQLAlchemy."""
+On SQLite (a real file) they run on sqlite3 at once. On PostgreSQL (a throwaway cluster) the
+unread ones are deferred and sent in one pipeline before the transaction's next statement or with
+its commit: what follows sees them, a failure fails the transaction, a rollback drops them."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 import pytest_asyncio
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.exc import IntegrityError, StatementError
 
-from consentry.storage.database import Database, execute_unread
-from consentry.storage.sqlite_direct import direct
+from consentry.storage.checkpoints._drivers import run_on
+from consentry.storage.checkpoints._operations import Operation, Query, Result
+from consentry.storage.database import Database, DbConnection, execute_unread, notify_at_commit
+from consentry.storage.direct import direct
 from consentry.storage.tables import UTCDateTime
+from tests.postgres import PostgresCluster
 
 _metadata = sa.MetaData()
 _items = sa.Table(
@@ -162,3 +169,129 @@ async def test_a_direct_statement_fails_as_sqlalchemy_would_and_the_transaction_
         await insert_naive()
 
     assert await _stored(db) == []
+
+
+# --- PostgreSQL: deferred, then one pipeline ---------------------------------------------------
+
+
+@pytest_asyncio.fixture
+async def pg(postgres: PostgresCluster) -> AsyncIterator[Database]:
+    database = Database(postgres.new_database())
+    await database.open()
+    async with database.write() as conn:
+        await conn.run_sync(_metadata.create_all)
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+@dataclass
+class RoundTrips:
+    statements: list[str] = field(default_factory=list)
+    """What SQLAlchemy's execution sent (each its own round trip)."""
+    pipelines: int = 0
+    """Pipelines the deferred statements went in (each one round trip)."""
+
+
+@pytest.fixture
+def round_trips(pg: Database, monkeypatch: pytest.MonkeyPatch) -> Iterator[RoundTrips]:
+    seen = RoundTrips()
+    engine = pg._engine.sync_engine  # type: ignore[union-attr]
+    pipeline = psycopg.AsyncConnection.pipeline
+
+    def counted(self: psycopg.AsyncConnection[Any]) -> Any:
+        seen.pipelines += 1
+        return pipeline(self)
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        seen.statements.append(statement.split()[0])
+
+    monkeypatch.setattr(psycopg.AsyncConnection, "pipeline", counted)
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+async def _pg_stored(db: Database) -> list[tuple[Any, ...]]:
+    async with db.read() as conn:
+        raw = await conn.exec_driver_sql("SELECT name, data, at, kind, flag FROM items ORDER BY id")
+        return [tuple(row) for row in raw.all()]
+
+
+async def test_on_postgres_unread_direct_statements_go_with_the_commit_in_one_round_trip(
+    pg: Database, round_trips: RoundTrips
+) -> None:
+    async with pg.write() as conn:
+        await conn.execute(_INSERT_PLAIN, _row("by sqlalchemy"))
+    assert round_trips.statements == ["INSERT"]
+
+    async with pg.write() as conn:
+        await execute_unread(conn, _INSERT_DIRECT, _row("one"))
+        await execute_unread(conn, _INSERT_DIRECT, [_row("two"), _row("three")])
+        await execute_unread(conn, _RENAME_DIRECT, {"p_name": "three", "p_new": "renamed"})
+        await notify_at_commit(conn, "consentry_test", "told")
+    assert round_trips.statements == ["INSERT"]  # none of these went through SQLAlchemy
+    assert round_trips.pipelines == 1  # all four, and the commit
+
+    plain, *directs = await _pg_stored(pg)
+    assert [row[0] for row in directs] == ["one", "two", "renamed"]
+    assert [row[1:3] + row[4:] for row in directs] == [plain[1:3] + plain[4:]] * 3
+    assert [row[3] for row in directs] == ["k", "k", "renamed"]
+
+
+async def _count(conn: DbConnection) -> int:
+    return int(await conn.scalar(sa.text("SELECT count(*) FROM items")))
+
+
+def _count_on_the_driver() -> Operation:
+    result: Result = yield Query("SELECT count(*) FROM items")
+    return result.rows[0][0]
+
+
+async def test_on_postgres_what_follows_an_unread_statement_sees_it(
+    pg: Database, round_trips: RoundTrips
+) -> None:
+    async with pg.write() as conn:
+        await execute_unread(conn, _INSERT_DIRECT, _row("first"))
+        by_sqlalchemy = await _count(conn)  # sent first, in its own pipeline
+        await execute_unread(conn, _INSERT_DIRECT, _row("second"))
+        on_the_driver = await run_on(conn, _count_on_the_driver())  # the checkpointer's path
+    assert (by_sqlalchemy, on_the_driver) == (1, 2)
+    assert round_trips.pipelines == 2
+
+
+async def test_on_postgres_a_deferred_statement_that_fails_fails_the_transaction(
+    pg: Database,
+) -> None:
+    async def insert_twice() -> None:
+        async with pg.write() as conn:
+            await conn.execute(_INSERT_DIRECT, _row("first"))  # not unread: sent at once
+            await execute_unread(conn, _INSERT_DIRECT, _row("first"))  # fails at the commit
+
+    with pytest.raises(IntegrityError, match="duplicate key"):
+        await insert_twice()
+    assert await _pg_stored(pg) == []
+
+    async with pg.write() as conn:  # the connection is clean for the next transaction
+        await execute_unread(conn, _INSERT_DIRECT, _row("next"))
+    assert [row[0] for row in await _pg_stored(pg)] == ["next"]
+
+
+async def test_on_postgres_a_rolled_back_transaction_drops_what_it_deferred(
+    pg: Database, round_trips: RoundTrips
+) -> None:
+    async def defer_then_fail() -> None:
+        async with pg.write() as conn:
+            await execute_unread(conn, _INSERT_DIRECT, _row("dropped"))
+            raise RuntimeError("changed my mind")
+
+    with pytest.raises(RuntimeError, match="changed my mind"):
+        await defer_then_fail()
+    async with pg.write() as conn:  # most likely the same pooled connection
+        await execute_unread(conn, _INSERT_DIRECT, _row("kept"))
+
+    assert round_trips.pipelines == 1  # the dropped one was never sent
+    assert [row[0] for row in await _pg_stored(pg)] == ["kept"]

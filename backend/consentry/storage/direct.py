@@ -1,0 +1,250 @@
+"""The hot path's write statements, run on the driver directly, past SQLAlchemy's execution.
+
+A storage module marks a statement it builds once (``direct(audit.insert())``): a write with no
+``RETURNING`` and no Python-side column default, run with a dict of parameters (or a list of
+them). The first time it runs with a given set of parameter names on a database it is compiled
+with SQLAlchemy (the SQL, its parameters' order, its types' bind processors, the values it
+carries itself); from then on it costs what the driver costs plus one tuple or dict of
+parameters. SQLAlchemy's execution of the same statement (an execution context, the compiled
+cache's key, the result proxy, and on PostgreSQL the greenlet bridge) cost several times the
+statement itself on the server's hot path (``docs/performance.md``). A form that needs what
+SQLAlchemy's execution does (a default, RETURNING, an expanding ``IN``) still runs through it, so a
+statement is written once for both databases.
+
+- **SQLite**: :func:`run_direct` runs it on sqlite3, in the caller's transaction, at once.
+- **PostgreSQL**: a statement whose result nobody reads (``database.execute_unread``, the
+  ``pg_notify`` of ``notify_at_commit``) is deferred (:func:`defer_on_postgres`): kept with the
+  transaction and sent with whatever else was deferred in one psycopg pipeline, right before the
+  transaction's next statement or together with its ``COMMIT`` (:func:`install_postgres_deferral`
+  hooks SQLAlchemy's engine; the checkpointer's own statements call :func:`flush_on_postgres`).
+  One round trip for all of them, where each was one: on PostgreSQL a round trip through
+  psycopg's async driver is the largest cost of a statement. A deferred statement that fails
+  fails its transaction at that point, as the statement itself would have at commit.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+import psycopg
+from sqlalchemy import Engine, event
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.base import Executable
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.elements import ClauseElement
+from sqlalchemy.util import await_only
+
+__all__ = [
+    "defer_on_postgres",
+    "defer_sql_on_postgres",
+    "direct",
+    "flush_on_postgres",
+    "install_postgres_deferral",
+    "run_direct",
+]
+
+E = TypeVar("E", bound=Executable)
+_Parameters = Mapping[str, Any] | Sequence[Mapping[str, Any]] | None
+
+_DIRECT: dict[int, Executable] = {}
+"""The statements marked :func:`direct`, by identity (held, so an identity is never reused)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    sql: str
+    names: tuple[str, ...]
+    processors: tuple[Callable[[Any], Any] | None, ...]
+    carried: Mapping[str, Any]
+    """The values the statement carries itself (``.values(status="ended")``)."""
+    positional: bool
+    """sqlite3 takes a tuple (``?``), psycopg a dict (``%(name)s``)."""
+
+    def arguments(self, row: Mapping[str, Any]) -> tuple[Any, ...] | dict[str, Any]:
+        carried = self.carried
+        values = [
+            (row[name] if name in row else carried[name])
+            if process is None
+            else process(row[name] if name in row else carried[name])
+            for name, process in zip(self.names, self.processors, strict=True)
+        ]
+        return tuple(values) if self.positional else dict(zip(self.names, values, strict=True))
+
+
+_COMPILED: dict[tuple[int, str, tuple[str, ...]], _Compiled | None] = {}
+"""By statement, database and parameter names; None: that form runs through SQLAlchemy."""
+
+
+def direct(statement: E) -> E:
+    """Mark a statement built once (a module's constant) to run on the driver directly."""
+    _DIRECT[id(statement)] = statement
+    return statement
+
+
+def _rows(parameters: _Parameters) -> Sequence[Mapping[str, Any]]:
+    if not parameters:
+        return ()
+    if isinstance(parameters, Mapping):
+        return (parameters,)
+    return parameters
+
+
+def _compiled(statement: Executable, rows: Sequence[Mapping[str, Any]], dialect: Dialect) -> Any:
+    if id(statement) not in _DIRECT or not rows:
+        return None
+    names = tuple(rows[0])
+    key = (id(statement), dialect.name, names)
+    try:
+        return _COMPILED[key]
+    except KeyError:
+        compiled = _COMPILED[key] = _compile(statement, names, dialect)
+        return compiled
+
+
+def run_direct(
+    connection: Connection, statement: Executable, parameters: _Parameters
+) -> int | None:
+    """SQLite: run ``statement`` on the sqlite3 connection under ``connection`` and return its
+    row count, if it is marked :func:`direct` and can run so; else None (run it with
+    SQLAlchemy)."""
+    rows = _rows(parameters)
+    compiled: _Compiled | None = _compiled(statement, rows, connection.dialect)
+    if compiled is None:
+        return None
+    driver = connection.connection.driver_connection
+    assert isinstance(driver, sqlite3.Connection)
+    try:
+        if len(rows) > 1 or not isinstance(parameters, Mapping):
+            cursor = driver.executemany(compiled.sql, [compiled.arguments(row) for row in rows])
+        else:
+            cursor = driver.execute(compiled.sql, compiled.arguments(rows[0]))
+    except sqlite3.Error as exc:  # as SQLAlchemy raises it: IntegrityError, OperationalError…
+        raise sa_exc.DBAPIError.instance(
+            compiled.sql, None, exc, sqlite3.Error, hide_parameters=True
+        ) from exc
+    return cursor.rowcount
+
+
+# -- PostgreSQL: deferred, then pipelined -------------------------------------------------------
+
+_Deferred = list[tuple[str, Mapping[str, Any]]]
+
+_DEFERRED: weakref.WeakKeyDictionary[Connection, _Deferred] = weakref.WeakKeyDictionary()
+"""The statements each connection deferred (a ``Connection`` serves one checkout; cleared at
+every begin, commit and rollback)."""
+_INSTALLED: weakref.WeakSet[Engine] = weakref.WeakSet()
+"""The engines whose connections send what they defer (``install_postgres_deferral``)."""
+
+
+def defer_on_postgres(
+    conn: AsyncConnection, statement: Executable, parameters: _Parameters
+) -> bool:
+    """Keep a direct statement (nobody reads its result) for the transaction's next round trip;
+    False when it cannot be (not marked :func:`direct`, a form SQLAlchemy must run, an engine
+    without :func:`install_postgres_deferral`): run it now."""
+    sync = conn.sync_connection
+    if sync is None or sync.engine not in _INSTALLED:
+        return False
+    rows = _rows(parameters)
+    compiled: _Compiled | None = _compiled(statement, rows, conn.dialect)
+    if compiled is None:
+        return False
+    deferred = _DEFERRED.setdefault(sync, [])
+    for row in rows:
+        deferred.append((compiled.sql, cast(dict[str, Any], compiled.arguments(row))))
+    return True
+
+
+def defer_sql_on_postgres(conn: AsyncConnection, sql: str, parameters: Mapping[str, Any]) -> bool:
+    """Like :func:`defer_on_postgres`, for SQL written for psycopg (``%(name)s``)."""
+    sync = conn.sync_connection
+    if sync is None or sync.engine not in _INSTALLED:
+        return False
+    _DEFERRED.setdefault(sync, []).append((sql, parameters))
+    return True
+
+
+async def flush_on_postgres(conn: AsyncConnection, driver: psycopg.AsyncConnection[Any]) -> None:
+    """Send what ``conn``'s transaction deferred, before a statement run on its driver outside
+    SQLAlchemy (the checkpointer's)."""
+    sync = conn.sync_connection
+    deferred = _DEFERRED.pop(sync, None) if sync is not None else None
+    if deferred:
+        await _send(driver, deferred, commit=False)
+
+
+async def _send(driver: psycopg.AsyncConnection[Any], deferred: _Deferred, *, commit: bool) -> None:
+    try:
+        async with driver.pipeline():
+            for sql, parameters in deferred:
+                await driver.execute(sql, parameters)
+            if commit:
+                await driver.commit()
+    except psycopg.Error as exc:  # as SQLAlchemy raises it: IntegrityError, OperationalError…
+        sql = next((s for s, _ in deferred), "")
+        raise sa_exc.DBAPIError.instance(
+            sql, None, exc, psycopg.Error, hide_parameters=True
+        ) from exc
+
+
+def install_postgres_deferral(engine: Engine) -> None:
+    """Hook ``engine`` (an async engine's ``sync_engine``) so that its connections send what they
+    deferred before their next statement, and with their commit (in one pipeline)."""
+    _INSTALLED.add(engine)
+
+    def driver_of(conn: Connection) -> psycopg.AsyncConnection[Any]:
+        driver = conn.connection.driver_connection
+        assert isinstance(driver, psycopg.AsyncConnection)
+        return driver
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def send_before_the_statement(conn: Connection, *_: Any) -> None:
+        deferred = _DEFERRED.pop(conn, None)
+        if deferred:
+            await_only(_send(driver_of(conn), deferred, commit=False))
+
+    @event.listens_for(engine, "commit")
+    def send_with_the_commit(conn: Connection) -> None:
+        deferred = _DEFERRED.pop(conn, None)
+        if deferred:  # the COMMIT goes in the pipeline: SQLAlchemy's then finds nothing to do
+            await_only(_send(driver_of(conn), deferred, commit=True))
+
+    @event.listens_for(engine, "rollback")
+    @event.listens_for(engine, "begin")
+    def forget(conn: Connection) -> None:
+        _DEFERRED.pop(conn, None)
+
+
+def _compile(statement: Executable, names: tuple[str, ...], dialect: Dialect) -> _Compiled | None:
+    assert isinstance(statement, ClauseElement)
+    # As for executemany: no implicit RETURNING of a generated key nobody reads (PostgreSQL).
+    compiled = statement.compile(dialect=dialect, column_keys=list(names), for_executemany=True)
+    assert isinstance(compiled, SQLCompiler)
+    binds = compiled.binds.values()
+    order = compiled.positiontup
+    if (
+        compiled.insert_prefetch
+        or compiled.update_prefetch
+        or compiled.effective_returning
+        or compiled.escaped_bind_names
+        or any(bind.expanding for bind in binds)
+        or not {bind.key for bind in binds if bind.required} <= set(names)
+    ):
+        return None  # SQLAlchemy's execution does what this one does not
+    carried = compiled.construct_params(_check=False)
+    if order is None:  # named parameters (psycopg): every one the statement has
+        order = list(carried)
+    processors = cast(Mapping[str, Callable[[Any], Any]], compiled._bind_processors)
+    return _Compiled(
+        sql=compiled.string,
+        names=tuple(order),
+        processors=tuple(processors.get(name) for name in order),
+        carried=carried,
+        positional=compiled.positiontup is not None,
+    )
