@@ -10,6 +10,7 @@ its commit: what follows sees them, a failure fails the transaction, a rollback 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +20,7 @@ import psycopg
 import pytest
 import pytest_asyncio
 import sqlalchemy as sa
-from sqlalchemy import event
+from sqlalchemy import Engine, event
 from sqlalchemy.exc import IntegrityError, StatementError
 
 from consentry.storage.checkpoints._drivers import run_on
@@ -77,7 +78,13 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
 @pytest.fixture
 def through_sqlalchemy(db: Database) -> Iterator[list[str]]:
     """The statements SQLAlchemy's execution ran (a direct one never reaches this hook)."""
-    engine = db._sqlite_writer._engine  # type: ignore[union-attr]
+    with _sent_by_sqlalchemy(db._sqlite_writer._engine) as seen:  # type: ignore[union-attr]
+        yield seen
+
+
+@contextmanager
+def _sent_by_sqlalchemy(engine: Engine) -> Iterator[list[str]]:
+    """The first word of each statement SQLAlchemy's execution sends on ``engine``."""
     seen: list[str] = []
 
     def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
@@ -204,21 +211,9 @@ def round_trips(pg: Database, monkeypatch: pytest.MonkeyPatch) -> Iterator[Round
         seen.pipelines += 1
         return pipeline(self)
 
-    def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        seen.statements.append(statement.split()[0])
-
     monkeypatch.setattr(psycopg.AsyncConnection, "pipeline", counted)
-    event.listen(engine, "before_cursor_execute", record)
-    try:
+    with _sent_by_sqlalchemy(engine) as seen.statements:
         yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
-
-
-async def _pg_stored(db: Database) -> list[tuple[Any, ...]]:
-    async with db.read() as conn:
-        raw = await conn.exec_driver_sql("SELECT name, data, at, kind, flag FROM items ORDER BY id")
-        return [tuple(row) for row in raw.all()]
 
 
 async def test_on_postgres_unread_direct_statements_go_with_the_commit_in_one_round_trip(
@@ -236,7 +231,7 @@ async def test_on_postgres_unread_direct_statements_go_with_the_commit_in_one_ro
     assert round_trips.statements == ["INSERT"]  # none of these went through SQLAlchemy
     assert round_trips.pipelines == 1  # all four, and the commit
 
-    plain, *directs = await _pg_stored(pg)
+    plain, *directs = await _stored(pg)
     assert [row[0] for row in directs] == ["one", "two", "renamed"]
     assert [row[1:3] + row[4:] for row in directs] == [plain[1:3] + plain[4:]] * 3
     assert [row[3] for row in directs] == ["k", "k", "renamed"]
@@ -273,11 +268,11 @@ async def test_on_postgres_a_deferred_statement_that_fails_fails_the_transaction
 
     with pytest.raises(IntegrityError, match="duplicate key"):
         await insert_twice()
-    assert await _pg_stored(pg) == []
+    assert await _stored(pg) == []
 
     async with pg.write() as conn:  # the connection is clean for the next transaction
         await execute_unread(conn, _INSERT_DIRECT, _row("next"))
-    assert [row[0] for row in await _pg_stored(pg)] == ["next"]
+    assert [row[0] for row in await _stored(pg)] == ["next"]
 
 
 async def test_on_postgres_a_rolled_back_transaction_drops_what_it_deferred(
@@ -294,4 +289,4 @@ async def test_on_postgres_a_rolled_back_transaction_drops_what_it_deferred(
         await execute_unread(conn, _INSERT_DIRECT, _row("kept"))
 
     assert round_trips.pipelines == 1  # the dropped one was never sent
-    assert [row[0] for row in await _pg_stored(pg)] == ["kept"]
+    assert [row[0] for row in await _stored(pg)] == ["kept"]
