@@ -10,7 +10,7 @@ its commit: what follows sees them, a failure fails the transaction, a rollback 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -63,9 +63,10 @@ def _row(name: str, **more: Any) -> dict[str, Any]:
     return {"name": name, "data": {"a": [1, "é"]}, "at": AT, "kind": "k", "flag": True, **more}
 
 
-@pytest_asyncio.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = Database(f"sqlite:///{tmp_path / 'direct.db'}")
+@asynccontextmanager
+async def _opened(url: str) -> AsyncIterator[Database]:
+    """A database with the ``items`` table."""
+    database = Database(url)
     await database.open()
     async with database.write() as conn:
         await conn.run_sync(_metadata.create_all)
@@ -73,6 +74,12 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
         yield database
     finally:
         await database.close()
+
+
+@pytest_asyncio.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    async with _opened(f"sqlite:///{tmp_path / 'direct.db'}") as database:
+        yield database
 
 
 @pytest.fixture
@@ -183,14 +190,8 @@ async def test_a_direct_statement_fails_as_sqlalchemy_would_and_the_transaction_
 
 @pytest_asyncio.fixture
 async def pg(postgres: PostgresCluster) -> AsyncIterator[Database]:
-    database = Database(postgres.new_database())
-    await database.open()
-    async with database.write() as conn:
-        await conn.run_sync(_metadata.create_all)
-    try:
+    async with _opened(postgres.new_database()) as database:
         yield database
-    finally:
-        await database.close()
 
 
 @dataclass
