@@ -231,14 +231,9 @@ class SqliteConnection:
                 worker.in_transaction(_execute_all, deferred)
             return worker.in_transaction(fn, *args, **kwargs)
 
-        if self._offload:
-            try:
-                return await worker.thread.call(run)
-            except WriterBusyError:
-                return await worker.thread.call(worker.waiting_for_the_lock, run)
         try:
-            return run()
-        except WriterBusyError:
+            return await worker.thread.call(run) if self._offload else run()
+        except WriterBusyError:  # another process's write lock: wait for it on the thread
             return await worker.thread.call(worker.waiting_for_the_lock, run)
 
     async def commit(self) -> None:
