@@ -4,14 +4,15 @@ execution, and store exactly what SQLAlchemy's execution stores: the same SQL, t
 itself (a Python-side default, a missing parameter, RETURNING) still runs through SQLAlchemy.
 
 On SQLite (a real file) they run on sqlite3 at once. On PostgreSQL (a throwaway cluster) the
-unread ones are deferred and sent in one pipeline before the transaction's next statement or with
-its commit: what follows sees them, a failure fails the transaction, a rollback drops them."""
+unread ones are deferred, with the transaction's BEGIN, and sent in one message before the
+transaction's next statement or with its commit: what follows sees them, a failure fails the
+transaction, a rollback drops them, a transaction that wrote nothing sends nothing, and a read
+runs without a transaction."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -185,7 +186,7 @@ async def test_a_direct_statement_fails_as_sqlalchemy_would_and_the_transaction_
     assert await _stored(db) == []
 
 
-# --- PostgreSQL: deferred, then one pipeline ---------------------------------------------------
+# --- PostgreSQL: deferred, then sent in one message --------------------------------------------
 
 
 @pytest_asyncio.fixture
@@ -194,48 +195,70 @@ async def pg(postgres: PostgresCluster) -> AsyncIterator[Database]:
         yield database
 
 
-@dataclass
-class RoundTrips:
-    statements: list[str] = field(default_factory=list)
-    """What SQLAlchemy's execution sent (each its own round trip)."""
-    pipelines: int = 0
-    """Pipelines the deferred statements went in (each one round trip)."""
-
-
 @pytest.fixture
-def round_trips(pg: Database, monkeypatch: pytest.MonkeyPatch) -> Iterator[RoundTrips]:
-    seen = RoundTrips()
-    engine = pg._engine.sync_engine  # type: ignore[union-attr]
-    pipeline = psycopg.AsyncConnection.pipeline
+def round_trips(pg: Database, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """Every round trip psycopg makes from here on, as the first word of each statement it
+    sends (a message of several statements is one round trip)."""
+    seen: list[list[str]] = []
+    execute = psycopg.AsyncCursor.execute
+    commit, rollback = psycopg.AsyncConnection.commit, psycopg.AsyncConnection.rollback
 
-    def counted(self: psycopg.AsyncConnection[Any]) -> Any:
-        seen.pipelines += 1
-        return pipeline(self)
+    async def executed(self: psycopg.AsyncCursor[Any], query: Any, *args: Any, **kw: Any) -> Any:
+        seen.append([statement.split()[0] for statement in str(query).split(";\n")])
+        return await execute(self, query, *args, **kw)
 
-    monkeypatch.setattr(psycopg.AsyncConnection, "pipeline", counted)
-    with _sent_by_sqlalchemy(engine) as seen.statements:
-        yield seen
+    def ended(word: str, end: Any) -> Any:
+        async def ending(self: psycopg.AsyncConnection[Any]) -> None:
+            if self.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                seen.append([word])  # psycopg sends nothing when no transaction is open
+            await end(self)
+
+        return ending
+
+    monkeypatch.setattr(psycopg.AsyncCursor, "execute", executed)
+    monkeypatch.setattr(psycopg.AsyncConnection, "commit", ended("COMMIT", commit))
+    monkeypatch.setattr(psycopg.AsyncConnection, "rollback", ended("ROLLBACK", rollback))
+    return seen
 
 
-async def test_on_postgres_unread_direct_statements_go_with_the_commit_in_one_round_trip(
-    pg: Database, round_trips: RoundTrips
+async def test_on_postgres_unread_direct_statements_go_with_the_begin_and_commit_in_one_message(
+    pg: Database, round_trips: list[list[str]]
 ) -> None:
-    async with pg.write() as conn:
-        await conn.execute(_INSERT_PLAIN, _row("by sqlalchemy"))
-    assert round_trips.statements == ["INSERT"]
-
     async with pg.write() as conn:
         await execute_unread(conn, _INSERT_DIRECT, _row("one"))
         await execute_unread(conn, _INSERT_DIRECT, [_row("two"), _row("three")])
         await execute_unread(conn, _RENAME_DIRECT, {"p_name": "three", "p_new": "renamed"})
         await notify_at_commit(conn, "consentry_test", "told")
-    assert round_trips.statements == ["INSERT"]  # none of these went through SQLAlchemy
-    assert round_trips.pipelines == 1  # all four, and the commit
+    assert round_trips == [["BEGIN", "INSERT", "INSERT", "INSERT", "UPDATE", "SELECT", "COMMIT"]]
 
-    plain, *directs = await _stored(pg)
+    async with pg.write() as conn:
+        await conn.execute(_INSERT_PLAIN, _row("by sqlalchemy"))
+    assert round_trips[1:] == [["BEGIN"], ["INSERT"], ["COMMIT"]]
+
+    *directs, plain = await _stored(pg)
     assert [row[0] for row in directs] == ["one", "two", "renamed"]
     assert [row[1:3] + row[4:] for row in directs] == [plain[1:3] + plain[4:]] * 3
     assert [row[3] for row in directs] == ["k", "k", "renamed"]
+
+
+async def test_on_postgres_a_transaction_that_wrote_nothing_sends_nothing(
+    pg: Database, round_trips: list[list[str]]
+) -> None:
+    async with pg.write():
+        pass
+    assert round_trips == []
+
+
+async def test_on_postgres_a_read_runs_its_statements_without_a_transaction(
+    pg: Database, round_trips: list[list[str]]
+) -> None:
+    """Under READ COMMITTED each statement of a transaction takes its own snapshot: a read
+    sees the same without BEGIN and COMMIT (one round trip a statement, not three)."""
+    async with pg.read() as conn:
+        first = await conn.scalar(sa.text("SELECT transaction_timestamp()"))
+        second = await conn.scalar(sa.text("SELECT transaction_timestamp()"))
+    assert round_trips == [["SELECT"], ["SELECT"]]
+    assert first != second  # two transactions: each statement its own
 
 
 async def _count(conn: DbConnection) -> int:
@@ -248,15 +271,38 @@ def _count_on_the_driver() -> Operation:
 
 
 async def test_on_postgres_what_follows_an_unread_statement_sees_it(
-    pg: Database, round_trips: RoundTrips
+    pg: Database, round_trips: list[list[str]]
 ) -> None:
     async with pg.write() as conn:
         await execute_unread(conn, _INSERT_DIRECT, _row("first"))
-        by_sqlalchemy = await _count(conn)  # sent first, in its own pipeline
+        by_sqlalchemy = await _count(conn)  # what was deferred is sent first
         await execute_unread(conn, _INSERT_DIRECT, _row("second"))
         on_the_driver = await run_on(conn, _count_on_the_driver())  # the checkpointer's path
     assert (by_sqlalchemy, on_the_driver) == (1, 2)
-    assert round_trips.pipelines == 2
+    assert round_trips == [
+        ["BEGIN", "INSERT"],
+        ["SELECT"],  # SQLAlchemy's statement
+        ["INSERT", "SELECT"],  # the checkpointer's goes with what was deferred before it
+        ["COMMIT"],
+    ]
+
+
+async def test_on_postgres_a_write_is_atomic_though_its_begin_was_deferred(
+    pg: Database,
+) -> None:
+    async def write_then_fail(first: str) -> None:
+        async with pg.write() as conn:
+            if first == "sqlalchemy":
+                await conn.execute(_INSERT_PLAIN, _row("by sqlalchemy"))
+            else:
+                await execute_unread(conn, _INSERT_DIRECT, _row("deferred"))
+                assert await run_on(conn, _count_on_the_driver()) == 1
+            raise RuntimeError("changed my mind")
+
+    for first in ("sqlalchemy", "the driver"):
+        with pytest.raises(RuntimeError, match="changed my mind"):
+            await write_then_fail(first)
+    assert await _stored(pg) == []
 
 
 async def test_on_postgres_a_deferred_statement_that_fails_fails_the_transaction(
@@ -276,8 +322,22 @@ async def test_on_postgres_a_deferred_statement_that_fails_fails_the_transaction
     assert [row[0] for row in await _stored(pg)] == ["next"]
 
 
+async def test_on_postgres_values_bound_on_the_client_are_stored_as_the_server_binds_them(
+    pg: Database,
+) -> None:
+    """A deferred statement's values are quoted by psycopg (``ClientCursor``): text that looks
+    like SQL stays text."""
+    hostile = "x'); DROP TABLE items; --"
+    async with pg.write() as conn:
+        await execute_unread(conn, _INSERT_DIRECT, _row(hostile, kind="%(name)s \\ ' \" ;"))
+        await conn.execute(_INSERT_PLAIN, _row("plain", kind="%(name)s \\ ' \" ;"))
+    stored = await _stored(pg)
+    assert [row[0] for row in stored] == [hostile, "plain"]
+    assert stored[0][1:] == stored[1][1:]
+
+
 async def test_on_postgres_a_rolled_back_transaction_drops_what_it_deferred(
-    pg: Database, round_trips: RoundTrips
+    pg: Database, round_trips: list[list[str]]
 ) -> None:
     async def defer_then_fail() -> None:
         async with pg.write() as conn:
@@ -289,5 +349,5 @@ async def test_on_postgres_a_rolled_back_transaction_drops_what_it_deferred(
     async with pg.write() as conn:  # most likely the same pooled connection
         await execute_unread(conn, _INSERT_DIRECT, _row("kept"))
 
-    assert round_trips.pipelines == 1  # the dropped one was never sent
+    assert round_trips == [["BEGIN", "INSERT", "COMMIT"]]  # the dropped one was never sent
     assert [row[0] for row in await _stored(pg)] == ["kept"]

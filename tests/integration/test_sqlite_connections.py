@@ -494,3 +494,36 @@ async def test_a_write_opened_inside_another_in_the_same_task_fails_instead_of_w
             assert (await conn.exec_driver_sql("SELECT count(*) FROM t")).scalar() == 1
     finally:
         await db.close()
+
+
+async def test_the_writers_first_transaction_is_atomic(tmp_path: Path) -> None:
+    """Regression: the connection's set-up statement once left SQLAlchemy's connection in a
+    transaction, so the writer's first transaction (the migrations, in the server) ran without
+    its BEGIN IMMEDIATE, each statement committed on its own."""
+    db = Database(f"sqlite:///{tmp_path / 'first.db'}")
+    await db.open()
+    try:
+
+        async def create_then_fail() -> None:
+            async with db.write() as conn:
+                await conn.exec_driver_sql("CREATE TABLE items (name TEXT PRIMARY KEY)")
+                raise RuntimeError("after the first statement")
+
+        with pytest.raises(RuntimeError, match="after the first statement"):
+            await create_then_fail()
+        async with db.read() as conn:
+            tables = await conn.scalar(
+                text("SELECT count(*) FROM sqlite_master WHERE name = 'items'")
+            )
+        assert tables == 0
+    finally:
+        await db.close()
+
+
+async def test_a_read_transaction_cannot_write(db: Database) -> None:
+    """On PostgreSQL a read's statements run without a transaction (``direct.NO_TRANSACTION``):
+    SQLite's readers refuse writes, so a read that writes fails in every test."""
+    with pytest.raises(OperationalError, match="readonly"):
+        async with db.read() as conn:
+            await conn.execute(text("INSERT INTO items (name) VALUES ('in a read')"))
+    assert await _names(db) == []

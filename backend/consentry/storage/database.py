@@ -39,6 +39,7 @@ from sqlalchemy.pool import NullPool
 from sqlalchemy.sql.base import Executable
 
 from consentry.storage.direct import (
+    NO_TRANSACTION,
     defer_on_postgres,
     defer_sql_on_postgres,
     install_postgres_deferral,
@@ -197,8 +198,12 @@ class Database:
         thread, not the loop's (for a read long enough to hold up every stream: see
         ``sqlite_connection``); PostgreSQL's are always awaited."""
         if self._engine is not None:
-            async with self._engine.begin() as conn:
-                yield conn
+            # No BEGIN: under READ COMMITTED each statement sees what it would in a transaction
+            # (``direct.NO_TRANSACTION``). A read never writes (SQLite's readers enforce it).
+            async with self._engine.connect() as conn:
+                await conn.execution_options(**{NO_TRANSACTION: True})
+                async with conn.begin():
+                    yield conn
             return
         worker = await self._sqlite_readers.get()
         try:

@@ -16,10 +16,20 @@ statement is written once for both databases.
   ``pg_notify`` of ``notify_at_commit``) is deferred (:func:`defer_on_postgres`): kept with the
   transaction and sent with whatever else was deferred in one psycopg pipeline, right before the
   transaction's next statement or together with its ``COMMIT`` (:func:`install_postgres_deferral`
-  hooks SQLAlchemy's engine; the checkpointer's own statements call :func:`flush_on_postgres`).
+  hooks SQLAlchemy's engine; the checkpointer's own statements go in the same pipeline:
+  :func:`pipelined_on_postgres`).
   One round trip for all of them, where each was one: on PostgreSQL a round trip through
   psycopg's async driver is the largest cost of a statement. A deferred statement that fails
   fails its transaction at that point, as the statement itself would have at commit.
+
+  The transaction's ``BEGIN`` is deferred the same way: the engine's psycopg connections are in
+  autocommit mode (psycopg sends no ``BEGIN`` of its own, which was a round trip of its own, and
+  in a pipeline a sync of its own), and each SQLAlchemy transaction starts with a deferred
+  ``BEGIN`` that goes with its first statement or its commit; a transaction that sent nothing
+  sends nothing. A connection opened with :data:`NO_TRANSACTION` (``Database.read()``) defers no
+  ``BEGIN``: each of its statements runs on its own, which under ``READ COMMITTED`` sees what a
+  transaction's statement would (each statement takes its own snapshot there) for one round
+  trip instead of three.
 """
 
 from __future__ import annotations
@@ -41,10 +51,12 @@ from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.util import await_only
 
 __all__ = [
+    "NO_TRANSACTION",
+    "as_sqlalchemy_error",
     "defer_on_postgres",
     "defer_sql_on_postgres",
+    "deferred_sql_on_postgres",
     "direct",
-    "flush_on_postgres",
     "install_postgres_deferral",
     "run_direct",
 ]
@@ -133,11 +145,17 @@ def run_direct(
 
 # -- PostgreSQL: deferred, then pipelined -------------------------------------------------------
 
-_Deferred = list[tuple[str, Mapping[str, Any]]]
+_Deferred = list[tuple[str, Mapping[str, Any] | None]]
+
+_BEGIN: tuple[str, None] = ("BEGIN", None)
+_COMMIT: tuple[str, None] = ("COMMIT", None)
+NO_TRANSACTION = "consentry_no_transaction"
+"""An execution option: the connection's statements run on their own, without a ``BEGIN``
+(for statements that only read)."""
 
 _DEFERRED: weakref.WeakKeyDictionary[Connection, _Deferred] = weakref.WeakKeyDictionary()
-"""The statements each connection deferred (a ``Connection`` serves one checkout; cleared at
-every begin, commit and rollback)."""
+"""The statements each connection deferred (a ``Connection`` serves one checkout; set at every
+begin, cleared at every commit and rollback)."""
 _INSTALLED: weakref.WeakSet[Engine] = weakref.WeakSet()
 """The engines whose connections send what they defer (``install_postgres_deferral``)."""
 
@@ -170,38 +188,66 @@ def defer_sql_on_postgres(conn: AsyncConnection, sql: str, parameters: Mapping[s
     return True
 
 
-async def flush_on_postgres(conn: AsyncConnection, driver: psycopg.AsyncConnection[Any]) -> None:
-    """Send what ``conn``'s transaction deferred, before a statement run on its driver outside
-    SQLAlchemy (the checkpointer's)."""
+def deferred_sql_on_postgres(
+    conn: AsyncConnection, driver: psycopg.AsyncConnection[Any]
+) -> str | None:
+    """What ``conn``'s transaction deferred (its ``BEGIN`` first), taken as one string of
+    statements to send before or with a statement run on ``driver`` outside SQLAlchemy (the
+    checkpointer's: ``checkpoints._drivers.run_on``); None if nothing."""
     sync = conn.sync_connection
     deferred = _DEFERRED.pop(sync, None) if sync is not None else None
-    if deferred:
-        await _send(driver, deferred, commit=False)
+    return _one_query(driver, deferred) if deferred else None
+
+
+def _one_query(driver: psycopg.AsyncConnection[Any], deferred: _Deferred) -> str:
+    """The statements as one query: their parameters bound by psycopg on the client
+    (``ClientCursor.mogrify``, psycopg's own quoting), so that the simple query protocol sends
+    them in one message, answered in one round trip (a pipeline did the same with a message,
+    a flush and a wait per statement, which cost more than the round trips it saved)."""
+    client = psycopg.AsyncClientCursor(driver)
+    return ";\n".join(
+        sql if parameters is None else client.mogrify(sql, parameters)
+        for sql, parameters in deferred
+    )
+
+
+def as_sqlalchemy_error(exc: psycopg.Error, sql: str) -> sa_exc.StatementError:
+    """A psycopg error as SQLAlchemy raises it (``IntegrityError``, ``OperationalError``…),
+    naming the statement's SQL (never its parameters)."""
+    return sa_exc.DBAPIError.instance(sql, None, exc, psycopg.Error, hide_parameters=True)
 
 
 async def _send(driver: psycopg.AsyncConnection[Any], deferred: _Deferred, *, commit: bool) -> None:
+    query = _one_query(driver, [*deferred, _COMMIT] if commit else deferred)
     try:
-        async with driver.pipeline():
-            for sql, parameters in deferred:
-                await driver.execute(sql, parameters)
-            if commit:
-                await driver.commit()
-    except psycopg.Error as exc:  # as SQLAlchemy raises it: IntegrityError, OperationalError…
-        sql = next((s for s, _ in deferred), "")
-        raise sa_exc.DBAPIError.instance(
-            sql, None, exc, psycopg.Error, hide_parameters=True
-        ) from exc
+        async with driver.cursor() as cursor:
+            await cursor.execute(query)
+    except psycopg.Error as exc:
+        sql = next((s for s, _ in deferred if s != "BEGIN"), "BEGIN")
+        raise as_sqlalchemy_error(exc, sql) from exc
 
 
 def install_postgres_deferral(engine: Engine) -> None:
-    """Hook ``engine`` (an async engine's ``sync_engine``) so that its connections send what they
-    deferred before their next statement, and with their commit (in one pipeline)."""
+    """Hook ``engine`` (an async engine's ``sync_engine``) so that its connections defer their
+    ``BEGIN`` and send what they deferred before their next statement, and with their commit (in
+    one pipeline)."""
     _INSTALLED.add(engine)
 
     def driver_of(conn: Connection) -> psycopg.AsyncConnection[Any]:
         driver = conn.connection.driver_connection
         assert isinstance(driver, psycopg.AsyncConnection)
         return driver
+
+    @event.listens_for(engine, "connect")
+    def without_implicit_begin(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.autocommit = True  # the BEGIN is ours: deferred (see "begin")
+
+    @event.listens_for(engine, "begin")
+    def defer_the_begin(conn: Connection) -> None:
+        if conn.get_execution_options().get(NO_TRANSACTION):
+            _DEFERRED.pop(conn, None)
+        else:
+            _DEFERRED[conn] = [_BEGIN]
 
     @event.listens_for(engine, "before_cursor_execute")
     def send_before_the_statement(conn: Connection, *_: Any) -> None:
@@ -212,11 +258,11 @@ def install_postgres_deferral(engine: Engine) -> None:
     @event.listens_for(engine, "commit")
     def send_with_the_commit(conn: Connection) -> None:
         deferred = _DEFERRED.pop(conn, None)
-        if deferred:  # the COMMIT goes in the pipeline: SQLAlchemy's then finds nothing to do
+        if deferred and deferred != [_BEGIN]:  # a transaction that sent nothing sends nothing
+            # The COMMIT goes with them: SQLAlchemy's then finds nothing to do.
             await_only(_send(driver_of(conn), deferred, commit=True))
 
     @event.listens_for(engine, "rollback")
-    @event.listens_for(engine, "begin")
     def forget(conn: Connection) -> None:
         _DEFERRED.pop(conn, None)
 

@@ -97,10 +97,19 @@ class SqliteWorker:
 
     def _connect(self) -> None:
         connection = self._engine.connect()
+        driver = connection.connection.driver_connection
+        assert isinstance(driver, sqlite3.Connection)
+        # On the driver: SQLAlchemy's execution would begin a transaction of its own, in which
+        # the worker's first transaction would then run without its BEGIN.
         if self._write:
             # BEGIN IMMEDIATE on the loop must not wait: another process's lock sends the
             # transaction to the thread, which waits there (``in_transaction``).
-            connection.exec_driver_sql("PRAGMA busy_timeout=0")
+            driver.execute("PRAGMA busy_timeout=0")
+        else:
+            # A read transaction never writes: on PostgreSQL its statements run without a
+            # transaction of their own (``direct.NO_TRANSACTION``), so a write there would not be
+            # atomic. Here it fails, in every test.
+            driver.execute("PRAGMA query_only=ON")
         self._connection = connection
 
     async def ready(self) -> None:

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection
 
 from consentry.storage.checkpoints._operations import Operation, Query, Result
 from consentry.storage.database import DbConnection
-from consentry.storage.direct import flush_on_postgres
+from consentry.storage.direct import as_sqlalchemy_error, deferred_sql_on_postgres
 from consentry.storage.sqlite_connection import SqliteConnection
 
 __all__ = ["run_async", "run_on", "run_on_psycopg", "run_on_sqlite3"]
@@ -61,13 +61,20 @@ def run_on_psycopg(connection: psycopg.Connection[Any], operation: Operation) ->
         return done.value
 
 
-async def run_async(connection: psycopg.AsyncConnection[Any], operation: Operation) -> Any:
-    """Run ``operation`` on an async psycopg connection, in the caller's transaction."""
+async def run_async(
+    connection: psycopg.AsyncConnection[Any], operation: Operation, *, before: str | None = None
+) -> Any:
+    """Run ``operation`` on an async psycopg connection, in the caller's transaction.
+    ``before``: statements (SQL with their values bound: ``direct.deferred_sql_on_postgres``)
+    sent with the operation's first statement, in one message and one round trip."""
     try:
         query = next(operation)
         while True:
             async with connection.cursor(row_factory=tuple_row) as cursor:
-                if query.many is not None:
+                if before is not None:
+                    await _execute_after(connection, cursor, before, query)
+                    before = None
+                elif query.many is not None:
                     await cursor.executemany(query.sql, query.many)
                 else:
                     await cursor.execute(query.sql, query.params)
@@ -76,6 +83,25 @@ async def run_async(connection: psycopg.AsyncConnection[Any], operation: Operati
             query = operation.send(result)
     except StopIteration as done:
         return done.value
+
+
+async def _execute_after(
+    connection: psycopg.AsyncConnection[Any],
+    cursor: psycopg.AsyncCursor[Any],
+    before: str,
+    query: Query,
+) -> None:
+    try:
+        if query.many is not None:
+            await cursor.execute(before)
+            await cursor.executemany(query.sql, query.many)
+            return
+        bound = psycopg.AsyncClientCursor(connection).mogrify(query.sql, query.params)
+        await cursor.execute(f"{before};\n{bound}")
+    except psycopg.Error as exc:
+        raise as_sqlalchemy_error(exc, query.sql) from exc
+    while cursor.nextset():  # the operation's statement answers last
+        pass
 
 
 def _on_sqlalchemy_sqlite(connection: Connection, operation: Operation) -> Any:
@@ -97,5 +123,5 @@ async def run_on(conn: DbConnection, operation: Operation, *, unread: bool = Fal
     raw = await conn.get_raw_connection()
     driver = raw.driver_connection
     assert isinstance(driver, psycopg.AsyncConnection)
-    await flush_on_postgres(conn, driver)  # what the transaction deferred goes first
-    return await run_async(driver, operation)
+    # What the transaction deferred (its BEGIN, its events) goes with the first statement.
+    return await run_async(driver, operation, before=deferred_sql_on_postgres(conn, driver))
