@@ -233,7 +233,7 @@ async def test_on_postgres_unread_direct_statements_go_with_the_begin_and_commit
 
     async with pg.write() as conn:
         await conn.execute(_INSERT_PLAIN, _row("by sqlalchemy"))
-    assert round_trips[1:] == [["BEGIN"], ["INSERT"], ["COMMIT"]]
+    assert round_trips[1:] == [["BEGIN", "INSERT"], ["COMMIT"]]  # SQLAlchemy's, with the BEGIN
 
     *directs, plain = await _stored(pg)
     assert [row[0] for row in directs] == ["one", "two", "renamed"]
@@ -280,11 +280,43 @@ async def test_on_postgres_what_follows_an_unread_statement_sees_it(
         on_the_driver = await run_on(conn, _count_on_the_driver())  # the checkpointer's path
     assert (by_sqlalchemy, on_the_driver) == (1, 2)
     assert round_trips == [
-        ["BEGIN", "INSERT"],
-        ["SELECT"],  # SQLAlchemy's statement
-        ["INSERT", "SELECT"],  # the checkpointer's goes with what was deferred before it
+        ["BEGIN", "INSERT", "SELECT"],  # SQLAlchemy's statement answers with its own result
+        ["INSERT", "SELECT"],  # the checkpointer's, likewise
         ["COMMIT"],
     ]
+
+
+async def test_on_postgres_a_statement_sent_with_deferred_ones_returns_its_own_rows(
+    pg: Database,
+) -> None:
+    async with pg.write() as conn:
+        await execute_unread(conn, _INSERT_DIRECT, _row("deferred"))
+        returned = await conn.execute(_RETURNING_DIRECT, _row("returning"))
+        ids = [row[0] for row in returned]
+        await execute_unread(conn, _RENAME_DIRECT, {"p_name": "deferred", "p_new": "renamed"})
+        renamed = await conn.execute(
+            _items.update().where(_items.c.kind == "renamed").values(flag=False)
+        )
+        count = renamed.rowcount
+    assert (len(ids), count) == (1, 1)
+    assert [row[0] for row in await _stored(pg)] == ["renamed", "returning"]
+
+
+async def test_on_postgres_an_error_names_the_statement_not_the_values_sent_with_it(
+    pg: Database,
+) -> None:
+    async def insert_twice() -> None:
+        async with pg.write() as conn:
+            await execute_unread(conn, _INSERT_DIRECT, _row("secret text"))
+            await conn.execute(_INSERT_PLAIN, _row("secret text"))  # sent with it: fails
+
+    with pytest.raises(IntegrityError) as raised:
+        await insert_twice()
+    assert raised.value.statement is not None
+    assert raised.value.statement.startswith("INSERT INTO items")
+    assert "BEGIN" not in raised.value.statement
+    assert "secret text" not in raised.value.statement
+    assert await _stored(pg) == []
 
 
 async def test_on_postgres_a_write_is_atomic_though_its_begin_was_deferred(

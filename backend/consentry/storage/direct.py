@@ -38,12 +38,12 @@ import sqlite3
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, Self, TypeVar, cast
 
 import psycopg
 from sqlalchemy import Engine, event
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.engine import Connection, Dialect, ExceptionContext
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -227,10 +227,33 @@ async def _send(driver: psycopg.AsyncConnection[Any], deferred: _Deferred, *, co
         raise as_sqlalchemy_error(exc, sql) from exc
 
 
+class _LastResultCursor(psycopg.AsyncCursor[Any]):
+    """After a message of several statements (what a transaction deferred, then the statement
+    its caller runs), the cursor stands on the last one's result: the caller's."""
+
+    async def execute(
+        self,
+        query: Any,
+        params: Any = None,
+        *,
+        prepare: bool | None = None,
+        binary: bool | None = None,
+    ) -> Self:
+        await super().execute(query, params, prepare=prepare, binary=binary)
+        while self.nextset():
+            pass
+        return self
+
+
+_SENT_FOR: weakref.WeakKeyDictionary[Connection, tuple[str, str]] = weakref.WeakKeyDictionary()
+"""By connection, the last message a SQLAlchemy statement went in, and that statement (an error
+names the statement, not the message's values)."""
+
+
 def install_postgres_deferral(engine: Engine) -> None:
     """Hook ``engine`` (an async engine's ``sync_engine``) so that its connections defer their
-    ``BEGIN`` and send what they deferred before their next statement, and with their commit (in
-    one pipeline)."""
+    ``BEGIN`` and send what they deferred in one message with their next statement, or with their
+    commit."""
     _INSTALLED.add(engine)
 
     def driver_of(conn: Connection) -> psycopg.AsyncConnection[Any]:
@@ -241,6 +264,7 @@ def install_postgres_deferral(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
     def without_implicit_begin(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.autocommit = True  # the BEGIN is ours: deferred (see "begin")
+        dbapi_connection.driver_connection.cursor_factory = _LastResultCursor
 
     @event.listens_for(engine, "begin")
     def defer_the_begin(conn: Connection) -> None:
@@ -249,11 +273,34 @@ def install_postgres_deferral(engine: Engine) -> None:
         else:
             _DEFERRED[conn] = [_BEGIN]
 
-    @event.listens_for(engine, "before_cursor_execute")
-    def send_before_the_statement(conn: Connection, *_: Any) -> None:
+    @event.listens_for(engine, "before_cursor_execute", retval=True)
+    def send_with_the_statement(
+        conn: Connection,
+        _cursor: Any,
+        statement: str,
+        parameters: Any,
+        _context: Any,
+        executemany: bool,
+    ) -> tuple[str, Any]:
         deferred = _DEFERRED.pop(conn, None)
-        if deferred:
-            await_only(_send(driver_of(conn), deferred, commit=False))
+        if not deferred:
+            return statement, parameters
+        driver = driver_of(conn)
+        if executemany or not isinstance(parameters, Mapping):
+            await_only(_send(driver, deferred, commit=False))
+            return statement, parameters
+        # One message: the statement's values bound on the client too; the cursor answers with
+        # the statement's own result (``_LastResultCursor``).
+        message = _one_query(driver, [*deferred, (statement, parameters)])
+        _SENT_FOR[conn] = (message, statement)
+        return message, None
+
+    @event.listens_for(engine, "handle_error")
+    def name_the_statement(context: ExceptionContext) -> None:
+        sent = _SENT_FOR.get(context.connection) if context.connection is not None else None
+        error = context.sqlalchemy_exception
+        if sent is not None and sent[0] is context.statement and error is not None:
+            error.statement = sent[1]  # not the message, which holds the values
 
     @event.listens_for(engine, "commit")
     def send_with_the_commit(conn: Connection) -> None:
