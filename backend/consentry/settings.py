@@ -57,8 +57,8 @@ class Settings(BaseSettings):
         default=10,
         ge=1,
         le=200,
-        description="PostgreSQL connections each process keeps (app tables and checkpoints), "
-        "and up to twice as many more under load.",
+        description="PostgreSQL connections of each process (app tables and checkpoints): "
+        "up to three times this many, opened as the load needs them and kept once opened.",
     )
     host: str = Field(default="127.0.0.1", description="Address `consentry serve` binds to.")
     port: int = Field(default=8000, ge=0, le=65535)

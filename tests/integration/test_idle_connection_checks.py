@@ -226,10 +226,29 @@ async def test_a_transaction_that_waits_too_long_for_a_pooled_connection_is_an_o
     db = Database(postgres.new_database(), pool_size=1, pool_timeout=0.2)
     await db.open()
     try:
-        async with db.read(), db.read(), db.read():  # the pool's one, and its two overflow
+        async with db.read(), db.read(), db.read():  # three times the pool size, all busy
             with pytest.raises(sa_exc.TimeoutError) as waited:
                 async with db.read():
                     pass
         assert is_database_unavailable(waited.value)
+    finally:
+        await db.close()
+
+
+@pytest.mark.postgres
+async def test_connections_opened_under_load_are_kept_for_the_next_burst(
+    postgres: PostgresCluster,
+) -> None:
+    """Regression: connections beyond the pool size were closed when returned and opened again
+    for the next burst (3.2 new connections a conversation at 100 concurrent ones)."""
+    db = Database(postgres.new_database(), pool_size=1)
+    await db.open()
+    try:
+        for _ in range(2):  # two bursts of three concurrent reads
+            async with db.read() as a, db.read() as b, db.read() as c:
+                for conn in (a, b, c):
+                    await conn.exec_driver_sql("SELECT 1")
+        pool = db._engine.pool  # type: ignore[union-attr]
+        assert (pool.checkedin(), pool.checkedout()) == (3, 0)
     finally:
         await db.close()

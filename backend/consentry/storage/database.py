@@ -118,9 +118,12 @@ class Database:
 
     def __init__(self, url: str, *, pool_size: int = 10, pool_timeout: float = 60.0) -> None:
         """``url``: ``sqlite:///<path>`` or ``postgresql://…`` (``CONSENTRY_DATABASE_URL``).
-        PostgreSQL: ``pool_size`` connections kept, and up to twice as many more under load (the
-        checkpointer's statements share this pool: a step's checkpoint goes in its events'
-        transaction); a transaction that waits ``pool_timeout`` seconds for one fails as
+        PostgreSQL: up to three times ``pool_size`` connections, opened as the load needs them
+        and kept once opened (the checkpointer's statements share this pool: a step's checkpoint
+        goes in its events' transaction). Connections opened beyond a kept number and closed when
+        returned cost more than the conversations they served: at 100 concurrent conversations,
+        3.2 new connections a conversation and half again the CPU (``docs/performance.md``). A
+        transaction that waits ``pool_timeout`` seconds for one fails as
         ``is_database_unavailable`` (503 ``database_unavailable``, a retryable run error)."""
         self.dialect: Literal["sqlite", "postgresql"]
         self._engine: AsyncEngine | None = None
@@ -159,8 +162,8 @@ class Database:
             self.dialect = "postgresql"
             self._engine = create_async_engine(
                 sqlalchemy_postgres_url(url),
-                pool_size=pool_size,
-                max_overflow=2 * pool_size,
+                pool_size=3 * pool_size,
+                max_overflow=0,
                 pool_timeout=pool_timeout,
                 connect_args={"prepare_threshold": None},
                 hide_parameters=True,  # errors never carry a message's or a note's text
