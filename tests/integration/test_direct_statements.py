@@ -383,3 +383,32 @@ async def test_on_postgres_a_rolled_back_transaction_drops_what_it_deferred(
 
     assert round_trips == [["BEGIN", "INSERT", "COMMIT"]]  # the dropped one was never sent
     assert [row[0] for row in await _stored(pg)] == ["kept"]
+
+
+def _count_last() -> Operation:
+    result: Result = yield Query("SELECT count(*) FROM items", last=True)
+    return result.rows[0][0]
+
+
+async def test_on_postgres_a_transactions_last_statement_can_carry_its_commit(
+    pg: Database, round_trips: list[list[str]]
+) -> None:
+    """``run_on(…, commit=True)`` (a step's checkpoint): the transaction is one message, and
+    nothing may run in it after that."""
+    async with pg.write() as conn:
+        await execute_unread(conn, _INSERT_DIRECT, _row("with the commit"))
+        assert await run_on(conn, _count_last(), commit=True) == 1
+        assert pg.committed_with_its_last_statement(conn)
+        with pytest.raises(RuntimeError, match="already committed"):
+            await execute_unread(conn, _INSERT_DIRECT, _row("too late"))
+        with pytest.raises(RuntimeError, match="already committed"):
+            await conn.execute(_INSERT_PLAIN, _row("too late"))
+    assert round_trips == [["BEGIN", "INSERT", "SELECT", "COMMIT"]]
+    assert [row[0] for row in await _stored(pg)] == ["with the commit"]
+
+    round_trips.clear()
+    async with pg.write() as conn:  # the next transaction on the connection is a fresh one
+        assert not pg.committed_with_its_last_statement(conn)
+        await execute_unread(conn, _INSERT_DIRECT, _row("next"))
+        assert await run_on(conn, _count_on_the_driver(), commit=True) == 2  # not its last
+    assert round_trips == [["BEGIN", "INSERT", "SELECT"], ["COMMIT"]]

@@ -36,7 +36,9 @@ class ProcessDiedError(Exception):
 
 
 class _DiesBeforeCommit:
-    """A run's committer whose step transaction fails after the checkpoint is written in it."""
+    """A run's committer whose step transaction fails before it commits: after the step's
+    events and before its checkpoint, which goes last (on PostgreSQL the checkpoint's message
+    carries the COMMIT: there is no later point inside the transaction)."""
 
     def __init__(self, run: Any) -> None:
         self._run = run
@@ -44,11 +46,22 @@ class _DiesBeforeCommit:
         self.latest_only = run.latest_only
 
     async def commit_step(self, write: Callable[[DbConnection], Awaitable[None]]) -> None:
-        async def write_then_die(conn: DbConnection) -> None:
+        async def die_before_the_checkpoint(conn: DbConnection) -> None:
+            raise ProcessDiedError
+
+        await self._run.commit_step(die_before_the_checkpoint)
+
+
+class _FailsAfterCommit(_DiesBeforeCommit):
+    """A run's committer whose step fails right after its checkpoint is written (an error or a
+    cancellation landing there)."""
+
+    async def commit_step(self, write: Callable[[DbConnection], Awaitable[None]]) -> None:
+        async def write_then_fail(conn: DbConnection) -> None:
             await write(conn)
             raise ProcessDiedError
 
-        await self._run.commit_step(write_then_die)
+        await self._run.commit_step(write_then_fail)
 
 
 def _answered(checkpoint: Any) -> bool:
@@ -56,10 +69,11 @@ def _answered(checkpoint: Any) -> bool:
     return any(getattr(m, "type", None) == "ai" for m in messages)
 
 
-@pytest.fixture
-def dies_at_the_answers_checkpoint(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every run's write of a checkpoint that holds an answer fails before its commit; the ids of
-    the checkpoints that were being written."""
+def _failing_at_the_answers_checkpoint(
+    monkeypatch: pytest.MonkeyPatch, committer: type[_DiesBeforeCommit]
+) -> list[str]:
+    """Every run's write of a checkpoint that holds an answer goes through ``committer``; the
+    ids of the checkpoints that were being written."""
     attempted: list[str] = []
     real_aput = ConsentrySaver.aput
 
@@ -68,11 +82,21 @@ def dies_at_the_answers_checkpoint(monkeypatch: pytest.MonkeyPatch) -> list[str]
         if run is not None and _answered(checkpoint):
             attempted.append(checkpoint["id"])
             config = {**config, "configurable": {**config["configurable"]}}
-            config["configurable"][RUN_KEY] = _DiesBeforeCommit(run)
+            config["configurable"][RUN_KEY] = committer(run)
         return await real_aput(self, config, checkpoint, *args)
 
     monkeypatch.setattr(ConsentrySaver, "aput", aput)
     return attempted
+
+
+@pytest.fixture
+def dies_at_the_answers_checkpoint(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    return _failing_at_the_answers_checkpoint(monkeypatch, _DiesBeforeCommit)
+
+
+@pytest.fixture
+def fails_after_the_answers_checkpoint(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    return _failing_at_the_answers_checkpoint(monkeypatch, _FailsAfterCommit)
 
 
 async def test_a_step_whose_checkpoint_never_commits_leaves_none_of_its_events(
@@ -96,6 +120,31 @@ async def test_a_step_whose_checkpoint_never_commits_leaves_none_of_its_events(
     assert not _answered(newest.checkpoint)
     transcript = (await client.get(f"/v1/threads/{thread_id}/messages")).json()["messages"]
     assert [m["role"] for m in transcript] == ["user"]
+
+
+async def test_a_step_that_fails_after_its_checkpoint_sends_what_it_stored_and_only_that(
+    client: httpx.AsyncClient, db_url: str, fails_after_the_answers_checkpoint: list[str]
+) -> None:
+    """On SQLite the failure comes before the commit (the checkpoint is written with it):
+    nothing of the step is stored or sent. On PostgreSQL the checkpoint's message committed the
+    step: its events are stored, so they are sent before the run's error. Either way the stream
+    and its replay are the same."""
+    events = await chat(client, {"message": QUESTION})
+
+    thread_id = events[0].thread_id
+    stored = db_url.startswith("postgresql")
+    expected = ["run_started", "step", "step", *(["message"] if stored else []), "error", "final"]
+    assert kinds(events) == expected
+    replayed = await client.get(f"/v1/threads/{thread_id}/stream", params={"last_event_id": 0})
+    assert replayed.status_code == 200, replayed.text
+    assert kinds(parse_events(replayed.text)) == expected
+    db = client.services.db  # type: ignore[attr-defined]
+    newest = await ConsentrySaver(db, database_url=db_url).aget_tuple(
+        {"configurable": {"thread_id": thread_id}}
+    )
+    assert newest is not None
+    assert (newest.checkpoint["id"] in fails_after_the_answers_checkpoint) is stored
+    assert _answered(newest.checkpoint) is stored
 
 
 async def _rows(client: httpx.AsyncClient, table: str, thread_id: str) -> int:

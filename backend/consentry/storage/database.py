@@ -40,6 +40,7 @@ from sqlalchemy.sql.base import Executable
 
 from consentry.storage.direct import (
     NO_TRANSACTION,
+    committed_on_postgres,
     defer_on_postgres,
     defer_sql_on_postgres,
     install_postgres_deferral,
@@ -249,6 +250,12 @@ class Database:
             return
         async with self._lease_engine.begin() as conn:
             yield conn
+
+    def committed_with_its_last_statement(self, conn: DbConnection) -> bool:
+        """Whether ``conn``'s transaction was already committed in the message of its last
+        statement (PostgreSQL: ``run_on(…, commit=True)``); on SQLite never (it commits when its
+        block ends)."""
+        return isinstance(conn, AsyncConnection) and committed_on_postgres(conn)
 
     def listen_locally(self, listener: Callable[[str, str], None]) -> None:
         """On SQLite: ``listener(channel, payload)`` for each ``notify_at_commit`` of this process,

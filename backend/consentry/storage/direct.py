@@ -53,6 +53,8 @@ from sqlalchemy.util import await_only
 __all__ = [
     "NO_TRANSACTION",
     "as_sqlalchemy_error",
+    "commit_on_postgres",
+    "committed_on_postgres",
     "defer_on_postgres",
     "defer_sql_on_postgres",
     "deferred_sql_on_postgres",
@@ -149,6 +151,8 @@ _Deferred = list[tuple[str, Mapping[str, Any] | None]]
 
 _BEGIN: tuple[str, None] = ("BEGIN", None)
 _COMMIT: tuple[str, None] = ("COMMIT", None)
+_COMMITTED: _Deferred = []
+"""In ``_DEFERRED``, by identity: the transaction was committed with its last statement."""
 NO_TRANSACTION = "consentry_no_transaction"
 """An execution option: the connection's statements run on their own, without a ``BEGIN``
 (for statements that only read)."""
@@ -174,6 +178,8 @@ def defer_on_postgres(
     if compiled is None:
         return False
     deferred = _DEFERRED.setdefault(sync, [])
+    if deferred is _COMMITTED:
+        raise _used_after_its_commit()
     for row in rows:
         deferred.append((compiled.sql, cast(dict[str, Any], compiled.arguments(row))))
     return True
@@ -184,19 +190,49 @@ def defer_sql_on_postgres(conn: AsyncConnection, sql: str, parameters: Mapping[s
     sync = conn.sync_connection
     if sync is None or sync.engine not in _INSTALLED:
         return False
-    _DEFERRED.setdefault(sync, []).append((sql, parameters))
+    deferred = _DEFERRED.setdefault(sync, [])
+    if deferred is _COMMITTED:
+        raise _used_after_its_commit()
+    deferred.append((sql, parameters))
     return True
 
 
 def deferred_sql_on_postgres(
     conn: AsyncConnection, driver: psycopg.AsyncConnection[Any]
-) -> str | None:
-    """What ``conn``'s transaction deferred (its ``BEGIN`` first), taken as one string of
-    statements to send before or with a statement run on ``driver`` outside SQLAlchemy (the
-    checkpointer's: ``checkpoints._drivers.run_on``); None if nothing."""
+) -> list[str]:
+    """What ``conn``'s transaction deferred (its ``BEGIN`` first), taken as statements with their
+    values bound, to send in one message with a statement run on ``driver`` outside SQLAlchemy
+    (the checkpointer's: ``checkpoints._drivers.run_on``)."""
     sync = conn.sync_connection
     deferred = _DEFERRED.pop(sync, None) if sync is not None else None
-    return _one_query(driver, deferred) if deferred else None
+    if deferred is _COMMITTED:
+        raise _used_after_its_commit()
+    return _bound(driver, deferred) if deferred else []
+
+
+def commit_on_postgres(conn: AsyncConnection) -> None:
+    """``conn``'s transaction was committed by a message sent on its driver (``run_on(…,
+    commit=True)``): nothing may run in it any more, and SQLAlchemy's commit sends nothing."""
+    if conn.sync_connection is not None:
+        _DEFERRED[conn.sync_connection] = _COMMITTED
+
+
+def committed_on_postgres(conn: AsyncConnection) -> bool:
+    """Whether :func:`commit_on_postgres` marked ``conn``'s transaction (until it ends)."""
+    sync = conn.sync_connection
+    return sync is not None and _DEFERRED.get(sync) is _COMMITTED
+
+
+def _used_after_its_commit() -> RuntimeError:
+    return RuntimeError("a statement ran in a transaction already committed with its last one")
+
+
+def _bound(driver: psycopg.AsyncConnection[Any], deferred: _Deferred) -> list[str]:
+    client = psycopg.AsyncClientCursor(driver)
+    return [
+        sql if parameters is None else client.mogrify(sql, parameters)
+        for sql, parameters in deferred
+    ]
 
 
 def _one_query(driver: psycopg.AsyncConnection[Any], deferred: _Deferred) -> str:
@@ -204,11 +240,7 @@ def _one_query(driver: psycopg.AsyncConnection[Any], deferred: _Deferred) -> str
     (``ClientCursor.mogrify``, psycopg's own quoting), so that the simple query protocol sends
     them in one message, answered in one round trip (a pipeline did the same with a message,
     a flush and a wait per statement, which cost more than the round trips it saved)."""
-    client = psycopg.AsyncClientCursor(driver)
-    return ";\n".join(
-        sql if parameters is None else client.mogrify(sql, parameters)
-        for sql, parameters in deferred
-    )
+    return ";\n".join(_bound(driver, deferred))
 
 
 def as_sqlalchemy_error(exc: psycopg.Error, sql: str) -> sa_exc.StatementError:
@@ -283,6 +315,8 @@ def install_postgres_deferral(engine: Engine) -> None:
         executemany: bool,
     ) -> tuple[str, Any]:
         deferred = _DEFERRED.pop(conn, None)
+        if deferred is _COMMITTED:
+            raise _used_after_its_commit()
         if not deferred:
             return statement, parameters
         driver = driver_of(conn)
@@ -305,7 +339,7 @@ def install_postgres_deferral(engine: Engine) -> None:
     @event.listens_for(engine, "commit")
     def send_with_the_commit(conn: Connection) -> None:
         deferred = _DEFERRED.pop(conn, None)
-        if deferred and deferred != [_BEGIN]:  # a transaction that sent nothing sends nothing
+        if deferred and deferred != [_BEGIN]:  # one that sent nothing (or committed) sends nothing
             # The COMMIT goes with them: SQLAlchemy's then finds nothing to do.
             await_only(_send(driver_of(conn), deferred, commit=True))
 

@@ -90,7 +90,7 @@ _INSERT_EVENTS_POSTGRES = direct(
         "SELECT t.id, e.seq, :p_run, e.type, e.data, :p_now FROM threads AS t, "
         "unnest(CAST(:p_seqs AS integer[]), CAST(:p_types AS text[]), CAST(:p_datas AS text[])) "
         "AS e(seq, type, data) "
-        "WHERE t.id = :p_id AND t.fencing_token = :p_token"
+        "WHERE t.id = :p_id AND t.fencing_token = :p_token FOR KEY SHARE OF t"
     ).bindparams(sa.bindparam("p_now", type_=events.c.created_at.type))
 )
 
@@ -106,9 +106,11 @@ async def insert_events(
 ) -> None:
     """Store serialized events of one run, if it still holds the lease (else
     :class:`LeaseLostError`, and the caller's transaction must roll back). ``fence_checked``:
-    the caller's transaction checked the lease already (the step's checkpoint did, and on
-    PostgreSQL holds the thread's row ``FOR KEY SHARE`` until the commit; SQLite's writer
-    serializes transactions): the rows then go with the transaction's next round trip."""
+    the caller's transaction checks the lease itself before it commits (the step's checkpoint,
+    written after them: on SQLite in the same serialized transaction, which a refused fence
+    rolls back; on PostgreSQL the insert is fenced anyway and locks the thread's row ``FOR KEY
+    SHARE`` until the commit, so the checkpoint's fence sees the lease it saw): the rows then go
+    with the transaction's next round trip, unchecked."""
     values = [
         {
             "p_id": run.thread_id,

@@ -31,6 +31,7 @@ from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.runs._event_stream import RunEventStream
 from consentry.storage.checkpoints import CheckpointFence
 from consentry.storage.database import Database, DbConnection
+from consentry.storage.leases import LeaseLostError
 
 __all__ = ["PROGRESS_DELAY_SECONDS", "ProgressBatcher"]
 
@@ -42,7 +43,7 @@ PROGRESS_DELAY_SECONDS = 0.1
 
 class EventWriter(Protocol):
     """Inserts a run's events in the caller's transaction (``RunStore.insert_events``);
-    ``fence_checked``: the transaction checked the run's lease already."""
+    ``fence_checked``: the transaction checks the run's lease before it commits."""
 
     def __call__(
         self, conn: DbConnection, rows: list[OutgoingEvent], *, fence_checked: bool = False
@@ -96,19 +97,32 @@ class ProgressBatcher:
 
     async def commit_step(self, write: Callable[[DbConnection], Awaitable[None]]) -> None:
         """The run's graph saves a step's checkpoint: ``write(conn)`` it, fenced, in one
-        transaction with every event recorded so far; then send those."""
+        transaction with every event recorded so far; then send those. ``write`` is the
+        transaction's last work (on PostgreSQL it may commit it: ``run_on(commit=True)``)."""
         self._cancel_timer()
         async with self._lock:
             rows = self._events.take_durable()
+            committed = False
             try:
                 async with self._db.write() as conn:
-                    await write(conn)  # fenced: the events need no check of their own
-                    if rows:
+                    if rows:  # go first, in the checkpoint's message: fenced with it
                         await self._store_in(conn, rows, fence_checked=True)
+                    try:
+                        await write(conn)
+                    except LeaseLostError:
+                        raise  # the fence refused: nothing was written, committed or not
+                    except BaseException:
+                        committed = self._db.committed_with_its_last_statement(conn)
+                        raise
             except BaseException:
-                # Neither the checkpoint nor its events: the step did not happen (it runs
-                # again from the last checkpoint), so nothing it produced is kept or sent.
-                self._events.discard_unsent()
+                if committed and rows:
+                    # The checkpoint's message committed the step (PostgreSQL) before what
+                    # failed after it: its events are stored, so they are sent.
+                    self._events.flush(through=rows[-1].seq)
+                else:
+                    # Neither the checkpoint nor its events: the step did not happen (it runs
+                    # again from the last checkpoint), so nothing it produced is kept or sent.
+                    self._events.discard_unsent()
                 raise
             if rows:
                 self._events.flush(through=rows[-1].seq)

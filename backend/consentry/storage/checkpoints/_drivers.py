@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
@@ -19,7 +20,11 @@ from sqlalchemy.engine import Connection
 
 from consentry.storage.checkpoints._operations import Operation, Query, Result
 from consentry.storage.database import DbConnection
-from consentry.storage.direct import as_sqlalchemy_error, deferred_sql_on_postgres
+from consentry.storage.direct import (
+    as_sqlalchemy_error,
+    commit_on_postgres,
+    deferred_sql_on_postgres,
+)
 from consentry.storage.sqlite_connection import SqliteConnection
 
 __all__ = ["run_async", "run_on", "run_on_psycopg", "run_on_sqlite3"]
@@ -62,18 +67,23 @@ def run_on_psycopg(connection: psycopg.Connection[Any], operation: Operation) ->
 
 
 async def run_async(
-    connection: psycopg.AsyncConnection[Any], operation: Operation, *, before: str | None = None
+    connection: psycopg.AsyncConnection[Any],
+    operation: Operation,
+    *,
+    before: Sequence[str] = (),
+    commit: bool = False,
 ) -> Any:
     """Run ``operation`` on an async psycopg connection, in the caller's transaction.
-    ``before``: statements (SQL with their values bound: ``direct.deferred_sql_on_postgres``)
-    sent with the operation's first statement, in one message and one round trip."""
+    ``before``: statements with their values bound (``direct.deferred_sql_on_postgres``) sent in
+    one message with the operation's first statement. ``commit``: when that statement is also
+    its last (``Query.last``), the transaction's ``COMMIT`` goes in the message too."""
     try:
         query = next(operation)
         while True:
-            async with connection.cursor(row_factory=tuple_row) as cursor:
-                if before is not None:
-                    await _execute_after(connection, cursor, before, query)
-                    before = None
+            async with psycopg.AsyncCursor(connection, row_factory=tuple_row) as cursor:
+                if before or (commit and query.last):
+                    await _execute_in_one_message(connection, cursor, before, query, commit)
+                    before, commit = (), False
                 elif query.many is not None:
                     await cursor.executemany(query.sql, query.many)
                 else:
@@ -85,23 +95,26 @@ async def run_async(
         return done.value
 
 
-async def _execute_after(
+async def _execute_in_one_message(
     connection: psycopg.AsyncConnection[Any],
     cursor: psycopg.AsyncCursor[Any],
-    before: str,
+    before: Sequence[str],
     query: Query,
+    commit: bool,
 ) -> None:
+    if query.many is not None:  # executemany sends its own messages: what went before first
+        if before:
+            await cursor.execute(";\n".join(before))
+        await cursor.executemany(query.sql, query.many)
+        return
+    bound = psycopg.AsyncClientCursor(connection).mogrify(query.sql, query.params)
+    after = ["COMMIT"] if commit and query.last else []
     try:
-        if query.many is not None:
-            await cursor.execute(before)
-            await cursor.executemany(query.sql, query.many)
-            return
-        bound = psycopg.AsyncClientCursor(connection).mogrify(query.sql, query.params)
-        await cursor.execute(f"{before};\n{bound}")
+        await cursor.execute(";\n".join([*before, bound, *after]))
     except psycopg.Error as exc:
         raise as_sqlalchemy_error(exc, query.sql) from exc
-    while cursor.nextset():  # the operation's statement answers last
-        pass
+    for _ in before:  # the operation's statement answers after what went before it
+        cursor.nextset()
 
 
 def _on_sqlalchemy_sqlite(connection: Connection, operation: Operation) -> Any:
@@ -110,11 +123,17 @@ def _on_sqlalchemy_sqlite(connection: Connection, operation: Operation) -> Any:
     return run_on_sqlite3(driver, operation)
 
 
-async def run_on(conn: DbConnection, operation: Operation, *, unread: bool = False) -> Any:
+async def run_on(
+    conn: DbConnection, operation: Operation, *, unread: bool = False, commit: bool = False
+) -> Any:
     """Run ``operation`` inside an app transaction (``Database.read()`` / ``write()``).
     ``unread``: nobody reads what it returns (a write, which raises when refused); on SQLite it
     then goes with the transaction's next call (``SqliteConnection.defer_call``), not one of its
-    own, and returns None."""
+    own, and returns None. ``commit``: the operation is the transaction's last work, every
+    write of which is fenced; on PostgreSQL, when the operation is one statement, the
+    transaction commits in the same message (one round trip for the whole transaction) and a
+    fence that refused is reported after it (it wrote nothing). Elsewhere the transaction
+    commits as usual, when its block ends."""
     if isinstance(conn, SqliteConnection):
         if unread:
             conn.defer_call(functools.partial(_on_sqlalchemy_sqlite, operation=operation))
@@ -124,4 +143,9 @@ async def run_on(conn: DbConnection, operation: Operation, *, unread: bool = Fal
     driver = raw.driver_connection
     assert isinstance(driver, psycopg.AsyncConnection)
     # What the transaction deferred (its BEGIN, its events) goes with the first statement.
-    return await run_async(driver, operation, before=deferred_sql_on_postgres(conn, driver))
+    before = deferred_sql_on_postgres(conn, driver)
+    try:
+        return await run_async(driver, operation, before=before, commit=commit)
+    finally:
+        if commit and driver.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            commit_on_postgres(conn)

@@ -60,6 +60,8 @@ class Query:
     params: Sequence[Any] = ()
     many: Sequence[Sequence[Any]] | None = None
     """Parameter rows for ``executemany`` (then ``params`` is unused)."""
+    last: bool = False
+    """The operation's last statement (a caller may commit with it: ``run_on(commit=True)``)."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,7 @@ def put_checkpoint(
         written = yield Query(
             sql.put_fenced_latest if latest_only else sql.put_fenced,
             (*fence, *row, *(older * 2 if latest_only else ())),
+            last=True,
         )
         if not written.rows[0][0]:
             raise _lease_lost(fence)

@@ -123,9 +123,11 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
             held = []
 
         async def write(conn: DbConnection) -> None:
-            # Unread: on SQLite the step's whole transaction is then one hop (its commit's).
+            # Unread: on SQLite the step's whole transaction is then one hop (its commit's). The
+            # last write of the step's transaction (its events went before it): on PostgreSQL
+            # the transaction commits in the same message, unless held writes follow.
             put = ops.put_checkpoint(self._sql, saved, fence=run.fence, latest_only=run.latest_only)
-            await run_on(conn, put, unread=True)
+            await run_on(conn, put, unread=True, commit=not held)
             if held:
                 writes = ops.put_held_writes(self._sql, held, fence=None)
                 await run_on(conn, writes, unread=True)

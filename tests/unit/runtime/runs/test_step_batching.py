@@ -25,6 +25,7 @@ from consentry.runtime.runs._step_batching import ProgressBatcher
 from consentry.schemas.events import MessageEvent, RunStartedEvent, StepEvent, TokenEvent
 from consentry.storage.checkpoints import CheckpointFence
 from consentry.storage.database import Database
+from consentry.storage.leases import LeaseLostError
 
 DELAY = 0.01
 WAIT_SECONDS = 5.0
@@ -196,12 +197,17 @@ class FakeDatabase:
 
     def __init__(self) -> None:
         self.transactions: list[list[str]] = []
+        self.committed_early = False
+        """Whether a write committed its transaction with its last statement (PostgreSQL)."""
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[list[str]]:
         transaction: list[str] = []
         yield transaction
         self.transactions.append(transaction)
+
+    def committed_with_its_last_statement(self, _transaction: Any) -> bool:
+        return self.committed_early
 
 
 @pytest.fixture
@@ -291,28 +297,61 @@ async def test_a_steps_checkpoint_is_written_with_its_events_in_one_transaction_
 
     await _within(batcher.commit_step(write_checkpoint))
 
-    assert db.transactions == [["checkpoint", "events"]]  # the step's one write
+    assert db.transactions == [["events", "checkpoint"]]  # one write: the fenced checkpoint last
     assert store.calls == [[STARTED, STEP, (3, "message")]]
     assert await client.received_through(3) == [STARTED, STEP, (3, "message")]
     assert _sent_before_stored(timeline) == []
 
 
+@pytest.mark.parametrize(
+    ("failure", "committed_early"),
+    [
+        (OSError("the database went away"), False),
+        # PostgreSQL: the checkpoint's message committed, but every write in it was fenced.
+        (LeaseLostError("the lease moved on"), True),
+    ],
+)
 async def test_a_checkpoint_that_cannot_be_written_takes_its_steps_events_with_it(
-    events: RunEventStream, store: FakeStore, client: Client, batcher: ProgressBatcher
+    events: RunEventStream,
+    client: Client,
+    batcher: ProgressBatcher,
+    db: FakeDatabase,
+    failure: Exception,
+    committed_early: bool,
 ) -> None:
     _start(events)
     await _within(batcher.after_chunk())
     _message(events)
 
-    async def lose_the_lease(transaction: Any) -> None:
-        raise OSError("the lease moved on")
+    async def fail(transaction: Any) -> None:
+        db.committed_early = committed_early
+        raise failure
 
-    with pytest.raises(OSError, match="the lease moved on"):
-        await _within(batcher.commit_step(lose_the_lease))
+    with pytest.raises(type(failure)):
+        await _within(batcher.commit_step(fail))
 
     assert not events.has_unstored
     assert events.make(StepEvent, node="answer", label="Answering").seq == 1  # numbers reused
     assert await client.everything(events) == []
+
+
+async def test_a_step_that_fails_after_its_checkpoint_committed_sends_its_stored_events(
+    events: RunEventStream, client: Client, batcher: ProgressBatcher, db: FakeDatabase
+) -> None:
+    _start(events)
+    await _within(batcher.after_chunk())
+    _message(events)
+
+    async def commit_then_fail(transaction: Any) -> None:
+        transaction.append("checkpoint")
+        db.committed_early = True  # the checkpoint's message carried the COMMIT
+        raise asyncio.CancelledError
+
+    with pytest.raises(asyncio.CancelledError):
+        await _within(batcher.commit_step(commit_then_fail))
+
+    assert not events.has_unstored
+    assert await client.received_through(2) == [STARTED, (2, "message")]
 
 
 async def test_a_token_after_pending_progress_is_sent_only_once_the_progress_is_stored(
