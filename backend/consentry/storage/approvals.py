@@ -25,7 +25,7 @@ from consentry.schemas.approvals import (
     RecordedDecision,
 )
 from consentry.schemas.events import ConsentEvent
-from consentry.storage.database import DbConnection
+from consentry.storage.database import DbConnection, execute_unread
 from consentry.storage.direct import direct
 from consentry.storage.tables import UTCDateTime, approvals, threads
 
@@ -170,7 +170,10 @@ async def insert_approval(
     proposal_hash: str,
     now: datetime,
 ) -> None:
-    await conn.execute(
+    """Nobody reads its result: it goes with the transaction's next statement or its commit
+    (``database.execute_unread``); a conflict fails the transaction there."""
+    await execute_unread(
+        conn,
         _INSERT,
         {
             "id": event.approval_id,
