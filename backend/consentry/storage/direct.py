@@ -177,9 +177,7 @@ def defer_on_postgres(
     compiled: _Compiled | None = _compiled(statement, rows, conn.dialect)
     if compiled is None:
         return False
-    deferred = _DEFERRED.setdefault(sync, [])
-    if deferred is _COMMITTED:
-        raise _used_after_its_commit()
+    deferred = _deferred_in(sync)
     for row in rows:
         deferred.append((compiled.sql, cast(dict[str, Any], compiled.arguments(row))))
     return True
@@ -190,11 +188,16 @@ def defer_sql_on_postgres(conn: AsyncConnection, sql: str, parameters: Mapping[s
     sync = conn.sync_connection
     if sync is None or sync.engine not in _INSTALLED:
         return False
+    _deferred_in(sync).append((sql, parameters))
+    return True
+
+
+def _deferred_in(sync: Connection) -> _Deferred:
+    """The list ``sync``'s transaction defers to (refused once it committed)."""
     deferred = _DEFERRED.setdefault(sync, [])
     if deferred is _COMMITTED:
         raise _used_after_its_commit()
-    deferred.append((sql, parameters))
-    return True
+    return deferred
 
 
 def deferred_sql_on_postgres(
