@@ -1,7 +1,9 @@
 """Statements marked ``direct`` (``storage/direct.py``) run on the driver past SQLAlchemy's
 execution, and store exactly what SQLAlchemy's execution stores: the same SQL, the same values
-(datetimes, JSON, values the statement carries), the same errors; a form SQLAlchemy must run
-itself (a Python-side default, a missing parameter, RETURNING) still runs through SQLAlchemy.
+(datetimes, JSON, values the statement carries), the same errors; one whose result is read
+(``database.execute``: a SELECT, a RETURNING) reads the rows SQLAlchemy's result would give; a
+form SQLAlchemy must run itself (a Python-side default, a missing parameter, an expanding IN)
+still runs through SQLAlchemy.
 
 On SQLite (a real file) they run on sqlite3 at once. On PostgreSQL (a throwaway cluster) the
 unread ones are deferred, with the transaction's BEGIN, and sent in one message before the
@@ -26,7 +28,13 @@ from sqlalchemy.exc import IntegrityError, StatementError
 
 from consentry.storage.checkpoints._drivers import run_on
 from consentry.storage.checkpoints._operations import Operation, Query, Result
-from consentry.storage.database import Database, DbConnection, execute_unread, notify_at_commit
+from consentry.storage.database import (
+    Database,
+    DbConnection,
+    execute,
+    execute_unread,
+    notify_at_commit,
+)
 from consentry.storage.direct import direct
 from consentry.storage.tables import UTCDateTime
 from tests.postgres import PostgresCluster
@@ -51,6 +59,20 @@ _RENAME_DIRECT = direct(
     .values(name=sa.bindparam("p_new"), kind="renamed")
 )
 _RETURNING_DIRECT = direct(_items.insert().returning(_items.c.id))
+_SELECT_COLUMNS = (_items.c.name, _items.c.data, _items.c.at, _items.c.flag)
+_SELECT_PLAIN = sa.select(*_SELECT_COLUMNS).where(_items.c.kind == sa.bindparam("p_kind"))
+_SELECT_DIRECT = direct(
+    sa.select(*_SELECT_COLUMNS).where(_items.c.kind == sa.bindparam("p_kind")).order_by(_items.c.id)
+)
+_UPDATE_RETURNING_DIRECT = direct(
+    _items.update()
+    .where(_items.c.name == sa.bindparam("p_name"))
+    .values(flag=False)
+    .returning(_items.c.name, _items.c.at)
+)
+_SELECT_IN_DIRECT = direct(
+    sa.select(_items.c.name).where(_items.c.name.in_(sa.bindparam("p_names", expanding=True)))
+)
 _INSERT_UTC_DIRECT = direct(
     sa.Table(
         "items", sa.MetaData(), sa.Column("name", sa.String), sa.Column("at", UTCDateTime)
@@ -143,19 +165,53 @@ async def test_a_direct_update_sends_the_values_the_statement_carries(
     assert [(row[0], row[3]) for row in await _stored(db)] == [("new", "renamed")]
 
 
+async def _read_back(db: Database, statement: sa.Executable) -> list[tuple[Any, ...]]:
+    async with db.read() as conn:
+        return [tuple(row) for row in await execute(conn, statement, {"p_kind": "k"})]
+
+
+async def test_a_direct_statement_whose_result_is_read_gives_sqlalchemys_rows(
+    db: Database, through_sqlalchemy: list[str]
+) -> None:
+    async with db.write() as conn:
+        await execute_unread(conn, _INSERT_DIRECT, [_row("one"), _row("two")])
+        returned = await execute(conn, _RETURNING_DIRECT, _row("three"))
+        assert returned.scalar() == 3
+        updated = await execute(conn, _UPDATE_RETURNING_DIRECT, {"p_name": "two"})
+        updated_rows = [tuple(row) for row in updated]
+        assert updated.rowcount == 1
+        nobody = await execute(conn, _UPDATE_RETURNING_DIRECT, {"p_name": "nobody"})
+        assert (nobody.all(), nobody.rowcount) == ([], 0)
+    direct_rows = await _read_back(db, _SELECT_DIRECT)
+    assert through_sqlalchemy == []  # none of these went through SQLAlchemy
+
+    by_sqlalchemy = await _read_back(db, _SELECT_PLAIN)
+    assert through_sqlalchemy == ["SELECT"]
+    assert direct_rows == by_sqlalchemy  # the JSON parsed, the dates read back, the booleans
+    at = by_sqlalchemy[0][2]
+    assert at == AT.replace(tzinfo=None)  # SQLite's DateTime keeps no zone (UTCDateTime does)
+    assert direct_rows == [
+        ("one", {"a": [1, "é"]}, at, True),
+        ("two", {"a": [1, "é"]}, at, False),
+        ("three", {"a": [1, "é"]}, at, True),
+    ]
+    assert updated_rows == [("two", at)]
+    async with db.read() as conn:
+        row = (await execute(conn, _SELECT_DIRECT, {"p_kind": "k"})).first()
+    assert row is not None
+    assert (row.name, row._mapping["flag"]) == ("one", True)
+
+
 async def test_a_form_sqlalchemy_must_run_itself_still_runs_through_it(
     db: Database, through_sqlalchemy: list[str]
 ) -> None:
     without_flag = {key: value for key, value in _row("defaulted").items() if key != "flag"}
     async with db.write() as conn:
         await conn.execute(_INSERT_DIRECT, without_flag)  # the column's Python-side default
-        returned = await conn.execute(_RETURNING_DIRECT, _row("returning"))
-        assert returned.scalar() == 2
-    assert through_sqlalchemy == ["INSERT", "INSERT"]
-    assert [(row[0], row[4]) for row in await _stored(db)] == [
-        ("defaulted", 0),
-        ("returning", 1),
-    ]
+        found = await execute(conn, _SELECT_IN_DIRECT, {"p_names": ["defaulted", "x"]})
+        assert found.scalars().all() == ["defaulted"]
+    assert through_sqlalchemy == ["INSERT", "SELECT"]
+    assert [(row[0], row[4]) for row in await _stored(db)] == [("defaulted", 0)]
 
     async def rename_without_the_new_name() -> None:
         async with db.write() as conn:
@@ -302,13 +358,53 @@ async def test_on_postgres_a_statement_sent_with_deferred_ones_returns_its_own_r
     assert [row[0] for row in await _stored(pg)] == ["renamed", "returning"]
 
 
+async def test_on_postgres_a_statement_whose_result_is_read_runs_past_sqlalchemy_in_one_message(
+    pg: Database, round_trips: list[list[str]]
+) -> None:
+    with _sent_by_sqlalchemy(pg._engine.sync_engine) as through_sqlalchemy:  # type: ignore[union-attr]
+        async with pg.write() as conn:
+            await execute_unread(conn, _INSERT_DIRECT, [_row("one"), _row("two")])
+            updated = await execute(conn, _UPDATE_RETURNING_DIRECT, {"p_name": "two"})
+            updated_rows = [tuple(row) for row in updated]
+            missed = await execute(conn, _UPDATE_RETURNING_DIRECT, {"p_name": "nobody"})
+        async with pg.read() as conn:
+            direct_rows = [
+                tuple(row) for row in await execute(conn, _SELECT_DIRECT, {"p_kind": "k"})
+            ]
+        assert through_sqlalchemy == []
+        async with pg.read() as conn:
+            plain = [tuple(row) for row in await conn.execute(_SELECT_PLAIN, {"p_kind": "k"})]
+        assert through_sqlalchemy == ["SELECT"]
+    assert round_trips == [
+        ["BEGIN", "INSERT", "INSERT", "UPDATE"],  # the statement answers with its own rows
+        ["UPDATE"],
+        ["COMMIT"],
+        ["SELECT"],  # a read: no transaction
+        ["SELECT"],
+    ]
+    assert (updated_rows, updated.rowcount) == ([("two", AT)], 1)
+    assert (missed.all(), missed.rowcount) == ([], 0)
+    assert (
+        direct_rows
+        == sorted(plain)
+        == [
+            ("one", {"a": [1, "é"]}, AT, True),
+            ("two", {"a": [1, "é"]}, AT, False),
+        ]
+    )
+
+
+@pytest.mark.parametrize("second", ["sqlalchemy", "direct"])
 async def test_on_postgres_an_error_names_the_statement_not_the_values_sent_with_it(
-    pg: Database,
+    pg: Database, second: str
 ) -> None:
     async def insert_twice() -> None:
         async with pg.write() as conn:
             await execute_unread(conn, _INSERT_DIRECT, _row("secret text"))
-            await conn.execute(_INSERT_PLAIN, _row("secret text"))  # sent with it: fails
+            if second == "sqlalchemy":  # sent with it: fails
+                await conn.execute(_INSERT_PLAIN, _row("secret text"))
+            else:  # on the driver, its result read
+                await execute(conn, _RETURNING_DIRECT, _row("secret text"))
 
     with pytest.raises(IntegrityError) as raised:
         await insert_twice()

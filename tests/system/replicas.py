@@ -70,7 +70,19 @@ async def start_replicas(
                 await clients.enter_async_context(http)
                 replicas.append(Replica(f"replica {number}", http, process))
             yield replicas
-    finally:
-        await asyncio.gather(
-            *(asyncio.to_thread(manager.__exit__, None, None, None) for manager, _, _ in started)
+    except BaseException as failure:
+        # Each replica adds its output to the failure (``serve_process``).
+        await _exit_all(started, failure)
+        raise
+    await _exit_all(started, None)
+
+
+async def _exit_all(started: list[_Started], failure: BaseException | None) -> None:
+    kind = type(failure) if failure is not None else None
+    traceback = failure.__traceback__ if failure is not None else None
+    await asyncio.gather(
+        *(
+            asyncio.to_thread(manager.__exit__, kind, failure, traceback)
+            for manager, _, _ in started
         )
+    )

@@ -57,10 +57,20 @@ def serve_process(
         try:
             _wait_until_healthy(process, base_url)
             yield base_url, process
+        except BaseException as failure:
+            _stop(process)
+            # The server's log tells why a test failed (a lost lease, an error it logged).
+            output = process.stdout.read().decode(errors="replace") if process.stdout else ""
+            failure.add_note(f"output of the server at {base_url}:\n{output or '(none)'}")
+            raise
         finally:
-            if process.poll() is None:
-                process.send_signal(signal.SIGKILL)
-            process.wait(timeout=10)
+            _stop(process)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGKILL)
+    process.wait(timeout=10)
 
 
 def _wait_until_healthy(process: subprocess.Popen[bytes], base_url: str) -> None:

@@ -25,7 +25,7 @@ from consentry.schemas.approvals import (
     RecordedDecision,
 )
 from consentry.schemas.events import ConsentEvent
-from consentry.storage.database import DbConnection, execute_unread
+from consentry.storage.database import DbConnection, execute, execute_unread
 from consentry.storage.direct import direct
 from consentry.storage.tables import UTCDateTime, approvals, threads
 
@@ -84,14 +84,18 @@ _COLUMNS = tuple(approvals.c[field.name] for field in fields(ApprovalRecord))
 ``ApprovalRecord(*row)`` (by position: a quarter of the cost by name, see ``storage.events``)."""
 _SELECT = sa.select(*_COLUMNS)
 _INSERT = direct(approvals.insert())
-_FIND = _SELECT.where(
-    approvals.c.id == sa.bindparam("p_id"),
-    approvals.c.tenant == sa.bindparam("p_tenant"),
-    approvals.c.user_id == sa.bindparam("p_user"),
+_FIND = direct(
+    _SELECT.where(
+        approvals.c.id == sa.bindparam("p_id"),
+        approvals.c.tenant == sa.bindparam("p_tenant"),
+        approvals.c.user_id == sa.bindparam("p_user"),
+    )
 )
-_PENDING = _SELECT.where(
-    approvals.c.thread_id == sa.bindparam("p_thread"), approvals.c.status == "pending"
-).order_by(approvals.c.created_at)
+_PENDING = direct(
+    _SELECT.where(
+        approvals.c.thread_id == sa.bindparam("p_thread"), approvals.c.status == "pending"
+    ).order_by(approvals.c.created_at)
+)
 
 
 def live_at(now: datetime | sa.BindParameter[datetime]) -> sa.ColumnElement[bool]:
@@ -200,12 +204,12 @@ async def find_approval(
     conn: DbConnection, owner: Principal, approval_id: str
 ) -> ApprovalRecord | None:
     params = {"p_id": approval_id, "p_tenant": owner.tenant, "p_user": owner.user}
-    row = (await conn.execute(_FIND, params)).first()
+    row = (await execute(conn, _FIND, params)).first()
     return None if row is None else ApprovalRecord(*row)
 
 
 async def pending_approvals(conn: DbConnection, thread_id: str) -> list[ApprovalRecord]:
-    rows = await conn.execute(_PENDING, {"p_thread": thread_id})
+    rows = await execute(conn, _PENDING, {"p_thread": thread_id})
     return [ApprovalRecord(*row) for row in rows]
 
 
@@ -263,7 +267,8 @@ async def decide_approval(
 ) -> bool:
     """``pending → status`` unless expired; False when somebody else decided first.
     ``decided_by_name`` is stored beside the decision (see the module's docstring)."""
-    result = await conn.execute(
+    result = await execute(
+        conn,
         _DECIDE,
         {
             "p_id": approval_id,

@@ -17,11 +17,11 @@ Two backends, one code path:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import psycopg
 import sqlalchemy as sa
@@ -32,7 +32,7 @@ from alembic.script import ScriptDirectory
 from psycopg_pool import PoolTimeout
 from sqlalchemy import create_engine, event
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, CursorResult
 from sqlalchemy.engine.interfaces import _CoreAnyExecuteParams
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
@@ -44,6 +44,7 @@ from consentry.storage.direct import (
     defer_on_postgres,
     defer_sql_on_postgres,
     install_postgres_deferral,
+    run_direct_on_postgres,
 )
 from consentry.storage.idle_checks import check_idle_connections
 from consentry.storage.sqlite_connection import SqliteConnection, SqliteWorker
@@ -55,6 +56,7 @@ __all__ = [
     "Database",
     "DbConnection",
     "SchemaNotCurrentError",
+    "execute",
     "execute_unread",
     "head_revision",
     "is_database_unavailable",
@@ -85,6 +87,22 @@ async def notify_at_commit(conn: DbConnection, channel: str, payload: str) -> No
             conn.notices.append((channel, payload))
     elif not defer_sql_on_postgres(conn, _NOTIFY, {"channel": channel, "payload": payload}):
         await conn.execute(sa.select(sa.func.pg_notify(channel, payload)))
+
+
+async def execute(
+    conn: DbConnection, statement: Executable, parameters: _CoreAnyExecuteParams
+) -> CursorResult[*tuple[Any, ...]]:
+    """Run a statement whose result is read (its rows, its row count). A statement marked
+    ``direct`` runs on the driver, past SQLAlchemy's execution: on SQLite as every statement of a
+    ``SqliteConnection`` does; on PostgreSQL in one message with what the transaction deferred
+    (``direct.run_direct_on_postgres``), without the async engine's greenlet bridge. Either way
+    the result is read as SQLAlchemy's (``direct.BufferedResult``: its rows, its row count)."""
+    result: Any = None
+    if isinstance(conn, AsyncConnection) and isinstance(parameters, Mapping):
+        result = await run_direct_on_postgres(conn, statement, parameters)
+    if result is None:
+        result = await conn.execute(statement, parameters)
+    return cast("CursorResult[*tuple[Any, ...]]", result)
 
 
 async def execute_unread(

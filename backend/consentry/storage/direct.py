@@ -1,17 +1,21 @@
 """The hot path's write statements, run on the driver directly, past SQLAlchemy's execution.
 
-A storage module marks a statement it builds once (``direct(audit.insert())``): a write with no
-``RETURNING`` and no Python-side column default, run with a dict of parameters (or a list of
-them). The first time it runs with a given set of parameter names on a database it is compiled
-with SQLAlchemy (the SQL, its parameters' order, its types' bind processors, the values it
-carries itself); from then on it costs what the driver costs plus one tuple or dict of
-parameters. SQLAlchemy's execution of the same statement (an execution context, the compiled
-cache's key, the result proxy, and on PostgreSQL the greenlet bridge) cost several times the
-statement itself on the server's hot path (``docs/performance.md``). A form that needs what
-SQLAlchemy's execution does (a default, RETURNING, an expanding ``IN``) still runs through it, so a
-statement is written once for both databases.
+A storage module marks a statement it builds once (``direct(audit.insert())``): a write, a
+``SELECT`` or a ``RETURNING`` with no Python-side column default, run with a dict of parameters
+(or a list of them, for a write). The first time it runs with a given set of parameter names on
+a database it is compiled with SQLAlchemy (the SQL, its parameters' order, its types' bind
+processors, the values it carries itself, its columns' result processors); from then on it costs
+what the driver costs plus one tuple or dict of parameters, and its rows are what SQLAlchemy's
+result would give (:class:`BufferedResult`). SQLAlchemy's execution of the same statement (an
+execution context, the compiled cache's key, the result proxy, and on PostgreSQL the greenlet
+bridge) cost several times the statement itself on the server's hot path
+(``docs/performance.md``). A form that needs what SQLAlchemy's execution does (a default, an
+expanding ``IN``) still runs through it, so a statement is written once for both databases.
 
 - **SQLite**: :func:`run_direct` runs it on sqlite3, in the caller's transaction, at once.
+- **PostgreSQL**, a statement whose result is read (``database.execute``):
+  :func:`run_direct_on_postgres` runs it on the psycopg connection under SQLAlchemy's, in one
+  message with what its transaction deferred (below).
 - **PostgreSQL**: a statement whose result nobody reads (``database.execute_unread``, the
   ``pg_notify`` of ``notify_at_commit``) is deferred (:func:`defer_on_postgres`): kept with the
   transaction and sent with whatever else was deferred in one psycopg pipeline, right before the
@@ -36,14 +40,15 @@ from __future__ import annotations
 
 import sqlite3
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Self, TypeVar, cast
 
 import psycopg
 from sqlalchemy import Engine, event
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import Connection, Dialect, ExceptionContext
+from sqlalchemy.engine import Connection, Dialect, ExceptionContext, IteratorResult
+from sqlalchemy.engine.result import SimpleResultMetaData
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -52,6 +57,7 @@ from sqlalchemy.util import await_only
 
 __all__ = [
     "NO_TRANSACTION",
+    "BufferedResult",
     "as_sqlalchemy_error",
     "commit_on_postgres",
     "committed_on_postgres",
@@ -60,7 +66,9 @@ __all__ = [
     "deferred_sql_on_postgres",
     "direct",
     "install_postgres_deferral",
+    "postgres_driver",
     "run_direct",
+    "run_direct_on_postgres",
 ]
 
 E = TypeVar("E", bound=Executable)
@@ -68,6 +76,16 @@ _Parameters = Mapping[str, Any] | Sequence[Mapping[str, Any]] | None
 
 _DIRECT: dict[int, Executable] = {}
 """The statements marked :func:`direct`, by identity (held, so an identity is never reused)."""
+
+
+class BufferedResult(IteratorResult[Any]):
+    """A statement's result, every row already fetched, with the driver's ``rowcount``."""
+
+    rowcount: int
+
+    def __init__(self, keys: Iterable[str], rows: list[Any], rowcount: int) -> None:
+        super().__init__(SimpleResultMetaData(list(keys)), iter(rows))
+        self.rowcount = rowcount
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +97,28 @@ class _Compiled:
     """The values the statement carries itself (``.values(status="ended")``)."""
     positional: bool
     """sqlite3 takes a tuple (``?``), psycopg a dict (``%(name)s``)."""
+    keys: tuple[str, ...]
+    """The names of the rows' columns (a ``SELECT``, a ``RETURNING``); empty: from the driver
+    (a textual statement), or no rows."""
+    row_processors: tuple[Callable[[Any], Any] | None, ...] | None
+    """What SQLAlchemy's result would do to each column's value (SQLite's dates from text);
+    None: nothing."""
+
+    def result(self, description: Sequence[Any] | None, rows: list[Any], rowcount: int) -> Any:
+        """The rows as SQLAlchemy's result would give them."""
+        if description is None:
+            return BufferedResult((), [], rowcount)
+        processors = self.row_processors
+        if processors is not None:
+            rows = [
+                tuple(
+                    value if process is None else process(value)
+                    for process, value in zip(processors, row, strict=True)
+                )
+                for row in rows
+            ]
+        keys = self.keys or tuple(column[0] for column in description)
+        return BufferedResult(keys, rows, rowcount)
 
     def arguments(self, row: Mapping[str, Any]) -> tuple[Any, ...] | dict[str, Any]:
         carried = self.carried
@@ -123,26 +163,29 @@ def _compiled(statement: Executable, rows: Sequence[Mapping[str, Any]], dialect:
 
 def run_direct(
     connection: Connection, statement: Executable, parameters: _Parameters
-) -> int | None:
+) -> BufferedResult | None:
     """SQLite: run ``statement`` on the sqlite3 connection under ``connection`` and return its
-    row count, if it is marked :func:`direct` and can run so; else None (run it with
+    result, if it is marked :func:`direct` and can run so; else None (run it with
     SQLAlchemy)."""
     rows = _rows(parameters)
     compiled: _Compiled | None = _compiled(statement, rows, connection.dialect)
-    if compiled is None:
+    many = len(rows) > 1 or not isinstance(parameters, Mapping)
+    if compiled is None or (many and compiled.keys):  # rows of several statements: SQLAlchemy
         return None
     driver = connection.connection.driver_connection
     assert isinstance(driver, sqlite3.Connection)
     try:
-        if len(rows) > 1 or not isinstance(parameters, Mapping):
+        if many:
             cursor = driver.executemany(compiled.sql, [compiled.arguments(row) for row in rows])
         else:
             cursor = driver.execute(compiled.sql, compiled.arguments(rows[0]))
+        found = cursor.fetchall() if cursor.description else []
     except sqlite3.Error as exc:  # as SQLAlchemy raises it: IntegrityError, OperationalError…
         raise sa_exc.DBAPIError.instance(
             compiled.sql, None, exc, sqlite3.Error, hide_parameters=True
         ) from exc
-    return cursor.rowcount
+    result: BufferedResult = compiled.result(cursor.description, found, cursor.rowcount)
+    return result
 
 
 # -- PostgreSQL: deferred, then pipelined -------------------------------------------------------
@@ -175,7 +218,7 @@ def defer_on_postgres(
         return False
     rows = _rows(parameters)
     compiled: _Compiled | None = _compiled(statement, rows, conn.dialect)
-    if compiled is None:
+    if compiled is None or compiled.keys:  # rows nobody would read: not worth a message
         return False
     deferred = _deferred_in(sync)
     for row in rows:
@@ -190,6 +233,50 @@ def defer_sql_on_postgres(conn: AsyncConnection, sql: str, parameters: Mapping[s
         return False
     _deferred_in(sync).append((sql, parameters))
     return True
+
+
+async def run_direct_on_postgres(
+    conn: AsyncConnection, statement: Executable, parameters: Mapping[str, Any]
+) -> BufferedResult | None:
+    """Run a direct statement whose result is read (rows, a row count) on the psycopg
+    connection under ``conn``, in one message with what its transaction deferred; None when it
+    cannot be (as :func:`defer_on_postgres`): run it with SQLAlchemy. Past SQLAlchemy's
+    execution and its greenlet bridge, a statement costs what psycopg's costs
+    (``docs/performance.md``)."""
+    sync = conn.sync_connection
+    if sync is None or sync.engine not in _INSTALLED or sync.closed or sync.invalidated:
+        return None
+    compiled: _Compiled | None = _compiled(statement, (parameters,), conn.dialect)
+    if compiled is None:
+        return None
+    driver = await postgres_driver(conn)
+    deferred = _DEFERRED.pop(sync, None)
+    if deferred is _COMMITTED:
+        raise _used_after_its_commit()
+    arguments = cast(dict[str, Any], compiled.arguments(parameters))  # psycopg: by name
+    async with driver.cursor() as cursor:  # a _LastResultCursor: it answers with our result
+        try:
+            if deferred:
+                await cursor.execute(_one_query(driver, [*deferred, (compiled.sql, arguments)]))
+            else:
+                await cursor.execute(compiled.sql, arguments)
+            rows = await cursor.fetchall() if cursor.description else []
+        except psycopg.Error as exc:
+            raise as_sqlalchemy_error(exc, compiled.sql) from exc
+        result: BufferedResult = compiled.result(cursor.description, rows, cursor.rowcount)
+        return result
+
+
+async def postgres_driver(conn: AsyncConnection) -> psycopg.AsyncConnection[Any]:
+    """The psycopg connection under ``conn`` (without a trip through the greenlet bridge when
+    it is connected, as it is once its transaction began)."""
+    sync = conn.sync_connection
+    if sync is not None and not sync.closed and not sync.invalidated:
+        driver = sync.connection.driver_connection
+    else:
+        driver = (await conn.get_raw_connection()).driver_connection
+    assert isinstance(driver, psycopg.AsyncConnection)
+    return driver
 
 
 def _deferred_in(sync: Connection) -> _Deferred:
@@ -361,8 +448,8 @@ def _compile(statement: Executable, names: tuple[str, ...], dialect: Dialect) ->
     if (
         compiled.insert_prefetch
         or compiled.update_prefetch
-        or compiled.effective_returning
         or compiled.escaped_bind_names
+        or compiled.literal_execute_params
         or any(bind.expanding for bind in binds)
         or not {bind.key for bind in binds if bind.required} <= set(names)
     ):
@@ -371,10 +458,16 @@ def _compile(statement: Executable, names: tuple[str, ...], dialect: Dialect) ->
     if order is None:  # named parameters (psycopg): every one the statement has
         order = list(carried)
     processors = cast(Mapping[str, Callable[[Any], Any]], compiled._bind_processors)
+    columns = compiled._result_columns
+    row_processors = tuple(
+        column.type._cached_result_processor(dialect, None) for column in columns
+    )
     return _Compiled(
         sql=compiled.string,
         names=tuple(order),
         processors=tuple(processors.get(name) for name in order),
         carried=carried,
         positional=compiled.positiontup is not None,
+        keys=tuple(column.keyname for column in columns),
+        row_processors=row_processors if any(row_processors) else None,
     )

@@ -10,7 +10,7 @@ from typing import Protocol
 
 import sqlalchemy as sa
 
-from consentry.storage.database import DbConnection, execute_unread
+from consentry.storage.database import DbConnection, execute, execute_unread
 from consentry.storage.direct import direct
 from consentry.storage.leases import LeaseLostError
 from consentry.storage.tables import events, threads
@@ -139,12 +139,12 @@ async def insert_events(
         if fence_checked:  # the row is locked by the fence: nothing can refuse them now
             await execute_unread(conn, _INSERT_EVENTS_POSTGRES, parameters)
             return
-        result = await conn.execute(_INSERT_EVENTS_POSTGRES, parameters)
+        result = await execute(conn, _INSERT_EVENTS_POSTGRES, parameters)
     elif fence_checked:
         await execute_unread(conn, _INSERT_EVENTS, values)
         return
     else:
-        result = await conn.execute(_INSERT_EVENTS, values)
+        result = await execute(conn, _INSERT_EVENTS, values)
     if result.rowcount != len(values):
         raise LeaseLostError(run.run_id)
 

@@ -10,6 +10,7 @@ stalled, and another took the run over) cannot store anything more for it:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,7 +20,7 @@ import sqlalchemy as sa
 
 from consentry.schemas.events import TerminalReason, Trigger
 from consentry.schemas.threads import ThreadStatus
-from consentry.storage.database import DbConnection
+from consentry.storage.database import DbConnection, execute
 from consentry.storage.direct import direct
 from consentry.storage.tables import runs, threads
 
@@ -92,23 +93,28 @@ _RELEASE_THREAD = direct(
 )
 
 
-_CLAIM_THREAD = (
-    threads.update()
-    .where(
-        threads.c.id == sa.bindparam("p_id"),
-        threads.c.status.in_(sa.bindparam("p_expected", expanding=True)),
+@functools.cache
+def _claim_thread(expected: tuple[str, ...]) -> sa.Update:
+    """The claim of a thread whose status is one of ``expected`` (a few sets, each built once:
+    its statuses are the statement's own values, not an expanding ``IN``, so that it runs on the
+    driver directly, ``storage.direct``)."""
+    return direct(
+        threads.update()
+        .where(
+            threads.c.id == sa.bindparam("p_id"),
+            sa.or_(*(threads.c.status == status for status in expected)),
+        )
+        .values(
+            status="running",
+            active_run_id=sa.bindparam("p_run"),
+            last_seq=threads.c.last_seq + sa.bindparam("p_reserve"),
+            lease_owner=sa.bindparam("p_owner"),
+            lease_expires_at=sa.bindparam("p_expires"),
+            fencing_token=threads.c.fencing_token + 1,
+            updated_at=sa.bindparam("p_now"),
+        )
+        .returning(threads.c.last_seq, threads.c.fencing_token)
     )
-    .values(
-        status="running",
-        active_run_id=sa.bindparam("p_run"),
-        last_seq=threads.c.last_seq + sa.bindparam("p_reserve"),
-        lease_owner=sa.bindparam("p_owner"),
-        lease_expires_at=sa.bindparam("p_expires"),
-        fencing_token=threads.c.fencing_token + 1,
-        updated_at=sa.bindparam("p_now"),
-    )
-    .returning(threads.c.last_seq, threads.c.fencing_token)
-)
 
 
 async def claim_thread(
@@ -129,11 +135,11 @@ async def claim_thread(
     The stored ``last_seq`` stays at the end of the reservation until the run ends, so a run that
     dies mid-way never has its numbers handed out again."""
     row = (
-        await conn.execute(
-            _CLAIM_THREAD,
+        await execute(
+            conn,
+            _claim_thread(tuple(expected)),
             {
                 "p_id": thread_id,
-                "p_expected": list(expected),
                 "p_run": run_id,
                 "p_reserve": reserve,
                 "p_owner": lease_owner,
@@ -240,7 +246,8 @@ async def release_thread(
     """End the run's lease, set the thread's new status and add the run's model tokens to the
     thread's total; :class:`LeaseLostError` when the run no longer holds the lease (nothing is
     changed, and the caller's transaction must roll back)."""
-    result = await conn.execute(
+    result = await execute(
+        conn,
         _RELEASE_THREAD,
         {
             "p_id": thread_id,

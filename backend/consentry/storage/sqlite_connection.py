@@ -38,33 +38,24 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy import Engine
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import Connection, Dialect, IteratorResult
+from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.engine.interfaces import _CoreAnyExecuteParams, _CoreSingleExecuteParams
-from sqlalchemy.engine.result import SimpleResultMetaData
 from sqlalchemy.sql.base import Executable
 
-from consentry.storage.direct import run_direct
+from consentry.storage.direct import BufferedResult, run_direct
 from consentry.storage.sqlite_thread import SqliteThread
 
-__all__ = ["SqliteConnection", "SqliteResult", "SqliteWorker", "WriterBusyError"]
+__all__ = ["SqliteConnection", "SqliteWorker", "WriterBusyError"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
 _Deferred = tuple[Executable, "_CoreAnyExecuteParams | None"] | Callable[[Connection], object]
 """A statement (with its parameters) or a call that runs at the transaction's next hop."""
-
-
-class SqliteResult(IteratorResult[Any]):
-    """A statement's result, every row already fetched, with the driver's ``rowcount``."""
-
-    def __init__(self, keys: Iterable[str], rows: list[Any], rowcount: int) -> None:
-        super().__init__(SimpleResultMetaData(list(keys)), iter(rows))
-        self.rowcount = rowcount
 
 
 class SqliteWorker:
@@ -204,7 +195,7 @@ class SqliteConnection:
         parameters: _CoreAnyExecuteParams | None = None,
         *,
         execution_options: dict[str, Any] | None = None,
-    ) -> SqliteResult:
+    ) -> BufferedResult:
         return await self._call(_execute, statement, parameters, execution_options)
 
     async def scalar(
@@ -219,7 +210,7 @@ class SqliteConnection:
 
     async def exec_driver_sql(
         self, statement: str, parameters: _CoreAnyExecuteParams | None = None
-    ) -> SqliteResult:
+    ) -> BufferedResult:
         return await self._call(_exec_driver_sql, statement, parameters)
 
     async def run_sync(
@@ -267,9 +258,9 @@ def _execute(
     statement: Executable,
     parameters: _CoreAnyExecuteParams | None,
     options: dict[str, Any] | None,
-) -> SqliteResult:
-    if not options and (rowcount := run_direct(connection, statement, parameters)) is not None:
-        return SqliteResult((), [], rowcount)
+) -> BufferedResult:
+    if not options and (result := run_direct(connection, statement, parameters)) is not None:
+        return result
     return _buffered(connection.execute(statement, parameters, execution_options=options))
 
 
@@ -288,12 +279,12 @@ def _execute_all(connection: Connection, deferred: list[_Deferred]) -> None:
 
 def _exec_driver_sql(
     connection: Connection, statement: str, parameters: _CoreAnyExecuteParams | None
-) -> SqliteResult:
+) -> BufferedResult:
     return _buffered(connection.exec_driver_sql(statement, parameters))
 
 
-def _buffered(result: Any) -> SqliteResult:
+def _buffered(result: Any) -> BufferedResult:
     if not result.returns_rows:
-        return SqliteResult((), [], result.rowcount)
+        return BufferedResult((), [], result.rowcount)
     rows = result.all()
-    return SqliteResult(result.keys(), rows, result.rowcount)
+    return BufferedResult(result.keys(), rows, result.rowcount)

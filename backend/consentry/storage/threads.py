@@ -20,7 +20,7 @@ from consentry.schemas.chat import ConsentPolicy
 from consentry.schemas.events import TerminalReason
 from consentry.schemas.threads import ThreadStatus, ThreadSummary
 from consentry.storage.approvals import live_at
-from consentry.storage.database import DbConnection, execute_unread
+from consentry.storage.database import DbConnection, execute, execute_unread
 from consentry.storage.dialect import INSERTS
 from consentry.storage.direct import direct
 from consentry.storage.tables import approvals, tenant_usage, threads
@@ -111,7 +111,8 @@ async def create_thread(
     consent_policy: ConsentPolicy,
     now: datetime,
 ) -> None:
-    await conn.execute(
+    await execute(
+        conn,
         _CREATE_THREAD,
         _new_thread(
             owner,
@@ -194,10 +195,12 @@ async def thread_id_taken(conn: DbConnection, thread_id: str) -> bool:
 
 # Statements on the path of every run are built once (SQLAlchemy then reuses their compiled
 # form and cache key); they take their values as bound parameters.
-_GET_THREAD = sa.select(*_COLUMNS).where(
-    threads.c.id == sa.bindparam("p_id"),
-    threads.c.tenant == sa.bindparam("p_tenant"),
-    threads.c.user_id == sa.bindparam("p_user"),
+_GET_THREAD = direct(
+    sa.select(*_COLUMNS).where(
+        threads.c.id == sa.bindparam("p_id"),
+        threads.c.tenant == sa.bindparam("p_tenant"),
+        threads.c.user_id == sa.bindparam("p_user"),
+    )
 )
 
 
@@ -206,7 +209,7 @@ def _owner_params(owner: Principal, thread_id: str) -> dict[str, str]:
 
 
 async def get_thread(conn: DbConnection, owner: Principal, thread_id: str) -> ThreadRecord:
-    row = (await conn.execute(_GET_THREAD, _owner_params(owner, thread_id))).first()
+    row = (await execute(conn, _GET_THREAD, _owner_params(owner, thread_id))).first()
     if row is None:
         raise NotFoundError.of("thread", thread_id)
     return ThreadRecord(*row)

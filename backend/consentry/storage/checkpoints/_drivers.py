@@ -24,6 +24,7 @@ from consentry.storage.direct import (
     as_sqlalchemy_error,
     commit_on_postgres,
     deferred_sql_on_postgres,
+    postgres_driver,
 )
 from consentry.storage.sqlite_connection import SqliteConnection
 
@@ -139,9 +140,7 @@ async def run_on(
             conn.defer_call(functools.partial(_on_sqlalchemy_sqlite, operation=operation))
             return None
         return await conn.run_sync(_on_sqlalchemy_sqlite, operation)
-    raw = await conn.get_raw_connection()
-    driver = raw.driver_connection
-    assert isinstance(driver, psycopg.AsyncConnection)
+    driver = await postgres_driver(conn)
     # What the transaction deferred (its BEGIN, its events) goes with the first statement.
     before = deferred_sql_on_postgres(conn, driver)
     try:
