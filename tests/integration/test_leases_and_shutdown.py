@@ -22,9 +22,11 @@ import consentry.runtime.runs._executor
 from consentry.api.sse_response import RECONNECT_AFTER_MS
 from consentry.app import create_app
 from consentry.runtime.runs._dead_runs import Recovery, close_dead_run, dead_runs
+from consentry.runtime.runs._run_store import RunStore
 from consentry.schemas.events import ErrorEvent, Event, FinalEvent, RunStartedEvent, StepEvent
 from consentry.services import Services
 from consentry.settings import Settings
+from consentry.storage.database import Database
 from consentry.storage.leases import LeaseLostError
 from consentry.storage.tables import events as events_table
 from consentry.storage.tables import runs, threads
@@ -126,9 +128,9 @@ def _nodes(events: list[Event]) -> list[str]:
     return [e.node for e in events if isinstance(e, StepEvent)]
 
 
-async def _take_over(services: Services, thread_id: str) -> None:
+async def _take_over(db: Database, thread_id: str) -> None:
     """What another process's takeover writes: a new run id, owner and fencing token."""
-    async with services.db.write() as conn:
+    async with db.write() as conn:
         await conn.execute(
             threads.update()
             .where(threads.c.id == thread_id)
@@ -209,7 +211,7 @@ async def test_a_run_whose_lease_was_taken_over_stores_nothing_more_and_its_stre
     stub.hold(ANSWER)
     async with open_app() as app:
         request, thread_id = await _held_run(app, stub)
-        await _take_over(app.services, thread_id)
+        await _take_over(app.services.db, thread_id)
 
         stub.release()  # the answer's chunk is the run's next write: refused by the token
         response = await _within(request)
@@ -229,6 +231,42 @@ async def test_a_run_whose_lease_was_taken_over_stores_nothing_more_and_its_stre
         )
 
 
+async def test_a_run_whose_lease_was_taken_over_before_its_end_stores_none_of_its_end(
+    open_app: Callable[..., Any], stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's closing transaction (its last events, the run's end, the thread's release) is
+    fenced by the release, which comes last: refused, none of it is stored."""
+    stub.reply(CLASSIFIED_AS_ANSWER)
+    stub.reply(ANSWER)
+    store_end = RunStore.store_end
+
+    async def taken_over_first(self: RunStore, run: Any, outcome: Any) -> None:
+        await _take_over(self._db, run.events.thread_id)
+        await store_end(self, run, outcome)
+
+    monkeypatch.setattr(RunStore, "store_end", taken_over_first)
+    async with open_app() as app:
+        response = await _within(app.client.post("/v1/chat", json=QUESTION))
+        await _within(app.services.executor.wait_for_runs())
+
+        events = parse_events(response.text)
+        assert "final" not in kinds(events)
+        assert RETRY_HINT in response.text
+        run_id = events[0].run_id
+        stored = await _stored_types(app.services, run_id)
+        assert "final" not in stored
+        assert stored == [k for k in kinds(events) if k != "token"]  # what was sent, no more
+        assert await _run_status(app.services, run_id) == "running"  # the new owner ends it
+        lease = await _lease(app.services, thread_id := events[0].thread_id)
+        assert (lease.active_run_id, lease.lease_owner, lease.status) == (
+            "run-of-another-process",
+            "another-process",
+            "running",
+        )
+        transcript = await app.client.get(f"/v1/threads/{thread_id}")
+        assert ANSWER not in transcript.text
+
+
 async def test_a_heartbeat_that_finds_the_lease_taken_stops_the_run_mid_step(
     open_app: Callable[..., Any], stub: OpenAIStub
 ) -> None:
@@ -236,7 +274,7 @@ async def test_a_heartbeat_that_finds_the_lease_taken_stops_the_run_mid_step(
     stub.hold(ANSWER)
     async with open_app() as app:
         request, thread_id = await _held_run(app, stub)
-        await _take_over(app.services, thread_id)
+        await _take_over(app.services.db, thread_id)
 
         await app.services.executor.leases.renew()  # the model call is still held
         response = await _within(request)

@@ -107,10 +107,10 @@ async def insert_events(
     """Store serialized events of one run, if it still holds the lease (else
     :class:`LeaseLostError`, and the caller's transaction must roll back). ``fence_checked``:
     the caller's transaction checks the lease itself before it commits (the step's checkpoint,
-    written after them: on SQLite in the same serialized transaction, which a refused fence
-    rolls back; on PostgreSQL the insert is fenced anyway and locks the thread's row ``FOR KEY
-    SHARE`` until the commit, so the checkpoint's fence sees the lease it saw): the rows then go
-    with the transaction's next round trip, unchecked."""
+    the run's release of the thread, written after them: on SQLite in the same serialized
+    transaction, which a refused fence rolls back; on PostgreSQL the insert is fenced anyway and
+    locks the thread's row ``FOR KEY SHARE`` until the commit, so the later fence sees the lease
+    it saw): the rows then go with the transaction's next round trip, unchecked."""
     values = [
         {
             "p_id": run.thread_id,

@@ -68,9 +68,14 @@ class RunStore:
         self._alarm = alarm
         self._ended = ended
 
-    async def store_events(self, conn: DbConnection, run: RunContext) -> None:
-        """Store the run's recorded durable events, fenced by its lease."""
-        await self.insert_events(conn, run.events.take_durable(), run=run)
+    async def store_events(
+        self, conn: DbConnection, run: RunContext, *, fence_checked: bool = False
+    ) -> None:
+        """Store the run's recorded durable events, fenced by its lease (``fence_checked``: the
+        transaction checks the lease itself before it commits, see ``insert_events``)."""
+        await self.insert_events(
+            conn, run.events.take_durable(), run=run, fence_checked=fence_checked
+        )
 
     async def insert_events(
         self,
@@ -116,7 +121,8 @@ class RunStore:
         events, owner = run.events, run.owner
         now = self._clock()
         async with self._db.write() as conn:
-            await self.store_events(conn, run)
+            # The thread's release, last, checks the lease: refused, it rolls all of this back.
+            await self.store_events(conn, run, fence_checked=True)
             for consent in outcome.consents:
                 await record_consent(conn, run.owner, consent, now=now)
             await runs_repo.record_run_end(
