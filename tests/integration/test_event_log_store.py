@@ -1,0 +1,129 @@
+"""``storage.events.insert_events``: a run's events are stored exactly as serialized (any text:
+quotes, backslashes, newlines, non-ASCII, JSON inside JSON), only while the run holds the lease;
+a stale fencing token stores none of them (refused, or, when the caller's transaction checks the
+lease itself, nothing written for it to roll back). On both databases."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import pytest_asyncio
+
+from consentry.principal import Principal
+from consentry.storage.database import Database
+from consentry.storage.events import StoredEvent, insert_events, run_events
+from consentry.storage.leases import LeaseLostError, claim_thread
+from consentry.storage.threads import create_thread
+
+OWNER = Principal("acme", "ada")
+THREAD_ID = "thread-1"
+RUN_ID = "run-1"
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+AWKWARD = [
+    '{"type": "message", "content": "Ada said \\"hi\\" \\\\ and left"}',
+    '{"type": "token", "text": "line one\\nline two\\ttabbed"}',
+    '{"type": "message", "content": "Grüße, café, 数据, 🙂, naïve"}',
+    "not JSON at all: ' single quotes '' doubled, $$dollars$$, %(name)s, %s, ? and :p_id",
+]
+
+
+@dataclass(frozen=True)
+class _Run:
+    thread_id: str
+    run_id: str
+
+
+@dataclass(frozen=True)
+class _Event:
+    seq: int
+    type: str
+    data: str
+
+
+@pytest_asyncio.fixture
+async def db(db_url: str) -> AsyncIterator[Database]:
+    database = Database(db_url)
+    await database.open()
+    try:
+        await database.migrate()
+        yield database
+    finally:
+        await database.close()
+
+
+async def _claimed(db: Database) -> int:
+    """A thread claimed by ``RUN_ID``: its fencing token."""
+    async with db.write() as conn:
+        await create_thread(
+            conn,
+            OWNER,
+            thread_id=THREAD_ID,
+            graph="tutor",
+            project_id="project-1",
+            note_id=None,
+            title="Events",
+            consent_policy="ask",
+            now=T0,
+        )
+        claim = await claim_thread(
+            conn,
+            THREAD_ID,
+            run_id=RUN_ID,
+            expected=("idle",),
+            reserve=10,
+            lease_owner="this-process",
+            lease_expires_at=T0 + timedelta(seconds=30),
+            now=T0,
+        )
+    assert claim is not None
+    return claim.fencing_token
+
+
+def _events(first_seq: int) -> list[_Event]:
+    return [_Event(first_seq + i, "message", data) for i, data in enumerate(AWKWARD)]
+
+
+async def _stored(db: Database) -> list[StoredEvent]:
+    async with db.read() as conn:
+        return await run_events(conn, THREAD_ID, RUN_ID)
+
+
+@pytest.mark.parametrize("fence_checked", [False, True])
+async def test_events_are_stored_exactly_as_serialized(db: Database, fence_checked: bool) -> None:
+    token = await _claimed(db)
+    async with db.write() as conn:
+        await insert_events(
+            conn,
+            _Run(THREAD_ID, RUN_ID),
+            _events(1),
+            fencing_token=token,
+            now=T0,
+            fence_checked=fence_checked,
+        )
+    stored = await _stored(db)
+    assert [(e.seq, e.run_id, e.type, e.data) for e in stored] == [
+        (seq, RUN_ID, "message", data) for seq, data in enumerate(AWKWARD, start=1)
+    ]
+
+
+async def test_a_stale_token_stores_none_of_the_events(db: Database) -> None:
+    token = await _claimed(db)
+    with pytest.raises(LeaseLostError):
+        async with db.write() as conn:
+            await insert_events(
+                conn, _Run(THREAD_ID, RUN_ID), _events(1), fencing_token=token - 1, now=T0
+            )
+    # Checked by the caller's transaction instead: nothing is written for it to roll back.
+    async with db.write() as conn:
+        await insert_events(
+            conn,
+            _Run(THREAD_ID, RUN_ID),
+            _events(1),
+            fencing_token=token + 1,
+            now=T0,
+            fence_checked=True,
+        )
+    assert await _stored(db) == []
