@@ -16,7 +16,7 @@ from consentry.principal import Principal
 from consentry.storage.database import Database
 from consentry.storage.events import StoredEvent, insert_events, run_events
 from consentry.storage.leases import LeaseLostError, claim_thread
-from consentry.storage.threads import create_thread
+from tests.integration.stored_threads import add_thread
 
 OWNER = Principal("acme", "ada")
 THREAD_ID = "thread-1"
@@ -57,17 +57,7 @@ async def db(db_url: str) -> AsyncIterator[Database]:
 async def _claimed(db: Database) -> int:
     """A thread claimed by ``RUN_ID``: its fencing token."""
     async with db.write() as conn:
-        await create_thread(
-            conn,
-            OWNER,
-            thread_id=THREAD_ID,
-            graph="tutor",
-            project_id="project-1",
-            note_id=None,
-            title="Events",
-            consent_policy="ask",
-            now=T0,
-        )
+        await add_thread(conn, OWNER, THREAD_ID, now=T0)
         claim = await claim_thread(
             conn,
             THREAD_ID,

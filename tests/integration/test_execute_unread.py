@@ -30,8 +30,9 @@ from consentry.storage.audit import list_audit, record_audit
 from consentry.storage.database import Database, DbConnection, execute_unread
 from consentry.storage.runs import record_run_end, run_status, start_run
 from consentry.storage.sqlite_thread import SqliteThread
-from consentry.storage.threads import create_thread, token_usage
+from consentry.storage.threads import token_usage
 from consentry.storage.transcript import TranscriptEntry, add_to_transcript, read_transcript
+from tests.integration.stored_threads import add_thread
 from tests.postgres import PostgresCluster
 
 OWNER = Principal("acme", "ada")
@@ -188,17 +189,7 @@ async def test_unread_statements_after_the_last_read_are_committed_by_the_commit
 async def test_a_whole_run_recorded_in_one_transaction_is_stored_in_order(db: Database) -> None:
     """Every storage function that uses ``execute_unread``, as a run's end stores them."""
     async with db.write() as conn:
-        await create_thread(
-            conn,
-            OWNER,
-            thread_id=THREAD_ID,
-            graph="tutor",
-            project_id="project-1",
-            note_id=None,
-            title="RAG",
-            consent_policy="ask",
-            now=NOW,
-        )
+        await add_thread(conn, OWNER, THREAD_ID, now=NOW, title="RAG")
         await start_run(
             conn, run_id=RUN_ID, thread_id=THREAD_ID, trigger="message", inputs=[], now=NOW
         )

@@ -13,7 +13,6 @@ import pytest_asyncio
 
 from consentry.principal import Principal
 from consentry.storage.database import Database
-from consentry.storage.threads import create_thread
 from consentry.storage.tool_calls import (
     ToolCallAsked,
     ToolCallRecord,
@@ -22,6 +21,7 @@ from consentry.storage.tool_calls import (
     record_tool_events,
 )
 from consentry.storage.transcript import TranscriptEntry, add_to_transcript
+from tests.integration.stored_threads import add_thread
 
 OWNER = Principal("acme", "ada")
 THREAD_ID = "thread-1"
@@ -40,17 +40,7 @@ async def db(db_url: str) -> AsyncIterator[Database]:
     try:
         await database.migrate()
         async with database.write() as conn:
-            await create_thread(
-                conn,
-                OWNER,
-                thread_id=THREAD_ID,
-                graph="weather",
-                project_id="project-1",
-                note_id=None,
-                title="Weather",
-                consent_policy="ask",
-                now=T0,
-            )
+            await add_thread(conn, OWNER, THREAD_ID, now=T0, graph="weather", title="Weather")
         yield database
     finally:
         await database.close()
