@@ -39,7 +39,6 @@ from sqlalchemy.pool import NullPool
 from sqlalchemy.sql.base import Executable
 
 from consentry.storage.direct import (
-    NO_TRANSACTION,
     committed_on_postgres,
     defer_on_postgres,
     defer_sql_on_postgres,
@@ -47,6 +46,7 @@ from consentry.storage.direct import (
     run_direct_on_postgres,
 )
 from consentry.storage.idle_checks import check_idle_connections
+from consentry.storage.postgres_transactions import postgres_transaction
 from consentry.storage.sqlite_connection import SqliteConnection, SqliteWorker
 
 __all__ = [
@@ -222,10 +222,8 @@ class Database:
         if self._engine is not None:
             # No BEGIN: under READ COMMITTED each statement sees what it would in a transaction
             # (``direct.NO_TRANSACTION``). A read never writes (SQLite's readers enforce it).
-            async with self._engine.connect() as conn:
-                await conn.execution_options(**{NO_TRANSACTION: True})
-                async with conn.begin():
-                    yield conn
+            async with postgres_transaction(self._engine, read=True) as conn:
+                yield conn
             return
         worker = await self._sqlite_readers.get()
         try:
@@ -239,7 +237,7 @@ class Database:
         """A write transaction (on SQLite one at a time in the process). ``offload``: as for
         :meth:`read`, for the migrations and the retention sweeps."""
         if self._engine is not None:
-            async with self._engine.begin() as conn:
+            async with postgres_transaction(self._engine) as conn:
                 yield conn
             return
         assert self._sqlite_writer is not None
@@ -266,7 +264,7 @@ class Database:
             async with self.write() as conn:
                 yield conn
             return
-        async with self._lease_engine.begin() as conn:
+        async with postgres_transaction(self._lease_engine) as conn:
             yield conn
 
     def committed_with_its_last_statement(self, conn: DbConnection) -> bool:

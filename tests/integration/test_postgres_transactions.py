@@ -1,0 +1,97 @@
+"""``storage.postgres_transactions``: a PostgreSQL transaction in two hops through SQLAlchemy's
+greenlet bridge ends as ``AsyncEngine.begin()`` ends one: committed when its block ends, rolled
+back when the block raises, and its connection always back in the pool, even when the caller is
+cancelled while the commit is in flight (the commit completes, then the cancellation is raised).
+On a throwaway PostgreSQL cluster."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import sqlalchemy as sa
+
+import consentry.storage.direct
+from consentry.storage.database import Database, execute_unread
+from consentry.storage.direct import direct
+from tests.postgres import PostgresCluster
+
+WAIT_SECONDS = 10.0
+_metadata = sa.MetaData()
+_items = sa.Table("items", _metadata, sa.Column("name", sa.String, primary_key=True))
+_INSERT = direct(_items.insert())
+
+
+class _BlockFailedError(Exception):
+    pass
+
+
+@pytest_asyncio.fixture
+async def pg(postgres: PostgresCluster) -> AsyncIterator[Database]:
+    database = Database(postgres.new_database())
+    await database.open()
+    async with database.write() as conn:
+        await conn.run_sync(_metadata.create_all)
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+async def _names(db: Database) -> list[str]:
+    async with db.read() as conn:
+        return list((await conn.execute(sa.select(_items.c.name))).scalars())
+
+
+def _checked_out(db: Database) -> int:
+    pool: Any = db._engine.pool  # type: ignore[union-attr]
+    return int(pool.checkedout())
+
+
+async def test_a_block_that_ends_commits_and_one_that_raises_rolls_back(pg: Database) -> None:
+    async with pg.write() as conn:
+        await execute_unread(conn, _INSERT, {"name": "kept"})
+
+    async def write_then_fail() -> None:
+        async with pg.write() as conn:
+            await conn.execute(_INSERT, {"name": "dropped"})  # sent: the rollback undoes it
+            raise _BlockFailedError
+
+    with pytest.raises(_BlockFailedError):
+        await write_then_fail()
+    assert await _names(pg) == ["kept"]
+    assert _checked_out(pg) == 0
+
+
+async def test_a_caller_cancelled_during_the_commit_returns_once_it_completed(
+    pg: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sending, go_on = asyncio.Event(), asyncio.Event()
+    send = consentry.storage.direct._send
+
+    async def held_send(*args: Any, **kwargs: Any) -> None:
+        sending.set()
+        await go_on.wait()
+        await send(*args, **kwargs)
+
+    monkeypatch.setattr(consentry.storage.direct, "_send", held_send)
+
+    async def write() -> None:
+        async with pg.write() as conn:
+            await execute_unread(conn, _INSERT, {"name": "committed"})  # sent with the COMMIT
+
+    writer = asyncio.create_task(write())
+    async with asyncio.timeout(WAIT_SECONDS):
+        await sending.wait()
+        writer.cancel()
+        await asyncio.sleep(0)
+        assert not writer.done()  # the commit is still on its way: the caller waits for it
+        go_on.set()
+        with pytest.raises(asyncio.CancelledError):
+            await writer
+    monkeypatch.undo()
+    assert await _names(pg) == ["committed"]
+    assert _checked_out(pg) == 0
