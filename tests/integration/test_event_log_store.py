@@ -16,6 +16,7 @@ from consentry.principal import Principal
 from consentry.storage.database import Database
 from consentry.storage.events import StoredEvent, insert_events, run_events
 from consentry.storage.leases import LeaseLostError, claim_thread
+from consentry.storage.tables import threads
 from tests.integration.stored_threads import add_thread
 
 OWNER = Principal("acme", "ada")
@@ -107,12 +108,18 @@ async def test_a_stale_token_stores_none_of_the_events(db: Database) -> None:
                 conn, _Run(THREAD_ID, RUN_ID), _events(1), fencing_token=token - 1, now=T0
             )
     # Checked by the caller's transaction instead: nothing is written for it to roll back.
+    async with db.write() as conn:  # another process takes the run over: a new token
+        await conn.execute(
+            threads.update()
+            .where(threads.c.id == THREAD_ID)
+            .values(fencing_token=threads.c.fencing_token + 1)
+        )
     async with db.write() as conn:
         await insert_events(
             conn,
             _Run(THREAD_ID, RUN_ID),
             _events(1),
-            fencing_token=token + 1,
+            fencing_token=token,
             now=T0,
             fence_checked=True,
         )

@@ -17,6 +17,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 from asgi_lifespan import LifespanManager
+from sqlalchemy.exc import IntegrityError
 
 import consentry.runtime.runs._executor
 from consentry.api.sse_response import RECONNECT_AFTER_MS
@@ -26,6 +27,7 @@ from consentry.runtime.runs._run_store import RunStore
 from consentry.schemas.events import ErrorEvent, Event, FinalEvent, RunStartedEvent, StepEvent
 from consentry.services import Services
 from consentry.settings import Settings
+from consentry.storage import runs as runs_repo
 from consentry.storage.database import Database
 from consentry.storage.leases import LeaseLostError
 from consentry.storage.tables import events as events_table
@@ -265,6 +267,38 @@ async def test_a_run_whose_lease_was_taken_over_before_its_end_stores_none_of_it
         )
         transcript = await app.client.get(f"/v1/threads/{thread_id}")
         assert ANSWER not in transcript.text
+
+
+async def test_a_run_taken_over_whose_end_fails_on_what_the_new_owner_wrote_stops_quietly(
+    open_app: Callable[..., Any], stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lease is checked last in the closing transaction: a run taken over may first meet
+    the new owner's rows (the same consent, recorded again). That is a lost lease, not a failed
+    run: no ``error`` and no ``final`` go to its listeners, nothing of its end is stored."""
+    stub.reply(CLASSIFIED_AS_ANSWER)
+    stub.reply(ANSWER)
+    store_end, record_run_end = RunStore.store_end, runs_repo.record_run_end
+
+    async def taken_over_first(self: RunStore, run: Any, outcome: Any) -> None:
+        await _take_over(self._db, run.events.thread_id)
+        await store_end(self, run, outcome)
+
+    async def meets_the_new_owners_row(*args: Any, **kwargs: Any) -> None:
+        await record_run_end(*args, **kwargs)
+        raise IntegrityError("INSERT INTO approvals", {}, Exception("duplicate key"))
+
+    monkeypatch.setattr(RunStore, "store_end", taken_over_first)
+    monkeypatch.setattr(runs_repo, "record_run_end", meets_the_new_owners_row)
+    async with open_app() as app:
+        response = await _within(app.client.post("/v1/chat", json=QUESTION))
+        await _within(app.services.executor.wait_for_runs())
+
+        events = parse_events(response.text)
+        assert kinds(events) == ["run_started", "step", "step", "message"]
+        assert RETRY_HINT in response.text
+        stored = await _stored_types(app.services, events[0].run_id)
+        assert stored == ["run_started", "step", "step", "message"]
+        assert await _run_status(app.services, events[0].run_id) == "running"
 
 
 async def test_a_heartbeat_that_finds_the_lease_taken_stops_the_run_mid_step(

@@ -1,7 +1,8 @@
 """``storage.postgres_transactions``: a PostgreSQL transaction in two hops through SQLAlchemy's
 greenlet bridge ends as ``AsyncEngine.begin()`` ends one: committed when its block ends, rolled
 back when the block raises, and its connection always back in the pool, even when the caller is
-cancelled while the commit is in flight (the commit completes, then the cancellation is raised).
+cancelled while the commit is in flight (the commit completes, or fails, then the cancellation is
+raised).
 On a throwaway PostgreSQL cluster."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
 
 import consentry.storage.direct
 from consentry.storage.database import Database, execute_unread
@@ -66,9 +68,34 @@ async def test_a_block_that_ends_commits_and_one_that_raises_rolls_back(pg: Data
     assert _checked_out(pg) == 0
 
 
+async def test_a_caller_cancelled_in_its_block_rolls_back(pg: Database) -> None:
+    inside, never = asyncio.Event(), asyncio.Event()
+
+    async def write() -> None:
+        async with pg.write() as conn:
+            await conn.execute(_INSERT, {"name": "dropped"})
+            inside.set()
+            await never.wait()
+
+    writer = asyncio.create_task(write())
+    async with asyncio.timeout(WAIT_SECONDS):
+        await inside.wait()
+        writer.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await writer
+    assert await _names(pg) == []
+    assert _checked_out(pg) == 0
+
+
+@pytest.mark.parametrize("commit", ["succeeds", "fails"])
 async def test_a_caller_cancelled_during_the_commit_returns_once_it_completed(
-    pg: Database, monkeypatch: pytest.MonkeyPatch
+    pg: Database, monkeypatch: pytest.MonkeyPatch, commit: str
 ) -> None:
+    """The commit completes (or fails) in the pool's connection, which then goes back to the
+    pool; the caller gets its cancellation either way (a failed commit is its cause)."""
+    if commit == "fails":
+        async with pg.write() as conn:
+            await execute_unread(conn, _INSERT, {"name": "committed"})
     sending, go_on = asyncio.Event(), asyncio.Event()
     send = consentry.storage.direct._send
 
@@ -87,11 +114,13 @@ async def test_a_caller_cancelled_during_the_commit_returns_once_it_completed(
     async with asyncio.timeout(WAIT_SECONDS):
         await sending.wait()
         writer.cancel()
-        await asyncio.sleep(0)
+        await asyncio.sleep(0.05)
         assert not writer.done()  # the commit is still on its way: the caller waits for it
         go_on.set()
-        with pytest.raises(asyncio.CancelledError):
+        with pytest.raises(asyncio.CancelledError) as raised:
             await writer
     monkeypatch.undo()
+    if commit == "fails":
+        assert isinstance(raised.value.__cause__, IntegrityError)
     assert await _names(pg) == ["committed"]
     assert _checked_out(pg) == 0

@@ -111,7 +111,7 @@ async def execute_unread(
     """Run a statement whose result nobody reads (no rows, no row count). On SQLite it goes with
     the transaction's next statement or its commit instead of a call of its own
     (``SqliteConnection.defer``; in an offloaded transaction, a thread hop saved); on
-    PostgreSQL a statement marked ``direct`` goes in one pipeline with the transaction's next
+    PostgreSQL a statement marked ``direct`` goes in one message with the transaction's next
     round trip (``direct.defer_on_postgres``), any other is run at once. A deferred failure
     surfaces there, and the transaction still commits all or nothing."""
     if isinstance(conn, SqliteConnection):

@@ -18,17 +18,19 @@ expanding ``IN``) still runs through it, so a statement is written once for both
   message with what its transaction deferred (below).
 - **PostgreSQL**: a statement whose result nobody reads (``database.execute_unread``, the
   ``pg_notify`` of ``notify_at_commit``) is deferred (:func:`defer_on_postgres`): kept with the
-  transaction and sent with whatever else was deferred in one psycopg pipeline, right before the
-  transaction's next statement or together with its ``COMMIT`` (:func:`install_postgres_deferral`
-  hooks SQLAlchemy's engine; the checkpointer's own statements go in the same pipeline:
-  :func:`pipelined_on_postgres`).
+  transaction and sent with whatever else was deferred, bound on the client, in one message with
+  the transaction's next statement or its ``COMMIT`` (:func:`install_postgres_deferral` hooks
+  SQLAlchemy's engine; the checkpointer's own statements and :func:`run_direct_on_postgres` take
+  what was deferred into their own message: :func:`deferred_sql_on_postgres`).
   One round trip for all of them, where each was one: on PostgreSQL a round trip through
   psycopg's async driver is the largest cost of a statement. A deferred statement that fails
-  fails its transaction at that point, as the statement itself would have at commit.
+  fails its transaction at that point, as the statement itself would have at commit. What was
+  deferred is taken off the transaction only once its message is built (a value that cannot be
+  bound fails before anything is lost).
 
   The transaction's ``BEGIN`` is deferred the same way: the engine's psycopg connections are in
-  autocommit mode (psycopg sends no ``BEGIN`` of its own, which was a round trip of its own, and
-  in a pipeline a sync of its own), and each SQLAlchemy transaction starts with a deferred
+  autocommit mode (psycopg sends no ``BEGIN`` of its own, which was a round trip of its own), and
+  each SQLAlchemy transaction starts with a deferred
   ``BEGIN`` that goes with its first statement or its commit; a transaction that sent nothing
   sends nothing. A connection opened with :data:`NO_TRANSACTION` (``Database.read()``) defers no
   ``BEGIN``: each of its statements runs on its own, which under ``READ COMMITTED`` sees what a
@@ -188,7 +190,7 @@ def run_direct(
     return result
 
 
-# -- PostgreSQL: deferred, then pipelined -------------------------------------------------------
+# -- PostgreSQL: deferred, then sent in one message ------------------------------------------
 
 _Deferred = list[tuple[str, Mapping[str, Any] | None]]
 
@@ -244,20 +246,28 @@ async def run_direct_on_postgres(
     execution and its greenlet bridge, a statement costs what psycopg's costs
     (``docs/performance.md``)."""
     sync = conn.sync_connection
-    if sync is None or sync.engine not in _INSTALLED or sync.closed or sync.invalidated:
+    if (
+        sync is None
+        or sync.engine not in _INSTALLED
+        or sync.closed
+        or sync.invalidated
+        or not sync.in_transaction()  # SQLAlchemy's autobegin would not see it
+    ):
         return None
     compiled: _Compiled | None = _compiled(statement, (parameters,), conn.dialect)
     if compiled is None:
         return None
     driver = await postgres_driver(conn)
-    deferred = _DEFERRED.pop(sync, None)
+    deferred = _DEFERRED.get(sync)
     if deferred is _COMMITTED:
         raise _used_after_its_commit()
     arguments = cast(dict[str, Any], compiled.arguments(parameters))  # psycopg: by name
+    message = _one_query(driver, [*deferred, (compiled.sql, arguments)]) if deferred else None
+    _DEFERRED.pop(sync, None)  # built: what was deferred goes with it
     async with driver.cursor() as cursor:  # a _LastResultCursor: it answers with our result
         try:
-            if deferred:
-                await cursor.execute(_one_query(driver, [*deferred, (compiled.sql, arguments)]))
+            if message is not None:
+                await cursor.execute(message)
             else:
                 await cursor.execute(compiled.sql, arguments)
             rows = await cursor.fetchall() if cursor.description else []
@@ -294,10 +304,13 @@ def deferred_sql_on_postgres(
     values bound, to send in one message with a statement run on ``driver`` outside SQLAlchemy
     (the checkpointer's: ``checkpoints._drivers.run_on``)."""
     sync = conn.sync_connection
-    deferred = _DEFERRED.pop(sync, None) if sync is not None else None
+    deferred = _DEFERRED.get(sync) if sync is not None else None
     if deferred is _COMMITTED:
         raise _used_after_its_commit()
-    return _bound(driver, deferred) if deferred else []
+    bound = _bound(driver, deferred) if deferred else []
+    if sync is not None:
+        _DEFERRED.pop(sync, None)  # bound: the caller sends them
+    return bound
 
 
 def commit_on_postgres(conn: AsyncConnection) -> None:
@@ -404,7 +417,7 @@ def install_postgres_deferral(engine: Engine) -> None:
         _context: Any,
         executemany: bool,
     ) -> tuple[str, Any]:
-        deferred = _DEFERRED.pop(conn, None)
+        deferred = _DEFERRED.get(conn)
         if deferred is _COMMITTED:
             raise _used_after_its_commit()
         if not deferred:
@@ -412,10 +425,12 @@ def install_postgres_deferral(engine: Engine) -> None:
         driver = driver_of(conn)
         if executemany or not isinstance(parameters, Mapping):
             await_only(_send(driver, deferred, commit=False))
+            _DEFERRED.pop(conn, None)
             return statement, parameters
         # One message: the statement's values bound on the client too; the cursor answers with
         # the statement's own result (``_LastResultCursor``).
         message = _one_query(driver, [*deferred, (statement, parameters)])
+        _DEFERRED.pop(conn, None)  # built: what was deferred goes with the statement
         _SENT_FOR[conn] = (message, statement)
         return message, None
 
@@ -459,9 +474,12 @@ def _compile(statement: Executable, names: tuple[str, ...], dialect: Dialect) ->
         order = list(carried)
     processors = cast(Mapping[str, Callable[[Any], Any]], compiled._bind_processors)
     columns = compiled._result_columns
-    row_processors = tuple(
-        column.type._cached_result_processor(dialect, None) for column in columns
-    )
+    try:
+        row_processors = tuple(
+            column.type._cached_result_processor(dialect, None) for column in columns
+        )
+    except Exception:  # a processor that wants the driver's column type (a NUMERIC's scale)
+        return None
     return _Compiled(
         sql=compiled.string,
         names=tuple(order),

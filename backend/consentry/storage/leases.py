@@ -31,6 +31,7 @@ __all__ = [
     "claim_thread",
     "earliest_lease_expiry",
     "extend_reservation",
+    "holds_lease",
     "release_thread",
     "renew_leases",
     "seize_lease",
@@ -134,6 +135,8 @@ async def claim_thread(
 
     The stored ``last_seq`` stays at the end of the reservation until the run ends, so a run that
     dies mid-way never has its numbers handed out again."""
+    if not expected:
+        raise ValueError("a claim expects at least one status")
     row = (
         await execute(
             conn,
@@ -168,6 +171,17 @@ async def extend_reservation(
     if reserved_until is None:
         raise LeaseLostError(run_id)
     return int(reserved_until)
+
+
+async def holds_lease(
+    conn: DbConnection, thread_id: str, *, run_id: str, fencing_token: int
+) -> bool:
+    """Whether the run still holds the thread's lease (its fencing token is current)."""
+    found = await conn.scalar(
+        sa.select(threads.c.id).where(*_HOLDS_LEASE),
+        {"p_id": thread_id, "p_run": run_id, "p_token": fencing_token},
+    )
+    return found is not None
 
 
 async def renew_leases(

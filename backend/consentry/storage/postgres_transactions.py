@@ -72,19 +72,19 @@ def _end(
 
 
 async def _to_completion(ending: Awaitable[T]) -> T:
-    """Await ``ending`` to its end even if the caller is cancelled meanwhile (the cancellation
-    is raised after it)."""
+    """Await ``ending`` to its end even if the caller is cancelled meanwhile. The cancellation is
+    raised after it, also when the end failed (that failure is then its cause), so that a task
+    asked to stop does stop."""
     task = asyncio.ensure_future(ending)
     cancelled: asyncio.CancelledError | None = None
-    while True:
+    while not task.done():
         try:
-            result = await asyncio.shield(task)
+            await asyncio.shield(task)
         except asyncio.CancelledError as error:
-            if task.done():
-                raise
-            cancelled = error
-        else:
-            break
+            cancelled = error  # the caller's (the loop goes on) or the task's own (it is done)
+        except BaseException:  # the end's own failure: raised below, by task.result()
+            pass
     if cancelled is not None:
-        raise cancelled
-    return result
+        failure = None if task.cancelled() else task.exception()
+        raise cancelled from failure
+    return task.result()

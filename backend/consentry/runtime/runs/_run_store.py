@@ -157,6 +157,20 @@ class RunStore:
                 tokens_used=run.meter.run_tokens,
             )
 
+    async def _holds_lease(self, run: RunContext) -> bool:
+        """Whether ``run`` still holds its lease (True when that cannot be read: the failure
+        is then handled as the run's own)."""
+        try:
+            async with self._db.read() as conn:
+                return await leases_repo.holds_lease(
+                    conn,
+                    run.events.thread_id,
+                    run_id=run.events.run_id,
+                    fencing_token=run.fencing_token,
+                )
+        except Exception:
+            return True
+
     async def finish(self, run: RunContext, outcome: Outcome) -> None:
         """Store everything the run produced in one transaction, then send consent + final.
 
@@ -169,7 +183,14 @@ class RunStore:
         for event in (*outcome.consents, final):
             events.record(event)
         try:
-            await self.store_end(run, outcome)
+            try:
+                await self.store_end(run, outcome)
+            except Exception as failure:
+                # The lease is checked last in that transaction: a run taken over may first
+                # meet what the new owner wrote (the same consent recorded): still a lost lease.
+                if not isinstance(failure, LeaseLostError) and await self._holds_lease(run):
+                    raise
+                raise LeaseLostError(events.run_id) from failure
         except LeaseLostError:
             log.warning(
                 "a run lost its lease before it could store its end; another process has it",
