@@ -11,12 +11,36 @@ from pydantic import BaseModel
 
 from consentry.principal import Principal
 from consentry.storage.audit import record_audit
-from consentry.storage.database import DbConnection
+from consentry.storage.database import DbConnection, execute
+from consentry.storage.direct import direct
 from consentry.storage.tables import approvals, effects, threads
 
 __all__ = ["apply_once", "recall_effect", "remember_effect"]
 
 ResultT = TypeVar("ResultT", bound=BaseModel)
+
+
+# On the path of every approved effect: built once, run on the driver (``storage.direct``).
+_RECALL = direct(
+    sa.select(effects.c.result)
+    .join(approvals, approvals.c.id == effects.c.approval_id)
+    .where(
+        effects.c.approval_id == sa.bindparam("p_id"),
+        approvals.c.tenant == sa.bindparam("p_tenant"),
+        approvals.c.user_id == sa.bindparam("p_user"),
+    )
+)
+_REMEMBER = direct(effects.insert())
+_DOER = direct(
+    sa.select(
+        approvals.c.thread_id,
+        approvals.c.tenant,
+        approvals.c.user_id,
+        threads.c.active_run_id,  # the run doing the effect
+    )
+    .join(threads, threads.c.id == approvals.c.thread_id)
+    .where(approvals.c.id == sa.bindparam("p_id"))
+)
 
 
 async def apply_once(
@@ -45,15 +69,8 @@ async def recall_effect(
     conn: DbConnection, owner: Principal, approval_id: str
 ) -> dict[str, Any] | None:
     """The recorded result of the effect behind one of the owner's approvals, if it ran."""
-    found = await conn.scalar(
-        sa.select(effects.c.result)
-        .join(approvals, approvals.c.id == effects.c.approval_id)
-        .where(
-            effects.c.approval_id == approval_id,
-            approvals.c.tenant == owner.tenant,
-            approvals.c.user_id == owner.user,
-        )
-    )
+    params = {"p_id": approval_id, "p_tenant": owner.tenant, "p_user": owner.user}
+    found = (await execute(conn, _RECALL, params)).scalar()
     return dict(found) if found is not None else None
 
 
@@ -62,21 +79,12 @@ async def remember_effect(
 ) -> None:
     """Record an effect's result, with its ``effect_applied`` audit record, in the caller's
     transaction (the one that made the effect, for effects on Consentry's own tables)."""
-    await conn.execute(
-        effects.insert().values(approval_id=approval_id, kind=kind, result=result, created_at=now)
+    await execute(
+        conn,
+        _REMEMBER,
+        {"approval_id": approval_id, "kind": kind, "result": result, "created_at": now},
     )
-    approval = (
-        await conn.execute(
-            sa.select(
-                approvals.c.thread_id,
-                approvals.c.tenant,
-                approvals.c.user_id,
-                threads.c.active_run_id,  # the run doing the effect
-            )
-            .join(threads, threads.c.id == approvals.c.thread_id)
-            .where(approvals.c.id == approval_id)
-        )
-    ).first()
+    approval = (await execute(conn, _DOER, {"p_id": approval_id})).first()
     if approval is not None:
         await record_audit(
             conn,
