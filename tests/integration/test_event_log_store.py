@@ -73,27 +73,27 @@ async def _claimed(db: Database) -> int:
     return claim.fencing_token
 
 
-def _events(first_seq: int) -> list[_Event]:
-    return [_Event(first_seq + i, "message", data) for i, data in enumerate(AWKWARD)]
-
-
 async def _stored(db: Database) -> list[StoredEvent]:
     async with db.read() as conn:
         return await run_events(conn, THREAD_ID, RUN_ID)
 
 
-@pytest.mark.parametrize("fence_checked", [False, True])
-async def test_events_are_stored_exactly_as_serialized(db: Database, fence_checked: bool) -> None:
-    token = await _claimed(db)
+async def _insert(db: Database, *, fencing_token: int, fence_checked: bool = False) -> None:
+    """The run's events, each with an awkward text, in a transaction of their own."""
     async with db.write() as conn:
         await insert_events(
             conn,
             _Run(THREAD_ID, RUN_ID),
-            _events(1),
-            fencing_token=token,
+            [_Event(seq, "message", data) for seq, data in enumerate(AWKWARD, start=1)],
+            fencing_token=fencing_token,
             now=T0,
             fence_checked=fence_checked,
         )
+
+
+@pytest.mark.parametrize("fence_checked", [False, True])
+async def test_events_are_stored_exactly_as_serialized(db: Database, fence_checked: bool) -> None:
+    await _insert(db, fencing_token=await _claimed(db), fence_checked=fence_checked)
     stored = await _stored(db)
     assert [(e.seq, e.run_id, e.type, e.data) for e in stored] == [
         (seq, RUN_ID, "message", data) for seq, data in enumerate(AWKWARD, start=1)
@@ -103,10 +103,7 @@ async def test_events_are_stored_exactly_as_serialized(db: Database, fence_check
 async def test_a_stale_token_stores_none_of_the_events(db: Database) -> None:
     token = await _claimed(db)
     with pytest.raises(LeaseLostError):
-        async with db.write() as conn:
-            await insert_events(
-                conn, _Run(THREAD_ID, RUN_ID), _events(1), fencing_token=token - 1, now=T0
-            )
+        await _insert(db, fencing_token=token - 1)
     # Checked by the caller's transaction instead: nothing is written for it to roll back.
     async with db.write() as conn:  # another process takes the run over: a new token
         await conn.execute(
@@ -114,13 +111,5 @@ async def test_a_stale_token_stores_none_of_the_events(db: Database) -> None:
             .where(threads.c.id == THREAD_ID)
             .values(fencing_token=threads.c.fencing_token + 1)
         )
-    async with db.write() as conn:
-        await insert_events(
-            conn,
-            _Run(THREAD_ID, RUN_ID),
-            _events(1),
-            fencing_token=token,
-            now=T0,
-            fence_checked=True,
-        )
+    await _insert(db, fencing_token=token, fence_checked=True)
     assert await _stored(db) == []
