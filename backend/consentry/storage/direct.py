@@ -1,4 +1,4 @@
-"""The hot path's write statements, run on the driver directly, past SQLAlchemy's execution.
+"""The hot path's statements, run on the driver directly, past SQLAlchemy's execution.
 
 A storage module marks a statement it builds once (``direct(audit.insert())``): a write, a
 ``SELECT`` or a ``RETURNING`` with no Python-side column default, run with a dict of parameters
@@ -106,7 +106,9 @@ class _Compiled:
     """What SQLAlchemy's result would do to each column's value (SQLite's dates from text);
     None: nothing."""
 
-    def result(self, description: Sequence[Any] | None, rows: list[Any], rowcount: int) -> Any:
+    def result(
+        self, description: Sequence[Any] | None, rows: list[Any], rowcount: int
+    ) -> BufferedResult:
         """The rows as SQLAlchemy's result would give them."""
         if description is None:
             return BufferedResult((), [], rowcount)
@@ -186,8 +188,7 @@ def run_direct(
         raise sa_exc.DBAPIError.instance(
             compiled.sql, None, exc, sqlite3.Error, hide_parameters=True
         ) from exc
-    result: BufferedResult = compiled.result(cursor.description, found, cursor.rowcount)
-    return result
+    return compiled.result(cursor.description, found, cursor.rowcount)
 
 
 # -- PostgreSQL: deferred, then sent in one message ------------------------------------------
@@ -273,8 +274,7 @@ async def run_direct_on_postgres(
             rows = await cursor.fetchall() if cursor.description else []
         except psycopg.Error as exc:
             raise as_sqlalchemy_error(exc, compiled.sql) from exc
-        result: BufferedResult = compiled.result(cursor.description, rows, cursor.rowcount)
-        return result
+        return compiled.result(cursor.description, rows, cursor.rowcount)
 
 
 async def postgres_driver(conn: AsyncConnection) -> psycopg.AsyncConnection[Any]:
