@@ -21,6 +21,8 @@ from consentry.storage.events import StoredEvent
 
 __all__ = ["FOLLOW_RECHECK_SECONDS", "FollowedRun", "follow_log"]
 
+_GOING = ("running", "queued")
+
 FOLLOW_RECHECK_SECONDS = 15.0
 """How long to wait for a notification before reading the log again anyway (a safety net:
 notifications are the trigger)."""
@@ -58,11 +60,13 @@ async def follow_log(
             woken.clear()
             async with db.read() as conn:
                 batch = await events_repo.events_after(conn, thread_id, seen)
-                if not batch and await runs_repo.run_status(conn, run_id) not in (
-                    "running",
-                    "queued",
-                ):
-                    return
+                if not batch and await runs_repo.run_status(conn, run_id) not in _GOING:
+                    # On PostgreSQL each statement reads its own snapshot: the run may have ended
+                    # after the events were read. Its end stored its last events, which a read
+                    # after the status's sees.
+                    batch = await events_repo.events_after(conn, thread_id, seen)
+                    if not batch:
+                        return
 
 
 class FollowedRun:
