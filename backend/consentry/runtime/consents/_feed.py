@@ -54,7 +54,7 @@ class ApprovalFeed:
     async def follow(self, owner: Principal, *, after: int | None) -> AsyncIterator[OutgoingEvent]:
         """The owner's approval changes after cursor ``after`` (None: from now), then ``ready``,
         then every change as it commits, until the client goes away."""
-        with self._notifications.watch_approvals(owner_key(owner)) as woken:
+        async with self._notifications.watch_approvals(owner_key(owner)) as woken:
             sent: dict[int, datetime] = {}
             """Cursors sent (or known) in the late-commit window, with their records' times."""
             if after is None:

@@ -41,7 +41,7 @@ async def follow_log(
     ``final`` of ``run_id`` (or until that run is no longer running and nothing new came). When
     that run's process died and another took it over, the run that continues it (trigger
     ``recovery``) is followed too, as the client would see it on the process that executes it."""
-    with notifications.watch(thread_id) as woken:
+    async with notifications.watch(thread_id) as woken:
         woken.set()  # read once more after watching: nothing stored in between is missed
         batch, seen = list(first), after_seq
         while True:

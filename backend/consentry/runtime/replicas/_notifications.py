@@ -15,6 +15,15 @@
 Each process keeps one ``LISTEN`` connection. If it drops, every waiter is woken (so none misses
 what happened meanwhile) and the listener reconnects. On SQLite one process serves the file and
 streams follow their runs in memory: the listener does nothing.
+
+``consentry_events`` and ``consentry_approvals`` are listened to only while something in this
+process watches them (``EventNotifications.watch``, ``watch_approvals``): every step of every run
+notifies ``consentry_events``, and a process that follows no run executing elsewhere would
+otherwise receive, parse and drop them all (on one replica under load that was 5% of the
+server's CPU, ``docs/performance.md``). A watch returns once its channel is listened to, so a
+read after it misses nothing. A channel nobody watches any more is left (``UNLISTEN``) when its
+next notification arrives, so that watchers coming and going do not make the listener's
+connection go back and forth.
 """
 
 from __future__ import annotations
@@ -22,14 +31,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from consentry.runtime.background import BackgroundLoop
 from consentry.storage.audit import APPROVALS_CHANNEL
 from consentry.storage.database import libpq_url
 from consentry.storage.runs import CANCELS_CHANNEL, RUNS_CHANNEL
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
 
 __all__ = [
     "APPROVALS_CHANNEL",
@@ -46,6 +58,10 @@ CONSENTS_CHANNEL = "consentry_consents"
 RECONNECT_SECONDS = 1.0
 
 
+_WATCHED = (EVENTS_CHANNEL, APPROVALS_CHANNEL)
+"""Listened to while something watches them; the others always."""
+
+
 class EventNotifications(BackgroundLoop):
     def __init__(
         self,
@@ -57,7 +73,8 @@ class EventNotifications(BackgroundLoop):
     ) -> None:
         """``database_url``: the PostgreSQL URL, or None (SQLite: nothing to listen to). Told
         with the deadline of every consent any process stored, the id of every run a client
-        asked to cancel, and (a worker replica) the id of every run queued for the workers."""
+        asked to cancel, and (a worker replica, given ``on_run_queued``) the id of every run
+        queued for the workers."""
         self._dsn = libpq_url(database_url) if database_url else None
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self._approval_waiters: dict[str, set[asyncio.Event]] = {}
@@ -66,6 +83,16 @@ class EventNotifications(BackgroundLoop):
         self._on_consent_requested = on_consent_requested
         self._on_cancel_requested = on_cancel_requested
         self._on_run_queued = on_run_queued or (lambda run_id: None)
+        self._always = (CONSENTS_CHANNEL, CANCELS_CHANNEL) + (
+            (RUNS_CHANNEL,) if on_run_queued is not None else ()
+        )
+        self._connected = False
+        self._listened: set[str] = set()
+        """The watched channels the connection listens to now."""
+        self._asked: dict[str, asyncio.Future[None]] = {}
+        """Watched channels to listen to, each with its watchers' wait."""
+        self._resync = asyncio.Event()
+        """Set when the watched channels listened to should change."""
 
     @property
     def enabled(self) -> bool:
@@ -85,38 +112,42 @@ class EventNotifications(BackgroundLoop):
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
 
-    @contextlib.contextmanager
-    def watch(self, thread_id: str) -> Iterator[asyncio.Event]:
-        """An event set whenever the thread gets new stored events (clear it before reading)."""
+    @contextlib.asynccontextmanager
+    async def watch(self, thread_id: str) -> AsyncIterator[asyncio.Event]:
+        """An event set whenever the thread gets new stored events (clear it before reading),
+        given once new events are notified."""
         waiter = asyncio.Event()
-        self._waiters.setdefault(thread_id, set()).add(waiter)
-        try:
+        with _registered(self._waiters, thread_id, waiter):
+            await self._listen_to(EVENTS_CHANNEL)
             yield waiter
-        finally:
-            waiters = self._waiters.get(thread_id)
-            if waiters is not None:
-                waiters.discard(waiter)
-                if not waiters:
-                    del self._waiters[thread_id]
 
-    @contextlib.contextmanager
-    def watch_approvals(self, owner: str) -> Iterator[asyncio.Event]:
+    @contextlib.asynccontextmanager
+    async def watch_approvals(self, owner: str) -> AsyncIterator[asyncio.Event]:
         """An event set whenever one of ``owner``'s approvals changes (``tenant/user``), or the
-        notifications were interrupted (clear it before reading)."""
+        notifications were interrupted (clear it before reading), given once changes are
+        notified."""
         waiter = asyncio.Event()
-        self._approval_waiters.setdefault(owner, set()).add(waiter)
-        try:
+        with _registered(self._approval_waiters, owner, waiter):
+            await self._listen_to(APPROVALS_CHANNEL)
             yield waiter
-        finally:
-            waiters = self._approval_waiters.get(owner)
-            if waiters is not None:
-                waiters.discard(waiter)
-                if not waiters:
-                    del self._approval_waiters[owner]
 
     def deliver(self, channel: str, payload: str) -> None:
         """A notification this process made, delivered after its commit (SQLite)."""
         self._dispatch(channel, payload)
+
+    async def _listen_to(self, channel: str) -> None:
+        """Return once ``channel`` is listened to, or at once when there is no connection
+        (its reconnection listens to every watched channel, then wakes every waiter)."""
+        if not self._connected or channel in self._listened:
+            return
+        asked = self._asked.get(channel)
+        if asked is None:
+            asked = self._asked[channel] = asyncio.get_running_loop().create_future()
+            self._resync.set()
+        await asyncio.shield(asked)
+
+    def _watched(self, channel: str) -> bool:
+        return bool(self._waiters if channel == EVENTS_CHANNEL else self._approval_waiters)
 
     def _wake(self, thread_id: str | None) -> None:
         groups: Any = (
@@ -142,6 +173,8 @@ class EventNotifications(BackgroundLoop):
         elif channel == APPROVALS_CHANNEL:
             for waiter in self._approval_waiters.get(payload, ()):
                 waiter.set()
+        if channel in self._listened and not self._watched(channel):
+            self._resync.set()  # nobody watches it any more: leave it
 
     async def _listen(self, dsn: str) -> None:
         from psycopg import AsyncConnection
@@ -149,22 +182,78 @@ class EventNotifications(BackgroundLoop):
         while True:
             try:
                 async with await AsyncConnection.connect(dsn, autocommit=True) as conn:
-                    for channel in (
-                        EVENTS_CHANNEL,
-                        CONSENTS_CHANNEL,
-                        RUNS_CHANNEL,
-                        CANCELS_CHANNEL,
-                        APPROVALS_CHANNEL,
-                    ):
+                    for channel in self._always:
                         await conn.execute(f"LISTEN {channel}")
+                    await self._sync_watched(conn)
+                    self._connected = True
                     self._listening.set()
                     self._wake(None)  # whatever happened while not listening
                     self._on_run_queued("")
-                    async for notify in conn.notifies():
-                        self._dispatch(notify.channel, notify.payload)
+                    while True:
+                        await self._receive_until_resync(conn)
+                        await self._sync_watched(conn)
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("lost the event notification connection; reconnecting")
+            finally:
+                self._disconnected()
             self._wake(None)
             await asyncio.sleep(RECONNECT_SECONDS)
+
+    async def _receive_until_resync(self, conn: AsyncConnection[Any]) -> None:
+        """Dispatch notifications until the watched channels should change."""
+
+        async def receive() -> None:
+            async for notify in conn.notifies():
+                self._dispatch(notify.channel, notify.payload)
+
+        receiving = asyncio.ensure_future(receive())
+        resync = asyncio.ensure_future(self._resync.wait())
+        try:
+            await asyncio.wait((receiving, resync), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (receiving, resync):
+                task.cancel()
+            await asyncio.wait((receiving, resync))
+        if not receiving.cancelled() and receiving.exception() is not None:
+            raise cast(BaseException, receiving.exception())  # the connection failed
+
+    async def _sync_watched(self, conn: AsyncConnection[Any]) -> None:
+        """Listen to the watched channels somebody watches or asked for, leave the others."""
+        self._resync.clear()  # what is asked from now on is synced next time
+        for channel in _WATCHED:
+            wanted = self._watched(channel) or channel in self._asked
+            if wanted and channel not in self._listened:
+                await conn.execute(f"LISTEN {channel}")
+                self._listened.add(channel)
+            elif not wanted and channel in self._listened:
+                await conn.execute(f"UNLISTEN {channel}")
+                self._listened.discard(channel)
+        self._answer_asked(self._listened)
+
+    def _disconnected(self) -> None:
+        self._connected = False
+        self._listened.clear()
+        self._answer_asked(_WATCHED)  # their reads are followed by the reconnection's wake-up
+
+    def _answer_asked(self, channels: Iterable[str]) -> None:
+        for channel in channels:
+            asked = self._asked.pop(channel, None)
+            if asked is not None and not asked.done():
+                asked.set_result(None)
+
+
+@contextlib.contextmanager
+def _registered(
+    waiters: dict[str, set[asyncio.Event]], key: str, waiter: asyncio.Event
+) -> Iterator[None]:
+    waiters.setdefault(key, set()).add(waiter)
+    try:
+        yield
+    finally:
+        group = waiters.get(key)
+        if group is not None:
+            group.discard(waiter)
+            if not group:
+                del waiters[key]

@@ -7,8 +7,8 @@ the first ``step`` of a worker's run in CI before that)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any, cast
 
 import pytest
@@ -42,8 +42,8 @@ class _Set(asyncio.Event):
 
 
 class _AlwaysWoken:
-    @contextmanager
-    def watch(self, _thread_id: str) -> Iterator[asyncio.Event]:
+    @asynccontextmanager
+    async def watch(self, _thread_id: str) -> AsyncIterator[asyncio.Event]:
         event = _Set()
         event.set()
         yield event
