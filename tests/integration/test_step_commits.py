@@ -206,6 +206,44 @@ async def test_a_checkpoint_written_under_a_lease_that_moved_on_is_refused_and_n
     assert after.checkpoint == before.checkpoint
 
 
+async def test_pending_writes_are_fenced_and_each_key_keeps_the_value_the_graph_gave_last(
+    client: httpx.AsyncClient, db_url: str
+) -> None:
+    """An interrupt or an error is written at once, fenced, on both databases (on PostgreSQL the
+    fence, the writes and the commit are one message): refused under a lease that moved on;
+    under the thread's lease, a special channel written twice in one call keeps its last value,
+    as one statement a write would leave it."""
+    events = await chat(client, {"message": QUESTION})
+    thread_id, run_id = events[0].thread_id, events[0].run_id
+    db = client.services.db  # type: ignore[attr-defined]
+    saver = ConsentrySaver(db, database_url=db_url)
+    saved = await saver.aget_tuple({"configurable": {"thread_id": thread_id}})
+    assert saved is not None
+
+    def under(token: int) -> Any:
+        class Run:
+            fence = CheckpointFence(thread_id, run_id, token)
+            latest_only = True
+
+        return {"configurable": {**saved.config["configurable"], RUN_KEY: Run()}}
+
+    with pytest.raises(LeaseLostError):
+        await saver.aput_writes(under(1), [("__error__", "stale")], "task-1")
+    assert await _rows_of_channel(client, thread_id, "__error__") == 0
+
+    async with db.write() as conn:  # the run holds the thread again, with token 7
+        await conn.execute(
+            sa.text("UPDATE threads SET active_run_id = :r, fencing_token = 7 WHERE id = :t"),
+            {"r": run_id, "t": thread_id},
+        )
+    await saver.aput_writes(under(7), [("__error__", "first"), ("__error__", "last")], "task-1")
+    again = await saver.aget_tuple({"configurable": {"thread_id": thread_id}})
+    assert again is not None
+    assert [w for w in again.pending_writes or [] if w[1] == "__error__"] == [
+        ("task-1", "__error__", "last")
+    ]
+
+
 @pytest.fixture
 def written_at_once(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The channels of the pending writes the checkpointer writes on their own (not held)."""

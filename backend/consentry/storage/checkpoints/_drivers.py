@@ -22,9 +22,11 @@ from consentry.storage.checkpoints._operations import Operation, Query, Result
 from consentry.storage.database import DbConnection
 from consentry.storage.direct import (
     as_sqlalchemy_error,
+    client_cursor,
     commit_on_postgres,
     deferred_sql_on_postgres,
     postgres_driver,
+    returned_rows,
 )
 from consentry.storage.sqlite_connection import SqliteConnection
 
@@ -89,7 +91,7 @@ async def run_async(
                     await cursor.executemany(query.sql, query.many)
                 else:
                     await cursor.execute(query.sql, query.params)
-                rows = await cursor.fetchall() if cursor.description else []
+                rows = await cursor.fetchall() if returned_rows(cursor) else []
                 result = Result(rows=rows, rowcount=cursor.rowcount)
             query = operation.send(result)
     except StopIteration as done:
@@ -108,7 +110,7 @@ async def _execute_in_one_message(
             await cursor.execute(";\n".join(before))
         await cursor.executemany(query.sql, query.many)
         return
-    bound = psycopg.AsyncClientCursor(connection).mogrify(query.sql, query.params)
+    bound = client_cursor(connection).mogrify(query.sql, query.params)
     after = ["COMMIT"] if commit and query.last else []
     try:
         await cursor.execute(";\n".join([*before, bound, *after]))

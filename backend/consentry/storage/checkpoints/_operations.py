@@ -145,6 +145,16 @@ def put_writes(
 ) -> Operation:
     """Write a task's pending writes (``replace``: every one is a special channel, which
     LangGraph writes again with the newest value; others are kept as first written)."""
+    if fence is not None and rows:
+        # One statement writes each key once, as the statements one by one would leave it.
+        distinct = _last_of_each_key(rows) if replace else _first_of_each_key(rows)
+        fenced = sql.put_writes_fenced(len(distinct), replace=replace)
+        if fenced is not None:
+            values = (*fence, *(value for row in distinct for value in row))
+            counted = yield Query(fenced, values, last=True)
+            if not counted.rows[0][0]:
+                raise _lease_lost(fence)
+            return
     yield from _fenced(sql, fence)
     if rows:
         yield Query(sql.put_write_replace if replace else sql.put_write_ignore, many=rows)
@@ -164,6 +174,23 @@ def put_held_writes(
         yield Query(sql.put_write_replace, many=special)
 
 
+def _first_of_each_key(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Write rows of one checkpoint, the first of each task's index (``DO NOTHING``)."""
+    kept: dict[tuple[Any, Any], tuple[Any, ...]] = {}
+    for row in rows:
+        kept.setdefault((row[_TASK], row[_IDX]), row)
+    return list(kept.values())
+
+
+def _last_of_each_key(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Write rows of one checkpoint, the last of each task's index (``DO UPDATE``)."""
+    return list({(row[_TASK], row[_IDX]): row for row in rows}.values())
+
+
+_TASK, _IDX = 3, 5
+"""Where a write row (``ConsentrySaver._write_rows``) has its task id and its index."""
+_CHECKPOINT_WIDTH = 7
+"""The columns of a checkpoint's row (``_checkpoint_tuple``)."""
 _CHANNEL = 6
 """Where a write row (``ConsentrySaver._write_rows``) has its channel."""
 
@@ -222,9 +249,10 @@ def get_tuple(
         found = yield Query(sql.get_latest, (thread_id, checkpoint_ns))
     if not found.rows:
         return None
-    row = found.rows[0]
-    writes = yield Query(sql.writes_of, (thread_id, checkpoint_ns, row[2]))
-    return _checkpoint_tuple(serde, row, _pending_writes(serde, writes.rows))
+    first, *writes = found.rows  # the checkpoint, then its writes (``CheckpointSql.get_one``)
+    return _checkpoint_tuple(
+        serde, first[1 : 1 + _CHECKPOINT_WIDTH], _pending_writes(serde, [w[-6:] for w in writes])
+    )
 
 
 def list_tuples(

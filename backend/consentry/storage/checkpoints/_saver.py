@@ -190,8 +190,8 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
         await self._write(ops.prune(self._sql, [str(t) for t in thread_ids], strategy=strategy))
 
     async def _write(self, operation: Operation) -> Any:
-        async with self._db.write() as conn:
-            return await run_on(conn, operation)
+        async with self._db.write() as conn:  # the operation is the whole transaction
+            return await run_on(conn, operation, commit=True)
 
     # -- sync: a connection of their own --------------------------------------------------------
 

@@ -11,6 +11,7 @@ wait for it. On SQLite the writer holds the database's write lock.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -22,6 +23,17 @@ _COLUMNS = (
 )
 _SELECT = f"SELECT {_COLUMNS} FROM graph_checkpoints"
 _WRITE_COLUMNS = "task_id, channel, type, value, task_path, idx"
+_INSERT_WRITES = (
+    "INSERT INTO graph_checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, "
+    "task_id, task_path, idx, channel, type, value)"
+)
+_ON_WRITE_CONFLICT = "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)"
+_REPLACE_WRITE = (
+    f"{_ON_WRITE_CONFLICT} DO UPDATE SET task_path = excluded.task_path, "
+    "channel = excluded.channel, type = excluded.type, value = excluded.value"
+)
+_IGNORE_WRITE = f"{_ON_WRITE_CONFLICT} DO NOTHING"
+_FENCE = "SELECT 1 FROM threads WHERE id = ? AND active_run_id = ? AND fencing_token = ?"
 
 
 @dataclass(frozen=True)
@@ -39,8 +51,10 @@ class CheckpointSql:
     put_write_replace: str
     put_write_ignore: str
     get_latest: str
+    """The namespace's newest checkpoint, then its pending writes: one statement
+    (:func:`_with_writes`)."""
     get_one: str
-    writes_of: str
+    """A checkpoint by id, then its pending writes (:func:`_with_writes`)."""
     writes_of_many: str
     delete_thread: tuple[str, ...]
     delete_runs_writes: str
@@ -48,6 +62,12 @@ class CheckpointSql:
     copy_checkpoints: str
     copy_writes: str
     prune_older: tuple[str, ...]
+
+    def put_writes_fenced(self, count: int, *, replace: bool) -> str | None:
+        """PostgreSQL: the fence and ``count`` pending writes in one statement (one round trip,
+        committed in the same message: ``run_on(commit=True)``); its one row counts the fence's
+        rows (0: the lease moved on, nothing was written). None on SQLite."""
+        return _put_writes_fenced(count, replace) if self.dialect == "postgresql" else None
 
     def metadata_predicates(self, wanted: dict[str, Any]) -> tuple[list[str], list[Any]]:
         """``WHERE`` terms selecting checkpoints whose metadata has these keys and values."""
@@ -85,10 +105,7 @@ def _statements(dialect: Literal["sqlite", "postgresql"]) -> CheckpointSql:
     older = "thread_id = ? AND checkpoint_ns = ? AND checkpoint_id < ?"
     sql = CheckpointSql(
         dialect=dialect,
-        fence=(
-            "SELECT 1 FROM threads WHERE id = ? AND active_run_id = ? AND fencing_token = ?"
-            + (" FOR KEY SHARE" if pg else "")
-        ),
+        fence=_FENCE + (" FOR KEY SHARE" if pg else ""),
         put=(
             "INSERT INTO graph_checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
             "parent_checkpoint_id, run_id, type, checkpoint, metadata) "
@@ -112,26 +129,14 @@ def _statements(dialect: Literal["sqlite", "postgresql"]) -> CheckpointSql:
         )
         if pg
         else None,
-        put_write_replace=(
-            "INSERT INTO graph_checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, "
-            "task_id, task_path, idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET "
-            "task_path = excluded.task_path, channel = excluded.channel, "
-            "type = excluded.type, value = excluded.value"
-        ),
-        put_write_ignore=(
-            "INSERT INTO graph_checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, "
-            "task_id, task_path, idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING"
-        ),
-        get_latest=(
+        put_write_replace=f"{_INSERT_WRITES} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) {_REPLACE_WRITE}",
+        put_write_ignore=f"{_INSERT_WRITES} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) {_IGNORE_WRITE}",
+        get_latest=_with_writes(
             f"{_SELECT} WHERE thread_id = ? AND checkpoint_ns = ? "
             "ORDER BY checkpoint_id DESC LIMIT 1"
         ),
-        get_one=f"{_SELECT} WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
-        writes_of=(
-            f"SELECT {_WRITE_COLUMNS} FROM graph_checkpoint_writes "
-            "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
+        get_one=_with_writes(
+            f"{_SELECT} WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
         ),
         writes_of_many=(
             f"SELECT checkpoint_ns, checkpoint_id, {_WRITE_COLUMNS} FROM graph_checkpoint_writes "
@@ -171,6 +176,37 @@ def _statements(dialect: Literal["sqlite", "postgresql"]) -> CheckpointSql:
         ),
     )
     return sql
+
+
+def _with_writes(checkpoint: str) -> str:
+    """``checkpoint`` (a query of at most one checkpoint) and its pending writes in one
+    statement: first a row ``(0, <checkpoint's columns>, <nulls>)``, then one ``(1, <nulls>,
+    <a write's columns>)`` a write. On PostgreSQL that is one round trip instead of two, for
+    every run's start and every decision (``docs/performance.md``)."""
+    written = ", ".join(f"w.{column}" for column in _WRITE_COLUMNS.split(", "))
+    return (
+        f"WITH c AS ({checkpoint}) "
+        f"SELECT 0, c.*, {_nulls(_WRITE_COLUMNS)} FROM c "
+        f"UNION ALL SELECT 1, {_nulls(_COLUMNS)}, {written} FROM graph_checkpoint_writes w "
+        "JOIN c ON w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns "
+        "AND w.checkpoint_id = c.checkpoint_id ORDER BY 1"
+    )
+
+
+def _nulls(columns: str) -> str:
+    return ", ".join("NULL" for _ in columns.split(", "))
+
+
+@functools.lru_cache(maxsize=64)
+def _put_writes_fenced(count: int, replace: bool) -> str:
+    row = "(%s, %s, %s, %s, %s, %s::integer, %s, %s, %s::bytea)"
+    return (
+        f"WITH fence AS ({_FENCE.replace('?', '%s')} FOR KEY SHARE), "
+        f"put AS ({_INSERT_WRITES} SELECT v.* FROM fence, (VALUES {', '.join([row] * count)}) "
+        "AS v (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, "
+        f"value) {_REPLACE_WRITE if replace else _IGNORE_WRITE}) "
+        "SELECT count(*) FROM fence"
+    )
 
 
 def _put_fenced(drop: str) -> str:
