@@ -17,11 +17,12 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from consentry.schemas.events import TerminalReason, Trigger
 from consentry.schemas.threads import ThreadStatus
 from consentry.storage.database import DbConnection, execute
-from consentry.storage.direct import direct
+from consentry.storage.direct import defer_one_row_change_on_postgres, direct
 from consentry.storage.tables import runs, threads
 
 __all__ = [
@@ -256,24 +257,30 @@ async def release_thread(
     last_seq: int,
     now: datetime,
     tokens_used: int = 0,
+    last: bool = False,
 ) -> None:
     """End the run's lease, set the thread's new status and add the run's model tokens to the
     thread's total; :class:`LeaseLostError` when the run no longer holds the lease (nothing is
-    changed, and the caller's transaction must roll back)."""
-    result = await execute(
-        conn,
-        _RELEASE_THREAD,
-        {
-            "p_id": thread_id,
-            "p_run": run_id,
-            "p_token": fencing_token,
-            "p_status": status,
-            "p_reason": reason,
-            "p_seq": last_seq,
-            "p_now": now,
-            "p_tokens": tokens_used,
-        },
-    )
+    changed, and the caller's transaction must roll back). ``last``: nothing follows in the
+    transaction; on PostgreSQL the release then goes in one message with its ``COMMIT``, and a
+    refused release fails that commit (nothing is stored) instead of raising here."""
+    parameters = {
+        "p_id": thread_id,
+        "p_run": run_id,
+        "p_token": fencing_token,
+        "p_status": status,
+        "p_reason": reason,
+        "p_seq": last_seq,
+        "p_now": now,
+        "p_tokens": tokens_used,
+    }
+    if (
+        last
+        and isinstance(conn, AsyncConnection)
+        and defer_one_row_change_on_postgres(conn, _RELEASE_THREAD, parameters)
+    ):
+        return
+    result = await execute(conn, _RELEASE_THREAD, parameters)
     if result.rowcount != 1:
         raise LeaseLostError(run_id)
 

@@ -121,7 +121,8 @@ class RunStore:
         events, owner = run.events, run.owner
         now = self._clock()
         async with self._db.write() as conn:
-            # The thread's release, last, checks the lease: refused, it rolls all of this back.
+            # The thread's release, last, checks the lease: refused, it rolls all of this back
+            # (on PostgreSQL it goes with the COMMIT, which then fails).
             await self.store_events(conn, run, fence_checked=True)
             for consent in outcome.consents:
                 await record_consent(conn, run.owner, consent, now=now)
@@ -155,6 +156,7 @@ class RunStore:
                 last_seq=events.last_seq,
                 now=now,
                 tokens_used=run.meter.run_tokens,
+                last=True,  # on PostgreSQL, refused, it fails the commit: ``finish`` reads why
             )
 
     async def _holds_lease(self, run: RunContext) -> bool:
