@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 from consentry.storage.checkpoints._operations import Operation, Query, Result
 from consentry.storage.database import DbConnection
 from consentry.storage.direct import (
+    AnsweringCursor,
     as_sqlalchemy_error,
     client_cursor,
     commit_on_postgres,
@@ -83,7 +84,7 @@ async def run_async(
     try:
         query = next(operation)
         while True:
-            async with psycopg.AsyncCursor(connection, row_factory=tuple_row) as cursor:
+            async with AnsweringCursor(connection, row_factory=tuple_row) as cursor:
                 if before or (commit and query.last):
                     await _execute_in_one_message(connection, cursor, before, query, commit)
                     before, commit = (), False
@@ -100,7 +101,7 @@ async def run_async(
 
 async def _execute_in_one_message(
     connection: psycopg.AsyncConnection[Any],
-    cursor: psycopg.AsyncCursor[Any],
+    cursor: AnsweringCursor,
     before: Sequence[str],
     query: Query,
     commit: bool,
@@ -112,12 +113,11 @@ async def _execute_in_one_message(
         return
     bound = client_cursor(connection).mogrify(query.sql, query.params)
     after = ["COMMIT"] if commit and query.last else []
+    cursor.answer = len(before)  # the operation's statement answers after what went before it
     try:
         await cursor.execute(";\n".join([*before, bound, *after]))
     except psycopg.Error as exc:
         raise as_sqlalchemy_error(exc, query.sql) from exc
-    for _ in before:  # the operation's statement answers after what went before it
-        cursor.nextset()
 
 
 def _on_sqlalchemy_sqlite(connection: Connection, operation: Operation) -> Any:
