@@ -44,6 +44,7 @@ class _DiesBeforeCommit:
         self._run = run
         self.fence = run.fence
         self.latest_only = run.latest_only
+        self.new_thread = run.new_thread
 
     async def commit_step(self, write: Callable[[DbConnection], Awaitable[None]]) -> None:
         async def die_before_the_checkpoint(conn: DbConnection) -> None:
@@ -191,6 +192,7 @@ async def test_a_checkpoint_written_under_a_lease_that_moved_on_is_refused_and_n
 
         fence = CheckpointFence(thread_id, run_id, 1)
         latest_only = True
+        new_thread = False
 
         async def commit_step(self, write: Callable[[DbConnection], Awaitable[None]]) -> None:
             async with db.write() as conn:
@@ -224,6 +226,7 @@ async def test_pending_writes_are_fenced_and_each_key_keeps_the_value_the_graph_
         class Run:
             fence = CheckpointFence(thread_id, run_id, token)
             latest_only = True
+            new_thread = False
 
         return {"configurable": {**saved.config["configurable"], RUN_KEY: Run()}}
 
@@ -242,6 +245,32 @@ async def test_pending_writes_are_fenced_and_each_key_keeps_the_value_the_graph_
     assert [w for w in again.pending_writes or [] if w[1] == "__error__"] == [
         ("task-1", "__error__", "last")
     ]
+
+
+async def test_a_thread_created_with_its_run_is_not_read_before_the_run_writes_it(
+    client: httpx.AsyncClient, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new conversation's thread cannot have a checkpoint yet: its run does not read one (a
+    transaction and a round trip saved). The next message on it reads what the first wrote."""
+    read: list[str] = []
+    real = checkpoint_operations.get_tuple
+
+    def get_tuple(*args: Any, **kwargs: Any) -> Any:
+        read.append(kwargs["thread_id"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(checkpoint_operations, "get_tuple", get_tuple)
+    first = await chat(client, {"message": QUESTION})
+    thread_id = first[0].thread_id
+    assert read == []
+    second = await chat(client, {"thread_id": thread_id, "message": "And what is RAG?"})
+    assert second[-1].reason == "completed"  # type: ignore[union-attr]
+    assert read == [thread_id]
+    saver = ConsentrySaver(client.services.db, database_url=db_url)  # type: ignore[attr-defined]
+    saved = await saver.aget_tuple({"configurable": {"thread_id": thread_id}})
+    assert saved is not None
+    humans = [m for m in saved.checkpoint["channel_values"]["messages"] if m.type == "human"]
+    assert [m.content for m in humans] == [QUESTION, "And what is RAG?"]
 
 
 @pytest.fixture

@@ -177,9 +177,11 @@ class RunExecutor:
         consent_policy: ConsentPolicy,
         graph_inputs: list[GraphInput],
         resumed: frozenset[str] = frozenset(),
+        new_thread: bool = False,
     ) -> ActiveRun:
         """Start the run as a task. ``resumed``: the nodes that asked the consents its input
-        answers (their first step gets the trigger's ``RESUMED_LABELS`` label)."""
+        answers (their first step gets the trigger's ``RESUMED_LABELS`` label). ``new_thread``:
+        the thread was created with the run (its graph has no checkpoint to read)."""
         events = RunEventStream(
             thread_id=thread_id,
             run_id=run_id,
@@ -225,6 +227,7 @@ class RunExecutor:
             db=self._db,
             fence=CheckpointFence(thread_id, run_id, claim.fencing_token),
             latest_only=spec.name in self._latest_only,
+            new_thread=new_thread,
         )
         self._active[thread_id] = run
         self.leases.track(run_id)

@@ -165,6 +165,7 @@ class Launcher:
             consent_policy=target.consent_policy,
             graph_inputs=inputs,
             resumed=resumed,
+            new_thread=target.is_new,
         )
 
     def count_decisions(

@@ -61,15 +61,18 @@ class ProgressBatcher:
         db: Database,
         fence: CheckpointFence,
         latest_only: bool,
+        new_thread: bool = False,
         delay: float = PROGRESS_DELAY_SECONDS,
     ) -> None:
-        """``store(conn, rows)``: insert the run's events in the caller's transaction. ``fence``
-        and ``latest_only``: what the run's checkpoint writes carry (``StepCommitter``)."""
+        """``store(conn, rows)``: insert the run's events in the caller's transaction. ``fence``,
+        ``latest_only`` and ``new_thread``: what the run's checkpointer is told
+        (``StepCommitter``)."""
         self._events = events
         self._store_in = store
         self._db = db
         self.fence = fence
         self.latest_only = latest_only
+        self.new_thread = new_thread
         self._delay = delay
         self._lock = asyncio.Lock()
         self._timer: asyncio.TimerHandle | None = None

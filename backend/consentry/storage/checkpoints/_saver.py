@@ -59,6 +59,10 @@ class StepCommitter(Protocol):
 
     fence: CheckpointFence
     latest_only: bool
+    new_thread: bool
+    """The run's thread was created with the run: until the run writes, the thread has no
+    checkpoint to read (the saver answers without a read, and clears it at the run's first
+    write)."""
 
     async def commit_step(self, write: Callable[[DbConnection], Awaitable[None]]) -> None:
         """Open the step's write transaction, ``write(conn)`` the checkpoint in it, add what else
@@ -86,6 +90,9 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
     # -- async: the server's ------------------------------------------------------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        run: StepCommitter | None = config["configurable"].get(RUN_KEY)
+        if run is not None and run.new_thread:
+            return None  # a thread created with its run: nothing to read before it writes
         async with self._db.read() as conn:
             return cast(CheckpointTuple | None, await run_on(conn, self._get_tuple(config)))
 
@@ -117,6 +124,7 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
         if run is None:
             await self._write(ops.put_checkpoint(self._sql, saved, fence=None, latest_only=False))
             return _saved_config(saved)
+        run.new_thread = False  # from now on, its checkpoints are read
         # The step's tasks' writes: replaced by this checkpoint, kept only with every checkpoint.
         held = self._held.get(run, {}).pop(saved.checkpoint_ns, [])
         if run.latest_only:
@@ -170,6 +178,8 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
         dies before its step's checkpoint is continued with it. An interrupt or an error is
         written at once, fenced: what the graph asks must be there before anyone answers it."""
         run: StepCommitter | None = config["configurable"].get(RUN_KEY)
+        if run is not None:
+            run.new_thread = False
         if run is not None and all(_holds(channel) for channel, _ in writes):
             rows = self._write_rows(config, writes, task_id, task_path)
             namespace = str(config["configurable"].get("checkpoint_ns", ""))
