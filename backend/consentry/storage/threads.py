@@ -111,7 +111,9 @@ async def create_thread(
     consent_policy: ConsentPolicy,
     now: datetime,
 ) -> None:
-    await execute(
+    """Nobody reads its result: it goes with the transaction's next statement (the run's claim)
+    or its commit (``database.execute_unread``)."""
+    await execute_unread(
         conn,
         _CREATE_THREAD,
         _new_thread(

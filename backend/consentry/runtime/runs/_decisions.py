@@ -71,8 +71,14 @@ async def start_decisions(
     position = await launcher.executor.position(target.spec, target.thread_id)
     waiting = position.waiting
     async with launcher.db.read() as conn:
-        rows = [await approvals_repo.find_approval(conn, owner, r.approval_id) for r in resumes]
-        pending = await approvals_repo.pending_approvals(conn, target.thread_id)
+        if len(resumes) == 1:  # the usual: one statement
+            found, pending = await approvals_repo.find_with_pending(
+                conn, owner, resumes[0].approval_id, target.thread_id
+            )
+            rows = [found]
+        else:
+            rows = [await approvals_repo.find_approval(conn, owner, r.approval_id) for r in resumes]
+            pending = await approvals_repo.pending_approvals(conn, target.thread_id)
         recorded = await recorded_decisions(conn, target, waiting)
     first = rows[0]
     if (

@@ -88,22 +88,17 @@ class RunTargets:
         """The thread ``request`` is for: checked (404, 422) and read once; a new thread's
         default project is created on first use."""
         binding: str | None = None
+        if request.thread_id is None and request.project_id is None and request.note_id is None:
+            known = self._default_projects.get(owner)
+            if known is not None:  # a new thread in the owner's default project: nothing to read
+                return self._new_thread(request, self.spec(request.graph), known)
         async with self._db.read() as conn:
             if request.thread_id is None:  # a message (a `resume` names its thread: ChatRequest)
                 spec = self.spec(request.graph)
                 project_id = request.project_id
                 if project_id is not None:
                     await projects_repo.get_project(conn, owner, project_id)
-                target = RunTarget(
-                    thread_id=str(uuid4()),
-                    spec=spec,
-                    project_id=project_id or "",
-                    note_id=request.note_id,
-                    is_new=True,
-                    status="idle",
-                    last_reason=None,
-                    consent_policy=request.consent_policy or "ask",
-                )
+                target = self._new_thread(request, spec, project_id or "")
             else:
                 row = await threads_repo.get_thread(conn, owner, request.thread_id)
                 if request.project_id not in (None, row.project_id):
@@ -133,6 +128,19 @@ class RunTargets:
             self._remember_default_project(owner, default_project)
             target = replace(target, project_id=default_project)
         return target
+
+    @staticmethod
+    def _new_thread(request: ChatRequest, spec: GraphSpec, project_id: str) -> RunTarget:
+        return RunTarget(
+            thread_id=str(uuid4()),
+            spec=spec,
+            project_id=project_id,
+            note_id=request.note_id,
+            is_new=True,
+            status="idle",
+            last_reason=None,
+            consent_policy=request.consent_policy or "ask",
+        )
 
     def _remember_default_project(self, owner: Principal, project_id: str) -> None:
         if len(self._default_projects) >= _DEFAULT_PROJECTS_KEPT:
