@@ -237,7 +237,9 @@ async def test_a_run_whose_lease_was_taken_over_before_its_end_stores_none_of_it
     open_app: Callable[..., Any], stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The run's closing transaction (its last events, the run's end, the thread's release) is
-    fenced by the release, which comes last: refused, none of it is stored."""
+    fenced by the release, which comes last: refused, none of it is stored. The refusal alone
+    says the lease was lost (on PostgreSQL it fails the commit): here the lease cannot be read
+    after it (as when the database blinks), and the run still stops as one that lost it."""
     stub.reply(CLASSIFIED_AS_ANSWER)
     stub.reply(ANSWER)
     store_end = RunStore.store_end
@@ -246,7 +248,11 @@ async def test_a_run_whose_lease_was_taken_over_before_its_end_stores_none_of_it
         await _take_over(self._db, run.events.thread_id)
         await store_end(self, run, outcome)
 
+    async def cannot_tell(self: RunStore, run: Any) -> bool:
+        return True  # what ``_holds_lease`` says when the lease cannot be read
+
     monkeypatch.setattr(RunStore, "store_end", taken_over_first)
+    monkeypatch.setattr(RunStore, "_holds_lease", cannot_tell)
     async with open_app() as app:
         response = await _within(app.client.post("/v1/chat", json=QUESTION))
         await _within(app.services.executor.wait_for_runs())

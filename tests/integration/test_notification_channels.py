@@ -15,6 +15,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime
+from typing import Any
 
 import psycopg
 import pytest
@@ -45,6 +46,8 @@ class _Recording(EventNotifications):
             on_run_queued=self._connected,
         )
         self.sent: list[tuple[str, str]] = []
+        self.left = asyncio.Event()
+        """Set each time the listener sent an ``UNLISTEN``."""
 
     def _connected(self, run_id: str) -> None:
         """A worker is told ``""`` each time the listener (re)connected: look at the queue."""
@@ -53,6 +56,11 @@ class _Recording(EventNotifications):
 
     def _barrier(self, _deadline: datetime) -> None:
         self.barriers.put_nowait(None)
+
+    async def _command(self, conn: Any, sql: str) -> None:
+        await super()._command(conn, sql)
+        if sql.startswith("UNLISTEN"):
+            self.left.set()
 
     def _dispatch(self, channel: str, payload: str) -> None:
         if channel != CONSENTS_CHANNEL:
@@ -104,6 +112,8 @@ async def test_a_watch_is_woken_by_the_first_notification_after_it_and_left_once
             assert woken.is_set()
         # Unwatched: the next one still arrives, and the channel is left.
         assert await sent_after((EVENTS_CHANNEL, "thread-2")) == [(EVENTS_CHANNEL, "thread-2")]
+        async with asyncio.timeout(WAIT_SECONDS):
+            await listener.left.wait()
         assert await sent_after((EVENTS_CHANNEL, "thread-3")) == []
         async with listener.watch("thread-4") as woken:  # and listened to again
             assert await sent_after((EVENTS_CHANNEL, "thread-4")) == [(EVENTS_CHANNEL, "thread-4")]
@@ -140,3 +150,57 @@ async def test_a_lost_connection_wakes_the_watchers_and_listens_again_to_what_th
         woken.clear()
         assert await sent_after((EVENTS_CHANNEL, "thread-1")) == [(EVENTS_CHANNEL, "thread-1")]
         assert woken.is_set()
+
+
+class _SlowToLeave(_Recording):
+    """Its ``UNLISTEN`` waits until the test lets it go."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.leaving = asyncio.Event()
+        self.let_go = asyncio.Event()
+
+    async def _command(self, conn: Any, sql: str) -> None:
+        if sql.startswith("UNLISTEN"):
+            self.leaving.set()
+            await self.let_go.wait()
+        await super()._command(conn, sql)
+
+
+async def test_a_watch_that_starts_while_its_channel_is_being_left_is_listened_to(
+    postgres: PostgresCluster,
+) -> None:
+    """The channel is left (its last watcher gone, a notification arrived) and, while the
+    ``UNLISTEN`` is on its way, a new watch starts: it returns only once the channel is
+    listened to again, and is woken by what follows (it was never woken when the channel
+    counted as listened to until its ``UNLISTEN`` came back)."""
+    url = postgres.new_database()
+    listener = _SlowToLeave(url)
+    await listener.start()
+    woken = asyncio.Event()
+
+    async def watch_thread_2(entered: asyncio.Event) -> None:
+        async with listener.watch("thread-2") as waiter:
+            entered.set()
+            await waiter.wait()
+            woken.set()
+
+    try:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as other:
+            async with listener.watch("thread-1"):
+                pass
+            await other.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, "thread-1"))
+            async with asyncio.timeout(WAIT_SECONDS):
+                await listener.leaving.wait()  # the UNLISTEN is on its way
+            entered = asyncio.Event()
+            watching = asyncio.ensure_future(watch_thread_2(entered))
+            await asyncio.sleep(0)  # the watch starts (and waits, or wrongly returns)
+            listener.let_go.set()
+            async with asyncio.timeout(WAIT_SECONDS):
+                await entered.wait()
+            await other.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, "thread-2"))
+            async with asyncio.timeout(WAIT_SECONDS):
+                await woken.wait()
+            await watching
+    finally:
+        await listener.stop()

@@ -72,6 +72,7 @@ __all__ = [
     "direct",
     "install_postgres_deferral",
     "postgres_driver",
+    "refused_one_row_change",
     "returned_rows",
     "run_direct",
     "run_direct_on_postgres",
@@ -253,6 +254,16 @@ def defer_one_row_change_on_postgres(
     return True
 
 
+def refused_one_row_change(error: BaseException) -> bool:
+    """Whether ``error`` is a statement of :func:`defer_one_row_change_on_postgres` that
+    changed no row (PostgreSQL's ``division_by_zero``, which no other statement can raise)."""
+    cause = error.orig if isinstance(error, sa_exc.DBAPIError) else error
+    return getattr(cause, "sqlstate", None) == _DIVISION_BY_ZERO
+
+
+_DIVISION_BY_ZERO = "22012"
+
+
 def defer_sql_on_postgres(conn: AsyncConnection, sql: str, parameters: Mapping[str, Any]) -> bool:
     """Like :func:`defer_on_postgres`, for SQL written for psycopg (``%(name)s``)."""
     sync = conn.sync_connection
@@ -369,8 +380,8 @@ _CLIENT_CURSOR = "_consentry_client_cursor"
 
 def client_cursor(driver: psycopg.AsyncConnection[Any]) -> psycopg.AsyncClientCursor[Any]:
     """A cursor that binds values on the client (``mogrify``), one a connection, kept on it
-    (a cache keyed by the connection would keep it alive: the cursor refers to it): it keeps
-    the dumper it found for each type (a new cursor a statement cost half as much again)."""
+    (a cache keyed by the connection would keep it alive: the cursor refers to it): a new
+    cursor a statement, with its adapters, cost half as much again (15 against 10 µs)."""
     client: psycopg.AsyncClientCursor[Any] | None = getattr(driver, _CLIENT_CURSOR, None)
     if client is None:
         client = psycopg.AsyncClientCursor(driver)

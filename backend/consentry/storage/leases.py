@@ -22,7 +22,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from consentry.schemas.events import TerminalReason, Trigger
 from consentry.schemas.threads import ThreadStatus
 from consentry.storage.database import DbConnection, execute
-from consentry.storage.direct import defer_one_row_change_on_postgres, direct
+from consentry.storage.direct import (
+    defer_one_row_change_on_postgres,
+    direct,
+    refused_one_row_change,
+)
 from consentry.storage.tables import runs, threads
 
 __all__ = [
@@ -33,6 +37,7 @@ __all__ = [
     "earliest_lease_expiry",
     "extend_reservation",
     "holds_lease",
+    "release_refused",
     "release_thread",
     "renew_leases",
     "seize_lease",
@@ -283,6 +288,12 @@ async def release_thread(
     result = await execute(conn, _RELEASE_THREAD, parameters)
     if result.rowcount != 1:
         raise LeaseLostError(run_id)
+
+
+def release_refused(error: BaseException) -> bool:
+    """Whether ``error`` is a ``release_thread(last=True)`` refused at its commit (PostgreSQL):
+    the run no longer held the lease, and nothing of its transaction was stored."""
+    return refused_one_row_change(error)
 
 
 async def unfinished_runs(

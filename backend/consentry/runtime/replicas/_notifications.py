@@ -56,6 +56,8 @@ log = logging.getLogger(__name__)
 EVENTS_CHANNEL = "consentry_events"
 CONSENTS_CHANNEL = "consentry_consents"
 RECONNECT_SECONDS = 1.0
+LISTEN_WAIT_SECONDS = 5.0
+"""How long a watch waits for its channel's ``LISTEN`` before it goes on without it."""
 
 
 _WATCHED = (EVENTS_CHANNEL, APPROVALS_CHANNEL)
@@ -137,14 +139,23 @@ class EventNotifications(BackgroundLoop):
 
     async def _listen_to(self, channel: str) -> None:
         """Return once ``channel`` is listened to, or at once when there is no connection
-        (its reconnection listens to every watched channel, then wakes every waiter)."""
+        (its reconnection listens to every watched channel, then wakes every waiter). A
+        connection that does not answer within :data:`LISTEN_WAIT_SECONDS` (half-open) is not
+        waited for longer: the watcher reads, and its own re-reads or the reconnection's
+        wake-up follow."""
         if not self._connected or channel in self._listened:
             return
         asked = self._asked.get(channel)
         if asked is None:
             asked = self._asked[channel] = asyncio.get_running_loop().create_future()
             self._resync.set()
-        await asyncio.shield(asked)
+        try:
+            async with asyncio.timeout(LISTEN_WAIT_SECONDS):
+                await asyncio.shield(asked)
+        except TimeoutError:
+            log.warning(
+                "the notification connection did not LISTEN in time", extra={"channel": channel}
+            )
 
     def _watched(self, channel: str) -> bool:
         return bool(self._waiters if channel == EVENTS_CHANNEL else self._approval_waiters)
@@ -183,9 +194,9 @@ class EventNotifications(BackgroundLoop):
             try:
                 async with await AsyncConnection.connect(dsn, autocommit=True) as conn:
                     for channel in self._always:
-                        await conn.execute(f"LISTEN {channel}")
+                        await self._command(conn, f"LISTEN {channel}")
+                    self._connected = True  # a watch from now on asks for its channel
                     await self._sync_watched(conn)
-                    self._connected = True
                     self._listening.set()
                     self._wake(None)  # whatever happened while not listening
                     self._on_run_queued("")
@@ -220,17 +231,27 @@ class EventNotifications(BackgroundLoop):
             raise cast(BaseException, receiving.exception())  # the connection failed
 
     async def _sync_watched(self, conn: AsyncConnection[Any]) -> None:
-        """Listen to the watched channels somebody watches or asked for, leave the others."""
+        """Listen to the watched channels somebody watches or asked for, leave the others. A
+        channel is left before its ``UNLISTEN`` is sent: a watch that comes meanwhile asks for
+        it again (and the loop syncs once more) rather than take it as listened to."""
         self._resync.clear()  # what is asked from now on is synced next time
         for channel in _WATCHED:
             wanted = self._watched(channel) or channel in self._asked
             if wanted and channel not in self._listened:
-                await conn.execute(f"LISTEN {channel}")
+                await self._command(conn, f"LISTEN {channel}")
                 self._listened.add(channel)
             elif not wanted and channel in self._listened:
-                await conn.execute(f"UNLISTEN {channel}")
                 self._listened.discard(channel)
+                await self._command(conn, f"UNLISTEN {channel}")
         self._answer_asked(self._listened)
+        if any(
+            (self._watched(channel) or channel in self._asked) and channel not in self._listened
+            for channel in _WATCHED
+        ):
+            self._resync.set()  # watched while this ran: sync again
+
+    async def _command(self, conn: AsyncConnection[Any], sql: str) -> None:
+        await conn.execute(sql)
 
     def _disconnected(self) -> None:
         self._connected = False

@@ -190,7 +190,11 @@ class RunStore:
             except Exception as failure:
                 # The lease is checked last in that transaction: a run taken over may first
                 # meet what the new owner wrote (the same consent recorded): still a lost lease.
-                if not isinstance(failure, LeaseLostError) and await self._holds_lease(run):
+                if (
+                    not isinstance(failure, LeaseLostError)
+                    and not leases_repo.release_refused(failure)
+                    and await self._holds_lease(run)
+                ):
                     raise
                 raise LeaseLostError(events.run_id) from failure
         except LeaseLostError:

@@ -91,7 +91,11 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         run: StepCommitter | None = config["configurable"].get(RUN_KEY)
-        if run is not None and run.new_thread:
+        if (
+            run is not None
+            and run.new_thread
+            and config["configurable"].get("thread_id") == run.fence.thread_id
+        ):
             return None  # a thread created with its run: nothing to read before it writes
         async with self._db.read() as conn:
             return cast(CheckpointTuple | None, await run_on(conn, self._get_tuple(config)))
