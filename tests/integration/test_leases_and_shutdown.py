@@ -233,6 +233,17 @@ async def test_a_run_whose_lease_was_taken_over_stores_nothing_more_and_its_stre
         )
 
 
+def _taken_over_before_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process takes every run's thread over right before the run stores its end."""
+    store_end = RunStore.store_end
+
+    async def taken_over_first(self: RunStore, run: Any, outcome: Any) -> None:
+        await _take_over(self._db, run.events.thread_id)
+        await store_end(self, run, outcome)
+
+    monkeypatch.setattr(RunStore, "store_end", taken_over_first)
+
+
 async def test_a_run_whose_lease_was_taken_over_before_its_end_stores_none_of_its_end(
     open_app: Callable[..., Any], stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -242,16 +253,11 @@ async def test_a_run_whose_lease_was_taken_over_before_its_end_stores_none_of_it
     after it (as when the database blinks), and the run still stops as one that lost it."""
     stub.reply(CLASSIFIED_AS_ANSWER)
     stub.reply(ANSWER)
-    store_end = RunStore.store_end
-
-    async def taken_over_first(self: RunStore, run: Any, outcome: Any) -> None:
-        await _take_over(self._db, run.events.thread_id)
-        await store_end(self, run, outcome)
 
     async def cannot_tell(self: RunStore, run: Any) -> bool:
         return True  # what ``_holds_lease`` says when the lease cannot be read
 
-    monkeypatch.setattr(RunStore, "store_end", taken_over_first)
+    _taken_over_before_its_end(monkeypatch)
     monkeypatch.setattr(RunStore, "_holds_lease", cannot_tell)
     async with open_app() as app:
         response = await _within(app.client.post("/v1/chat", json=QUESTION))
@@ -283,17 +289,13 @@ async def test_a_run_taken_over_whose_end_fails_on_what_the_new_owner_wrote_stop
     run: no ``error`` and no ``final`` go to its listeners, nothing of its end is stored."""
     stub.reply(CLASSIFIED_AS_ANSWER)
     stub.reply(ANSWER)
-    store_end, record_run_end = RunStore.store_end, runs_repo.record_run_end
-
-    async def taken_over_first(self: RunStore, run: Any, outcome: Any) -> None:
-        await _take_over(self._db, run.events.thread_id)
-        await store_end(self, run, outcome)
+    record_run_end = runs_repo.record_run_end
 
     async def meets_the_new_owners_row(*args: Any, **kwargs: Any) -> None:
         await record_run_end(*args, **kwargs)
         raise IntegrityError("INSERT INTO approvals", {}, Exception("duplicate key"))
 
-    monkeypatch.setattr(RunStore, "store_end", taken_over_first)
+    _taken_over_before_its_end(monkeypatch)
     monkeypatch.setattr(runs_repo, "record_run_end", meets_the_new_owners_row)
     async with open_app() as app:
         response = await _within(app.client.post("/v1/chat", json=QUESTION))
