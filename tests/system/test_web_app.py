@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Locator, Page, Request, expect
+from playwright.sync_api import Browser, Locator, Page, Request, Route, expect
 
 from tests.paths import DOCS
 from tests.sse import ASK_FOR_SUMMARY, parse_events
@@ -451,6 +451,48 @@ def test_a_message_while_a_consent_waits_says_so_and_can_reject_it_and_send(
 
 
 # ---- notes: stale saves, search, history ----
+
+
+def test_a_message_typed_while_the_notes_conversation_loads_waits_for_it(
+    watched: WatchedPage, api: httpx.Client, server: str
+) -> None:
+    """Sending needs the conversation the message belongs to: typed before the note's
+    conversation is shown, it is kept in the box (not sent to a new thread), and once shown it
+    goes to that conversation, whose consent is still waiting."""
+    watched.expect_http_status(409)
+    page = watched.page
+    note = create_note(api, "Loading", "Wait for me.")
+    open_note(page, server, note)
+    ask_for_a_summary(page)
+    held: list[Route] = []
+
+    def lists_its_threads(url: str) -> bool:
+        return "/v1/threads?" in url and note["note_id"] in url
+
+    page.route(lists_its_threads, lambda route: held.append(route))
+    page.reload()
+    page.locator(f'#note-list li[data-note-id="{note["note_id"]}"] button').click()
+    expect(page.locator("#chat-context")).to_have_text("About “Loading”")
+    page.wait_for_function("() => document.querySelector('#chat-log[data-shown]') === null")
+
+    send(page, "What does this note say?")
+
+    expect(page.locator("#chat-send")).to_be_disabled()
+    expect(page.locator("#chat-input")).to_have_value("What does this note say?")
+    expect(page.locator("#chat-log .msg")).to_have_count(0)
+    assert held  # the listings are still held: nothing was shown, nothing sent
+    for route in held:
+        route.continue_()
+    page.unroute(lists_its_threads)
+    expect(page.locator("#chat-log[data-shown]")).to_have_count(1)
+    expect(page.locator("#chat-log .consent-card")).to_have_attribute("data-state", "pending")
+    page.locator("#chat-input").press("Enter")
+
+    expect(page.locator("#chat-log p.error")).to_contain_text(
+        "Approve or reject the change above first."
+    )
+    threads = api.get("/v1/threads", params={"note_id": note["note_id"]}).json()["threads"]
+    assert len(threads) == 1
 
 
 def test_a_stale_save_shows_the_conflict_and_overwrites_only_when_asked(

@@ -41,6 +41,7 @@ def open_note(page: Page, base_url: str, note: dict[str, Any]) -> None:
     page.locator(f'#note-list li[data-note-id="{note["note_id"]}"] button').click()
     expect(page.locator("#note-version")).to_have_text(f"Version {note['version']}")
     expect(page.locator("#chat-context")).to_have_text(f"About “{note['title']}”")
+    expect(page.locator("#chat-log[data-shown]")).to_have_count(1)  # its conversation is shown
 
 
 def send(page: Page, message: str) -> None:

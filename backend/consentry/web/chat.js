@@ -43,6 +43,7 @@ export class ChatPane {
     this.graphSelect = $("#graph-select");
     this.streams = new Set(); // the AbortControllers of the streams this page follows
     this.generation = 0; // bumped on every switch, so a late answer never lands in another chat
+    this.shownGeneration = 0; // the generation whose conversation is shown: until then, no send
     this.conversations = new Conversations(client, { onSwitch: (threadId) => this.switchTo(threadId) });
     $("#chat-form").addEventListener("submit", (e) => {
       e.preventDefault();
@@ -82,9 +83,7 @@ export class ChatPane {
     this.note = note;
     this.project = project;
     $("#chat-context").textContent = note ? `About “${note.title}”` : `Project “${project.name}”`;
-    const threadId = await this.conversations.load(note, project);
-    if (generation !== this.generation) return; // another note was opened meanwhile
-    await this.show(threadId, generation);
+    await this.show(this.conversations.load(note, project), generation);
   }
 
   /** Another conversation of the same note, picked from the list. */
@@ -102,14 +101,25 @@ export class ChatPane {
     this.graphSelect.disabled = false;
     this.log.replaceChildren();
     delete this.log.dataset.shown; // set again once the next conversation (or none) is shown
-    this.setBusy();
-    return ++this.generation;
+    const generation = ++this.generation;
+    this.setBusy(); // no send until the conversation is shown: it would not be in it
+    return generation;
   }
 
-  /** Show `threadId` (or no conversation); `data-shown` on the log says it is done. */
+  /** Show `threadId` (or no conversation; or the promise of either, being looked up);
+   * `data-shown` on the log says it is done, and sending is possible again. */
   async show(threadId, generation) {
-    await this.fillLog(threadId, generation);
-    if (generation === this.generation) this.log.dataset.shown = threadId ?? "";
+    try {
+      const shown = await threadId;
+      if (generation !== this.generation) return; // another conversation was opened meanwhile
+      await this.fillLog(shown, generation);
+      if (generation === this.generation) this.log.dataset.shown = shown ?? "";
+    } finally {
+      if (generation === this.generation) {
+        this.shownGeneration = generation;
+        this.setBusy();
+      }
+    }
   }
 
   async fillLog(threadId, generation) {
@@ -146,7 +156,7 @@ export class ChatPane {
   /** Follow the thread's events after the last one this page saw: a run going on, or what
    * happened while the page was not following (a consent decided in the inbox, say). */
   join(threadId = this.threadId) {
-    if (!threadId || threadId !== this.threadId || this.busy) return;
+    if (!threadId || threadId !== this.threadId || this.streams.size) return;
     const generation = this.generation;
     const lastEventId = localStorage.getItem(seqKey(threadId));
     this.follow((handlers, signal) => this.client.joinStream(threadId, handlers, { lastEventId, signal }))
@@ -451,11 +461,13 @@ export class ChatPane {
     return line;
   }
 
+  /** Busy while a stream runs, or while the conversation to send to is not shown yet. */
   setBusy() {
-    const busy = this.streams.size > 0;
+    const running = this.streams.size > 0;
+    const busy = running || this.shownGeneration !== this.generation;
     this.busy = busy;
     $("#chat-send").disabled = busy;
-    $("#chat-stop").hidden = !busy;
+    $("#chat-stop").hidden = !running;
     this.conversations.setBusy(busy);
     this.log.setAttribute("aria-busy", busy ? "true" : "false");
   }
