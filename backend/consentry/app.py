@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount
 
 from consentry.api import (
+    agui,
     api_docs,
     approval_feed,
     approvals,
@@ -221,6 +222,7 @@ def create_app(
         app.include_router(module.router)
     for sdk in (sdk_assistants, sdk_threads, sdk_runs, sdk_run_records):  # the LangGraph SDK's face
         app.include_router(sdk.router)  # (docs/langgraph-sdk.md)
+    app.include_router(agui.router)  # AG-UI's face (docs/ag-ui.md)
     app.mount("/web", web.WebFiles(), name="web")
     app.mount(api_docs.ASSETS_PATH, api_docs.DocsAssets(), name="docs-assets")
     # Limits that answer before any route parses the request (docs/limits.md); the last added

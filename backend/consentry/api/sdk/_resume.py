@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
-
+from consentry.api.consent_answers import decision_on
 from consentry.errors import ConflictError, InvalidRequestError
-from consentry.schemas.approvals import RAW_INTERRUPT, TOOL_CALL
+from consentry.schemas.approvals import TOOL_CALL
 from consentry.schemas.chat import ResumeDecision
 from consentry.schemas.events import ConsentEvent
 
@@ -53,28 +52,9 @@ def decisions_for(resume: Any, pending: list[ConsentEvent]) -> list[ResumeDecisi
 
 def _decide(consents: list[ConsentEvent], answer: Any) -> list[ResumeDecision]:
     first = consents[0]
-    try:
-        if first.kind == RAW_INTERRUPT:
-            return [ResumeDecision(approval_id=first.approval_id, decision="answer", value=answer)]
-        if first.kind == TOOL_CALL:
-            return _reviewed(consents, answer)
-        if not isinstance(answer, dict):
-            raise InvalidRequestError(
-                f"Consent {first.approval_id} ({first.kind}) takes a decision: "
-                '{"decision": "approve" | "edit" | "reject", "edited"?, "comment"?}.',
-                code="invalid_resume",
-                details={"approval_id": first.approval_id, "kind": first.kind},
-            )
-        return [ResumeDecision.model_validate({**answer, "approval_id": first.approval_id})]
-    except ValidationError as exc:
-        raise InvalidRequestError(
-            "The resume value is not a decision this interrupt takes.",
-            code="invalid_resume",
-            details={
-                "approval_id": first.approval_id,
-                "errors": exc.errors(include_url=False, include_context=False),
-            },
-        ) from None
+    if first.kind == TOOL_CALL:
+        return _reviewed(consents, answer)
+    return [decision_on(first, answer)]
 
 
 def _reviewed(consents: list[ConsentEvent], answer: Any) -> list[ResumeDecision]:
@@ -92,10 +72,7 @@ def _reviewed(consents: list[ConsentEvent], answer: Any) -> list[ResumeDecision]
 
 
 def _tool_decision(consent: ConsentEvent, choice: Any) -> ResumeDecision:
-    kind = choice.get("type") if isinstance(choice, dict) else None
-    fields: dict[str, Any] = {"approval_id": consent.approval_id, "decision": kind}
-    if kind == "edit":
-        fields["edited"] = (choice.get("edited_action") or {}).get("args")
-    elif kind in ("reject", "respond") and choice.get("message") is not None:
-        fields["comment"] = choice["message"]
-    return ResumeDecision.model_validate(fields)
+    """The middleware's decision on one call (only its shape: ``{"type": ...}``)."""
+    if not isinstance(choice, dict) or "type" not in choice:
+        choice = {"type": None}  # refused by the decision's own check, as before
+    return decision_on(consent, choice)

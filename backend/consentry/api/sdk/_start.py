@@ -11,11 +11,12 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
-from uuid import UUID, uuid4
+from uuid import uuid4
 
 from pydantic import ValidationError
 
 from consentry.api.limits import check_chat_edits
+from consentry.api.new_thread_ids import check_uuid
 from consentry.api.run_requests import RunRequests
 from consentry.api.sdk._outcome import run_outcome
 from consentry.api.sdk._resume import decisions_for
@@ -231,7 +232,7 @@ class RunStart:
     async def _create_thread(self, body: RunCreate, thread_id: str | None) -> None:
         """``if_not_exists="create"``: the thread the path names, if it has none."""
         if thread_id is not None and body.if_not_exists == "create":
-            _check_uuid(thread_id)
+            check_uuid(thread_id)
             await self.writer.create(
                 self.owner,
                 thread_id=thread_id,
@@ -298,14 +299,3 @@ async def open_run_queue(services: Services, run_requests: RunRequests) -> Async
 def _queued(body: RunCreate, thread_id: str | None) -> bool:
     """Whether the run waits in its thread's queue (a new thread has nothing to wait for)."""
     return body.multitask_strategy == "enqueue" and thread_id is not None
-
-
-def _check_uuid(thread_id: str) -> None:
-    try:
-        UUID(thread_id)
-    except ValueError:
-        raise InvalidRequestError(
-            "A thread created by its first run needs a UUID for its id.",
-            code="invalid_thread_id",
-            details={"thread_id": thread_id},
-        ) from None

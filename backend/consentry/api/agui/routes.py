@@ -1,0 +1,98 @@
+"""``POST /v1/agui/{graph}``: AG-UI's face on the run service (``docs/ag-ui.md``).
+
+A ``RunAgentInput`` is a ``/v1/chat`` request under another shape (``_input``): the same claim,
+rate limit, consent gate and stored events, on the thread the input names (created by its first
+run), streamed as AG-UI events (``_stream``). The input's ``runId`` is the run's
+``Idempotency-Key`` unless the request sends one: the same run sent again is the first one's,
+replayed. A run the service refuses (a consent still waiting, a decision already made or
+expired, a bad input) is a ``RUN_ERROR`` with Consentry's ``code``: AG-UI clients read a run's
+errors from its stream.
+"""
+
+from __future__ import annotations
+
+from ag_ui.core import RunAgentInput
+from fastapi import APIRouter
+from fastapi.responses import Response
+
+from consentry.api.agui._input import message_request, resume_request
+from consentry.api.agui._interrupts import Interrupts
+from consentry.api.agui._stream import AguiStream, error_frames
+from consentry.api.deps import (
+    GraphsDep,
+    IdempotencyKey,
+    PrincipalDep,
+    ThreadsDep,
+    ThreadWriterDep,
+)
+from consentry.api.new_thread_ids import check_uuid
+from consentry.api.responses import ERROR_RESPONSES
+from consentry.api.run_requests import RunRequestsDep
+from consentry.api.sse_response import EventStreamResponse
+from consentry.errors import ConsentryError, NotFoundError
+from consentry_graphs.registry import GraphSpec
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1/agui", tags=["ag-ui"])
+
+_interrupts: dict[str, Interrupts] = {}
+"""Each graph's interrupt builder (its consent kinds' schemas), made at its first run."""
+
+
+@router.post("/{graph}", response_class=EventStreamResponse, responses=ERROR_RESPONSES)
+async def run_agent(
+    graph: str,
+    body: RunAgentInput,
+    owner: PrincipalDep,
+    graphs: GraphsDep,
+    threads: ThreadsDep,
+    writer: ThreadWriterDep,
+    run_requests: RunRequestsDep,
+    idempotency_key: IdempotencyKey = None,
+) -> Response:
+    """Run ``graph`` on the input's thread (its new messages, or the ``resume`` answering the
+    interrupts its last run ended with) and stream the run as AG-UI events."""
+    spec = graphs.get(graph)
+    if spec is None:
+        raise NotFoundError.of("graph", graph)
+    try:
+        if body.resume:
+            pending = (await threads.detail(owner, body.thread_id)).pending_consents
+            request = resume_request(body, spec, pending)
+        else:
+            request = message_request(body, spec)
+            check_uuid(body.thread_id)
+            await writer.create(
+                owner,
+                thread_id=body.thread_id,
+                metadata={"graph_id": graph},
+                if_exists="do_nothing",
+            )
+        face = AguiStream(
+            threads, owner, graph=graph, client_run_id=body.run_id, interrupts=_of(spec)
+        )
+        return await run_requests.message(
+            owner,
+            request,
+            idempotency_key=idempotency_key or f"agui:{body.run_id}"[:255],
+            face=face,
+            route=f"/v1/agui/{graph}",
+        )
+    except ConsentryError as exc:
+        frames = error_frames(
+            body.thread_id,
+            body.run_id,
+            code=exc.code,
+            message=exc.message,
+            status=exc.status_code,
+            details=exc.details,
+        )
+        return Response(frames, media_type="text/event-stream", headers=exc.headers)
+
+
+def _of(spec: GraphSpec) -> Interrupts:
+    interrupts = _interrupts.get(spec.name)
+    if interrupts is None:
+        interrupts = _interrupts[spec.name] = Interrupts(spec)
+    return interrupts
