@@ -107,6 +107,29 @@ async def next_event(lines: AsyncIterator[str]) -> Event:
 
 
 ASK_FOR_SUMMARY = "Add a summary of our discussion to my note"
+QUESTION = "What is retrieval?"
+OFFLINE_ANSWER = (  # the offline model's answer to QUESTION, with no notes in the project
+    "I'm the offline model, so I answer from your notes rather than from general knowledge. "
+    "I found nothing in this project's notes about \u201cWhat is retrieval?\u201d. Write a note "
+    "about it, or ask me to add a summary of our discussion to your note."
+)
+SUMMARY_TITLE = "Summary of our discussion"
+CREATED = f"Done: I created the new note \u201c{SUMMARY_TITLE}\u201d."
+"""The offline model's answer once the summary consent is approved (a new note)."""
+AGUI_ANSWERED_IN_A_SECOND_STEP = [
+    "RUN_STARTED",
+    "STEP_STARTED",
+    "STEP_FINISHED",
+    "STEP_STARTED",
+    "TEXT_MESSAGE_START",
+    "TEXT_MESSAGE_CONTENT",
+    "TEXT_MESSAGE_END",
+    "STEP_FINISHED",
+    "STATE_SNAPSHOT",
+    "RUN_FINISHED",
+]
+"""AG-UI's events of a two-step run whose second step answers (a run of text contents told
+once): the tutor's question, a raw interrupt answered."""
 
 
 async def ask_for_note_edit(client: httpx.AsyncClient) -> tuple[dict[str, Any], list[Event]]:

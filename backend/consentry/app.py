@@ -165,8 +165,30 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
             frame = adapter.json_schema(ref_template="#/components/schemas/{model}")
             components.update(frame.pop("$defs", {}))
             components[name] = frame
+        _require_discriminators(schema, components)
         app.openapi_schema = schema
     return app.openapi_schema
+
+
+def _require_discriminators(node: Any, components: dict[str, Any]) -> None:
+    """Each member of a tagged union requires its tag: pydantic's validation schema leaves out
+    of ``required`` a tag that has a default (AG-UI's messages: ``role``), yet a body without it
+    is refused, since the tag picks the member."""
+    if isinstance(node, list):
+        for item in node:
+            _require_discriminators(item, components)
+        return
+    if not isinstance(node, dict):
+        return
+    discriminator = node.get("discriminator")
+    if isinstance(discriminator, dict):
+        tag = discriminator["propertyName"]
+        for ref in discriminator.get("mapping", {}).values():
+            member = components.get(ref.rsplit("/", 1)[-1], {})
+            if tag in member.get("properties", {}) and tag not in member.get("required", []):
+                member["required"] = [*member.get("required", []), tag]
+    for value in node.values():
+        _require_discriminators(value, components)
 
 
 def create_app(

@@ -113,6 +113,7 @@ def _bench(args: argparse.Namespace) -> int:
                     json_out=json_out,
                     interrupt=args.interrupt,
                     sdk=args.sdk,
+                    agui=args.agui,
                     graph=args.graph,
                     baseline_postgres_url=args.baseline_postgres,
                 )
@@ -280,6 +281,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also measure the conversation of --graph through the LangGraph SDK's face "
         "(runs.stream and command.resume), beside /v1/chat's",
+    )
+    bench.add_argument(
+        "--agui",
+        action="store_true",
+        help="also measure the conversation of --graph through AG-UI's face (POST "
+        "/v1/agui/{graph}: the message, then a resume entry), beside /v1/chat's",
     )
     bench.add_argument(
         "--thread-turns",

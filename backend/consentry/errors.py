@@ -19,7 +19,8 @@ stream the same information arrives as an ``error`` event followed by the run's 
     │                                  unknown_decision, decision_not_allowed, invalid_edit,
     │                                  duplicate_decision, unknown_graph, graph_mismatch,
     │                                  policy_mismatch, message_too_long, invalid_input,
-    │                                  idempotency_key_reused, limit_exceeded, unstorable_text
+    │                                  idempotency_key_reused, limit_exceeded, unstorable_text,
+    │                                  no_new_message, unsupported_content
     ├── TooManyRequestsError       429 rate_limited, too_many_streams, too_many_active_runs
     │                                  (with ``Retry-After``)
     └── HeadersTooLargeError       431 headers_too_large

@@ -12,11 +12,15 @@ from typing import Any
 from uuid import uuid4
 
 import httpx
+import jsonschema_rs
+import sqlalchemy as sa
 from ag_ui.core import Event, RunAgentInput
 from pydantic import TypeAdapter
 
+from consentry.storage.tables import threads
 from tests.conftest import ManualClock
-from tests.sse import ASK_FOR_SUMMARY
+from tests.openai_stub import OpenAIStub
+from tests.sse import AGUI_ANSWERED_IN_A_SECOND_STEP, ASK_FOR_SUMMARY
 
 SERVED = (
     "city=consentry_graphs.examples.ask_city:graph,"
@@ -75,18 +79,7 @@ async def test_a_question_streams_text_steps_state_and_a_successful_finish(
     async with open_live() as (client, _):
         events = await run(client, "tutor", run_input(thread_id, user("What is retrieval?")))
 
-    assert types(events) == [
-        "RUN_STARTED",
-        "STEP_STARTED",
-        "STEP_FINISHED",
-        "STEP_STARTED",
-        "TEXT_MESSAGE_START",
-        "TEXT_MESSAGE_CONTENT",
-        "TEXT_MESSAGE_END",
-        "STEP_FINISHED",
-        "STATE_SNAPSHOT",
-        "RUN_FINISHED",
-    ]
+    assert types(events) == AGUI_ANSWERED_IN_A_SECOND_STEP
     started, finished = events[0], events[-1]
     assert (started.thread_id, finished.thread_id) == (thread_id, thread_id)
     assert started.run_id == finished.run_id
@@ -115,6 +108,8 @@ async def test_a_consent_is_an_interrupt_and_a_resume_decides_it_once(open_live:
         schema = interrupt.response_schema
         assert schema["properties"]["decision"]["enum"] == kind["allowed_decisions"]
         assert schema["properties"]["edited"] == kind["edit_schema"]
+        assert jsonschema_rs.validator_for(schema).is_valid({"decision": "approve"})
+        assert not jsonschema_rs.validator_for(schema).is_valid({"decision": "maybe"})
 
         resume = [
             {"interruptId": interrupt.id, "status": "resolved", "payload": {"decision": "approve"}}
@@ -219,6 +214,11 @@ async def test_a_tool_call_review_is_one_interrupt_per_call_answered_together(
     assert [c.tool_call_name for c in calls] == ["get_weather", "send_email"]
     assert [i.reason for i in interrupts] == ["tool_call", "tool_call"]
     assert [i.tool_call_id for i in interrupts] == [c.tool_call_id for c in calls]
+    for interrupt, answer in zip(interrupts, answers, strict=True):  # what each one describes
+        assert jsonschema_rs.validator_for(interrupt.response_schema).is_valid(answer)
+        assert jsonschema_rs.validator_for(interrupt.response_schema).is_valid(
+            {"decision": "approve"}
+        )
     assert [e.type.value for e in done if e.type.value.startswith("TOOL_CALL")].count(
         "TOOL_CALL_RESULT"
     ) == 2
@@ -251,3 +251,186 @@ async def test_refusals_before_the_run_are_run_errors_with_their_codes(open_live
     assert (no_message[0].code, no_message[0].metadata["status"]) == ("no_new_message", 422)
     assert unknown.status_code == 404
     assert unknown.json()["error"]["code"] == "graph_not_found"
+
+
+async def test_a_frontend_tool_is_offered_called_and_answered_in_the_next_input(
+    open_live: Any,
+) -> None:
+    thread_id = str(uuid4())
+    tool = {
+        "name": "confirm_with_person",
+        "description": "Ask the person on the page to confirm something.",
+        "parameters": {"type": "object", "properties": {"text": {"type": "string"}}},
+    }
+    graphs = "page_tool=consentry_graphs.examples.frontend_tool:graph"
+    question = user("Book the 9:15 train")
+    async with open_live(graphs=graphs) as (client, _):
+        asked = await run(client, "page_tool", run_input(thread_id, question, tools=[tool]))
+        (call,) = [e for e in asked if e.type.value == "TOOL_CALL_START"]
+        (args,) = [e for e in asked if e.type.value == "TOOL_CALL_ARGS"]
+        answer = {
+            "id": str(uuid4()),
+            "role": "tool",
+            "toolCallId": call.tool_call_id,
+            "content": "Confirmed.",
+        }
+        called = {
+            "id": call.parent_message_id,
+            "role": "assistant",
+            "toolCalls": [
+                {
+                    "id": call.tool_call_id,
+                    "type": "function",
+                    "function": {"name": call.tool_call_name, "arguments": args.delta},
+                }
+            ],
+        }
+        done = await run(
+            client, "page_tool", run_input(thread_id, question, called, answer, tools=[tool])
+        )
+        unoffered = await run(client, "page_tool", run_input(str(uuid4()), user("Hi")))
+        ignored = await run(  # the tutor's input has no `tools`: they are not its input
+            client, "tutor", run_input(str(uuid4()), user("What is retrieval?"), tools=[tool])
+        )
+
+    assert call.tool_call_name == "confirm_with_person"
+    assert json.loads(args.delta) == {"text": "Book the 9:15 train"}
+    assert asked[-1].outcome.type == "success"
+    assert asked[-1].outcome.pending_tool_call_ids == [call.tool_call_id]
+    text = "".join(e.delta for e in done if e.type.value == "TEXT_MESSAGE_CONTENT")
+    assert text == "The page answered: Confirmed."
+    assert done[-1].outcome.pending_tool_call_ids is None
+    told = "".join(e.delta for e in unoffered if e.type.value == "TEXT_MESSAGE_CONTENT")
+    assert told == "The page offered no tool to call."
+    assert ignored[-1].outcome.type == "success"
+    assert not [e for e in ignored if e.type.value == "TOOL_CALL_START"]
+
+
+def _stub_settings(stub: OpenAIStub) -> dict[str, Any]:
+    retries = {"llm_max_attempts": 3, "llm_retry_base_seconds": 0.01}
+    return stub.app_settings(**retries, llm_retry_max_seconds=0.05)
+
+
+async def test_a_model_retry_ends_the_discarded_text_and_streams_it_again(
+    open_live: Any, stub: OpenAIStub
+) -> None:
+    stub.reply('{"intent": "answer", "query": "retrieval"}')
+    stub.cut("Retrieval finds the relevant documents first.", words_sent=2)
+    stub.reply("Retrieval finds the relevant documents first.")
+    async with open_live(**_stub_settings(stub)) as (client, _):
+        events = await run(client, "tutor", run_input(str(uuid4()), user("What is retrieval?")))
+
+    texts = [e for e in events if e.type.value.startswith("TEXT_MESSAGE")]
+    (retry,) = [e for e in events if e.type.value == "CUSTOM"]
+    assert retry.name == "consentry.model_retry"
+    assert (retry.value["code"], retry.value["attempt"]) == ("model_unavailable", 1)
+    assert types(texts) == [
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",  # the cut attempt's text, void
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+    ]
+    again = events.index(texts[3])
+    assert events.index(retry) < again
+    told = "".join(e.delta for e in events[again:] if e.type.value == "TEXT_MESSAGE_CONTENT")
+    assert told == "Retrieval finds the relevant documents first."
+    assert {e.message_id for e in texts} == {retry.value["discard_message_id"]}
+    assert events[-1].outcome.type == "success"
+
+
+async def test_a_failed_run_ends_its_open_text_and_is_a_run_error_with_its_code(
+    open_live: Any, stub: OpenAIStub
+) -> None:
+    stub.reply('{"intent": "answer", "query": "retrieval"}')
+    for _ in range(3):
+        stub.cut("Retrieval finds the relevant documents first.", words_sent=2)
+    async with open_live(**_stub_settings(stub)) as (client, _):
+        events = await run(client, "tutor", run_input(str(uuid4()), user("What is retrieval?")))
+
+    assert types(events)[-6:] == [
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "STEP_FINISHED",
+        "STATE_SNAPSHOT",
+        "RUN_ERROR",
+    ]
+    assert events[-1].code == "model_unavailable"
+
+
+async def test_another_owners_thread_id_is_a_run_error_and_their_thread_is_untouched(
+    open_live: Any,
+) -> None:
+    thread_id = str(uuid4())
+    alice, bob = {"Authorization": "Bearer key-a"}, {"Authorization": "Bearer key-b"}
+    async with open_live(api_keys="key-a=acme:alice,key-b=acme:bob") as (client, _):
+        client.headers.update(alice)
+        await run(client, "tutor", run_input(thread_id, user("What is retrieval?")))
+        client.headers.update(bob)
+        refused = await run(client, "tutor", run_input(thread_id, user("Mine now?")))
+        client.headers.update(alice)
+        messages = (await client.get(f"/v1/threads/{thread_id}/messages")).json()["messages"]
+
+    assert [e.type.value for e in refused] == ["RUN_ERROR"]
+    assert (refused[0].code, refused[0].metadata["status"]) == ("thread_exists", 409)
+    assert messages[0]["content"] == "What is retrieval?"
+    assert len(messages) == 2
+
+
+async def test_a_new_thread_under_a_used_id_starts_clean_and_is_titled_by_its_message(
+    open_live: Any,
+) -> None:
+    """A deletion that stopped after the thread's row (checkpoints left under its id): the
+    thread a client then creates under that id does not continue them."""
+    thread_id = str(uuid4())
+    async with open_live(checkpoint_retention="all") as (client, services):
+        await run(client, "tutor", run_input(thread_id, user("What is retrieval?")))
+        async with services.db.write() as conn:
+            await conn.execute(sa.delete(threads).where(threads.c.id == thread_id))
+        events = await run(client, "tutor", run_input(thread_id, user("What is ranking?")))
+        thread = (await client.get(f"/v1/threads/{thread_id}")).json()
+        history = (await client.post(f"/threads/{thread_id}/history", json={})).json()
+
+    snapshot = next(e for e in events if e.type.value == "STATE_SNAPSHOT").snapshot
+    assert snapshot["messages"][0]["content"] == "What is ranking?"
+    assert len(snapshot["messages"]) == 2
+    assert thread["title"] == "What is ranking?"
+    asked = {m["content"] for state in history for m in state["values"].get("messages", [])}
+    assert "What is retrieval?" not in asked  # the history is the new thread's alone
+    assert "What is ranking?" in asked
+
+
+async def test_fields_of_its_own_in_the_input_assign_nothing(open_live: Any) -> None:
+    """AG-UI's models keep unknown fields (``tests/integration/test_mass_assignment.py``,
+    ``OPEN_PROTOCOL_BODIES``): the face reads the fields it maps and nothing else."""
+    alices_thread, bobs_thread = str(uuid4()), str(uuid4())
+    alice, bob = {"Authorization": "Bearer key-a"}, {"Authorization": "Bearer key-b"}
+    async with open_live(api_keys="key-a=acme:alice,key-b=globex:bob") as (client, _):
+        client.headers.update(alice)
+        await run(client, "tutor", run_input(alices_thread, user("What is retrieval?")))
+        hostile = {
+            "owner": "acme/alice",
+            "tenant": "acme",
+            "user_id": "alice",
+            "thread_id": alices_thread,
+            "configurable": {"thread_id": alices_thread, "checkpoint_id": "1f0a"},
+            "checkpoint_id": "1f0a0000-0000-6000-8000-000000000000",
+            "durability": "exit",
+        }
+        message = {**user("Whose thread is this?"), **hostile}
+        client.headers.update(bob)
+        body = run_input(bobs_thread, message, forwardedProps={"unknown": 1, **hostile})
+        events = await run(client, "tutor", {**hostile, **body})
+        bobs = (await client.get("/v1/threads")).json()["threads"]
+        client.headers.update(alice)
+        alices = (await client.get("/v1/threads")).json()["threads"]
+        alices_messages = (await client.get(f"/v1/threads/{alices_thread}/messages")).json()
+
+    assert events[0].thread_id == bobs_thread
+    assert events[-1].outcome.type == "success"
+    assert [t["thread_id"] for t in bobs] == [bobs_thread]
+    assert [t["thread_id"] for t in alices] == [alices_thread]
+    assert [m["content"] for m in alices_messages["messages"]][:1] == ["What is retrieval?"]
+    assert len(alices_messages["messages"]) == 2

@@ -260,6 +260,18 @@ CALLS: tuple[Call, ...] = (
         "/runs/stream",
         json={"assistant_id": "tutor", "input": {"messages": [{"role": "user", "content": "x"}]}},
     ),
+    # AG-UI: a thread of the caller's own choosing (another's id is `thread_exists`, as the
+    # LangGraph SDK's POST /threads says for an id a thread has: tests/integration/test_agui.py)
+    Call(
+        "POST",
+        "/v1/agui/{graph}",
+        url="/v1/agui/tutor",
+        json={
+            "threadId": "0b9e8c1e-5a57-4f3e-9a56-8d7c2f1e4b01",
+            "runId": "matrix-run",
+            "messages": [{"id": "m1", **QUESTION_PART}],
+        },
+    ),
     *(
         Call("POST", route, json={"assistant_id": "tutor", "input": {"messages": [QUESTION_PART]}})
         for route in (

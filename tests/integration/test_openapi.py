@@ -70,6 +70,7 @@ async def test_openapi_describes_every_route_and_the_event_union(
         ("/runs", "post"),
         ("/threads/{thread_id}/runs/wait", "post"),
         ("/runs/wait", "post"),
+        ("/v1/agui/{graph}", "post"),
         ("/threads/{thread_id}/runs/{run_id}", "get"),
         ("/threads/{thread_id}/runs/{run_id}/join", "get"),
     }

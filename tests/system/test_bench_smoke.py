@@ -1,6 +1,7 @@
 """``consentry bench`` runs end to end with a handful of conversations (so it cannot rot): it
 starts Consentry and the naive baseline on SQLite and on PostgreSQL, drives them (and a Consentry
-serving a plain graph's raw ``interrupt()``, and one driven through the LangGraph SDK's face), and
+serving a plain graph's raw ``interrupt()``, and ones driven through the LangGraph SDK's face and
+AG-UI's), and
 reports every figure, side by side, each ratio to the baseline on the same database."""
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def test_the_benchmark_measures_consentry_beside_the_baseline(
             "10",
             "--interrupt",
             "--sdk",
+            "--agui",
             "--json",
             str(out),
         ],
@@ -51,12 +53,14 @@ def test_the_benchmark_measures_consentry_beside_the_baseline(
         ("consentry-pg", "postgres", 1),
         ("interrupt", "sqlite", 1),
         ("sdk", "sqlite", 1),
+        ("agui", "sqlite", 1),
         ("baseline", "sqlite", 3),
         ("consentry", "sqlite", 3),
         ("baseline-pg", "postgres", 3),
         ("consentry-pg", "postgres", 3),
         ("interrupt", "sqlite", 3),
         ("sdk", "sqlite", 3),
+        ("agui", "sqlite", 3),
     ]
     for row in rows:
         assert (row["conversations"], row["errors"]) == (4, 0), row
@@ -65,12 +69,12 @@ def test_the_benchmark_measures_consentry_beside_the_baseline(
         assert row["database_bytes_per_conversation"] > 0, row
         assert 0 < row["message_p50_ms"] <= row["message_p99_ms"], row
         assert 0 < row["decision_p50_ms"] <= row["decision_p99_ms"], row
-        level = 0 if row["concurrency"] == 1 else 6
+        level = 0 if row["concurrency"] == 1 else 7
         baseline = rows[level + (2 if row["database"] == "postgres" else 0)]
         expected_ratio = row["cpu_ms_per_conversation"] / baseline["cpu_ms_per_conversation"]
         assert abs(row["cpu_vs_baseline"] - expected_ratio) < 0.01, row
         chat = rows[level + 1]
-        if row["server"] == "sdk":  # the SDK face beside /v1/chat on the same conversation
+        if row["server"] in ("sdk", "agui"):  # a face beside /v1/chat on the same conversation
             expected = row["cpu_ms_per_conversation"] / chat["cpu_ms_per_conversation"]
             assert abs(row["cpu_vs_chat"] - expected) < 0.01, row
         else:
@@ -91,3 +95,4 @@ def test_the_benchmark_measures_consentry_beside_the_baseline(
     assert table.count("| baseline-pg | postgres |") == 3
     assert table.count("| interrupt |") == 2
     assert table.count("| sdk |") == 2
+    assert table.count("| agui |") == 2

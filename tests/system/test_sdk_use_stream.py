@@ -14,16 +14,11 @@ thread's audit trail). Screenshots: ``test-artifacts/screenshots/<test>.png``, a
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
 import shutil
-import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from functools import partial
-from http.server import SimpleHTTPRequestHandler
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -33,93 +28,49 @@ import httpx
 import pytest
 from playwright.sync_api import Page, Response, expect
 
+from tests.sse import CREATED, OFFLINE_ANSWER, QUESTION, SUMMARY_TITLE
 from tests.system.browser import ARTIFACTS, WatchedPage
 from tests.system.frontend_origin import frontend_origin
 from tests.system.held_answer_graph import HELD_ANSWER_DIR, RELEASED
+from tests.system.npm_pages import StaticFiles, esbuild, installed
 from tests.system.server import serve
 
 pytestmark = pytest.mark.npm
 
 PAGE_SOURCE = Path(__file__).parent / "use_stream_page"
-LOCK = PAGE_SOURCE / "package-lock.json"
-INSTALLED_STAMP = PAGE_SOURCE / "node_modules" / ".consentry-lock-sha256"
-"""The hash of the lock file ``node_modules`` was installed from (``npm ci`` runs again when it
-differs)."""
-NPM_SECONDS = 300
 WAIT_MS = 20_000
 GRAPHS = (
     "city=consentry_graphs.examples.ask_city:graph,"
     "held=tests.system.held_answer_graph:build_held_answer_graph"
 )
 
-QUESTION = "What is retrieval?"
-ANSWER = (  # the offline model's, with no notes in the project
-    "I'm the offline model, so I answer from your notes rather than from general knowledge. "
-    "I found nothing in this project's notes about \u201cWhat is retrieval?\u201d. Write a note "
-    "about it, or ask me to add a summary of our discussion to your note."
-)
 SUMMARIZE = "Add a summary of our discussion to my note"
-SUMMARY_TITLE = "Summary of our discussion"
-CREATED = f"Done: I created the new note \u201c{SUMMARY_TITLE}\u201d."
 
 
 # --- the page: installed, bundled and served from an origin of its own -------------------------
-
-
-def _run(command: list[str], *, what: str) -> None:
-    done = subprocess.run(
-        command, cwd=PAGE_SOURCE, capture_output=True, text=True, timeout=NPM_SECONDS, check=False
-    )
-    if done.returncode != 0:
-        pytest.fail(f"{what} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
-
-
-def _tool(name: str) -> str:
-    found = shutil.which(name)
-    if found is None:
-        pytest.fail(f"`{name}` is not installed: `apt-get install nodejs npm` (.ci/run does)")
-    return found
 
 
 @pytest.fixture(scope="session")
 def page_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``npm ci`` (skipped while ``node_modules`` matches the lock), then esbuild's bundle of
     ``src/main.jsx`` beside ``index.html`` in a folder of its own."""
-    _tool("node")
-    lock_hash = hashlib.sha256(LOCK.read_bytes()).hexdigest()
-    # one install at a time: pytest-xdist's workers each get this session fixture
-    with open(Path(tempfile.gettempdir()) / "consentry-use-stream-page.lock", "w") as lock_file:
-        fcntl.flock(lock_file, fcntl.LOCK_EX)
-        if not INSTALLED_STAMP.is_file() or INSTALLED_STAMP.read_text() != lock_hash:
-            _run([_tool("npm"), "ci", "--no-audit", "--no-fund"], what="npm ci")
-            INSTALLED_STAMP.write_text(lock_hash)
+    installed(PAGE_SOURCE)
     bundle = tmp_path_factory.mktemp("use-stream-page")
-    esbuild = PAGE_SOURCE / "node_modules" / ".bin" / "esbuild"
-    _run(
-        [
-            str(esbuild),
-            "src/main.jsx",
-            "--bundle",
-            "--format=esm",
-            "--jsx=automatic",
-            '--define:process.env.NODE_ENV="production"',
-            f"--outfile={bundle / 'main.js'}",
-            "--log-level=warning",
-        ],
-        what="esbuild",
+    esbuild(
+        PAGE_SOURCE,
+        "src/main.jsx",
+        bundle / "main.js",
+        "--format=esm",
+        "--jsx=automatic",
+        '--define:process.env.NODE_ENV="production"',
     )
     shutil.copy(PAGE_SOURCE / "index.html", bundle / "index.html")
     return bundle
 
 
-class _Files(SimpleHTTPRequestHandler):
-    def log_message(self, *_: Any) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def frontend(page_bundle: Path) -> Iterator[str]:
-    with frontend_origin(partial(_Files, directory=str(page_bundle))) as origin:
+    with frontend_origin(partial(StaticFiles, directory=str(page_bundle))) as origin:
         yield origin
 
 
@@ -200,12 +151,12 @@ def test_a_message_streams_its_answer_and_a_consent_is_approved_from_the_page(
     send(page, QUESTION)
 
     expect(page.locator(".msg.human .text")).to_have_text([QUESTION])
-    expect(page.locator(".msg.ai .text")).to_have_text([ANSWER], timeout=WAIT_MS)
+    expect(page.locator(".msg.ai .text")).to_have_text([OFFLINE_ANSWER], timeout=WAIT_MS)
     expect_idle(page)
     growing = streamed_answers(page)
     assert len(growing) >= 3, growing  # tokens were shown before the run ended
-    assert growing[-1] == ANSWER or ANSWER.startswith(growing[-1]), growing
-    assert growing[0] != ANSWER, growing  # the first token came before the rest
+    assert growing[-1] == OFFLINE_ANSWER or OFFLINE_ANSWER.startswith(growing[-1]), growing
+    assert growing[0] != OFFLINE_ANSWER, growing  # the first token came before the rest
     assert all(a != b and b.startswith(a) for a, b in pairwise(growing)), growing
     thread_id = page.locator("#thread").inner_text()
     snapshot(page, request, "answered")
@@ -220,7 +171,7 @@ def test_a_message_streams_its_answer_and_a_consent_is_approved_from_the_page(
     asked = json.loads(card.locator(".interrupt-value").inner_text())
     assert (asked["kind"], asked["proposal"]["title"]) == ("note_create", SUMMARY_TITLE)
     assert asked["allowed_decisions"] == ["approve", "edit", "reject"]
-    expect(page.locator(".msg .text")).to_have_text([QUESTION, ANSWER, SUMMARIZE])
+    expect(page.locator(".msg .text")).to_have_text([QUESTION, OFFLINE_ANSWER, SUMMARIZE])
     inbox = api.get("/v1/approvals", params={"status": "pending"}).json()["approvals"]
     assert [(a["approval_id"], a["kind"], a["thread_id"]) for a in inbox] == [
         (interrupt_id, "note_create", thread_id)
@@ -230,7 +181,7 @@ def test_a_message_streams_its_answer_and_a_consent_is_approved_from_the_page(
     card.locator("#approve").click()
 
     expect(page.locator(".msg .text")).to_have_text(
-        [QUESTION, ANSWER, SUMMARIZE, CREATED], timeout=WAIT_MS
+        [QUESTION, OFFLINE_ANSWER, SUMMARIZE, CREATED], timeout=WAIT_MS
     )
     expect(card).to_have_count(0)
     expect_idle(page)
@@ -321,7 +272,7 @@ def test_a_reload_mid_run_rejoins_the_run_and_shows_its_end(
     open_page(page, frontend, server, "held")
     send(page, QUESTION)
     wait_for_file(held / "holding")  # the run waits mid-way, after its answer
-    expect(page.locator(".msg.ai .text")).to_have_text([ANSWER])
+    expect(page.locator(".msg.ai .text")).to_have_text([OFFLINE_ANSWER])
     expect(page.locator("#status")).to_have_attribute("data-loading", "true")
     thread_id = page.locator("#thread").inner_text()
     [run_id] = page.locator("#runs li").all_inner_texts()
@@ -337,12 +288,14 @@ def test_a_reload_mid_run_rejoins_the_run_and_shows_its_end(
     assert join.status == 200, f"{join.status} {join.text()}"
     expect(page.locator("#thread")).to_have_text(thread_id)
     expect(page.locator("#status")).to_have_attribute("data-loading", "true")
-    expect(page.locator(".msg .text")).to_have_text([QUESTION, ANSWER])
+    expect(page.locator(".msg .text")).to_have_text([QUESTION, OFFLINE_ANSWER])
     snapshot(page, request, "rejoined")
 
     (held / "release").write_text("go")
 
-    expect(page.locator(".msg .text")).to_have_text([QUESTION, ANSWER, RELEASED], timeout=WAIT_MS)
+    expect(page.locator(".msg .text")).to_have_text(
+        [QUESTION, OFFLINE_ANSWER, RELEASED], timeout=WAIT_MS
+    )
     expect_idle(page)
     stored = page.evaluate("(id) => sessionStorage.getItem(`lg:stream:${id}`)", thread_id)
     assert stored is None, "the run's id is forgotten once it ended"

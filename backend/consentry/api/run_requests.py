@@ -97,16 +97,19 @@ class RunRequests:
         face: StreamFace | None = None,
         route: str = "/v1/chat",
         cancel_on_disconnect: bool = False,
+        creates_thread: bool = False,
     ) -> EventStreamResponse:
         """A message (or decisions on pending consents): its run's events (as ``face`` sends
         them: by default Consentry's own). The run goes on when the client goes away, unless
         ``cancel_on_disconnect`` (the LangGraph SDK's ``on_disconnect="cancel"``): then a
-        client gone before the run's end cancels it."""
+        client gone before the run's end cancels it. ``creates_thread``: the ``thread_id`` of a
+        message names a thread to create when none has it (``RunService.start``)."""
         check_chat_edits(self._settings, request)
         kind: RateKind = "decisions" if request.decisions else "messages"
+        start = partial(self._runs.start, owner, request, creates_thread=creates_thread)
         return await self._new_run(
             owner,
-            self._charged(owner, kind, partial(self._runs.start, owner, request)),
+            self._charged(owner, kind, start),
             idempotency_key,
             route,
             request.model_dump(mode="json"),

@@ -19,6 +19,11 @@ LangGraph SDK's face, as ``useStream`` sends it: ``POST /runs/stream`` (``values
 ``messages-tuple``) until ``end`` ``interrupted`` with ``__interrupt__`` in the last ``values``,
 then ``POST /threads/{id}/runs/stream`` with ``command.resume`` (the kit's decision) until
 ``end`` ``success``.
+
+The ``agui`` workload is the same conversation through AG-UI's face, as ``HttpAgent`` sends it:
+``POST /v1/agui/{graph}`` with the message until ``RUN_FINISHED`` with an interrupt outcome,
+then the same route with a ``resume`` entry (the kit's decision) until ``RUN_FINISHED``
+``success``.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -47,11 +53,12 @@ __all__ = [
     "run_load",
 ]
 
-Workload = Literal["chat", "interrupt", "sdk"]
+Workload = Literal["chat", "interrupt", "sdk", "agui"]
 """``chat``: the conversation through ``/v1/chat``; ``interrupt``: a raw ``interrupt()``
-answered; ``sdk``: the conversation through the LangGraph SDK's face."""
+answered; ``sdk``: the conversation through the LangGraph SDK's face; ``agui``: through
+AG-UI's."""
 BenchGraph = Literal["tutor", "consent_flow"]
-"""The graph of a ``chat`` or ``sdk`` conversation."""
+"""The graph of a ``chat``, ``sdk`` or ``agui`` conversation."""
 INTERRUPT_GRAPH = "city=consentry_graphs.examples.ask_city:graph"
 """What a server of the ``interrupt`` workload serves (``CONSENTRY_GRAPHS``)."""
 CONSENT_FLOW_GRAPH = "consent_flow=consentry_graphs.examples.consent_flow:graph_spec"
@@ -105,6 +112,8 @@ async def run_load(
                         timings = await _answered_interrupt(client)
                     elif workload == "sdk":
                         timings = await _sdk_conversation(client, approve=approve, graph=graph)
+                    elif workload == "agui":
+                        timings = await _agui_conversation(client, approve=approve, graph=graph)
                     else:
                         timings = await _conversation(client, approve=approve, graph=graph)
                 except (ConversationError, httpx.HTTPError, ValueError) as exc:
@@ -237,6 +246,49 @@ async def _sdk_stream(
     if not frames or frames[-1][0] != "end" or frames[0][0] != "metadata":
         raise ConversationError(f"the stream did not go from metadata to end: {_names(frames)}")
     return frames, time.perf_counter()
+
+
+async def _agui_conversation(
+    client: httpx.AsyncClient, *, approve: bool, graph: BenchGraph
+) -> tuple[float, float]:
+    started = time.perf_counter()
+    thread_id, path = str(uuid.uuid4()), f"/v1/agui/{graph}"
+    message = {"id": str(uuid.uuid4()), "role": "user", "content": MESSAGE}
+    ask = {"threadId": thread_id, "runId": str(uuid.uuid4()), "messages": [message]}
+    asked, asked_at = await _agui_stream(client, path, ask)
+    outcome = asked[-1].get("outcome") or {}
+    if outcome.get("type") != "interrupt":
+        raise ConversationError(f"expected an interrupt outcome, got {_types(asked)}")
+    (interrupt,) = outcome["interrupts"]
+    decision = {"decision": "approve" if approve else "reject"}
+    entry = {"interruptId": interrupt["id"], "status": "resolved", "payload": decision}
+    resume = {"threadId": thread_id, "runId": str(uuid.uuid4()), "messages": [], "resume": [entry]}
+    decided_at = time.perf_counter()
+    done, ended_at = await _agui_stream(client, path, resume)
+    if (done[-1].get("outcome") or {}).get("type") != "success":
+        raise ConversationError(f"expected a success outcome, got {_types(done)}")
+    return asked_at - started, ended_at - decided_at
+
+
+async def _agui_stream(
+    client: httpx.AsyncClient, path: str, body: dict[str, Any]
+) -> tuple[list[dict[str, Any]], float]:
+    """The events of one AG-UI run, and when its ``RUN_FINISHED`` arrived."""
+    events: list[dict[str, Any]] = []
+    async with client.stream("POST", path, json=body) as response:
+        if response.status_code != 200:
+            await response.aread()
+            raise ConversationError(f"HTTP {response.status_code}: {response.text[:200]}")
+        async for line in response.aiter_lines():
+            if line.startswith("data:"):
+                events.append(json.loads(line[5:]))
+    if not events or events[0]["type"] != "RUN_STARTED" or events[-1]["type"] != "RUN_FINISHED":
+        raise ConversationError(f"the run did not go from start to finish: {_types(events)}")
+    return events, time.perf_counter()
+
+
+def _types(events: list[dict[str, Any]]) -> list[str]:
+    return [str(e.get("type")) for e in events if e.get("type") != "TEXT_MESSAGE_CONTENT"]
 
 
 def _names(frames: list[tuple[str, Any]]) -> list[str]:

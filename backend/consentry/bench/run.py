@@ -180,9 +180,9 @@ def _row(target: Target, result: LoadResult, cpu: float | None, stored: int | No
 
 def _with_ratios(row: BenchRow, baseline: BenchRow | None, chat: BenchRow | None) -> BenchRow:
     """``row`` with its CPU per conversation as a multiple of the baseline's at its level, on its
-    database (and, for the SDK face, of ``/v1/chat``'s)."""
+    database (and, for a face, of ``/v1/chat``'s)."""
     row = replace(row, cpu_vs_baseline=_ratio(row, baseline))
-    if row.server == "sdk":
+    if row.server in ("sdk", "agui"):
         row = replace(row, cpu_vs_chat=_ratio(row, chat))
     return row
 
@@ -236,6 +236,7 @@ async def run_local_bench(
     json_out: TextIO | None,
     interrupt: bool = False,
     sdk: bool = False,
+    agui: bool = False,
     graph: BenchGraph = "tutor",
     baseline_postgres_url: str | None = None,
 ) -> list[BenchRow]:
@@ -246,7 +247,7 @@ async def run_local_bench(
     baseline on PostgreSQL (on ``baseline_postgres_url``, else on a database made beside
     ``postgres_url`` and dropped after the run: ``bench.databases``) and Consentry on
     ``postgres_url``; with ``interrupt`` a Consentry serving a raw-``interrupt()`` graph, and with
-    ``sdk`` one whose conversations go through the LangGraph SDK's face."""
+    ``sdk`` one whose conversations go through the LangGraph SDK's face (``agui``: AG-UI's)."""
     workdir = Path(tempfile.mkdtemp(prefix="consentry-bench-"))
     rows: list[BenchRow] = []
     thread_rows: list[ThreadTurnsRow] = []
@@ -287,9 +288,10 @@ async def run_local_bench(
                 {"CONSENTRY_GRAPHS": INTERRUPT_GRAPH},
             )
             targets.append(_target(raw, graph, workload="interrupt"))
-        if sdk:
-            face = serve("sdk", f"sqlite:///{workdir / 'sdk.db'}", graphs)
-            targets.append(_target(face, graph, workload="sdk"))
+        faces: tuple[tuple[Workload, bool], ...] = (("sdk", sdk), ("agui", agui))
+        for workload in (face for face, asked in faces if asked):
+            face = serve(workload, f"sqlite:///{workdir / f'{workload}.db'}", graphs)
+            targets.append(_target(face, graph, workload=workload))
         if levels:
             rows = await run_bench(
                 targets, levels=levels, conversations=conversations, approve_ratio=approve_ratio

@@ -60,6 +60,7 @@ __all__ = [
     "execute_unread",
     "head_revision",
     "is_database_unavailable",
+    "is_duplicate_key",
     "notify_at_commit",
 ]
 
@@ -351,6 +352,11 @@ DATABASE_ERRORS: tuple[type[Exception], ...] = (
     PoolTimeout,
 )
 """What the drivers raise; :func:`is_database_unavailable` tells an outage from a bug."""
+
+
+def is_duplicate_key(exc: BaseException) -> bool:
+    """Whether ``exc`` is a unique or primary key that refused a row (both databases)."""
+    return isinstance(exc, sa_exc.IntegrityError)
 
 
 def is_database_unavailable(exc: BaseException) -> bool:

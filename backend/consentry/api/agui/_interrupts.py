@@ -6,8 +6,9 @@ title, ``expiresAt``, ``metadata`` the proposal, and ``responseSchema`` the payl
 - a raw ``interrupt()``: the interrupt's own ``response_schema`` (none: any JSON);
 - a consent kit's kind: ``{"decision", "edited"?, "comment"?}``, ``decision`` one of the kind's
   allowed decisions and ``edited`` the kind's edit schema;
-- a tool call under review: the same shape, ``edited`` the tool's arguments (and ``toolCallId``
-  the call, when the run told it).
+- a tool call under review: the same shape, ``edited`` the tool's arguments, or the
+  middleware's decision (``{"type", "message"?, "edited_action"?: {"args"}}``); ``toolCallId``
+  names the call, when the run told it.
 """
 
 from __future__ import annotations
@@ -62,12 +63,24 @@ class Interrupts:
         }
         if "edit" in consent.allowed_decisions:
             properties["edited"] = edit or {"type": "object"}
-        return {
+        decision = {
             "type": "object",
             "required": ["decision"],
             "properties": properties,
             "additionalProperties": False,
         }
+        if consent.kind != TOOL_CALL:
+            return decision
+        # A reviewed call also takes the middleware's own decision for it.
+        middleware: dict[str, Any] = {
+            "type": {"enum": list(consent.allowed_decisions)},
+            "message": {"type": "string"},
+        }
+        if "edit" in consent.allowed_decisions:
+            args = edit or {"type": "object"}
+            middleware["edited_action"] = {"type": "object", "properties": {"args": args}}
+        taken = {"type": "object", "required": ["type"], "properties": middleware}
+        return {"oneOf": [decision, {**taken, "additionalProperties": False}]}
 
 
 def tool_call_key(name: str, args: Any) -> str:

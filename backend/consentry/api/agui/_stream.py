@@ -146,7 +146,9 @@ class AguiStream:
         elif reason == "cancelled":
             outcome = RunFinishedCancelledOutcome()
         else:  # completed, or expired (a consent expired and the graph took its expired path)
-            outcome = RunFinishedSuccessOutcome()
+            # Calls left unanswered (a frontend tool's): the page answers them in the next input.
+            pending = [c for c in run.call_ids if c not in run.tool_results]
+            outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=pending or None)
         ending.append(
             RunFinishedEvent(thread_id=thread_id, run_id=self._client_run_id, outcome=outcome)
         )
@@ -163,6 +165,9 @@ class _Run:
         self.consents: list[ConsentEvent] = []
         self.tool_calls: dict[str, str] = {}
         """Each tool call's id by its name and arguments (a review's consent names none)."""
+        self.call_ids: dict[str, None] = {}
+        """The run's tool calls, in order."""
+        self.tool_results: set[str] = set()
         self.error: tuple[str, str] | None = None
 
     def close_messages(self) -> list[BaseEvent]:
@@ -198,6 +203,7 @@ class _Run:
         if kind == "tool_call":
             return self._tool_call(data)
         if kind == "tool_result":
+            self.tool_results.add(data["tool_call_id"])
             return [
                 ToolCallResultEvent(
                     message_id=f"{data['tool_call_id']}:result",
@@ -243,6 +249,7 @@ class _Run:
     def _tool_call(self, data: Mapping[str, Any]) -> list[BaseEvent]:
         call_id = data["tool_call_id"]
         self.tool_calls[tool_call_key(data["name"], data["args"])] = call_id
+        self.call_ids[call_id] = None
         return [
             ToolCallStartEvent(
                 tool_call_id=call_id,

@@ -23,7 +23,6 @@ from consentry.api.deps import (
     IdempotencyKey,
     PrincipalDep,
     ThreadsDep,
-    ThreadWriterDep,
 )
 from consentry.api.new_thread_ids import check_uuid
 from consentry.api.responses import ERROR_RESPONSES
@@ -47,7 +46,6 @@ async def run_agent(
     owner: PrincipalDep,
     graphs: GraphsDep,
     threads: ThreadsDep,
-    writer: ThreadWriterDep,
     run_requests: RunRequestsDep,
     idempotency_key: IdempotencyKey = None,
 ) -> Response:
@@ -63,12 +61,6 @@ async def run_agent(
         else:
             request = message_request(body, spec)
             check_uuid(body.thread_id)
-            await writer.create(
-                owner,
-                thread_id=body.thread_id,
-                metadata={"graph_id": graph},
-                if_exists="do_nothing",
-            )
         face = AguiStream(
             threads, owner, graph=graph, client_run_id=body.run_id, interrupts=_of(spec)
         )
@@ -78,6 +70,7 @@ async def run_agent(
             idempotency_key=idempotency_key or f"agui:{body.run_id}"[:255],
             face=face,
             route=f"/v1/agui/{graph}",
+            creates_thread=True,
         )
     except ConsentryError as exc:
         frames = error_frames(

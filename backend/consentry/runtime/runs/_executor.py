@@ -26,6 +26,7 @@ from functools import partial
 from typing import Literal
 
 from langgraph.channels.delta import DeltaChannel
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.errors import GraphRecursionError
 
 from consentry.observability.logs import bind_run
@@ -146,6 +147,13 @@ class RunExecutor:
     def graph(self, name: str) -> CompiledGraph:
         """The compiled graph ``name`` (``unknown_graph`` when it is not served here)."""
         return self._streamer.graph(name)
+
+    async def forget_checkpoints(self, graph: str, thread_id: str) -> None:
+        """Delete the checkpoints kept under ``thread_id`` (a thread about to be created under
+        an id a client chose: a deletion that stopped half-way may have left some)."""
+        checkpointer = self.graph(graph).checkpointer
+        if isinstance(checkpointer, BaseCheckpointSaver):
+            await checkpointer.adelete_thread(thread_id)
 
     @property
     def deadlines(self) -> ConsentDeadlines:

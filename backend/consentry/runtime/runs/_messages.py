@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from langchain_core.messages import HumanMessage
@@ -33,12 +34,14 @@ from consentry.runtime.runs._run_types import (
     ActiveRun,
     ClaimHold,
     GraphInput,
+    GraphPosition,
     run_id_for,
 )
-from consentry.runtime.runs._targets import RunTarget, refuse_if_running
+from consentry.runtime.runs._targets import RunTarget, refuse_if_running, thread_exists
 from consentry.schemas.chat import ChatRequest
 from consentry.storage import runs as runs_repo
 from consentry.storage import threads as threads_repo
+from consentry.storage.database import is_duplicate_key
 from consentry_graphs.graph_io import InputMismatchError, new_message_id
 
 __all__ = ["start_message"]
@@ -61,6 +64,28 @@ async def start_message(
     position = NOWHERE
     if target.status == "awaiting_consent" or target.stopped_half_way:
         position = await launcher.executor.position(target.spec, target.thread_id)
+    if target.chosen_id:  # what a deletion that stopped half-way left under this id
+        await launcher.executor.forget_checkpoints(target.spec.name, target.thread_id)
+    try:
+        started = (graph_input, run_id, now, position)
+        return await _start(launcher, owner, target, request, key, *started)
+    except Exception as exc:
+        if target.chosen_id and is_duplicate_key(exc):  # created meanwhile by another request
+            raise thread_exists(target.thread_id) from None
+        raise
+
+
+async def _start(
+    launcher: Launcher,
+    owner: Principal,
+    target: RunTarget,
+    request: ChatRequest,
+    key: ClaimHold | None,
+    graph_input: dict[str, Any],
+    run_id: str,
+    now: datetime,
+    position: GraphPosition,
+) -> ActiveRun:
     waiting = position.waiting
     async with launcher.db.write() as conn:
         if target.is_new:

@@ -95,12 +95,18 @@ class RunService:
         )
 
     async def start(
-        self, owner: Principal, request: ChatRequest, *, key: ClaimHold | None = None
+        self,
+        owner: Principal,
+        request: ChatRequest,
+        *,
+        key: ClaimHold | None = None,
+        creates_thread: bool = False,
     ) -> ActiveRun:
         """Start the run a chat request asks for: a message, or decisions (a ``resume``).
         ``key``: the request's ``Idempotency-Key``, completed in the transaction that claims the
-        run."""
-        target = await self._targets.resolve(owner, request)
+        run. ``creates_thread``: a message whose ``thread_id`` no thread has creates it under
+        that id (AG-UI's ``threadId``), in the transaction that claims it."""
+        target = await self._targets.resolve(owner, request, creates=creates_thread)
         if request.decisions:
             return await start_decisions(
                 self._launcher, self._alarm, owner, target, request.decisions, key

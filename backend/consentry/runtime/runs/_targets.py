@@ -17,11 +17,11 @@ from consentry.schemas.threads import ThreadStatus
 from consentry.storage import notes as notes_repo
 from consentry.storage import projects as projects_repo
 from consentry.storage import threads as threads_repo
-from consentry.storage.database import Database
+from consentry.storage.database import Database, DbConnection
 from consentry.storage.threads import ThreadRecord
 from consentry_graphs.registry import GraphSpec
 
-__all__ = ["RunTarget", "RunTargets", "refuse_if_running", "run_in_progress"]
+__all__ = ["RunTarget", "RunTargets", "refuse_if_running", "run_in_progress", "thread_exists"]
 
 _DEFAULT_PROJECTS_KEPT = 10_000
 
@@ -43,6 +43,8 @@ class RunTarget:
     never_ran: bool = False
     """An existing thread no run has claimed yet (``POST /threads``): its first message titles
     it."""
+    chosen_id: bool = False
+    """A new thread under the id the client chose (AG-UI's ``threadId``), created by its run."""
 
     @property
     def stopped_half_way(self) -> bool:
@@ -57,6 +59,29 @@ def run_in_progress(thread_id: str) -> ConflictError:
         code="run_in_progress",
         details={"thread_id": thread_id},
     )
+
+
+def thread_exists(thread_id: str) -> ConflictError:
+    """409 ``thread_exists``: a client chose an id a thread (anybody's) has already."""
+    return ConflictError(
+        f"A thread with id {thread_id!r} exists.",
+        code="thread_exists",
+        details={"thread_id": thread_id},
+    )
+
+
+async def _existing(
+    conn: DbConnection, owner: Principal, thread_id: str, *, creates: bool
+) -> ThreadRecord | None:
+    """The owner's thread ``thread_id``; None when the request creates it under that id."""
+    try:
+        return await threads_repo.get_thread(conn, owner, thread_id)
+    except NotFoundError:
+        if not creates:
+            raise
+    if await threads_repo.thread_id_taken(conn, thread_id):
+        raise thread_exists(thread_id)
+    return None
 
 
 def refuse_if_running(target: RunTarget) -> None:
@@ -84,23 +109,29 @@ class RunTargets:
         """Each owner's default project, once read: it is never deleted nor replaced (one per
         owner, ``0009_one_default_project``), so a new thread needs no read to find it."""
 
-    async def resolve(self, owner: Principal, request: ChatRequest) -> RunTarget:
+    async def resolve(
+        self, owner: Principal, request: ChatRequest, *, creates: bool = False
+    ) -> RunTarget:
         """The thread ``request`` is for: checked (404, 422) and read once; a new thread's
-        default project is created on first use."""
+        default project is created on first use. ``creates``: a ``thread_id`` no thread has is
+        a new thread under that id (one of another owner: 409 ``thread_exists``)."""
         binding: str | None = None
         if request.thread_id is None and request.project_id is None and request.note_id is None:
             known = self._default_projects.get(owner)
             if known is not None:  # a new thread in the owner's default project: nothing to read
                 return self._new_thread(request, self.spec(request.graph), known)
         async with self._db.read() as conn:
-            if request.thread_id is None:  # a message (a `resume` names its thread: ChatRequest)
-                spec = self.spec(request.graph)
+            row = None
+            if request.thread_id is not None:
+                row = await _existing(conn, owner, request.thread_id, creates=creates)
+            if row is None:  # a message's new thread (a `resume` names its thread: ChatRequest)
                 project_id = request.project_id
                 if project_id is not None:
                     await projects_repo.get_project(conn, owner, project_id)
-                target = self._new_thread(request, spec, project_id or "")
+                target = self._new_thread(request, self.spec(request.graph), project_id or "")
+                if request.thread_id is not None:  # under the id the client chose
+                    target = replace(target, thread_id=request.thread_id, chosen_id=True)
             else:
-                row = await threads_repo.get_thread(conn, owner, request.thread_id)
                 if request.project_id not in (None, row.project_id):
                     await projects_repo.get_project(conn, owner, request.project_id)  # 404 first
                 binding = _first_graph(row, request)
@@ -117,7 +148,7 @@ class RunTargets:
                 default_project = self._default_projects.get(owner)
                 if default_project is None:
                     default_project = await projects_repo.find_default_project_id(conn, owner)
-        if binding is not None:
+        if binding is not None and row is not None:
             await self._bind_graph(owner, row, request, binding)
         if not target.project_id:
             if default_project is None:  # first use: create it

@@ -21,12 +21,12 @@ from uuid import uuid4
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from consentry.errors import ConflictError, InvalidRequestError, NotFoundError
+from consentry.errors import InvalidRequestError, NotFoundError
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
 from consentry.runtime.notes import SampleNote, default_project_id
 from consentry.runtime.runs._reads import DERIVED_METADATA, ThreadReader
-from consentry.runtime.runs._targets import run_in_progress
+from consentry.runtime.runs._targets import run_in_progress, thread_exists
 from consentry.schemas.sdk import SdkThread
 from consentry.storage import projects as projects_repo
 from consentry.storage import threads as threads_repo
@@ -101,11 +101,7 @@ class ThreadWriter:
                 return await self._reader.sdk_thread(owner, thread_id)
             except NotFoundError:  # somebody else's: 409, as for a `raise`
                 pass
-        raise ConflictError(
-            f"A thread with id {thread_id!r} exists.",
-            code="thread_exists",
-            details={"thread_id": thread_id},
-        )
+        raise thread_exists(thread_id)
 
     async def update_metadata(
         self, owner: Principal, thread_id: str, metadata: Mapping[str, Any]
