@@ -14,8 +14,9 @@ from typing import Any, Literal
 import sqlalchemy as sa
 
 from consentry.principal import Principal
-from consentry.storage.database import DbConnection
-from consentry.storage.dialect import insert
+from consentry.storage.database import DbConnection, execute
+from consentry.storage.dialect import INSERTS
+from consentry.storage.direct import direct
 from consentry.storage.tables import idempotency_keys
 
 __all__ = [
@@ -73,6 +74,43 @@ def _held(owner: Principal, key: str, attempt: str) -> sa.ColumnElement[bool]:
     )
 
 
+# A request's claim and completion are on the path of every run with a key: built once.
+_CLAIM = {
+    dialect: direct(
+        make_insert(idempotency_keys)
+        .values(
+            tenant=sa.bindparam("p_tenant"),
+            user_id=sa.bindparam("p_user"),
+            key=sa.bindparam("p_key"),
+            request_hash=sa.bindparam("p_hash"),
+            status="in_flight",
+            attempt=sa.bindparam("p_attempt"),
+            created_at=sa.bindparam("p_now"),
+        )
+        .on_conflict_do_nothing()
+        .returning(idempotency_keys.c.key)  # (an INSERT's row count is not reported everywhere)
+    )
+    for dialect, make_insert in INSERTS.items()
+}
+_COMPLETE = direct(
+    idempotency_keys.update()
+    .where(
+        idempotency_keys.c.tenant == sa.bindparam("p_tenant"),
+        idempotency_keys.c.user_id == sa.bindparam("p_user"),
+        idempotency_keys.c.key == sa.bindparam("p_key"),
+        idempotency_keys.c.status == "in_flight",
+        idempotency_keys.c.attempt == sa.bindparam("p_attempt"),
+    )
+    .values(
+        status="done",
+        response_status=sa.bindparam("p_status"),
+        response_body=sa.bindparam("p_body"),
+        thread_id=sa.bindparam("p_thread"),
+        run_id=sa.bindparam("p_run"),
+    )
+)
+
+
 async def find_idempotency_key(
     conn: DbConnection, owner: Principal, key: str
 ) -> IdempotencyKeyRecord | None:
@@ -91,20 +129,15 @@ async def claim_idempotency_key(
 ) -> bool:
     """Record the key as in flight, held by ``attempt``; False when it exists already (one
     statement, so two requests racing with the same key get one True, on either database)."""
-    result = await conn.execute(
-        insert(conn, idempotency_keys)
-        .values(
-            tenant=owner.tenant,
-            user_id=owner.user,
-            key=key,
-            request_hash=request_hash,
-            status="in_flight",
-            attempt=attempt,
-            created_at=now,
-        )
-        .on_conflict_do_nothing()
-        .returning(idempotency_keys.c.key)  # (an INSERT's row count is not reported everywhere)
-    )
+    parameters = {
+        "p_tenant": owner.tenant,
+        "p_user": owner.user,
+        "p_key": key,
+        "p_hash": request_hash,
+        "p_attempt": attempt,
+        "p_now": now,
+    }
+    result = await execute(conn, _CLAIM[conn.dialect.name], parameters)
     return result.first() is not None
 
 
@@ -140,17 +173,17 @@ async def complete_idempotency_key(
 ) -> bool:
     """Store what the request produced, if ``attempt`` still holds the key (else False: the
     caller's transaction must roll back, another attempt owns the key now)."""
-    result = await conn.execute(
-        idempotency_keys.update()
-        .where(_held(owner, key, attempt))
-        .values(
-            status="done",
-            response_status=response_status,
-            response_body=response_body,
-            thread_id=thread_id,
-            run_id=run_id,
-        )
-    )
+    parameters = {
+        "p_tenant": owner.tenant,
+        "p_user": owner.user,
+        "p_key": key,
+        "p_attempt": attempt,
+        "p_status": response_status,
+        "p_body": response_body,
+        "p_thread": thread_id,
+        "p_run": run_id,
+    }
+    result = await execute(conn, _COMPLETE, parameters)
     return result.rowcount == 1
 
 

@@ -206,6 +206,9 @@ _GET_THREAD = direct(
 )
 
 
+_GET_ANY_THREAD = direct(sa.select(*_COLUMNS).where(threads.c.id == sa.bindparam("p_id")))
+
+
 def _owner_params(owner: Principal, thread_id: str) -> dict[str, str]:
     return {"p_id": thread_id, "p_tenant": owner.tenant, "p_user": owner.user}
 
@@ -215,6 +218,18 @@ async def get_thread(conn: DbConnection, owner: Principal, thread_id: str) -> Th
     if row is None:
         raise NotFoundError.of("thread", thread_id)
     return ThreadRecord(*row)
+
+
+async def get_thread_or_taken(
+    conn: DbConnection, owner: Principal, thread_id: str
+) -> ThreadRecord | bool:
+    """The owner's thread ``thread_id``; else whether another owner's thread has the id (one
+    statement, for a thread a client names to create it)."""
+    row = (await execute(conn, _GET_ANY_THREAD, {"p_id": thread_id})).first()
+    if row is None:
+        return False
+    record = ThreadRecord(*row)
+    return record if (record.tenant, record.user_id) == (owner.tenant, owner.user) else True
 
 
 async def list_threads(

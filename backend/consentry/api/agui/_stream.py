@@ -11,8 +11,10 @@ projected, typed with the official models (``ag-ui-protocol``) and framed by its
   ``TOOL_CALL_END``; ``tool_result`` → ``TOOL_CALL_RESULT``;
 - ``note``, ``model_retry`` → ``CUSTOM`` (``consentry.note``, ``consentry.model_retry``);
 - ``consent`` → an interrupt of ``RUN_FINISHED``'s outcome (``_interrupts``);
-- ``final`` → ``STATE_SNAPSHOT`` (the graph's state from its checkpoint), then ``RUN_FINISHED``
-  (``success``, ``interrupt`` or ``cancelled``) or ``RUN_ERROR`` (the run's ``error`` code).
+- ``final`` → ``STATE_SNAPSHOT`` (the graph's state after the run's last step, as LangGraph
+  streamed it to this stream; read from the checkpoint when the stream got none: a replay), then
+  ``RUN_FINISHED`` (``success``, ``interrupt`` or ``cancelled``) or ``RUN_ERROR`` (the run's
+  ``error`` code).
 """
 
 from __future__ import annotations
@@ -46,7 +48,12 @@ from ag_ui.encoder import EventEncoder
 from consentry.api.agui._interrupts import Interrupts, tool_call_key
 from consentry.principal import Principal
 from consentry.runtime.outgoing import OutgoingEvent
-from consentry.runtime.runs import RunSuspendedError, ThreadReader
+from consentry.runtime.runs import (
+    RunSuspendedError,
+    ThreadReader,
+    graph_output_mode,
+    split_output,
+)
 from consentry.schemas.events import ConsentEvent
 
 __all__ = ["AguiStream", "error_frames"]
@@ -85,8 +92,9 @@ def error_frames(
 class AguiStream:
     """The AG-UI events of one run (a ``StreamFace``)."""
 
-    graph_modes: frozenset[str] = frozenset()
-    """No per-step graph outputs: the state goes once, from the checkpoint, at the run's end."""
+    graph_modes: frozenset[str] = frozenset({"values"})
+    """The state after each step, asked of the run (never stored): the last one is the
+    ``STATE_SNAPSHOT`` of the run's end, without reading the checkpoint again."""
 
     def __init__(
         self,
@@ -110,6 +118,11 @@ class AguiStream:
         run = _Run(self._client_run_id)
         try:
             async for event in events:
+                if graph_output_mode(event.type) is not None:  # only `values` is asked for
+                    head, chunk = split_output(event.data)
+                    if "ns" not in head:  # the graph's own, not a subgraph's
+                        run.values = chunk
+                    continue
                 data: dict[str, Any] = json.loads(event.data)
                 if event.type == "final":
                     for frame in [*run.close_messages(), *run.close_step()]:
@@ -132,8 +145,12 @@ class AguiStream:
 
     async def _ending(self, run: _Run, final: dict[str, Any]) -> list[BaseEvent]:
         thread_id, reason = final["thread_id"], final["reason"]
-        state = await self._reader.graph_state(self._owner, thread_id, graph=self._graph)
-        ending: list[BaseEvent] = [StateSnapshotEvent(snapshot=state.values)]
+        if run.values is not None:
+            snapshot = json.loads(run.values)
+        else:  # a replay: per-step states are not stored
+            state = await self._reader.graph_state(self._owner, thread_id, graph=self._graph)
+            snapshot = state.values
+        ending: list[BaseEvent] = [StateSnapshotEvent(snapshot=snapshot)]
         if reason == "failed" or reason in _FAILED:
             code, message = run.error or (reason, _FAILED.get(reason, "The run failed."))
             ending.append(RunErrorEvent(message=message, code=code))
@@ -169,6 +186,8 @@ class _Run:
         """The run's tool calls, in order."""
         self.tool_results: set[str] = set()
         self.error: tuple[str, str] | None = None
+        self.values: str | None = None
+        """The graph's state after the run's last step, as JSON, when the run streamed it."""
 
     def close_messages(self) -> list[BaseEvent]:
         """Messages whose tokens came and whose ``message`` did not (the run stopped)."""

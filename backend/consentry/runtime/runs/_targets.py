@@ -74,14 +74,12 @@ async def _existing(
     conn: DbConnection, owner: Principal, thread_id: str, *, creates: bool
 ) -> ThreadRecord | None:
     """The owner's thread ``thread_id``; None when the request creates it under that id."""
-    try:
+    if not creates:
         return await threads_repo.get_thread(conn, owner, thread_id)
-    except NotFoundError:
-        if not creates:
-            raise
-    if await threads_repo.thread_id_taken(conn, thread_id):
+    found = await threads_repo.get_thread_or_taken(conn, owner, thread_id)
+    if found is True:
         raise thread_exists(thread_id)
-    return None
+    return found or None
 
 
 def refuse_if_running(target: RunTarget) -> None:
