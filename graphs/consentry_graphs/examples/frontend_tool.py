@@ -2,9 +2,11 @@
 no model, no Consentry import.
 
 Its input has a ``tools`` field, so the tools an AG-UI client declares (``RunAgentInput.tools``:
-``name``, ``description``, ``parameters``) reach it (``docs/ag-ui.md``). It asks the first one,
-with the person's message as its ``text`` argument; the run then ends, the call unanswered, and
-the page's answer comes back as a ``tool`` message of the next input, which it reports.
+``name``, ``description``, ``parameters``) reach it (``docs/ag-ui.md``), and a ``context`` field
+(``RunAgentInput.context``: ``description``, ``value``). It asks the first tool, with the
+person's message as its ``text`` argument; the run then ends, the call unanswered, and the
+page's answer comes back as a ``tool`` message of the next input, which it reports. Offered no
+tool, it says so, and what context it was given.
 
     use_page_tool → END
 
@@ -24,6 +26,7 @@ from typing_extensions import TypedDict
 class PageToolState(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
     tools: list[dict[str, Any]]
+    context: list[dict[str, Any]]
 
 
 def use_page_tool(state: PageToolState) -> dict[str, list[AnyMessage]]:
@@ -32,7 +35,8 @@ def use_page_tool(state: PageToolState) -> dict[str, list[AnyMessage]]:
         return {"messages": [AIMessage(f"The page answered: {last.text}")]}
     tools = state.get("tools") or []
     if not tools:
-        return {"messages": [AIMessage("The page offered no tool to call.")]}
+        given = "".join(f" {c['description']}: {c['value']}." for c in state.get("context") or [])
+        return {"messages": [AIMessage(f"The page offered no tool to call.{given}")]}
     text = last.text if isinstance(last, HumanMessage) else ""
     call = {"name": tools[0]["name"], "args": {"text": text}, "id": f"call-{last.id}"}
     return {"messages": [AIMessage("", tool_calls=[call])]}

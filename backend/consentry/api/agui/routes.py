@@ -56,7 +56,7 @@ async def run_agent(
         raise NotFoundError.of("graph", graph)
     try:
         if body.resume:
-            pending = (await threads.detail(owner, body.thread_id)).pending_consents
+            pending = await threads.pending_consents(owner, body.thread_id)
             request = resume_request(body, spec, pending)
         else:
             request = message_request(body, spec)

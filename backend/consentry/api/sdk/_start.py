@@ -250,7 +250,7 @@ class RunStart:
             return ChatRequest(thread_id=thread_id, graph=graph, input=body.input)
         if thread_id is None:
             raise ConflictError("A `command` resumes a thread: name it.", code="no_pending_consent")
-        pending = (await self.threads.detail(self.owner, thread_id)).pending_consents
+        pending = await self.threads.pending_consents(self.owner, thread_id)
         decisions = decisions_for(body.command.resume, pending)
         return ChatRequest(thread_id=thread_id, graph=graph, resume=decisions)
 

@@ -79,6 +79,15 @@ class ThreadReader:
             **summary.model_dump(), pending_consents=consents, tokens_used=row.tokens_used
         )
 
+    async def pending_consents(self, owner: Principal, thread_id: str) -> list[ConsentEvent]:
+        """The consents the owner's thread waits for (404 for another's): what a face reads to
+        map its protocol's answers to decisions."""
+        now = self._clock()
+        async with self._db.read() as conn:
+            await threads_repo.get_thread(conn, owner, thread_id)
+            pending = await approvals_repo.pending_approvals(conn, thread_id)
+        return [ConsentEvent.model_validate(r.event) for r in pending if not is_expired(r, now)]
+
     async def graph_state(
         self, owner: Principal, thread_id: str, *, graph: str | None = None
     ) -> GraphState:
