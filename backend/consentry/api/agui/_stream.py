@@ -73,6 +73,10 @@ def _frame(event: BaseEvent) -> bytes:
     return _ENCODER.encode(event).encode()
 
 
+def _frames(events: list[BaseEvent]) -> bytes:
+    return b"".join(_frame(event) for event in events)
+
+
 def error_frames(
     thread_id: str,
     run_id: str,
@@ -115,6 +119,8 @@ class AguiStream:
         return {}
 
     async def frames(self, events: AsyncIterator[OutgoingEvent]) -> AsyncGenerator[bytes, None]:
+        """The AG-UI frames of each event, sent together (one write for a step's end and the
+        next one's start, a tool call's three, a run's last ones)."""
         run = _Run(self._client_run_id)
         try:
             async for event in events:
@@ -125,13 +131,11 @@ class AguiStream:
                     continue
                 data: dict[str, Any] = json.loads(event.data)
                 if event.type == "final":
-                    for frame in [*run.close_messages(), *run.close_step()]:
-                        yield _frame(frame)
-                    for frame in await self._ending(run, data):
-                        yield _frame(frame)
+                    ending = [*run.close_messages(), *run.close_step()]
+                    yield _frames([*ending, *await self._ending(run, data)])
                     return
-                for frame in run.project(event.type, data):
-                    yield _frame(frame)
+                if projected := run.project(event.type, data):
+                    yield _frames(projected)
         except RunSuspendedError:
             # The server is shutting down and another process continues the run: AG-UI has no
             # reconnect, so the client is told the run stopped here (its next run resumes it).
