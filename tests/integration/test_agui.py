@@ -229,10 +229,11 @@ async def test_a_tool_call_review_is_one_interrupt_per_call_answered_together(
     )
 
 
-async def test_the_same_run_id_sent_again_replays_the_first_run(open_live: Any) -> None:
+async def test_an_input_sent_again_with_its_key_replays_the_first_run(open_live: Any) -> None:
     thread_id = str(uuid4())
     body = run_input(thread_id, user("What is retrieval?"))
     async with open_live() as (client, _):
+        client.headers["Idempotency-Key"] = "retry-me"
         first = await run(client, "tutor", body)
         second = await run(client, "tutor", body)
         messages = (await client.get(f"/v1/threads/{thread_id}/messages")).json()["messages"]

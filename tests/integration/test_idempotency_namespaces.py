@@ -375,37 +375,36 @@ async def test_an_sdk_run_key_reused_by_another_principal_runs_that_principals_o
     assert parse_frames(replay.text)[0] == parse_frames(alices.text)[0]  # the same metadata
 
 
-async def test_an_agui_run_id_reused_by_another_principal_runs_that_principals_own_run(
+async def test_an_agui_key_reused_by_another_principal_runs_that_principals_own_run(
     keyed_client: httpx.AsyncClient,
 ) -> None:
-    """AG-UI's ``runId`` is the run's key when the request sends none: the same ``runId`` is the
-    same run for its sender only."""
     client = keyed_client
 
-    def body(thread_id: str, message_id: str = "m1") -> dict[str, Any]:
-        message = {"id": message_id, "role": "user", "content": "What is RAG?"}
-        return {"threadId": thread_id, "runId": "shared-run", "messages": [message]}
+    def body(thread_id: str) -> dict[str, Any]:
+        message = {"id": "m1", "role": "user", "content": "What is RAG?"}
+        return {"threadId": thread_id, "runId": "r1", "messages": [message]}
 
     def run_id(response: httpx.Response) -> str:
         started = json.loads(response.text.split("\n\n")[0].removeprefix("data: "))
         return str(started["metadata"]["consentry_run_id"])
 
-    alices_thread = str(uuid.uuid4())
-    alices = await client.post("/v1/agui/tutor", json=body(alices_thread), headers=OWNER)
+    key, alices_thread = "shared-agui-run", str(uuid.uuid4())
+    alices = await client.post(
+        "/v1/agui/tutor", json=body(alices_thread), headers=_with_key(OWNER, key)
+    )
     theirs = {
-        who: await client.post("/v1/agui/tutor", json=body(str(uuid.uuid4())), headers=headers)
+        who: await client.post(
+            "/v1/agui/tutor", json=body(str(uuid.uuid4())), headers=_with_key(headers, key)
+        )
         for who, headers in STRANGERS.items()
     }
-    replay = await client.post("/v1/agui/tutor", json=body(alices_thread), headers=OWNER)
-    keyed = await client.post(  # her next message, with a key of its own
-        "/v1/agui/tutor", json=body(alices_thread, "m2"), headers=_with_key(OWNER, "explicit")
+    replay = await client.post(
+        "/v1/agui/tutor", json=body(alices_thread), headers=_with_key(OWNER, key)
     )
 
     assert {who: r.headers.get(REPLAYED) for who, r in theirs.items()} == dict.fromkeys(STRANGERS)
     assert run_id(alices) not in {run_id(r) for r in theirs.values()}
     assert (replay.headers.get(REPLAYED), run_id(replay)) == ("true", run_id(alices))
-    assert keyed.headers.get(REPLAYED) is None  # a key the request sends wins over the runId
-    assert run_id(keyed) != run_id(alices)
 
 
 async def test_an_sdk_background_run_sent_again_with_its_key_is_the_same_run_for_its_owner_only(
