@@ -546,3 +546,45 @@ async def test_a_run_past_its_step_limit_is_a_run_error_with_its_code(open_live:
 
     assert events[-1].type.value == "RUN_ERROR"
     assert events[-1].code == "step_limit"
+
+
+async def test_answers_a_consent_does_not_take_are_run_errors_and_it_stays_pending(
+    open_live: Any,
+) -> None:
+    async with open_live(graphs=SERVED) as (client, _):
+        tutor_thread, city_thread = str(uuid4()), str(uuid4())
+        asked = await run(client, "tutor", run_input(tutor_thread, user(ASK_FOR_SUMMARY)))
+        (consent,) = asked[-1].outcome.interrupts
+        city = await run(client, "city", run_input(city_thread, user("Plan a trip")))
+        (question,) = city[-1].outcome.interrupts
+        not_a_decision = [{"interruptId": consent.id, "status": "resolved", "payload": "yes"}]
+        unrejectable = [{"interruptId": question.id, "status": "cancelled"}]
+        refused = await run(client, "tutor", run_input(tutor_thread, resume=not_a_decision))
+        kept = await run(client, "city", run_input(city_thread, resume=unrejectable))
+        statuses = [
+            (await client.get(f"/v1/approvals/{i.id}")).json()["status"]
+            for i in (consent, question)
+        ]
+
+    assert (refused[0].code, refused[0].metadata["status"]) == ("invalid_resume", 422)
+    assert (kept[0].code, kept[0].metadata["status"]) == ("decision_not_allowed", 422)
+    assert statuses == ["pending", "pending"]
+
+
+async def test_a_message_while_a_run_is_active_is_a_run_error_and_parent_run_id_is_not_read(
+    open_live: Any, stub: OpenAIStub
+) -> None:
+    stub.reply('{"intent": "answer", "query": "x"}')
+    stub.hold("An answer that takes its time.")
+    thread_id = str(uuid4())
+    async with open_live(**stub.app_settings()) as (client, _):
+        running = asyncio.create_task(
+            run(client, "tutor", run_input(thread_id, user("What is x?"), parentRunId="p"))
+        )
+        await asyncio.wait_for(stub.holding.wait(), 10)
+        busy = await run(client, "tutor", run_input(thread_id, user("And y?")))
+        stub.release()
+        events = await asyncio.wait_for(running, 10)
+
+    assert (busy[0].code, busy[0].metadata["status"]) == ("run_in_progress", 409)
+    assert events[-1].outcome.type == "success"
