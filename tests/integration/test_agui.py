@@ -588,3 +588,21 @@ async def test_a_message_while_a_run_is_active_is_a_run_error_and_parent_run_id_
 
     assert (busy[0].code, busy[0].metadata["status"]) == ("run_in_progress", 409)
     assert events[-1].outcome.type == "success"
+
+
+async def test_an_input_no_run_request_can_carry_is_a_run_error_not_a_server_error(
+    open_live: Any,
+) -> None:
+    thread_id = str(uuid4())
+    async with open_live() as (client, _):
+        await run(client, "tutor", run_input(thread_id, user(ASK_FOR_SUMMARY)))
+        long_id = [{"interruptId": "x" * 100, "status": "cancelled"}]
+        too_many = [{"interruptId": f"a{i}", "status": "cancelled"} for i in range(51)]
+        bad_prop = {"note_id": 42}
+        answers = [
+            await run(client, "tutor", run_input(thread_id, resume=long_id)),
+            await run(client, "tutor", run_input(thread_id, resume=too_many)),
+            await run(client, "tutor", run_input(thread_id, user("Hi"), forwardedProps=bad_prop)),
+        ]
+
+    assert [(a[0].code, a[0].metadata["status"]) for a in answers] == [("request_invalid", 422)] * 3

@@ -47,11 +47,7 @@ def message_request(body: RunAgentInput, spec: GraphSpec) -> ChatRequest:
     try:
         return ChatRequest.model_validate({**fields, **_props(body)})
     except ValidationError as exc:
-        raise InvalidRequestError(
-            "The input does not make a run request (`forwardedProps` with a wrong value?).",
-            code="request_invalid",
-            details={"errors": exc.errors(include_url=False, include_context=False)},
-        ) from None
+        raise _not_a_request(exc) from None
 
 
 def resume_request(
@@ -60,25 +56,34 @@ def resume_request(
     """The request of a run that continues the thread with the answers of ``body.resume``."""
     by_id = {consent.approval_id: consent for consent in pending}
     decisions: list[ResumeDecision] = []
-    for entry in body.resume or []:
-        consent = by_id.get(entry.interrupt_id)
-        if entry.status == "cancelled":
-            decisions.append(
-                ResumeDecision(approval_id=entry.interrupt_id, decision="reject", comment=None)
-            )
-        elif consent is not None:
-            decisions.append(decision_on(consent, entry.payload))
-        else:  # no longer pending (decided, expired) or unknown: the consent gate says which
-            decisions.append(_unlisted(entry.interrupt_id, entry.payload))
-    return ChatRequest(thread_id=body.thread_id, graph=spec.name, resume=decisions)
+    try:
+        for entry in body.resume or []:
+            consent = by_id.get(entry.interrupt_id)
+            if entry.status == "cancelled":
+                decisions.append(ResumeDecision(approval_id=entry.interrupt_id, decision="reject"))
+            elif consent is not None:
+                decisions.append(decision_on(consent, entry.payload))
+            else:  # no longer pending (decided, expired) or unknown: the consent gate says which
+                decisions.append(_unlisted(entry.interrupt_id, entry.payload))
+        return ChatRequest(thread_id=body.thread_id, graph=spec.name, resume=decisions)
+    except ValidationError as exc:  # an id longer than any approval's, too many entries...
+        raise _not_a_request(exc) from None
 
 
 def _unlisted(approval_id: str, payload: Any) -> ResumeDecision:
     fields = payload if isinstance(payload, dict) and "decision" in payload else {"value": payload}
     try:
         return ResumeDecision.model_validate({**fields, "approval_id": approval_id})
-    except ValidationError:
+    except ValidationError:  # the gate's answer for the consent (decided, expired) comes first
         return ResumeDecision(approval_id=approval_id, decision="answer", value=None)
+
+
+def _not_a_request(exc: ValidationError) -> InvalidRequestError:
+    return InvalidRequestError(
+        "The input does not make a run request.",
+        code="request_invalid",
+        details={"errors": exc.errors(include_url=False, include_context=False)},
+    )
 
 
 def _new_messages(body: RunAgentInput) -> list[dict[str, Any]]:

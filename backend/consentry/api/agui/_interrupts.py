@@ -30,6 +30,7 @@ class Interrupts:
     """The interrupts of one graph's consents (its kinds' schemas, built once)."""
 
     def __init__(self, spec: GraphSpec) -> None:
+        self.spec = spec
         self._edit_schemas: dict[str, dict[str, Any] | None] = {
             name: kind.json_schemas()["edit_schema"] for name, kind in spec.consent_kinds.items()
         }

@@ -36,8 +36,8 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/v1/agui", tags=["ag-ui"])
 
-_interrupts: dict[str, Interrupts] = {}
-"""Each graph's interrupt builder (its consent kinds' schemas), made at its first run."""
+_interrupts: dict[int, Interrupts] = {}
+"""Each served graph's interrupt builder (its consent kinds' schemas), made at its first run."""
 
 
 @router.post("/{graph}", response_class=EventStreamResponse, responses=ERROR_RESPONSES)
@@ -86,7 +86,7 @@ async def run_agent(
 
 
 def _of(spec: GraphSpec) -> Interrupts:
-    interrupts = _interrupts.get(spec.name)
-    if interrupts is None:
-        interrupts = _interrupts[spec.name] = Interrupts(spec)
+    interrupts = _interrupts.get(id(spec))
+    if interrupts is None or interrupts.spec is not spec:  # (an id another spec had)
+        interrupts = _interrupts[id(spec)] = Interrupts(spec)
     return interrupts
