@@ -338,7 +338,11 @@ async def test_a_model_retry_ends_the_discarded_text_and_streams_it_again(
     assert events.index(retry) < again
     told = "".join(e.delta for e in events[again:] if e.type.value == "TEXT_MESSAGE_CONTENT")
     assert told == "Retrieval finds the relevant documents first."
-    assert {e.message_id for e in texts} == {retry.value["discard_message_id"]}
+    void, ended = retry.value["discard_message_id"], types(texts).index("TEXT_MESSAGE_END")
+    cut = [t.type.value for t in texts].index("TEXT_MESSAGE_END") + 1
+    assert ended == 2
+    assert {e.message_id for e in texts[:cut]} == {void}  # the cut attempt's, left as it was
+    assert {e.message_id for e in texts[cut:]} == {f"{void}:retry1"}  # not appended to it
     assert events[-1].outcome.type == "success"
 
 
@@ -441,27 +445,38 @@ async def test_fields_of_its_own_in_the_input_assign_nothing(open_live: Any) -> 
 async def test_state_and_context_reach_a_graph_whose_input_has_them_and_nothing_else_does(
     open_live: Any,
 ) -> None:
+    """``state``'s input fields are input, but for those the request names otherwise (``tools``
+    here: the state a client echoes may hold stale ones), and only when they differ from the
+    thread's state."""
     graphs = "page_tool=consentry_graphs.examples.frontend_tool:graph"
     tool = {"name": "pick_date", "description": "Let the person pick a date."}
     context = [{"description": "Page", "value": "checkout"}]
+    thread_id = str(uuid4())
+    state = {
+        "page": "the cart",
+        "seen": ["home"],
+        "tools": [tool],
+        "not_an_input": 1,
+        "messages": ["not read"],
+    }
     async with open_live(graphs=graphs) as (client, _):
         from_state = await run(
-            client,
-            "page_tool",
-            run_input(
-                str(uuid4()),
-                user("When?"),
-                state={"tools": [tool], "not_an_input": 1, "messages": ["not read"]},
-            ),
+            client, "page_tool", run_input(thread_id, user("When?"), state=state)
         )
+        echoed = from_state[-2].snapshot  # what HttpAgent sends back as the next `state`
+        again = await run(client, "page_tool", run_input(thread_id, user("Now?"), state=echoed))
         with_context = await run(
             client, "page_tool", run_input(str(uuid4()), user("Hi"), context=context)
         )
 
-    (call,) = [e for e in from_state if e.type.value == "TOOL_CALL_START"]
-    assert call.tool_call_name == "pick_date"
-    told = "".join(e.delta for e in with_context if e.type.value == "TEXT_MESSAGE_CONTENT")
-    assert told == "The page offered no tool to call. Page: checkout."
+    def told(events: list[Any]) -> str:
+        return "".join(e.delta for e in events if e.type.value == "TEXT_MESSAGE_CONTENT")
+
+    said = "The page offered no tool to call. You are on the cart. Pages seen: home."
+    assert told(from_state) == said
+    assert (echoed["page"], echoed["seen"]) == ("the cart", ["home"])
+    assert told(again) == said  # the echoed `seen` is not added to itself
+    assert told(with_context) == "The page offered no tool to call. Page: checkout."
 
 
 async def test_only_the_new_user_text_is_input_and_other_content_is_refused(

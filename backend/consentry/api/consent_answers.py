@@ -58,7 +58,8 @@ def _tool_call_decision(consent: ConsentEvent, choice: dict[str, Any]) -> Resume
     kind = choice.get("type")
     fields: dict[str, Any] = {"approval_id": consent.approval_id, "decision": kind}
     if kind == "edit":
-        fields["edited"] = (choice.get("edited_action") or {}).get("args")
+        action = choice.get("edited_action")
+        fields["edited"] = action.get("args") if isinstance(action, dict) else None
     elif kind in ("reject", "respond") and choice.get("message") is not None:
         fields["comment"] = choice["message"]
     return ResumeDecision.model_validate(fields)

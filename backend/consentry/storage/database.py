@@ -355,8 +355,14 @@ DATABASE_ERRORS: tuple[type[Exception], ...] = (
 
 
 def is_duplicate_key(exc: BaseException) -> bool:
-    """Whether ``exc`` is a unique or primary key that refused a row (both databases)."""
-    return isinstance(exc, sa_exc.IntegrityError)
+    """Whether ``exc`` is a unique or primary key that refused a row (both databases), not
+    another constraint (a foreign key, a check, a NOT NULL)."""
+    if not isinstance(exc, sa_exc.IntegrityError):
+        return False
+    cause = exc.orig
+    if isinstance(cause, psycopg.Error):
+        return cause.sqlstate == "23505"  # unique_violation
+    return "UNIQUE constraint failed" in str(cause)  # sqlite3's words for it
 
 
 def is_database_unavailable(exc: BaseException) -> bool:

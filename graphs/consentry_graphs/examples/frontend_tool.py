@@ -6,7 +6,9 @@ Its input has a ``tools`` field, so the tools an AG-UI client declares (``RunAge
 (``RunAgentInput.context``: ``description``, ``value``). It asks the first tool, with the
 person's message as its ``text`` argument; the run then ends, the call unanswered, and the
 page's answer comes back as a ``tool`` message of the next input, which it reports. Offered no
-tool, it says so, and what context it was given.
+tool, it says so, with the context it was given, the ``page`` of its state (an input field
+an AG-UI client sets through ``RunAgentInput.state``) and the pages it has seen (``seen``, whose
+reducer adds what each input gives to what the state had).
 
     use_page_tool → END
 
@@ -15,6 +17,7 @@ Served with ``CONSENTRY_GRAPHS=page_tool=consentry_graphs.examples.frontend_tool
 
 from __future__ import annotations
 
+import operator
 from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
@@ -27,6 +30,8 @@ class PageToolState(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
     tools: list[dict[str, Any]]
     context: list[dict[str, Any]]
+    page: str
+    seen: Annotated[list[str], operator.add]
 
 
 def use_page_tool(state: PageToolState) -> dict[str, list[AnyMessage]]:
@@ -36,6 +41,10 @@ def use_page_tool(state: PageToolState) -> dict[str, list[AnyMessage]]:
     tools = state.get("tools") or []
     if not tools:
         given = "".join(f" {c['description']}: {c['value']}." for c in state.get("context") or [])
+        if "page" in state:
+            given += f" You are on {state['page']}."
+        if state.get("seen"):
+            given += f" Pages seen: {', '.join(state['seen'])}."
         return {"messages": [AIMessage(f"The page offered no tool to call.{given}")]}
     text = last.text if isinstance(last, HumanMessage) else ""
     call = {"name": tools[0]["name"], "args": {"text": text}, "id": f"call-{last.id}"}

@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ag_ui.core import RunAgentInput, TextPart
@@ -29,15 +30,25 @@ from consentry.schemas.chat import ChatRequest, ResumeDecision
 from consentry.schemas.events import ConsentEvent
 from consentry_graphs.registry import GraphSpec
 
-__all__ = ["message_request", "resume_request"]
+__all__ = ["message_request", "resume_request", "state_input"]
 
 _FORWARDED = ("project_id", "note_id", "consent_policy", "on_pending_consent")
 _CONVERSATION_ROLES = frozenset({"user", "tool"})
+_NAMED = frozenset({*_FORWARDED, "tools", "context"})
+"""Input fields the request names by fields of their own: never taken from ``state``."""
 
 
-def message_request(body: RunAgentInput, spec: GraphSpec) -> ChatRequest:
-    """The request of a run that starts with the input's new messages."""
-    graph_input: dict[str, Any] = {**_state_input(body, spec)}
+def message_request(
+    body: RunAgentInput, spec: GraphSpec, current: Mapping[str, Any] | None = None
+) -> ChatRequest:
+    """The request of a run that starts with the input's new messages, and the values of
+    ``state_input`` that differ from the thread's ``current`` state."""
+    given = state_input(body, spec)
+    graph_input: dict[str, Any] = {
+        name: value
+        for name, value in given.items()
+        if current is None or name not in current or current[name] != value
+    }
     graph_input["messages"] = _new_messages(body)
     for name in ("tools", "context"):
         given = getattr(body, name)
@@ -106,6 +117,9 @@ def _message(message: Any) -> dict[str, Any]:
     converted = {"role": message.role, "content": _text(message), "id": message.id}
     if message.role == "tool":
         converted["tool_call_id"] = message.tool_call_id
+        if message.error:  # the tool failed on the page: the graph reads why, as the result
+            said = converted["content"]
+            converted["content"] = f"{said}\nError: {message.error}" if said else message.error
     return converted
 
 
@@ -123,14 +137,19 @@ def _text(message: Any) -> str:
     return "".join(part.text for part in parts)
 
 
-def _state_input(body: RunAgentInput, spec: GraphSpec) -> dict[str, Any]:
+def state_input(body: RunAgentInput, spec: GraphSpec) -> dict[str, Any]:
+    """What of the input's ``state`` may be the graph's input: its input fields, but for its
+    messages and the fields the request names otherwise (``forwardedProps``, ``tools``,
+    ``context``). A client sends back the state it was last sent: only what differs from the
+    thread's state is input (``message_request``), or a field with a reducer would get its value
+    again every turn."""
     io = spec.io
     if not isinstance(body.state, dict) or io is None or io.input_fields is None:
         return {}
     return {
         name: value
         for name, value in body.state.items()
-        if name in io.input_fields and name not in io.message_fields
+        if name in io.input_fields and name not in io.message_fields and name not in _NAMED
     }
 
 

@@ -160,9 +160,15 @@ class AguiStream:
             ending.append(RunErrorEvent(message=message, code=code))
             return ending
         outcome: Any
-        if reason == "interrupted" and run.consents:
+        consents = run.consents
+        if reason == "interrupted" and (run.trigger != "message" or not consents):
+            # A message closes every consent before it runs: what its run asked is all that
+            # waits. A run of decisions may leave others waiting (a parallel branch's, asked
+            # before): every open interrupt is the client's to answer, so all are read.
+            consents = await self._reader.pending_consents(self._owner, thread_id)
+        if reason == "interrupted" and consents:
             outcome = RunFinishedInterruptOutcome(
-                interrupts=[self._interrupts.of(c, run.tool_calls) for c in run.consents]
+                interrupts=[self._interrupts.of(c, run.tool_calls) for c in consents]
             )
         elif reason == "cancelled":
             outcome = RunFinishedCancelledOutcome()
@@ -183,6 +189,8 @@ class _Run:
         self.client_run_id = client_run_id
         self.step: str | None = None
         self.open_messages: set[str] = set()
+        self.renamed: dict[str, str] = {}
+        """Messages streamed again after a model retry, by the id the client knows them by."""
         self.consents: list[ConsentEvent] = []
         self.tool_calls: dict[str, str] = {}
         """Each tool call's id by its name and arguments (a review's consent names none)."""
@@ -190,12 +198,16 @@ class _Run:
         """The run's tool calls, in order."""
         self.tool_results: set[str] = set()
         self.error: tuple[str, str] | None = None
+        self.trigger = ""
+        """What started the run: ``message``, ``resume``…"""
         self.values: str | None = None
         """The graph's state after the run's last step, as JSON, when the run streamed it."""
 
     def close_messages(self) -> list[BaseEvent]:
         """Messages whose tokens came and whose ``message`` did not (the run stopped)."""
-        ended: list[BaseEvent] = [TextMessageEndEvent(message_id=m) for m in self.open_messages]
+        ended: list[BaseEvent] = [
+            TextMessageEndEvent(message_id=self._shown(m)) for m in self.open_messages
+        ]
         self.open_messages.clear()
         return ended
 
@@ -207,6 +219,7 @@ class _Run:
 
     def project(self, kind: str, data: dict[str, Any]) -> list[BaseEvent]:
         if kind == "run_started":
+            self.trigger = data["trigger"]
             return [
                 RunStartedEvent(
                     thread_id=data["thread_id"],
@@ -242,31 +255,41 @@ class _Run:
             fields = {k: v for k, v in data.items() if k not in _ENVELOPE}
             frames: list[BaseEvent] = [CustomEvent(name=f"consentry.{kind}", value=fields)]
             discarded = data.get("discard_message_id")
-            if discarded in self.open_messages:  # the attempt streams it again, from its start
+            if discarded in self.open_messages:
+                # The next attempt streams the message again from its start. AG-UI cannot take
+                # back the text a client has: it ends, and the message goes on under an id of
+                # its own, so the text is not appended to the void attempt's.
                 self.open_messages.discard(discarded)
-                frames.append(TextMessageEndEvent(message_id=discarded))
+                frames.append(TextMessageEndEvent(message_id=self._shown(discarded)))
+                self.renamed[discarded] = f"{discarded}:retry{data['attempt']}"
             return frames
         if kind == "error":
             self.error = (data["code"], data["message"])
         return []
 
+    def _shown(self, message_id: str) -> str:
+        """The id the client knows the message by (a retried one's is its own)."""
+        return self.renamed.get(message_id, message_id)
+
     def _token(self, message_id: str, delta: str) -> list[BaseEvent]:
         frames: list[BaseEvent] = []
+        shown = self._shown(message_id)
         if message_id not in self.open_messages:
             self.open_messages.add(message_id)
-            frames.append(TextMessageStartEvent(message_id=message_id, role="assistant"))
+            frames.append(TextMessageStartEvent(message_id=shown, role="assistant"))
         if delta:
-            frames.append(TextMessageContentEvent(message_id=message_id, delta=delta))
+            frames.append(TextMessageContentEvent(message_id=shown, delta=delta))
         return frames
 
     def _message(self, message_id: str, content: str) -> list[BaseEvent]:
+        shown = self._shown(message_id)
         if message_id in self.open_messages:
             self.open_messages.discard(message_id)
-            return [TextMessageEndEvent(message_id=message_id)]
-        whole: list[BaseEvent] = [TextMessageStartEvent(message_id=message_id, role="assistant")]
+            return [TextMessageEndEvent(message_id=shown)]
+        whole: list[BaseEvent] = [TextMessageStartEvent(message_id=shown, role="assistant")]
         if content:
-            whole.append(TextMessageContentEvent(message_id=message_id, delta=content))
-        whole.append(TextMessageEndEvent(message_id=message_id))
+            whole.append(TextMessageContentEvent(message_id=shown, delta=content))
+        whole.append(TextMessageEndEvent(message_id=shown))
         return whole
 
     def _tool_call(self, data: Mapping[str, Any]) -> list[BaseEvent]:

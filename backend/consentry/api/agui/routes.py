@@ -12,11 +12,13 @@ clients read a run's errors from its stream.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ag_ui.core import RunAgentInput
 from fastapi import APIRouter
 from fastapi.responses import Response
 
-from consentry.api.agui._input import message_request, resume_request
+from consentry.api.agui._input import message_request, resume_request, state_input
 from consentry.api.agui._interrupts import Interrupts
 from consentry.api.agui._stream import AguiStream, error_frames
 from consentry.api.deps import (
@@ -30,6 +32,8 @@ from consentry.api.responses import ERROR_RESPONSES
 from consentry.api.run_requests import RunRequestsDep
 from consentry.api.sse_response import EventStreamResponse
 from consentry.errors import ConsentryError, NotFoundError
+from consentry.principal import Principal
+from consentry.runtime.runs import ThreadReader
 from consentry_graphs.registry import GraphSpec
 
 __all__ = ["router"]
@@ -60,7 +64,10 @@ async def run_agent(
             pending = await threads.pending_consents(owner, body.thread_id)
             request = resume_request(body, spec, pending)
         else:
-            request = message_request(body, spec)
+            current = None
+            if state_input(body, spec):  # what of it the thread has already is not input again
+                current = await _state_of(threads, owner, body.thread_id)
+            request = message_request(body, spec, current)
             check_uuid(body.thread_id)
         face = AguiStream(
             threads, owner, graph=graph, client_run_id=body.run_id, interrupts=_of(spec)
@@ -83,6 +90,15 @@ async def run_agent(
             details=exc.details,
         )
         return Response(frames, media_type="text/event-stream", headers=exc.headers)
+
+
+async def _state_of(threads: ThreadReader, owner: Principal, thread_id: str) -> dict[str, Any]:
+    """The thread's graph state (none for a thread the request creates)."""
+    try:
+        values = (await threads.graph_state(owner, thread_id)).values
+    except NotFoundError:
+        return {}
+    return values if isinstance(values, dict) else {}
 
 
 def _of(spec: GraphSpec) -> Interrupts:

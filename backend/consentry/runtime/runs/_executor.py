@@ -66,8 +66,8 @@ from consentry.schemas.events import (
     RunStartedEvent,
     Trigger,
 )
-from consentry.storage.checkpoints import CheckpointFence
-from consentry.storage.database import Database
+from consentry.storage.checkpoints import CheckpointFence, ConsentrySaver
+from consentry.storage.database import Database, DbConnection
 from consentry.storage.leases import Claim, LeaseLostError
 from consentry_graphs.registry import CompiledGraph, GraphSpec
 from consentry_graphs.services import GraphContext
@@ -148,11 +148,15 @@ class RunExecutor:
         """The compiled graph ``name`` (``unknown_graph`` when it is not served here)."""
         return self._streamer.graph(name)
 
-    async def forget_checkpoints(self, graph: str, thread_id: str) -> None:
-        """Delete the checkpoints kept under ``thread_id`` (a thread about to be created under
-        an id a client chose: a deletion that stopped half-way may have left some)."""
+    async def forget_checkpoints(self, conn: DbConnection, graph: str, thread_id: str) -> None:
+        """Delete the checkpoints kept under ``thread_id``, in ``conn``'s transaction: a thread
+        created there under an id a client chose (a deletion that stopped half-way may have
+        left some). After the thread's insert, so that a request that lost the race to create
+        it fails on that insert before it deletes anything of the winner's."""
         checkpointer = self.graph(graph).checkpointer
-        if isinstance(checkpointer, BaseCheckpointSaver):
+        if isinstance(checkpointer, ConsentrySaver):
+            await checkpointer.adelete_thread_in(conn, thread_id)
+        elif isinstance(checkpointer, BaseCheckpointSaver):  # a saver of another kind
             await checkpointer.adelete_thread(thread_id)
 
     @property

@@ -25,7 +25,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 from langgraph.types import Command
 
-from consentry.errors import InvalidRequestError
+from consentry.errors import ConsentryError, InvalidRequestError
 from consentry.principal import Principal
 from consentry.runtime.consents import recorded_decisions, settle_pending
 from consentry.runtime.runs._launcher import Launcher
@@ -37,11 +37,17 @@ from consentry.runtime.runs._run_types import (
     GraphPosition,
     run_id_for,
 )
-from consentry.runtime.runs._targets import RunTarget, refuse_if_running, thread_exists
+from consentry.runtime.runs._targets import (
+    RunTarget,
+    refuse_if_running,
+    run_in_progress,
+    thread_exists,
+)
 from consentry.schemas.chat import ChatRequest
 from consentry.storage import runs as runs_repo
 from consentry.storage import threads as threads_repo
 from consentry.storage.database import is_duplicate_key
+from consentry.storage.threads import ThreadRecord
 from consentry_graphs.graph_io import InputMismatchError, new_message_id
 
 __all__ = ["start_message"]
@@ -64,15 +70,25 @@ async def start_message(
     position = NOWHERE
     if target.status == "awaiting_consent" or target.stopped_half_way:
         position = await launcher.executor.position(target.spec, target.thread_id)
-    if target.chosen_id:  # what a deletion that stopped half-way left under this id
-        await launcher.executor.forget_checkpoints(target.spec.name, target.thread_id)
     try:
         started = (graph_input, run_id, now, position)
         return await _start(launcher, owner, target, request, key, *started)
     except Exception as exc:
         if target.chosen_id and is_duplicate_key(exc):  # created meanwhile by another request
-            raise thread_exists(target.thread_id) from None
+            raise await _created_meanwhile(launcher, owner, target.thread_id) from None
         raise
+
+
+async def _created_meanwhile(
+    launcher: Launcher, owner: Principal, thread_id: str
+) -> ConsentryError:
+    """The answer to a request that lost the race to create the thread its client named: the
+    owner's own (another request of theirs started its first run) or another owner's."""
+    async with launcher.db.read() as conn:
+        found = await threads_repo.get_thread_or_taken(conn, owner, thread_id)
+    return (
+        run_in_progress(thread_id) if isinstance(found, ThreadRecord) else thread_exists(thread_id)
+    )
 
 
 async def _start(
@@ -100,6 +116,8 @@ async def _start(
                 consent_policy=target.consent_policy,
                 now=now,
             )
+            if target.chosen_id:  # what a deletion that stopped half-way left under the id
+                await launcher.executor.forget_checkpoints(conn, target.spec.name, target.thread_id)
         elif target.never_ran:  # created before its first run (POST /threads): titled now
             title = _title(target, request, graph_input)
             await threads_repo.set_first_title(conn, target.thread_id, title)

@@ -194,6 +194,11 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
     async def adelete_thread(self, thread_id: str) -> None:
         await self._write(ops.delete_thread(self._sql, str(thread_id)))
 
+    async def adelete_thread_in(self, conn: DbConnection, thread_id: str) -> None:
+        """Delete the thread's checkpoints in the caller's write transaction (unread: on SQLite
+        with its next statement, after what it deferred before)."""
+        await run_on(conn, ops.delete_thread(self._sql, str(thread_id)), unread=True)
+
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         await self._write(ops.delete_runs(self._sql, list(run_ids)))
 
