@@ -621,3 +621,39 @@ async def test_an_input_no_run_request_can_carry_is_a_run_error_not_a_server_err
         ]
 
     assert [(a[0].code, a[0].metadata["status"]) for a in answers] == [("request_invalid", 422)] * 3
+
+
+async def test_a_resume_of_one_of_two_parallel_consents_finishes_with_the_other_open(
+    open_live: Any,
+) -> None:
+    graphs = "parallel=consentry_graphs.examples.parallel_consents:graph_spec"
+    thread_id = str(uuid4())
+    async with open_live(graphs=graphs) as (client, _):
+        asked = await run(client, "parallel", run_input(thread_id, user("Launch day!")))
+        first, second = asked[-1].outcome.interrupts
+        approve = {"decision": "approve"}
+        one = [{"interruptId": first.id, "status": "resolved", "payload": approve}]
+        half = await run(client, "parallel", run_input(thread_id, resume=one))
+        other = [{"interruptId": second.id, "status": "resolved", "payload": approve}]
+        done = await run(client, "parallel", run_input(thread_id, resume=other))
+
+    assert half[-1].outcome.type == "interrupt"
+    assert [i.id for i in half[-1].outcome.interrupts] == [second.id]
+    assert done[-1].outcome.type == "success"
+
+
+async def test_a_malformed_edit_of_a_reviewed_call_is_invalid_resume(open_live: Any) -> None:
+    thread_id = str(uuid4())
+    async with open_live(graphs=SERVED) as (client, _):
+        asked = await run(client, "agent", run_input(thread_id, user("Plan a trip to Rome")))
+        resume = [
+            {"interruptId": i.id, "status": "resolved", "payload": payload}
+            for i, payload in zip(
+                asked[-1].outcome.interrupts,
+                [{"type": "edit", "edited_action": "x"}, {"type": "approve"}],
+                strict=True,
+            )
+        ]
+        refused = await run(client, "agent", run_input(thread_id, resume=resume))
+
+    assert (refused[0].code, refused[0].metadata["status"]) == ("invalid_resume", 422)
