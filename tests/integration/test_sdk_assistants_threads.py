@@ -16,6 +16,7 @@ from uuid import NAMESPACE_URL, uuid4, uuid5
 import httpx
 import pytest
 import pytest_asyncio
+import sqlalchemy as sa
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import (
@@ -26,6 +27,7 @@ from langgraph_sdk.errors import (
 )
 
 from consentry.schemas.events import ConsentEvent
+from consentry.storage.tables import threads
 from tests.openai_stub import OpenAIStub
 from tests.sse import chat, kinds
 from tests.tenancy import API_KEYS
@@ -50,6 +52,10 @@ async def sdk_client() -> AsyncIterator[SdkClients]:
     yield open_sdk
     for sdk in opened:
         await sdk.aclose()
+
+
+async def _parts(stream: AsyncIterator[Any]) -> list[Any]:
+    return [part async for part in stream]
 
 
 def _uuid(graph: str) -> str:
@@ -235,6 +241,25 @@ async def test_a_thread_id_chosen_by_the_client_is_kept_and_if_exists_decides_a_
     )
     assert unknown_graph.value.response.json()["error"]["code"] == "unknown_graph"
     assert not_uuid.value.response.json()["error"]["code"] == "request_invalid"
+
+
+async def test_a_thread_created_under_a_used_id_does_not_continue_what_was_left_there(
+    open_live: Any, sdk_client: SdkClients
+) -> None:
+    """A deletion that stopped after the thread's row left its checkpoints: a thread the client
+    then creates under that id starts clean (they are deleted with its insert)."""
+    chosen = str(uuid4())
+    async with open_live(graphs=CITY) as (client, services):
+        sdk = sdk_client(client)
+        await sdk.threads.create(thread_id=chosen, graph_id="city")
+        await _parts(sdk.runs.stream(chosen, "city", input={"messages": ["Plan a trip"]}))
+        async with services.db.write() as conn:
+            await conn.execute(sa.delete(threads).where(threads.c.id == chosen))
+        await sdk.threads.create(thread_id=chosen, graph_id="city")
+        state = await sdk.threads.get_state(chosen)
+
+    assert state["values"] == {}
+    assert state["next"] == []
 
 
 async def test_update_merges_metadata_and_delete_removes_the_thread_its_records_and_checkpoints(

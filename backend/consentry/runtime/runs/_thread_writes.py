@@ -30,6 +30,7 @@ from consentry.runtime.runs._targets import run_in_progress, thread_exists
 from consentry.schemas.sdk import SdkThread
 from consentry.storage import projects as projects_repo
 from consentry.storage import threads as threads_repo
+from consentry.storage.checkpoints import ConsentrySaver
 from consentry.storage.database import Database
 from consentry_graphs.registry import GraphSpec
 
@@ -76,8 +77,6 @@ class ThreadWriter:
             taken = chosen and await threads_repo.thread_id_taken(conn, thread_id)
             project_id = await projects_repo.find_default_project_id(conn, owner)
         if not taken:
-            if chosen:  # checkpoints a deletion that stopped half-way left under this id
-                await self._checkpointer.adelete_thread(thread_id)
             now = self._clock()
             async with self._db.write() as conn:
                 if project_id is None:
@@ -94,6 +93,12 @@ class ThreadWriter:
                     metadata=kept,
                     now=now,
                 )
+                if created and chosen and isinstance(self._checkpointer, ConsentrySaver):
+                    # What a deletion that stopped half-way left under this id: after the
+                    # insert, so that a request that lost the race deletes nothing.
+                    await self._checkpointer.adelete_thread_in(conn, thread_id)
+            if created and chosen and not isinstance(self._checkpointer, ConsentrySaver):
+                await self._checkpointer.adelete_thread(thread_id)  # a saver of another kind
             if created:
                 return await self._reader.sdk_thread(owner, thread_id)
         if if_exists == "do_nothing":
