@@ -11,11 +11,15 @@ import hashlib
 import shutil
 import subprocess
 import tempfile
+from contextlib import AbstractContextManager
+from functools import partial
 from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.system.frontend_origin import frontend_origin
 
 __all__ = ["NPM_SECONDS", "StaticFiles", "esbuild", "installed", "run", "tool"]
 
@@ -65,6 +69,20 @@ def esbuild(source: Path, entry: str, outfile: Path, *options: str) -> None:
     command = [str(source / "node_modules" / ".bin" / "esbuild"), entry, "--bundle"]
     command += [*options, f"--outfile={outfile}", "--log-level=warning"]
     run(command, cwd=source, what="esbuild")
+
+
+def bundled_page(source: Path, bundle: Path, entry: str, *options: str) -> Path:
+    """``source``'s page in the folder ``bundle``: its packages installed, esbuild's bundle of
+    ``entry`` as ``main.js`` beside a copy of its ``index.html``."""
+    installed(source)
+    esbuild(source, entry, bundle / "main.js", *options)
+    shutil.copy(source / "index.html", bundle / "index.html")
+    return bundle
+
+
+def served(bundle: Path) -> AbstractContextManager[str]:
+    """The folder ``bundle`` served from an origin of its own (``frontend_origin``)."""
+    return frontend_origin(partial(StaticFiles, directory=str(bundle)))
 
 
 class StaticFiles(SimpleHTTPRequestHandler):

@@ -22,7 +22,6 @@ import json
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlencode
@@ -42,7 +41,7 @@ from tests.sse import (
 )
 from tests.system.browser import ARTIFACTS, WatchedPage
 from tests.system.frontend_origin import QuietHandler, frontend_origin
-from tests.system.npm_pages import StaticFiles, esbuild, installed, tool
+from tests.system.npm_pages import bundled_page, installed, served, tool
 from tests.system.server import serve
 
 pytestmark = pytest.mark.npm
@@ -73,16 +72,14 @@ def driver() -> Path:
 @pytest.fixture(scope="session")
 def page_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """esbuild's bundle of ``src/main.js`` beside ``index.html`` in a folder of its own."""
-    installed(PAGE_SOURCE)
-    bundle = tmp_path_factory.mktemp("agui-page")
-    esbuild(PAGE_SOURCE, "src/main.js", bundle / "main.js", "--format=esm")
-    (bundle / "index.html").write_bytes((PAGE_SOURCE / "index.html").read_bytes())
-    return bundle
+    return bundled_page(
+        PAGE_SOURCE, tmp_path_factory.mktemp("agui-page"), "src/main.js", "--format=esm"
+    )
 
 
 @pytest.fixture(scope="module")
 def frontend(page_bundle: Path) -> Iterator[str]:
-    with frontend_origin(partial(StaticFiles, directory=str(page_bundle))) as origin:
+    with served(page_bundle) as origin:
         yield origin
 
 

@@ -15,10 +15,8 @@ thread's audit trail). Screenshots: ``test-artifacts/screenshots/<test>.png``, a
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Iterator
-from functools import partial
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -30,9 +28,8 @@ from playwright.sync_api import Page, Response, expect
 
 from tests.sse import CREATED, OFFLINE_ANSWER, QUESTION, SUMMARY_TITLE
 from tests.system.browser import ARTIFACTS, WatchedPage
-from tests.system.frontend_origin import frontend_origin
 from tests.system.held_answer_graph import HELD_ANSWER_DIR, RELEASED
-from tests.system.npm_pages import StaticFiles, esbuild, installed
+from tests.system.npm_pages import bundled_page, served
 from tests.system.server import serve
 
 pytestmark = pytest.mark.npm
@@ -54,23 +51,19 @@ SUMMARIZE = "Add a summary of our discussion to my note"
 def page_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``npm ci`` (skipped while ``node_modules`` matches the lock), then esbuild's bundle of
     ``src/main.jsx`` beside ``index.html`` in a folder of its own."""
-    installed(PAGE_SOURCE)
-    bundle = tmp_path_factory.mktemp("use-stream-page")
-    esbuild(
+    return bundled_page(
         PAGE_SOURCE,
+        tmp_path_factory.mktemp("use-stream-page"),
         "src/main.jsx",
-        bundle / "main.js",
         "--format=esm",
         "--jsx=automatic",
         '--define:process.env.NODE_ENV="production"',
     )
-    shutil.copy(PAGE_SOURCE / "index.html", bundle / "index.html")
-    return bundle
 
 
 @pytest.fixture(scope="module")
 def frontend(page_bundle: Path) -> Iterator[str]:
-    with frontend_origin(partial(StaticFiles, directory=str(page_bundle))) as origin:
+    with served(page_bundle) as origin:
         yield origin
 
 
