@@ -15,7 +15,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-__all__ = ["STOPWORDS", "about", "leading", "plain", "sentences", "shorten", "words"]
+__all__ = [
+    "STOPWORDS",
+    "about",
+    "coverage",
+    "leading",
+    "plain",
+    "sentences",
+    "shorten",
+    "words",
+]
 
 STOPWORDS = frozenset(
     {
@@ -40,6 +49,7 @@ STOPWORDS = frozenset(
         "in",
         "is",
         "it",
+        "like",
         "me",
         "mean",
         "means",
@@ -87,13 +97,21 @@ def plain(text: str) -> str:
     return _SPACES.sub(" ", _BOLD.sub("", text)).strip()
 
 
+def _stem(word: str) -> str:
+    """A word cut to what its forms share: a plural's "s", an "-ing" or an "-ed" ("spacing" and
+    "spaced" both begin "spac"), as long as four letters stay."""
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    for ending in ("ing", "ed"):
+        if word.endswith(ending) and len(word) - len(ending) >= 4:
+            return word[: -len(ending)]
+    return word
+
+
 def words(text: str) -> set[str]:
-    """The words of ``text`` that can name a topic, in lower case, a plural's "s" cut off."""
-    return {
-        word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
-        for word in _WORD.findall(text.lower())
-        if word not in STOPWORDS
-    }
+    """The words of ``text`` that can name a topic, in lower case, each cut to its stem
+    (``_stem``)."""
+    return {_stem(word) for word in _WORD.findall(text.lower()) if word not in STOPWORDS}
 
 
 def _blocks(text: str) -> Iterable[str]:
@@ -166,13 +184,39 @@ def leading(found: Sequence[str], limit: int) -> list[str]:
     return picked
 
 
-def _mentions(sentence: str, topic: set[str]) -> bool:
-    return any(word.startswith(t) for word in _WORD.findall(sentence.lower()) for t in topic)
+def _mentioned(sentence: str, topic: set[str]) -> set[str]:
+    """The topic words a sentence has a word beginning like."""
+    found = _WORD.findall(sentence.lower())
+    return {t for t in topic if any(word.startswith(t) for word in found)}
 
 
-def about(found: Sequence[str], question: str, *, limit: int) -> list[str]:
-    """The sentences about ``question`` (with a word that begins like one of its words), in
-    order, as many as fit in ``limit`` characters; the first ones when none is about it."""
+def coverage(found: Sequence[str], question: str) -> int:
+    """How many of ``question``'s topic words the sentences mention: how well a note fits it."""
     topic = words(question)
-    relevant = [sentence for sentence in found if topic and _mentions(sentence, topic)]
-    return leading(relevant or found, limit)
+    mentioned: set[str] = set()
+    for sentence in found:
+        mentioned |= _mentioned(sentence, topic)
+    return len(mentioned)
+
+
+def about(found: Sequence[str], question: str, *, limit: int, fallback: bool = True) -> list[str]:
+    """The sentences about ``question`` (with a word that begins like one of its words) that fit
+    in ``limit`` characters, given in the note's order. The first picked are those with the most
+    of its words, then those whose words few other sentences have (the one sentence with
+    "coffee" before the three with "katakana"). When none is about it: the first ones
+    (``fallback``), or none."""
+    topic = words(question)
+    mentions = [_mentioned(sentence, topic) for sentence in found]
+    sentences_with = {t: sum(t in mentioned for mentioned in mentions) for t in topic}
+    ranked = sorted(
+        (-len(mentioned), -sum(1 / sentences_with[t] for t in mentioned), index)
+        for index, mentioned in enumerate(mentions)
+        if mentioned
+    )
+    if not ranked:
+        return leading(found, limit) if fallback else []
+    order = [index for *_, index in ranked]
+    chosen = leading([found[index] for index in order], limit)
+    if chosen and chosen[0] != found[order[0]]:  # the best one alone, shortened
+        return chosen
+    return [found[index] for index in sorted(order[: len(chosen)])]

@@ -10,10 +10,11 @@ from typing import Any
 import httpx
 
 from consentry.runtime.notes import read_sample_notes
-from consentry.schemas.events import MessageEvent
+from consentry.schemas.events import ConsentEvent, Event, MessageEvent
 from tests.sse import chat
 
 SAMPLES = read_sample_notes()
+ASK_FOR_SUMMARY = "Add a summary of our discussion to my note"
 KEYS = "ka=acme:alice,kb=acme:bob"
 ALICE = {"Authorization": "Bearer ka"}
 BOB = {"Authorization": "Bearer kb"}
@@ -87,3 +88,49 @@ async def test_racing_first_requests_write_the_sample_notes_once(open_live: Any)
 
     assert [r.status_code for r in [*listed, *chats]] == [200] * 11
     assert sorted(n["title"] for n in notes) == sorted(s.title for s in SAMPLES)
+
+
+async def test_the_tutor_answers_from_the_sample_note_that_fits_the_question(
+    open_client: Any,
+) -> None:
+    """With the RAG sample open, a question about spacing or katakana is answered from the note
+    about it, never from the open one; its summary cites the same notes; a new conversation
+    with nothing discussed proposes no summary."""
+    async with open_client(sample_notes=True) as client:
+        rag = next(n for n in await _notes(client) if n["title"] == SAMPLES[1].title)
+        about = {"note_id": rag["note_id"]}
+        spacing = await chat(client, {"message": "Why does spacing help memory?", **about})
+        thread = {"thread_id": spacing[0].thread_id, **about}
+        katakana = await chat(
+            client, {"message": "How do I read katakana words like coffee?", **thread}
+        )
+        summary = await chat(client, {"message": ASK_FOR_SUMMARY, **thread})
+        empty = await chat(client, {"message": ASK_FOR_SUMMARY, **about})
+
+    assert _said(spacing).splitlines()[1:] == [
+        "- In \u201cSpaced repetition\u201d: Spaced repetition is a way to remember things for "
+        "a long time with little study. Every review makes the memory more stable, so the curve "
+        "gets flatter. Recall the answer before you look at it: retrieving a memory strengthens "
+        "it more than rereading."
+    ]
+    assert _said(katakana).splitlines()[1:] == [
+        "- In \u201cJapanese kana\u201d: Katakana writes words borrowed from other languages, "
+        "foreign names and sound effects. For example, \u30b3\u30fc\u30d2\u30fc is k\u014dh\u012b "
+        "(coffee) and \u30c6\u30ec\u30d3 is terebi (television). Most learners can read both "
+        "kana within a few weeks, and spaced repetition makes them stick."
+    ]
+    proposal = next(e for e in summary if isinstance(e, ConsentEvent)).proposal
+    answers = [line for line in proposal["proposed_content"].splitlines() if "**Answer:**" in line]
+    assert [line.split("\u201d")[0] for line in answers] == [
+        "  **Answer:** In \u201cSpaced repetition",
+        "  **Answer:** In \u201cJapanese kana",
+    ]
+    assert not any(isinstance(e, ConsentEvent) for e in empty)
+    assert _said(empty) == (
+        "We have not discussed anything yet in this conversation, so there is no summary to "
+        "save. Ask me a question first."
+    )
+
+
+def _said(events: list[Event]) -> str:
+    return next(e.content for e in events if isinstance(e, MessageEvent))

@@ -509,6 +509,12 @@ export interface NoteEditProposal {
   proposed_content: string;
   /** Unified diff from the base content to the proposed content. */
   diff: string;
+  /**
+   * Lines a person wrote or changed that the edit removes (the card says so plainly). The tutor's summaries keep every one: they rewrite only the tutor's own lines.
+   * @minimum 0
+   * @default 0
+   */
+  person_lines_removed?: number;
 }
 
 /**

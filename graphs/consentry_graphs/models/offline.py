@@ -9,9 +9,13 @@ section, and streams its answers word by word. It always says that it is the off
 What it writes is what lands in people's notes, so it writes whole sentences
 (``consentry_graphs.sentences``: a note's sentences, never cut, without ``**`` markers):
 
-- an **answer** quotes, for each note in the prompt, its sentences about the question (those with
-  a word that begins like one of the question's words; the note's first ones if none is), up to
-  about 300 characters a note;
+- an **answer** quotes the note that fits the question best: the one whose title and sentences
+  mention the most of the question's words (a word fits a word that begins like its stem:
+  "spacing" fits "spaced"), the first in the prompt (the search's best) on a tie, two at most;
+  of it, the sentences with the most of those words (its first ones if only its title has
+  them), up to about 300 characters, in the note's order. A note that mentions none of them is
+  never quoted: when no note fits, it says so (a question about "this note" quotes the open
+  note's first sentences);
 - a **summary** lists each question with the gist of its answer (the answer's sentences, without
   the offline model's introduction and lead-ins, up to about 400 characters), under
   "## Summary of our discussion". The graph gives it the discussion only, no replies about
@@ -70,13 +74,21 @@ _SEARCH_PATTERN = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _NOTES_BLOCK = re.compile(r"<notes>\n?(?P<body>.*?)</notes>", re.DOTALL)
-_NOTE = re.compile(r'<note title="(?P<title>[^"]*)">\n(?P<text>.*?)\n</note>', re.DOTALL)
+_NOTE = re.compile(
+    r'<note title="(?P<title>[^"]*)"(?P<open> open="true")?>\n(?P<text>.*?)\n</note>', re.DOTALL
+)
+_ABOUT_OPEN_NOTE = re.compile(
+    r"\b(?:this|my|the|open|current)\s+note\b|\bnote\s+(?:is|says?)\b", re.IGNORECASE
+)
+"""A question about the note the person has open ("What does this note say?")."""
 _WORD = re.compile(r"\S+\s*")
 _INTRO = "I'm the offline model, so I answer from your notes rather than from general knowledge."
 _NOTHING_FOUND = "I found nothing in this project's notes about"
 _SUMMARY_HEADING = "## Summary of our discussion"
 _ANSWER_CHARS = 300
 """About the most an answer quotes of one note (whole sentences)."""
+_MOST_NOTES = 2
+"""The most notes one answer quotes (those that fit the question equally well)."""
 _SUMMARY_ANSWER_CHARS = 400
 _QUESTION_CHARS = 300
 
@@ -102,13 +114,32 @@ def _usage(messages: Sequence[BaseMessage], answer: str) -> UsageMetadata:
 
 
 def _answer(system: str, question: str) -> str:
+    """Quote the notes that fit the question best: those whose title and sentences mention the
+    most of its words (the first ones of the prompt, in the search's order, on a tie). A note
+    that mentions none is not quoted; when none does, it says so, unless the question is about
+    the open note."""
     block = _NOTES_BLOCK.search(system)
-    quoted = []
-    for note in _NOTE.finditer(block.group("body") if block else ""):
-        found = sentences.sentences(note.group("text"))
-        picked = sentences.about(found, question, limit=_ANSWER_CHARS)
-        if picked:
-            quoted.append(f"- In \u201c{unescape(note.group('title'))}\u201d: {' '.join(picked)}")
+    notes = [
+        (unescape(note.group("title")), bool(note.group("open")), found)
+        for note in _NOTE.finditer(block.group("body") if block else "")
+        if (found := sentences.sentences(note.group("text")))
+    ]
+    about_open_note = bool(_ABOUT_OPEN_NOTE.search(question))
+    topic = _ABOUT_OPEN_NOTE.sub(" ", question)  # "this note" names no topic
+    fits = [sentences.coverage([title, *found], topic) for title, _, found in notes]
+    best = max(fits, default=0)
+    quoted = [
+        f"- In \u201c{title}\u201d: " + " ".join(sentences.about(found, topic, limit=_ANSWER_CHARS))
+        for (title, _, found), fit in zip(notes, fits, strict=True)
+        if best and fit == best
+    ][:_MOST_NOTES]
+    if not quoted and about_open_note:
+        quoted = [
+            f"- Your note \u201c{title}\u201d says: "
+            + " ".join(sentences.leading(found, _ANSWER_CHARS))
+            for title, is_open, found in notes
+            if is_open
+        ]
     if not quoted:
         return (
             f"{_INTRO} {_NOTHING_FOUND} \u201c{sentences.shorten(question, 80)}\u201d. Write a "

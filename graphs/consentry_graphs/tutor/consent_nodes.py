@@ -44,6 +44,15 @@ def _send_note(note: NoteSnapshot) -> None:
     get_stream_writer()({"event": "note", **note.model_dump()})
 
 
+def _remember_summary(state: TutorState, note_id: str) -> dict[str, Any]:
+    """The summary just written into the note, as the model drafted it: the tutor's own words
+    there, which its next summary may rewrite (``summaries.with_summary``)."""
+    drafted = state.get("drafted_summary")
+    if drafted is None:
+        return {}
+    return {"written_summaries": {**state.get("written_summaries", {}), note_id: drafted}}
+
+
 def _with_comment(text: str, decision: TypedDecision[Any]) -> str:
     return f"{text} You said: \u201c{decision.comment}\u201d." if decision.comment else text
 
@@ -74,10 +83,12 @@ async def apply_note_edit(state: TutorState, runtime: Runtime[GraphContext]) -> 
         content=content,
         base_version=proposal.base_version,
     )
+    written: dict[str, Any] = {}
     if result.outcome == "applied" and result.note is not None:
         _send_note(result.note)
         verb = "saved your edit to" if decision.decision == "edit" else "updated"
         text = f"Done: I {verb} \u201c{result.note.title}\u201d (version {result.note.version})."
+        written = _remember_summary(state, result.note.note_id)
     elif result.outcome == "note_changed":
         text = (
             f"Nothing was written: \u201c{proposal.title}\u201d changed since I drafted this "
@@ -86,7 +97,7 @@ async def apply_note_edit(state: TutorState, runtime: Runtime[GraphContext]) -> 
         )
     else:
         text = f"Nothing was written: \u201c{proposal.title}\u201d no longer exists."
-    return {"messages": [say_outcome(text)], "proposal": None}
+    return {"messages": [say_outcome(text)], "proposal": None, **written}
 
 
 async def skip_note_edit(state: TutorState) -> dict[str, Any]:
@@ -127,7 +138,8 @@ async def create_note(state: TutorState, runtime: Runtime[GraphContext]) -> dict
     _send_note(result.note)
     verb = "saved your version as" if decision.decision == "edit" else "created"
     text = f"Done: I {verb} the new note \u201c{result.note.title}\u201d."
-    return {"messages": [say_outcome(text)], "proposal": None}
+    written = _remember_summary(state, result.note.note_id)
+    return {"messages": [say_outcome(text)], "proposal": None, **written}
 
 
 async def skip_note_creation(state: TutorState) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The tutor's consent kinds: what each one proposes, what a person may change, and its rules.
 
-- ``note_edit``: write a summary into the open note, in place of the summary section it has or
-  at its end (approve, edit or reject).
+- ``note_edit``: write a summary into the open note, merged into its summary section (keeping
+  every line a person wrote) or at its end (approve, edit or reject).
 - ``note_create``: save a summary as a new note, when no note is open (approve, edit or reject).
 - ``note_delete``: delete the open note. Destructive, so it always asks a person, whatever the
   thread's policy says, and it takes no edits (approve or reject).
@@ -37,6 +37,14 @@ class NoteEditProposal(BaseModel):
     base_content: str
     proposed_content: str = Field(description="The full content of the note after the edit.")
     diff: str = Field(description="Unified diff from the base content to the proposed content.")
+    person_lines_removed: int = Field(
+        default=0,
+        ge=0,
+        description=(
+            "Lines a person wrote or changed that the edit removes (the card says so plainly). "
+            "The tutor's summaries keep every one: they rewrite only the tutor's own lines."
+        ),
+    )
 
 
 class NoteCreateProposal(BaseModel):

@@ -3,8 +3,10 @@
 analyze_message → answer_question
                 → search_notes → report_search_results
                 → draft_note_edit → request_note_edit_consent → apply_note_edit | skip_note_edit
+                                  → report_nothing_to_draft (nothing discussed, nothing new)
                 → draft_note_creation → request_note_create_consent → create_note
                                                                      | skip_note_creation
+                                      → report_nothing_to_draft
                 → draft_note_deletion → request_note_delete_consent → delete_note | keep_note
                 → report_no_open_note (also after a draft whose note is gone)
 """
@@ -22,9 +24,10 @@ from consentry_graphs.consent import ConsentKind
 from consentry_graphs.services import GraphContext
 from consentry_graphs.tutor import consent_nodes
 from consentry_graphs.tutor.consents import NOTE_CREATE, NOTE_DELETE, NOTE_EDIT
-from consentry_graphs.tutor.nodes import TutorNodes, report_no_open_note
+from consentry_graphs.tutor.nodes import TutorNodes, report_no_open_note, report_nothing_to_draft
 from consentry_graphs.tutor.routing import (
     route_after_analyze_message,
+    route_after_draft_note_creation,
     route_after_draft_note_deletion,
     route_after_draft_note_edit,
     route_after_request_note_create_consent,
@@ -53,6 +56,7 @@ STEP_LABELS = {
     "delete_note": "Deleting your note",
     "keep_note": "Keeping your note",
     "report_no_open_note": "Looking for your note",
+    "report_nothing_to_draft": "Checking what is new",
 }
 
 CONSENT_KINDS: dict[str, ConsentKind[Any, Any]] = {
@@ -73,6 +77,7 @@ def build_tutor_graph(
     builder.add_node("draft_note_creation", nodes.draft_note_creation)
     builder.add_node("draft_note_deletion", nodes.draft_note_deletion)
     builder.add_node("report_no_open_note", report_no_open_note)
+    builder.add_node("report_nothing_to_draft", report_nothing_to_draft)
     builder.add_node("request_note_edit_consent", consent_nodes.request_note_edit_consent)
     builder.add_node("apply_note_edit", consent_nodes.apply_note_edit)
     builder.add_node("skip_note_edit", consent_nodes.skip_note_edit)
@@ -90,7 +95,7 @@ def build_tutor_graph(
     builder.add_conditional_edges(
         "request_note_edit_consent", route_after_request_note_edit_consent
     )
-    builder.add_edge("draft_note_creation", "request_note_create_consent")
+    builder.add_conditional_edges("draft_note_creation", route_after_draft_note_creation)
     builder.add_conditional_edges(
         "request_note_create_consent", route_after_request_note_create_consent
     )
@@ -102,6 +107,7 @@ def build_tutor_graph(
         "answer_question",
         "report_search_results",
         "report_no_open_note",
+        "report_nothing_to_draft",
         "apply_note_edit",
         "skip_note_edit",
         "create_note",

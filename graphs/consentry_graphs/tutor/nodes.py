@@ -21,13 +21,14 @@ from consentry_graphs.models.offline import classify
 from consentry_graphs.services import GraphContext, NoteHit, NoteSnapshot
 from consentry_graphs.tutor import prompts
 from consentry_graphs.tutor.consents import NoteCreateProposal, NoteDeleteProposal, NoteEditProposal
+from consentry_graphs.tutor.line_merge import removed_lines
 from consentry_graphs.tutor.passages import notes_block, search_excerpt
 from consentry_graphs.tutor.replies import say, say_outcome
 from consentry_graphs.tutor.state import Intent, TutorState
 from consentry_graphs.tutor.summaries import as_summary_section, discussion, with_summary
 from consentry_graphs.window import outside_window
 
-__all__ = ["IntentChoice", "TutorNodes", "report_no_open_note"]
+__all__ = ["IntentChoice", "TutorNodes", "report_no_open_note", "report_nothing_to_draft"]
 
 log = logging.getLogger(__name__)
 NEW_NOTE_TITLE = "Summary of our discussion"
@@ -99,6 +100,18 @@ def report_no_open_note(state: TutorState) -> dict[str, Any]:
     return {"messages": [say_outcome(text)]}
 
 
+def report_nothing_to_draft(state: TutorState) -> dict[str, Any]:
+    """A summary was asked for, but there is none to propose: nothing is asked."""
+    if state.get("nothing_to_draft") == "nothing_discussed":
+        text = (
+            "We have not discussed anything yet in this conversation, so there is no summary to "
+            "save. Ask me a question first."
+        )
+    else:
+        text = "Your note already has everything we discussed: there is nothing to change."
+    return {"messages": [say_outcome(text)], "nothing_to_draft": None}
+
+
 class TutorNodes:
     """Node functions bound to one chat model."""
 
@@ -121,6 +134,8 @@ class TutorNodes:
             "found_notes": [],
             "proposal": None,
             "decision": None,
+            "nothing_to_draft": None,
+            "drafted_summary": None,
             "messages": outside_window(
                 state.get("messages", []), runtime.context.conversation_window
             ),
@@ -129,16 +144,18 @@ class TutorNodes:
     async def answer_question(
         self, state: TutorState, runtime: Runtime[GraphContext]
     ) -> dict[str, Any]:
-        """Answer from the notes the question finds, and the open note (first, if not found)."""
+        """Answer from the notes the question finds, best first, and the open note (last, if
+        the search did not find it)."""
         notes = runtime.context.notes
         query = state.get("query") or _last_user_text(state)
         hits = await notes.search_notes(state["project_id"], query, limit=GROUNDING_LIMIT)
         note_ids = [hit.note_id for hit in hits]
         active_id = state.get("note_id")
         if active_id and active_id not in note_ids:
-            note_ids.insert(0, active_id)
+            note_ids.append(active_id)
         found = [note for note_id in note_ids if (note := await notes.get_note(note_id))]
-        system = SystemMessage(prompts.ANSWER.format(notes=notes_block(found, query)))
+        block = notes_block(found, query, open_note_id=active_id)
+        system = SystemMessage(prompts.ANSWER.format(notes=block))
         reply = await self.model.ainvoke([system, *state["messages"]])
         return {"messages": [reply]}
 
@@ -168,26 +185,40 @@ class TutorNodes:
             text = "\n".join(lines)
         return {"messages": [say(text)]}
 
-    async def _summary_section(self, state: TutorState) -> str:
-        """A summary of the discussion (``summaries.discussion``), asked for by the request."""
+    async def _summary_section(self, state: TutorState) -> str | None:
+        """A summary of the discussion (``summaries.discussion``), asked for by the request;
+        None when nothing was discussed yet (no model call)."""
+        discussed = discussion(state["messages"])
+        if not discussed:
+            return None
         request = HumanMessage(_last_user_text(state))
         reply = await self.model.ainvoke(
-            [SystemMessage(prompts.SUMMARIZE), *discussion(state["messages"]), request],
-            config=_INTERNAL,
+            [SystemMessage(prompts.SUMMARIZE), *discussed, request], config=_INTERNAL
         )
         return as_summary_section(str(reply.content))
 
     async def draft_note_edit(
         self, state: TutorState, runtime: Runtime[GraphContext]
     ) -> dict[str, Any]:
-        """Propose the open note with a summary of the discussion: in place of the summary it
-        has, else at its end (``summaries.with_summary``)."""
+        """Propose the open note with a summary of the discussion merged into its summary
+        section, else added at its end (``summaries.with_summary``): nothing a person wrote is
+        removed. Nothing is proposed when nothing was discussed or the note has it all."""
         note = await _open_note(state, runtime)
         if note is None:
             return {"proposal": None}
         section = await self._summary_section(state)
+        if section is None:
+            return {"proposal": None, "nothing_to_draft": "nothing_discussed"}
         base = note.content
-        proposed = with_summary(base, section)
+        before = state.get("written_summaries", {}).get(note.note_id)
+        proposed = with_summary(base, section, drafted_before=before)
+        if proposed.strip() == base.strip():
+            return {"proposal": None, "nothing_to_draft": "nothing_new"}
+        _, person_lines = removed_lines(
+            None if before is None else before.splitlines(),
+            base.splitlines(),
+            proposed.splitlines(),
+        )
         proposal = NoteEditProposal(
             project_id=state["project_id"],
             note_id=note.note_id,
@@ -198,16 +229,19 @@ class TutorNodes:
             diff=unified_diff(
                 title=note.title, base=base, proposed=proposed, base_version=note.version
             ),
+            person_lines_removed=person_lines,
         )
-        return {"proposal": proposal.model_dump()}
+        return {"proposal": proposal.model_dump(), "drafted_summary": section}
 
     async def draft_note_creation(self, state: TutorState) -> dict[str, Any]:
         """Propose saving a summary of the discussion as a new note (no note is open)."""
         section = await self._summary_section(state)
+        if section is None:
+            return {"proposal": None, "nothing_to_draft": "nothing_discussed"}
         proposal = NoteCreateProposal(
             project_id=state["project_id"], title=NEW_NOTE_TITLE, content=f"{section}\n"
         )
-        return {"proposal": proposal.model_dump()}
+        return {"proposal": proposal.model_dump(), "drafted_summary": section}
 
     async def draft_note_deletion(
         self, state: TutorState, runtime: Runtime[GraphContext]

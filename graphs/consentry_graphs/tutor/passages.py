@@ -32,13 +32,15 @@ def _prompt_passage(note: NoteSnapshot, query: str) -> str:
     return " ".join(sentences.about(sentences.sentences(text), query, limit=PROMPT_CHARS))
 
 
-def notes_block(notes: Sequence[NoteSnapshot], query: str) -> str:
-    """The ``<notes>`` of the answer prompt: one ``<note title="…">`` element per note with text."""
+def notes_block(notes: Sequence[NoteSnapshot], query: str, *, open_note_id: str | None) -> str:
+    """The ``<notes>`` of the answer prompt: one ``<note title="…">`` element per note with text,
+    the one the person has open marked ``open="true"``."""
     parts = []
     for note in notes:
         passage = _prompt_passage(note, query)
         if passage:
-            parts.append(f'<note title="{escape(note.title)}">\n{passage}\n</note>\n')
+            opened = ' open="true"' if note.note_id == open_note_id else ""
+            parts.append(f'<note title="{escape(note.title)}"{opened}>\n{passage}\n</note>\n')
     return "".join(parts)
 
 

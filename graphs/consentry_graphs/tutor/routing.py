@@ -9,6 +9,7 @@ from consentry_graphs.tutor.state import TutorState
 
 __all__ = [
     "route_after_analyze_message",
+    "route_after_draft_note_creation",
     "route_after_draft_note_deletion",
     "route_after_draft_note_edit",
     "route_after_request_note_create_consent",
@@ -40,8 +41,16 @@ def route_after_analyze_message(
 
 def route_after_draft_note_edit(
     state: TutorState,
-) -> Literal["request_note_edit_consent", "report_no_open_note"]:
-    return "request_note_edit_consent" if state.get("proposal") else "report_no_open_note"
+) -> Literal["request_note_edit_consent", "report_nothing_to_draft", "report_no_open_note"]:
+    if state.get("proposal"):
+        return "request_note_edit_consent"
+    return "report_nothing_to_draft" if state.get("nothing_to_draft") else "report_no_open_note"
+
+
+def route_after_draft_note_creation(
+    state: TutorState,
+) -> Literal["request_note_create_consent", "report_nothing_to_draft"]:
+    return "request_note_create_consent" if state.get("proposal") else "report_nothing_to_draft"
 
 
 def route_after_draft_note_deletion(

@@ -7,9 +7,12 @@ from typing import Annotated, Any, Literal, TypedDict
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
-__all__ = ["INTENTS", "Intent", "TutorInput", "TutorState"]
+__all__ = ["INTENTS", "Intent", "NothingToDraft", "TutorInput", "TutorState"]
 
 Intent = Literal["answer", "search", "edit_note", "delete_note"]
+NothingToDraft = Literal["nothing_discussed", "nothing_new"]
+"""Why a summary was not proposed: no question was answered yet in this conversation, or the
+note already says all of it."""
 INTENTS: tuple[Intent, ...] = ("answer", "search", "edit_note", "delete_note")
 
 
@@ -33,3 +36,11 @@ class TutorState(TypedDict, total=False):
     """The pending proposal of the current consent (its kind follows from the node)."""
     decision: dict[str, Any] | None
     """The decision on it, as ``TypedDecision.to_state()``; read it back with ``KIND.restore``."""
+    nothing_to_draft: NothingToDraft | None
+    """Set instead of ``proposal`` when a summary was asked for but there is none to propose."""
+    drafted_summary: str | None
+    """The summary section of the pending proposal, as the model drafted it."""
+    written_summaries: dict[str, str]
+    """Note id → the summary section as the model drafted it, the last time this conversation
+    wrote it into that note: the tutor's own words, which its next summary there may rewrite
+    (``summaries.with_summary``)."""

@@ -4,9 +4,15 @@
   reports what became of a request about notes (a consent's outcome, "no note is open") is an
   *outcome* (``replies.say_outcome``): it is left out, and so is the request it answers, as is the
   request being drafted now (no reply yet).
-- **Where it goes**: a note has at most one summary section, under ``SUMMARY_HEADING`` up to the
-  next heading of level 1 or 2. A new summary replaces that section where it is (a note from
-  before this rule with several loses the later ones); a note without one gets it at its end.
+- **Where it goes**: the note's summary section, under ``SUMMARY_HEADING`` up to the next
+  heading of level 1 or 2 (the first, if a note has several); a note without one gets it at its
+  end.
+- **What it may change there**: only the tutor's own words. The conversation remembers the
+  section as the model drafted it last time it was written into the note, and the new summary
+  is merged into the section as it is now (``line_merge``): lines the person wrote or changed,
+  in the section or anywhere else, all stay; the tutor's own lines, as it wrote them, may be
+  rewritten. With nothing remembered (another conversation wrote the section, or a person did),
+  every line there is the person's, and the tutor only adds.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 
+from consentry_graphs.tutor.line_merge import merge_lines
 from consentry_graphs.tutor.replies import is_outcome
 
 __all__ = [
@@ -88,15 +95,18 @@ def without_summary(content: str) -> str:
     return "\n".join(lines).strip()
 
 
-def with_summary(content: str, section: str) -> str:
-    """The note with ``section`` as its summary: in place of the one it has, else at its end."""
+def with_summary(content: str, section: str, *, drafted_before: str | None) -> str:
+    """The note with ``section`` merged into its summary section (``drafted_before``: the
+    section as the tutor drafted it when it last wrote it here), else added at its end."""
     lines = content.splitlines()
     sections = _sections(lines)
     if not sections:
         return f"{content.rstrip()}\n\n{section}\n" if content.strip() else f"{section}\n"
-    for start, end in reversed(sections[1:]):
-        del lines[start:end]
     start, end = sections[0]
-    rest = lines[end:]
-    new = section.splitlines() + ([""] if rest else [])
-    return "\n".join([*lines[:start], *new, *rest]).rstrip("\n") + "\n"
+    ours = lines[start:end]
+    while ours and not ours[-1].strip():
+        ours.pop()
+    base = None if drafted_before is None else drafted_before.splitlines()
+    merged = merge_lines(base, ours, section.splitlines())
+    rest = lines[start + len(ours) :]
+    return "\n".join([*lines[:start], *merged, *rest]).rstrip("\n") + "\n"

@@ -154,14 +154,79 @@ async def test_classify_task_reads_the_last_user_message() -> None:
     assert json.loads(text) == {"intent": "search", "query": "retrieval"}
 
 
-async def test_an_answer_says_it_is_the_offline_model_and_cites_every_note() -> None:
+async def test_an_answer_says_it_is_the_offline_model_and_cites_the_note_that_fits() -> None:
     text = await _text(_answer_prompt(NOTES, "What is RAG?"))
 
     assert text == (
         "I'm the offline model, so I answer from your notes rather than from general knowledge. "
         "Here is what your notes say:\n"
-        "- In \u201cRAG\u201d: Retrieval-augmented generation uses documents.\n"
-        "- In \u201cEmbeddings\u201d: Dense vectors."
+        "- In \u201cRAG\u201d: Retrieval-augmented generation uses documents."
+    )
+
+
+SAMPLE_NOTES = "".join(
+    f'<note title="{title}"{opened}>\n{text}\n</note>\n'
+    for title, opened, text in (
+        (
+            "Spaced repetition",
+            "",
+            "You review a fact just before you would forget it. Every review makes the memory "
+            "more stable. Apps such as Anki schedule the reviews for you.",
+        ),
+        (
+            "Japanese kana",
+            "",
+            "Kana are the two Japanese syllabaries. Katakana writes words borrowed from other "
+            "languages. For example, \u30b3\u30fc\u30d2\u30fc is k\u014dh\u012b (coffee). "
+            "Most learners can read both kana within a few weeks, and spaced repetition makes "
+            "them stick.",
+        ),
+        (
+            "Retrieval-augmented generation",
+            ' open="true"',
+            "A retriever looks up the passages most related to the question. Split the documents "
+            "into chunks of a few hundred words.",
+        ),
+    )
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "quoted"),
+    [
+        (
+            "Why does spacing help memory?",
+            "- In \u201cSpaced repetition\u201d: Every review makes the memory more stable.",
+        ),
+        (
+            "How do I read katakana words like coffee?",
+            "- In \u201cJapanese kana\u201d: Katakana writes words borrowed from other languages. "
+            "For example, \u30b3\u30fc\u30d2\u30fc is k\u014dh\u012b (coffee). Most learners "
+            "can read both kana within a few weeks, and spaced repetition makes them stick.",
+        ),
+        (
+            "What does this note say?",
+            "- Your note \u201cRetrieval-augmented generation\u201d says: A retriever looks up the "
+            "passages most related to the question. Split the documents into chunks of a few "
+            "hundred words.",
+        ),
+    ],
+)
+async def test_an_answer_quotes_only_the_note_that_fits_the_question_best(
+    question: str, quoted: str
+) -> None:
+    text = await _text(_answer_prompt(SAMPLE_NOTES, question))
+
+    assert text.splitlines()[1:] == [quoted]
+
+
+async def test_an_answer_that_no_note_fits_says_so_instead_of_quoting_the_open_note() -> None:
+    text = await _text(_answer_prompt(SAMPLE_NOTES, "What is photosynthesis?"))
+
+    assert text == (
+        "I'm the offline model, so I answer from your notes rather than from general knowledge. "
+        "I found nothing in this project's notes about \u201cWhat is photosynthesis?\u201d. "
+        "Write a note about it, or ask me to add a summary of our discussion to your note."
     )
 
 
@@ -202,7 +267,7 @@ async def test_an_answer_quotes_the_notes_whole_sentences_about_the_question() -
     )
 
 
-async def test_an_answer_about_nothing_in_a_note_quotes_its_first_sentences() -> None:
+async def test_an_answer_quotes_at_most_300_characters_of_a_note_in_whole_sentences() -> None:
     notes = f'<note title="Retrieval">\n{LONG_NOTE}\n</note>\n'
 
     text = await _text(_answer_prompt(notes, "What about Retrieval?"))
@@ -287,8 +352,7 @@ async def test_a_summary_keeps_the_gist_of_the_offline_models_own_answers() -> N
         "## Summary of our discussion\n"
         "\n"
         "- **Question:** What is RAG?\n"
-        "  **Answer:** In \u201cRAG\u201d: Retrieval-augmented generation uses documents. "
-        "In \u201cEmbeddings\u201d: Dense vectors.\n"
+        "  **Answer:** In \u201cRAG\u201d: Retrieval-augmented generation uses documents.\n"
         "- **Question:** What is photosynthesis?\n"
         "  **Answer:** Your notes say nothing about it yet.\n"
         "\n"

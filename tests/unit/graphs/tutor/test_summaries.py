@@ -1,6 +1,6 @@
 """consentry_graphs.tutor.summaries and passages: what a summary covers (questions and answers,
-never an outcome of a consent), where it goes in a note (in place of the one it has), and what the
-model and a search result read of a note."""
+never an outcome of a consent), where it goes in a note (merged into the one it has, keeping every
+line a person wrote), and what the model and a search result read of a note."""
 
 from __future__ import annotations
 
@@ -60,30 +60,60 @@ def test_an_outcome_is_marked_and_an_answer_is_not() -> None:
 
 
 def test_a_note_without_a_summary_gets_it_at_its_end() -> None:
-    assert with_summary("Line one.\n", NEW_SECTION) == f"Line one.\n\n{NEW_SECTION}\n"
-    assert with_summary("  \n", NEW_SECTION) == f"{NEW_SECTION}\n"
+    assert with_summary("Line one.\n", NEW_SECTION, drafted_before=None) == (
+        f"Line one.\n\n{NEW_SECTION}\n"
+    )
+    assert with_summary("  \n", NEW_SECTION, drafted_before=None) == f"{NEW_SECTION}\n"
 
 
-def test_a_new_summary_replaces_the_old_one_in_place() -> None:
-    content = f"Intro.\n\n{SECTION}\n\n_Summarized by the offline model._\n\n## Later\n\nMore.\n"
+def test_a_new_summary_rewrites_the_tutors_own_section_in_place() -> None:
+    content = f"Intro.\n\n{SECTION}\n\n## Later\n\nMore.\n"
 
-    updated = with_summary(content, NEW_SECTION)
+    updated = with_summary(content, NEW_SECTION, drafted_before=SECTION)
 
     assert updated == f"Intro.\n\n{NEW_SECTION}\n\n## Later\n\nMore.\n"
 
 
-def test_a_note_with_several_summaries_keeps_one_where_the_first_was() -> None:
+def test_a_new_summary_keeps_the_lines_a_person_changed_in_the_tutors_section() -> None:
+    drafted = f"{SECTION}\n\n_Summarized by the offline model._"
+    edited = f"{SECTION}\n\n_Summarized by the offline model, edited by me._"
+    again = (
+        f"{SECTION}\n- **Question:** How?\n  **Answer:** Like this.\n\n"
+        "_Summarized by the offline model._"
+    )
+
+    updated = with_summary(f"Intro.\n\n{edited}\n", again, drafted_before=drafted)
+
+    assert updated == (
+        f"Intro.\n\n{SECTION}\n- **Question:** How?\n  **Answer:** Like this.\n\n"
+        "_Summarized by the offline model, edited by me._\n"
+    )
+
+
+def test_a_section_the_tutor_did_not_write_here_is_kept_whole_and_added_to() -> None:
+    content = f"Intro.\n\n{SECTION}\n\nMy own line.\n"
+
+    updated = with_summary(content, NEW_SECTION, drafted_before=None)
+
+    assert updated == (
+        f"Intro.\n\n{SECTION}\n\nMy own line.\n- **Question:** How?\n  **Answer:** Like this.\n"
+    )
+
+
+def test_a_note_with_several_summaries_gets_the_new_one_in_the_first_and_keeps_the_rest() -> None:
     content = f"Intro.\n\n{SECTION}\n\n## Middle\n\nText.\n\n{SECTION}\n"
 
-    assert with_summary(content, NEW_SECTION) == (
-        f"Intro.\n\n{NEW_SECTION}\n\n## Middle\n\nText.\n"
+    assert with_summary(content, NEW_SECTION, drafted_before=SECTION) == (
+        f"Intro.\n\n{NEW_SECTION}\n\n## Middle\n\nText.\n\n{SECTION}\n"
     )
 
 
 def test_a_subheading_inside_the_summary_belongs_to_it() -> None:
     content = f"Intro.\n\n{SECTION}\n\n### Details\n\nStill the summary.\n"
 
-    assert with_summary(content, NEW_SECTION) == f"Intro.\n\n{NEW_SECTION}\n"
+    assert with_summary(content, NEW_SECTION, drafted_before=SECTION) == (
+        f"Intro.\n\n{NEW_SECTION}\n\n### Details\n\nStill the summary.\n"
+    )
 
 
 def test_without_summary_is_what_the_user_wrote() -> None:
@@ -115,8 +145,18 @@ async def test_the_offline_model_and_the_prompt_use_the_summary_heading() -> Non
 def test_the_prompt_carries_the_note_without_its_summary_and_escapes_the_title() -> None:
     note = _note(f"RAG looks **documents** up.\n\n{SECTION}\n", title='"Quoted" <RAG>')
 
-    assert notes_block([note, _note("")], "What is RAG?") == (
+    assert notes_block([note, _note("")], "What is RAG?", open_note_id=None) == (
         '<note title="&quot;Quoted&quot; &lt;RAG&gt;">\nRAG looks **documents** up.\n</note>\n'
+    )
+
+
+def test_the_prompt_marks_the_note_the_person_has_open() -> None:
+    found = _note("RAG looks documents up.").model_copy(update={"note_id": "found"})
+    opened = _note("Kana are syllabaries.", title="Kana").model_copy(update={"note_id": "open"})
+
+    assert notes_block([found, opened], "What is RAG?", open_note_id="open") == (
+        '<note title="RAG">\nRAG looks documents up.\n</note>\n'
+        '<note title="Kana" open="true">\nKana are syllabaries.\n</note>\n'
     )
 
 
@@ -125,7 +165,7 @@ def test_a_long_note_reaches_the_prompt_as_its_sentences_about_the_question() ->
     note = _note(f"{filler}Chunks are passages.\n\n{filler}")
 
     assert len(note.content) > PROMPT_CHARS
-    assert notes_block([note], "What are chunks?") == (
+    assert notes_block([note], "What are chunks?", open_note_id=None) == (
         '<note title="RAG">\nChunks are passages.\n</note>\n'
     )
 

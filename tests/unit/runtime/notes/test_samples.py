@@ -3,6 +3,8 @@ setting."""
 
 from __future__ import annotations
 
+import itertools
+import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,8 @@ from consentry.runtime.notes import SampleNote, read_sample_notes
 from consentry.runtime.notes._samples import SAMPLES_DIRECTORY
 from consentry.settings import Settings
 from consentry_graphs import sentences
+
+_LIST_ITEM = re.compile(r"^(?:[-*+]|\d{1,3}[.)]) ")
 
 
 def test_the_repository_has_a_few_short_sample_notes_titled_by_their_heading() -> None:
@@ -27,6 +31,16 @@ def test_the_repository_has_a_few_short_sample_notes_titled_by_their_heading() -
         assert len(sample.content) < 2000
         assert "**" not in sample.content  # what the tutor quotes is plain text
         assert sentences.sentences(sample.content)
+
+
+def test_sample_notes_are_not_hard_wrapped() -> None:
+    """A paragraph is one line, so it reflows in the web app's and the terminal's editors: two
+    lines of text in a row are list items."""
+    for sample in read_sample_notes():
+        lines = sample.content.splitlines()
+        for line, after in itertools.pairwise(lines):
+            if line.strip() and after.strip():
+                assert _LIST_ITEM.match(after), (sample.title, after)
 
 
 def test_a_sample_without_a_heading_is_titled_by_its_file_name(tmp_path: Path) -> None:
