@@ -40,6 +40,7 @@ from langgraph.graph.state import CompiledStateGraph, StateGraph
 from langgraph.pregel import Pregel
 
 from consentry_graphs.consent import ConsentKind
+from consentry_graphs.declared_kinds import check_declared_kinds
 from consentry_graphs.graph_io import GraphIO, describe_graph
 from consentry_graphs.tutor.graph import CONSENT_KINDS as TUTOR_CONSENT_KINDS
 from consentry_graphs.tutor.graph import STEP_LABELS as TUTOR_STEP_LABELS
@@ -117,7 +118,9 @@ def build_graphs(
     specs: Mapping[str, GraphSpec], model: BaseChatModel, checkpointer: BaseCheckpointSaver[Any]
 ) -> tuple[dict[str, GraphSpec], dict[str, CompiledGraph]]:
     """Compile every graph once with the server's ``model`` and ``checkpointer``: the specs,
-    each with what its graph takes and gives (``GraphSpec.io``), and the compiled graphs."""
+    each with what its graph takes and gives (``GraphSpec.io``), and the compiled graphs. A
+    graph whose nodes use a consent kind it does not declare is refused
+    (``declared_kinds.check_declared_kinds``)."""
     built: dict[str, GraphSpec] = {}
     compiled: dict[str, CompiledGraph] = {}
     for name, spec in specs.items():
@@ -127,6 +130,9 @@ def build_graphs(
             raise
         except Exception as exc:
             raise GraphLoadError(f"graph {name!r} cannot be built: {exc!r}") from exc
+        problem = check_declared_kinds(name, graph, spec.consent_kinds)
+        if problem is not None:
+            raise GraphLoadError(problem)
         io = describe_graph(graph)
         for problem in io.unavailable:
             log.warning("graph %r: %s", name, problem)

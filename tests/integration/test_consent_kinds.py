@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from consentry.schemas.events import ErrorEvent
 from consentry_graphs.examples.parallel_consents import NotifyTeamProposal, PublishPostProposal
 from consentry_graphs.tutor.consents import (
     NoteCreateProposal,
@@ -16,8 +17,10 @@ from consentry_graphs.tutor.consents import (
     NoteEditProposal,
     NoteEditRevision,
 )
+from tests.sse import chat, kinds
 
 PARALLEL = "parallel=consentry_graphs.examples.parallel_consents:graph_spec"
+HIDDEN = "hidden=tests.integration.undeclared_kind_graphs:hidden"
 
 
 async def test_the_tutors_three_kinds_are_published_with_their_schemas(
@@ -118,3 +121,21 @@ async def test_the_list_needs_an_api_key_when_keys_are_configured(
     assert anonymous.json()["error"]["code"] == "unauthorized"
     assert keyed.status_code == 200
     assert len(keyed.json()["consent_kinds"]) == 3
+
+
+async def test_a_kind_the_graph_did_not_declare_fails_the_run_naming_it(
+    open_client: Callable[..., Any],
+) -> None:
+    async with open_client(graphs=HIDDEN) as client:
+        events = await chat(client, {"graph": "hidden", "message": "Refund my order"})
+        thread = (await client.get(f"/v1/threads/{events[0].thread_id}")).json()
+
+    error = next(e for e in events if isinstance(e, ErrorEvent))
+    assert (error.code, error.retryable) == ("consent_kind_not_declared", False)
+    assert error.message == (
+        "The graph 'hidden' asked for a consent of kind 'refund', which it does not declare: "
+        "add it to its GraphSpec's consent_kinds ({'refund': <its ConsentKind>})."
+    )
+    assert kinds(events)[-2:] == ["error", "final"]
+    assert events[-1].reason == "failed"
+    assert thread["pending_consents"] == []

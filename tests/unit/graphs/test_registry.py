@@ -395,6 +395,56 @@ def test_a_graph_that_cannot_be_built_is_named(saver: InMemorySaver) -> None:
         build_graphs(specs, OfflineChatModel(), saver)
 
 
+def test_every_served_example_graph_declares_the_kinds_its_nodes_use(saver: InMemorySaver) -> None:
+    specs = load_graphs(
+        {
+            "refund": "consentry_graphs.examples.refund_consent:graph_spec",
+            "parallel": "consentry_graphs.examples.parallel_consents:graph_spec",
+        }
+    )
+
+    built, _ = build_graphs(specs, OfflineChatModel(), saver)
+
+    assert sorted(built) == ["parallel", "refund", "tutor"]
+
+
+@pytest.mark.parametrize(
+    ("graph", "problem"),
+    [
+        (
+            "visible",
+            "graph 'visible': node 'request_refund_consent' uses the consent kind 'refund', "
+            "which the graph does not declare; add {'refund': <its ConsentKind>} to its "
+            "GraphSpec's consent_kinds (docs/consent-kit.md)",
+        ),
+        (
+            "misnamed",
+            "graph 'misnamed': consent_kinds names the kind 'refund' 'refunds'; declare each "
+            "kind under its own name ({'refund': ...})",
+        ),
+    ],
+)
+def test_a_graph_whose_nodes_use_a_kind_it_does_not_declare_is_refused_at_start_up(
+    saver: InMemorySaver, graph: str, problem: str
+) -> None:
+    specs = load_graphs({graph: f"tests.integration.undeclared_kind_graphs:{graph}"})
+
+    with pytest.raises(GraphLoadError) as refused:
+        build_graphs(specs, OfflineChatModel(), saver)
+
+    assert str(refused.value) == problem
+
+
+def test_a_kind_asked_from_another_module_is_left_to_the_run_to_find(
+    saver: InMemorySaver,
+) -> None:
+    specs = load_graphs({"hidden": "tests.integration.undeclared_kind_graphs:hidden"})
+
+    built, _ = build_graphs(specs, OfflineChatModel(), saver)
+
+    assert built["hidden"].consent_kinds == {}
+
+
 # consentry serve
 
 

@@ -32,6 +32,7 @@ from consentry.errors import InvalidRequestError
 from consentry.schemas.approvals import RAW_INTERRUPT, TOOL_CALL
 from consentry.storage.approvals import ApprovalRecord
 from consentry_graphs.consent import ConsentDecision, ConsentRequest
+from consentry_graphs.declared_kinds import InvalidResponseSchemaError, UndeclaredConsentKindError
 from consentry_graphs.registry import GraphSpec
 from consentry_graphs.wire_types import Decision
 
@@ -95,7 +96,8 @@ class ConsentDeadlines:
 def read_asks(spec: GraphSpec, interrupt: Interrupt) -> list[ConsentAsk]:
     """The consents an interrupt asks: one, or one per tool call of a human-in-the-loop batch.
     A ``ConsentRequest`` of a kind the graph did not register, or a ``response_schema`` that is
-    not a JSON Schema, is a graph bug (``TypeError``)."""
+    not a JSON Schema, is a graph bug (a ``GraphDefinitionError``: the run fails with its code
+    and message)."""
     value = interrupt.value
     if isinstance(value, dict):
         if "kind" in value and "proposal" in value:
@@ -105,7 +107,7 @@ def read_asks(spec: GraphSpec, interrupt: Interrupt) -> list[ConsentAsk]:
         if _is_review_batch(value):
             return _batch_asks(interrupt.id, value)
         if value.get("type") == "tool_approval" and isinstance(value.get("args"), dict):
-            return [_call_ask(interrupt)]
+            return [_call_ask(spec.name, interrupt)]
     as_json = to_jsonable_python(value, fallback=repr)
     return [
         ConsentAsk(
@@ -118,7 +120,7 @@ def read_asks(spec: GraphSpec, interrupt: Interrupt) -> list[ConsentAsk]:
             ttl_seconds=None,
             always_ask=True,
             value=as_json,
-            response_schema=_json_schema(interrupt.response_schema),
+            response_schema=_json_schema(spec.name, interrupt.response_schema),
         )
     ]
 
@@ -130,7 +132,7 @@ def _kit_ask(spec: GraphSpec, interrupt: Interrupt) -> ConsentAsk | None:
         return None  # a raw value that merely looks like one
     if request.kind not in spec.consent_kinds:
         # Unregistered kinds cannot have their decisions checked before the graph resumes.
-        raise TypeError(f"consent kind {request.kind!r} is not in the graph's consent_kinds")
+        raise UndeclaredConsentKindError(spec.name, request.kind)
     return ConsentAsk(
         approval_id=interrupt.id,
         interrupt_id=interrupt.id,
@@ -173,10 +175,10 @@ def _batch_asks(interrupt_id: str, value: dict[str, Any]) -> list[ConsentAsk]:
     ]
 
 
-def _call_ask(interrupt: Interrupt) -> ConsentAsk:
+def _call_ask(graph: str, interrupt: Interrupt) -> ConsentAsk:
     """``per_call`` mode's ``ToolApprovalRequest``: its ``response_schema`` names the decisions
     and the tool's args schema."""
-    schema = _json_schema(interrupt.response_schema) or {}
+    schema = _json_schema(graph, interrupt.response_schema) or {}
     return _tool_ask(
         approval_id=interrupt.id,
         interrupt_id=interrupt.id,
@@ -342,12 +344,12 @@ def _line(text: str) -> str:
     return line if len(line) <= _TITLE_CHARS else line[: _TITLE_CHARS - 1] + "…"
 
 
-def _json_schema(schema: type | dict[str, Any] | None) -> dict[str, Any] | None:
+def _json_schema(graph: str, schema: type | dict[str, Any] | None) -> dict[str, Any] | None:
     if schema is None:
         return None
     as_dict = schema if isinstance(schema, dict) else TypeAdapter(schema).json_schema()
     try:
         jsonschema_rs.validator_for(as_dict)
     except (jsonschema_rs.ValidationError, ValueError) as exc:
-        raise TypeError(f"interrupt(response_schema=...) is not a JSON Schema: {exc}") from exc
+        raise InvalidResponseSchemaError(graph, str(exc)) from exc
     return as_dict

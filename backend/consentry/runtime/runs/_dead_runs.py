@@ -64,6 +64,7 @@ from consentry.storage import runs as runs_repo
 from consentry.storage.database import Database, DbConnection
 from consentry.storage.leases import UnfinishedRun
 from consentry.storage.transcript import TranscriptEntry, add_to_transcript, kept_message_ids
+from consentry_graphs.declared_kinds import GraphDefinitionError
 from consentry_graphs.registry import CompiledGraph, GraphSpec
 
 __all__ = ["ClosedRun", "Recovery", "close_dead_run", "dead_runs", "read_recovery"]
@@ -246,9 +247,9 @@ def _consents(events: RunEventStream, recovery: Recovery, now: datetime) -> list
     for interrupt in recovery.unasked:
         try:
             asks = read_asks(recovery.spec, interrupt)
-        except TypeError:
+        except GraphDefinitionError:
             log.exception(
-                "a dead run's graph waits for an interrupt of a kind it did not register",
+                "a dead run's graph waits for an interrupt it cannot ask (a graph bug)",
                 extra={"thread_id": events.thread_id, "run_id": events.run_id},
             )
             continue

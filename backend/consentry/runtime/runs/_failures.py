@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from consentry.storage.database import is_database_unavailable
+from consentry_graphs.declared_kinds import GraphDefinitionError
 from consentry_graphs.models import ModelFaultCode, classify_fault
 
 __all__ = ["RunFailure", "describe_failure"]
@@ -28,7 +29,11 @@ _MODEL_FAULTS: dict[ModelFaultCode, str] = {
 
 
 def describe_failure(exc: BaseException) -> RunFailure:
-    """Never expose ``str(exc)``: provider messages can carry prompts, keys or internals."""
+    """Never expose ``str(exc)``: provider messages can carry prompts, keys or internals. The
+    one exception is a mistake in the graph's definition, whose message Consentry wrote for the
+    graph's developer (``GraphDefinitionError``: its kind names, nothing of the run)."""
+    if isinstance(exc, GraphDefinitionError):
+        return RunFailure(exc.code, str(exc), False)
     fault = classify_fault(exc)
     if fault is not None:
         return RunFailure(fault.code, _MODEL_FAULTS[fault.code], fault.retryable)

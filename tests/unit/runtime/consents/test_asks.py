@@ -18,6 +18,7 @@ from consentry.runtime.consents._asks import EXPIRED_REVIEW, check_answer
 from consentry.runtime.runs._graph_stream import RESUME
 from consentry.storage.approvals import ApprovalRecord
 from consentry_graphs.consent import ConsentDecision
+from consentry_graphs.declared_kinds import InvalidResponseSchemaError, UndeclaredConsentKindError
 from consentry_graphs.registry import BUILTIN_GRAPHS
 
 TUTOR = BUILTIN_GRAPHS["tutor"]
@@ -99,13 +100,13 @@ def test_a_response_schema_given_as_a_type_is_published_as_json_schema() -> None
 
 
 def test_a_response_schema_that_is_not_json_schema_is_a_graph_bug() -> None:
-    with pytest.raises(TypeError, match="not a JSON Schema"):
+    with pytest.raises(InvalidResponseSchemaError, match="not a JSON Schema"):
         read_asks(TUTOR, Interrupt("Age?", id="i1", response_schema={"type": "nonsense"}))
 
 
 def test_a_kit_request_of_an_unregistered_kind_is_a_graph_bug() -> None:
     request = {"kind": "refund", "title": "t", "proposal": {}, "allowed_decisions": ["approve"]}
-    with pytest.raises(TypeError, match="not in the graph's consent_kinds"):
+    with pytest.raises(UndeclaredConsentKindError, match="which it does not declare"):
         read_asks(TUTOR, Interrupt(request, id="i1"))
 
 
