@@ -45,6 +45,14 @@ def notes_block(notes: Sequence[NoteSnapshot], query: str, *, open_note_id: str 
 
 
 def search_excerpt(note: NoteSnapshot, query: str) -> str:
-    """The whole sentences of the note about ``query`` that fit in a search result."""
-    found = sentences.sentences(without_summary(note.content))
-    return " ".join(sentences.about(found, query, limit=SEARCH_EXCERPT_CHARS))
+    """The whole sentences of the note about ``query`` that fit in a search result: from what
+    the person wrote, else from the tutor's summary (where the search found it), else the
+    note's first sentences."""
+    own = sentences.about(
+        sentences.sentences(without_summary(note.content)),
+        query,
+        limit=SEARCH_EXCERPT_CHARS,
+        fallback=False,
+    )
+    whole = sentences.sentences(note.content)
+    return " ".join(own or sentences.about(whole, query, limit=SEARCH_EXCERPT_CHARS))

@@ -174,3 +174,10 @@ def test_a_search_result_shows_whole_sentences_about_the_query() -> None:
     note = _note("Intro here. RAG looks **documents** up first, then answers.\n\nOther text.")
 
     assert search_excerpt(note, "documents") == "RAG looks documents up first, then answers."
+
+
+def test_a_search_result_found_only_in_the_summary_shows_the_summarys_sentence() -> None:
+    note = _note(f"Intro here.\n\n{SECTION}\n")
+
+    assert search_excerpt(note, "because") == "Answer: Because."
+    assert search_excerpt(note, "nothing") == "Intro here."
