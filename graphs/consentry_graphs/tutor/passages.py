@@ -48,11 +48,11 @@ def search_excerpt(note: NoteSnapshot, query: str) -> str:
     """The whole sentences of the note about ``query`` that fit in a search result: from what
     the person wrote, else from the tutor's summary (where the search found it), else the
     note's first sentences."""
-    own = sentences.about(
-        sentences.sentences(without_summary(note.content)),
-        query,
-        limit=SEARCH_EXCERPT_CHARS,
-        fallback=False,
+    written = sentences.sentences(without_summary(note.content))
+    limit = SEARCH_EXCERPT_CHARS
+    picked = (
+        sentences.about(written, query, limit=limit, fallback=False)
+        or sentences.about(sentences.sentences(note.content), query, limit=limit, fallback=False)
+        or sentences.leading(written, limit)
     )
-    whole = sentences.sentences(note.content)
-    return " ".join(own or sentences.about(whole, query, limit=SEARCH_EXCERPT_CHARS))
+    return " ".join(picked)
