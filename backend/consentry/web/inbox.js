@@ -6,7 +6,8 @@
 // together in one request, so a review of several calls is shown with a link to its
 // conversation, where they are decided.
 
-import { consentCard, decidedText, outcomeText } from "./consent-card.js";
+import { consentCard } from "./consent-card.js";
+import { decidedText, outcomeText } from "./consent-words.js";
 import { $, fill, h, when } from "./dom.js";
 import { argsTable } from "./tool-call-card.js";
 
