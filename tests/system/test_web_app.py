@@ -154,6 +154,9 @@ def test_an_approved_note_edit_shows_in_the_note_at_once_and_in_its_history(
     expect(card).to_have_attribute("data-state", "decided")
     expect(card.locator(".consent-status")).to_have_text("Approved")
     expect(page.locator("#note-version")).to_have_text("Version 3")
+    expect(card.locator(".diff figcaption")).to_have_text(
+        re.compile(r"^Written to “Retrieval-augmented generation” as version 3: \d+ lines added")
+    )
     expect(page.locator("#note-content")).to_have_value(re.compile(re.escape(SUMMARY_HEADING)))
     expect(page.locator("#chat-log p.applied")).to_have_text(
         "Saved “Retrieval-augmented generation”, version 3."
@@ -175,28 +178,47 @@ def test_an_approved_note_edit_shows_in_the_note_at_once_and_in_its_history(
     assert versions[2]["content"] == page.locator("#note-content").input_value()
 
 
-def test_an_edited_proposal_writes_exactly_the_persons_text(
+def test_an_edit_card_has_one_row_of_actions_and_shows_what_it_wrote(
     watched: WatchedPage, api: httpx.Client, server: str
 ) -> None:
+    """One row, one obvious action: Edit… opens the editor and gives its place to Cancel, and
+    Approve, once the text changed, reads "Approve my edit"; no second button saves the same
+    edit. Decided, the card shows the person's text as written (the run's `note` event), not the
+    proposal."""
     page = watched.page
     note = create_note(api, "Edit flow", "Line one.")
     open_note(page, server, note)
     card = ask_for_a_summary(page)
+    buttons = card.get_by_role("button")  # the ones shown, in their order
+    expect(buttons).to_have_text(["Approve", "Edit…", "Reject"])
+    edit = card.get_by_role("button", name="Edit…")
+    expect(edit).to_have_attribute("aria-expanded", "false")
 
-    card.locator(".edit").click()
+    edit.click()
     editor = card.locator(".consent-editor")
     expect(editor).to_be_visible()
-    expect(editor.locator("textarea.edit-content")).to_have_value(
-        re.compile(r"^Line one\.\n\n" + re.escape(SUMMARY_HEADING))
-    )
+    area = editor.locator("textarea.edit-content")
+    expect(area).to_be_focused()
+    expect(area).to_have_value(re.compile(r"^Line one\.\n\n" + re.escape(SUMMARY_HEADING)))
+    expect(buttons).to_have_text(["Approve", "Cancel", "Reject"])
+    expect(card.locator("button.edit")).to_have_attribute("aria-expanded", "true")
     mine = "Line one.\n\nMy own summary: retrieval comes first."
-    editor.locator("textarea.edit-content").fill(mine)
-    editor.locator(".edit-send").click()
+    area.fill(mine)
+    expect(buttons).to_have_text(["Approve my edit", "Cancel", "Reject"])
+    card.get_by_role("button", name="Approve my edit").click()
 
     expect(card).to_have_attribute("data-state", "decided")
     expect(card.locator(".consent-status")).to_have_text("Approved with your edit")
     expect(page.locator("#note-version")).to_have_text("Version 2")
     expect(page.locator("#note-content")).to_have_value(mine)
+    expect(card.locator(".diff figcaption")).to_have_text(
+        "Written to “Edit flow” as version 2: 2 lines added, 0 removed"
+    )
+    expect(card.locator(".diff .diff-line")).to_have_text(
+        [" Line one.", "+", "+My own summary: retrieval comes first."]
+    )
+    expect(editor).to_be_hidden()  # what was written shows instead
+    expect(buttons).to_have_count(0)  # decided: its outcome says what was done
     assert api.get(f"/v1/notes/{note['note_id']}").json()["content"] == mine
     assert [v["author"] for v in versions_of(api, note["note_id"])] == ["user", "assistant"]
     page.locator("#note-history").click()
@@ -219,7 +241,7 @@ def test_a_refused_edit_leaves_the_card_open_and_the_consent_pending(
 
     card.locator(".edit").click()
     card.locator("textarea.edit-content").fill("   ")
-    card.locator(".edit-send").click()
+    card.locator(".approve").click()
 
     expect(card).to_have_attribute("data-state", "pending")
     expect(card.locator(".consent-status")).to_have_class(re.compile(r"\berror\b"))
@@ -229,7 +251,10 @@ def test_a_refused_edit_leaves_the_card_open_and_the_consent_pending(
     assert api.get(f"/v1/approvals/{approval_id}").json()["status"] == "pending"
 
     card.locator(".edit-cancel").click()
-    expect(card.locator(".approve")).to_have_text("Approve")
+    expect(card.locator(".consent-editor")).to_be_hidden()
+    expect(card.get_by_role("button")).to_have_text(["Approve", "Edit…", "Reject"])
+    expect(card.locator(".edit")).to_be_focused()  # the keyboard's place: where it opened
+    expect(card.locator(".edit")).to_have_attribute("aria-expanded", "false")
     card.locator(".approve").click()
     expect(card).to_have_attribute("data-state", "decided")
     expect(page.locator("#note-version")).to_have_text("Version 2")
@@ -264,6 +289,9 @@ def test_a_rejection_keeps_the_note_and_records_the_comment(
 
     expect(card).to_have_attribute("data-state", "decided")
     expect(card.locator(".consent-status")).to_have_text("Rejected: nothing was changed.")
+    # the proposal is not shown as a change to come: folded away, and said so
+    expect(card.locator(".not-written > summary")).to_have_text("Proposed, not written")
+    expect(card.locator(".not-written .diff")).to_be_hidden()
     expect(page.locator("#chat-send")).to_be_enabled()  # the resumed run ended
     expect(page.locator("#note-version")).to_have_text("Version 1")
     expect(page.locator("#note-content")).to_have_value("Keep me as I am.")
@@ -353,8 +381,8 @@ def test_the_inbox_decides_a_consent_asked_elsewhere(
     (note, consent, final), (_, other, _) = asked
 
     open_app(page, server, "#/inbox")
-    card = page.locator(f'#inbox-list .consent-card[data-approval-id="{consent.approval_id}"]')
-    other_card = page.locator(f'#inbox-list .consent-card[data-approval-id="{other.approval_id}"]')
+    card = page.locator(f'#inbox-view .consent-card[data-approval-id="{consent.approval_id}"]')
+    other_card = page.locator(f'#inbox-view .consent-card[data-approval-id="{other.approval_id}"]')
     expect(other_card).to_be_visible()
     badge = page.locator("#inbox-count")
     expect(badge).to_have_text(str(page.locator("#inbox-list .consent-card").count()))

@@ -15,7 +15,6 @@ the page, as ``test_web_app_review.py`` does.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,7 +24,7 @@ from playwright.sync_api import Page, expect
 
 from tests.system.browser import PHONE, WatchedPage
 from tests.system.server import serve
-from tests.system.web_steps import create_note, open_app, open_note
+from tests.system.web_steps import ask_graph, create_note, open_app, open_note, wait_for_message
 
 GRAPHS = {
     "CONSENTRY_GRAPHS": "city=consentry_graphs.examples.ask_city:graph,"
@@ -40,30 +39,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield base_url
 
 
-def ask(api: httpx.Client, graph: str, note: dict[str, Any]) -> dict[str, Any]:
-    """Start a conversation about ``note`` with ``graph`` over the API; the consent it waits for."""
-    response = api.post(
-        "/v1/chat", json={"graph": graph, "note_id": note["note_id"], "message": "Hi"}
-    )
-    assert response.status_code == 200, response.text
-    thread_id = response.headers["X-Thread-Id"]
-    [consent] = api.get(f"/v1/threads/{thread_id}").json()["pending_consents"]
-    assert consent["kind"] == "interrupt"
-    return dict(consent)
-
-
 def approval(api: httpx.Client, approval_id: str) -> dict[str, Any]:
     body: dict[str, Any] = api.get(f"/v1/approvals/{approval_id}").json()
     return body
-
-
-def wait_for_message(api: httpx.Client, thread_id: str, text: str) -> None:
-    """The thread's background run said ``text`` (polled, with a deadline)."""
-    deadline = time.monotonic() + 30
-    path = f"/v1/threads/{thread_id}/messages"
-    while text not in [m["content"] for m in api.get(path).json()["messages"]]:
-        assert time.monotonic() < deadline, f"{thread_id} never said {text!r}"
-        time.sleep(0.05)
 
 
 def test_a_raw_interrupt_shows_its_value_and_is_answered_with_json_from_the_chat(
@@ -71,7 +49,7 @@ def test_a_raw_interrupt_shows_its_value_and_is_answered_with_json_from_the_chat
 ) -> None:
     page = watched.page
     note = create_note(api, "Trips", "Where next?")
-    consent = ask(api, "city", note)
+    consent = ask_graph(api, "city", note)
 
     open_note(page, server, note)
 
@@ -107,7 +85,7 @@ def test_an_answer_that_misfits_the_schema_shows_why_and_the_card_stays_at_phone
     page = watched.page
     page.set_viewport_size(PHONE)  # type: ignore[arg-type]
     note = create_note(api, "Birthday", "Party plans.")
-    consent = ask(api, "age", note)
+    consent = ask_graph(api, "age", note)
 
     open_note(page, server, note)
 
@@ -149,11 +127,11 @@ def test_the_inbox_shows_the_value_and_answers_a_raw_interrupt(
 ) -> None:
     page = watched.page
     note = create_note(api, "Holidays", "Somewhere warm.")
-    consent = ask(api, "city", note)
+    consent = ask_graph(api, "city", note)
 
     open_app(page, server, "#/inbox")
 
-    card = page.locator(f'#inbox-list .consent-card[data-approval-id="{consent["approval_id"]}"]')
+    card = page.locator(f'#inbox-view .consent-card[data-approval-id="{consent["approval_id"]}"]')
     expect(card.locator(".interrupt-value")).to_have_text('{\n  "question": "Which city?"\n}')
     expect(card.locator(".countdown")).to_have_text("No deadline")
     card.locator("textarea.answer-json").fill('"Porto"')

@@ -57,7 +57,7 @@ def test_a_consent_decided_in_another_tab_locks_its_card_and_says_who(
 
         card = ask_for_a_summary(page)  # asked in this tab: the other tab's inbox shows it
         approval_id = card.get_attribute("data-approval-id")
-        there = other.page.locator(f'#inbox-list .consent-card[data-approval-id="{approval_id}"]')
+        there = other.page.locator(f'#inbox-view .consent-card[data-approval-id="{approval_id}"]')
         expect(there).to_be_visible(timeout=LIVE_MS)
         expect(other.page.locator("#inbox-count")).to_have_text(
             str(pending_count(api)), timeout=LIVE_MS
@@ -92,10 +92,12 @@ def test_a_consent_asked_and_rejected_through_the_api_shows_in_the_open_inbox(
     asked = api.post("/v1/chat", json={"message": ASK_FOR_SUMMARY, "note_id": note["note_id"]})
     consent = next(e for e in parse_events(asked.text) if e.type == "consent")
 
-    card = page.locator(f'#inbox-list .consent-card[data-approval-id="{consent.approval_id}"]')
+    card = page.locator(f'#inbox-view .consent-card[data-approval-id="{consent.approval_id}"]')
     expect(card.locator(".consent-title")).to_have_text(
         "Add a summary to your note “Asked by the API”?", timeout=LIVE_MS
     )
+    waiting = page.locator(f'#inbox-list [data-approval-id="{consent.approval_id}"]')
+    expect(waiting).to_have_count(1)
     expect(badge).to_have_text(str(before + 1), timeout=LIVE_MS)
 
     decided = api.post(f"/v1/approvals/{consent.approval_id}/decision", json={"decision": "reject"})
@@ -105,6 +107,10 @@ def test_a_consent_asked_and_rejected_through_the_api_shows_in_the_open_inbox(
         "You rejected this elsewhere: nothing was changed.", timeout=LIVE_MS
     )
     expect(card.locator(".reject")).to_be_disabled()
+    expect(waiting).to_have_count(0)  # it waits no more: under "Decided"
+    expect(
+        page.locator(f'#inbox-decided-list [data-approval-id="{consent.approval_id}"]')
+    ).to_be_visible()
     expect(badge).to_have_text(str(before), timeout=LIVE_MS) if before else expect(
         badge
     ).to_be_hidden(timeout=LIVE_MS)

@@ -335,7 +335,7 @@ def test_people_are_named_by_their_display_name_and_the_signed_in_person_as_you(
         """async () => {
           const { setCurrentUser } = await import("/web/people.js");
           const { versionCredit } = await import("/web/notes.js");
-          const { outcomeText } = await import("/web/consent-card.js");
+          const { outcomeText } = await import("/web/consent-words.js");
           setCurrentUser({ principal: "acme/me", tenant: "acme", user: "me", name: "Me" });
           const ada = { decided_by: "acme/ada", decided_by_name: "Ada Lovelace" };
           const version = (decision, by) => ({ author: "assistant", decision, ...by });

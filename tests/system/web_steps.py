@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httpx
@@ -22,6 +23,27 @@ def create_note(api: httpx.Client, title: str, content: str) -> dict[str, Any]:
     assert response.status_code == 201, response.text
     note: dict[str, Any] = response.json()
     return note
+
+
+def ask_graph(api: httpx.Client, graph: str, note: dict[str, Any]) -> dict[str, Any]:
+    """Start a conversation about ``note`` with ``graph`` over the API; the raw interrupt it
+    waits for (a consent of kind ``interrupt``)."""
+    body = {"graph": graph, "note_id": note["note_id"], "message": "Hi"}
+    response = api.post("/v1/chat", json=body)
+    assert response.status_code == 200, response.text
+    thread_id = response.headers["X-Thread-Id"]
+    [consent] = api.get(f"/v1/threads/{thread_id}").json()["pending_consents"]
+    assert consent["kind"] == "interrupt"
+    return dict(consent)
+
+
+def wait_for_message(api: httpx.Client, thread_id: str, text: str) -> None:
+    """The thread's background run said ``text`` (polled, with a deadline)."""
+    deadline = time.monotonic() + 30
+    path = f"/v1/threads/{thread_id}/messages"
+    while text not in [m["content"] for m in api.get(path).json()["messages"]]:
+        assert time.monotonic() < deadline, f"{thread_id} never said {text!r}"
+        time.sleep(0.05)
 
 
 def versions_of(api: httpx.Client, note_id: str) -> list[dict[str, Any]]:

@@ -3,12 +3,36 @@
 // scalar properties), else a JSON textarea. Reading it turns what was typed into the JSON value
 // to send (in the free box: JSON when it reads as JSON, else the text itself, as the terminal
 // client does); what cannot be read (a required field left empty) is said inline and nothing is
-// sent. Whether the value fits the schema is the server's to say (422
-// `invalid_answer`, with the errors shown by `showErrors`).
+// sent. A yes/no question (`{"type": "boolean"}`, `isYesNo`) needs no box: interrupt-card.js gives
+// it a Yes and a No button, and the question in words (`questionOf`). Whether the value fits the
+// schema is the server's to say (422 `invalid_answer`, with the errors shown by `showErrors`).
 
 import { h } from "./dom.js";
 
 const SCALARS = new Set(["string", "number", "integer", "boolean"]);
+
+/** The fields of a graph's value that say its question, in the order looked for. */
+const QUESTION_KEYS = ["question", "message", "text", "prompt"];
+
+/** The question a raw interrupt's value asks, in words: the value itself when it is text, else
+ * its `question`, `message`, `text` or `prompt` field; null when it has none. */
+export function questionOf(value) {
+  if (typeof value === "string") return value.trim() ? value : null;
+  if (!value || typeof value !== "object" || Array.isArray(value)) return null;
+  const key = QUESTION_KEYS.find((k) => typeof value[k] === "string" && value[k].trim());
+  return key ? value[key] : null;
+}
+
+/** Whether the value is its question and nothing more (text, or an object of one such field). */
+export function onlyQuestion(value) {
+  if (typeof value === "string") return questionOf(value) !== null;
+  return questionOf(value) !== null && Object.keys(value).length === 1;
+}
+
+/** Whether an answer is yes or no: the schema is one boolean, and nothing more to fill in. */
+export function isYesNo(schema) {
+  return scalarType(schema) === "boolean";
+}
 
 /** `schema`'s scalar type ("string", "integer"…), or null when it is not one scalar type. */
 function scalarType(schema) {

@@ -35,12 +35,12 @@ const app = {
   openNote: () => notes.note,
   /** Show a conversation (the inbox's link to one): its note, or its project's chat, with it
    * chosen. */
-  async openConversation(threadId) {
+  openConversation: (threadId) => guard((async () => {
     const thread = await client.getThread(threadId);
     chooseConversation(thread);
     await notes.openProject(thread.project_id, { noteId: thread.note_id });
     location.hash = "#/notes";
-  },
+  })()),
   inboxCount(count) {
     const badge = $("#inbox-count");
     badge.textContent = String(count);

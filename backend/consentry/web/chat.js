@@ -65,15 +65,20 @@ export class ChatPane {
     const { graphs } = await this.client.request("GET", "/v1/graphs");
     const talking = graphs.filter((graph) => graph.accepts_message);
     this.graphSelect.replaceChildren(...talking.map((graph) => h("option", { value: graph.name }, graph.name)));
-    this.graphSelect.value = talking.some((graph) => graph.name === "tutor") ? "tutor" : talking[0]?.name ?? "";
+    this.picked = talking.some((graph) => graph.name === "tutor") ? "tutor" : talking[0]?.name ?? "";
+    this.graphSelect.value = this.picked;
     $("#graph-row").hidden = talking.length < 2;
-    // The message box's prompt names the graph a new conversation talks to.
-    const askTutor = this.input.getAttribute("placeholder");
-    this.graphSelect.addEventListener("change", () => {
-      const graph = this.graphSelect.value;
-      const prompt = graph === "tutor" ? askTutor : `Write to ${graph}… (Enter sends, Shift+Enter: new line)`;
-      this.input.setAttribute("placeholder", prompt);
-    });
+    this.askTutor = this.input.getAttribute("placeholder");
+    this.graphSelect.addEventListener("change", () => this.showGraph((this.picked = this.graphSelect.value)));
+  }
+
+  /** The graph shown in the list, named in the message box's prompt: the open conversation's, or
+   * the one a new conversation talks to (the person's pick). */
+  showGraph(graph) {
+    if (!graph) return;
+    this.graphSelect.value = graph;
+    const prompt = graph === "tutor" ? this.askTutor : `Write to ${graph}… (Enter sends, Shift+Enter: new line)`;
+    this.input.setAttribute("placeholder", prompt);
   }
 
   /** Switch to the conversations of `note` (or of the project when no note is open): the one
@@ -99,6 +104,7 @@ export class ChatPane {
     this.streams.clear();
     this.threadId = null;
     this.graphSelect.disabled = false;
+    this.showGraph(this.picked);
     this.log.replaceChildren();
     delete this.log.dataset.shown; // set again once the next conversation (or none) is shown
     const generation = ++this.generation;
@@ -146,6 +152,7 @@ export class ChatPane {
     }
     if (generation !== this.generation) return;
     this.conversations.seen(thread);
+    this.showGraph(thread.graph);
     for (const message of messages) this.setMessage(message.role, message.message_id, message.content);
     this.placeToolCalls(toolCalls);
     for (const consent of thread.pending_consents) this.consent(consent);
@@ -331,7 +338,10 @@ export class ChatPane {
       consent: (e) => here() && this.consent(e),
       note: (e) => {
         this.app.noteApplied(e);
-        if (here()) this.line("applied", `Saved “${e.title}”, version ${e.version}.`);
+        if (!here()) return;
+        this.line("applied", `Saved “${e.title}”, version ${e.version}.`);
+        // the card whose decision this wrote shows what was written
+        for (const card of this.log.querySelectorAll(".consent-card")) card.written(e);
       },
       error: (e) => here() && this.line("error", e.message),
       resync: () => here() && this.line("step", "Older events of this conversation are no longer kept."),

@@ -1,16 +1,17 @@
 // A consent card: what the graph asks, its expiry as a countdown ("No deadline" when it has
-// none), and the decisions it allows. The consent kit's kinds show their proposal (the note kinds
-// as a diff) with approve, edit and reject; a raw `interrupt(value)` (kind `interrupt`) shows the
-// value and an answer box (answer-form.js); a reviewed tool call (kind `tool_call`) shows the tool
-// and its arguments (tool-call-card.js). The buttons lock on the first click, so a double click
-// sends one decision. A card decided elsewhere (another tab, the inbox, the terminal) says who
-// decided, and locks.
+// none), and the decisions it allows, in one row. The consent kit's kinds show their proposal (the
+// note kinds as a diff) with approve, edit and reject; a raw `interrupt(value)` (kind `interrupt`)
+// shows the question and an answer box (interrupt-card.js); a reviewed tool call (kind
+// `tool_call`) shows the tool and its arguments (tool-call-card.js). The buttons lock on the first
+// click, so a double click sends one decision. A card decided elsewhere (another tab, the inbox,
+// the terminal) says who decided, and locks. Once decided, a note kind's card shows what was
+// written (the proposal, or the person's edit) instead of the proposal, or that nothing was.
 
-import { answerForm } from "./answer-form.js";
-import { isUnreachable, newIdempotencyKey } from "./consentry.js";
+import { EXPIRED_TEXT, decidedText, outcomeText, refusalText } from "./consent-words.js";
+import { newIdempotencyKey } from "./consentry.js";
 import { hunks, lineDiff, pairChangedLines } from "./diff.js";
 import { countdown, h } from "./dom.js";
-import { capitalized, isCurrentUser, personName } from "./people.js";
+import { interruptView } from "./interrupt-card.js";
 import { toolCallView } from "./tool-call-card.js";
 
 /** Refusals that end the card: anything else (a network error, 503, an invalid edit or answer)
@@ -20,26 +21,8 @@ const FINAL_REFUSALS = new Set([
   "approval_not_found", "thread_not_found",
 ]);
 
-const STATUS_TEXT = {
-  approve: "Approved",
-  edit: "Approved with your edit",
-  reject: "Rejected: nothing was changed.",
-  answer: "Answered.",
-};
-
-const TOOL_STATUS_TEXT = {
-  approve: "Approved: the tool runs.",
-  edit: "Approved with your arguments: the tool runs with them.",
-  reject: "Rejected: the tool does not run.",
-  respond: "Replied: the model gets your reply; the tool does not run.",
-};
-
-/** What a decision sent from this card did, in words. */
-export function decidedText(kind, decision) {
-  return (kind === "tool_call" ? TOOL_STATUS_TEXT[decision] : null) ?? STATUS_TEXT[decision] ?? "Sent.";
-}
-
-const EXPIRED_TEXT = "This request expired: nothing was changed.";
+/** The status a decision gives its consent (the API's `status`). */
+const STATUS_OF = { approve: "approved", edit: "edited", reject: "rejected", answer: "answered", respond: "answered" };
 
 /**
  * @param {object} consent a `consent` event, or an inbox approval (same fields)
@@ -48,8 +31,10 @@ const EXPIRED_TEXT = "This request expired: nothing was changed.";
  *   sends the decision; resolves with a line to show, rejects with a ConsentryError
  * @param {object|null} [options.note] the open note, to warn when it moved past the proposal
  * @param {object|null} [options.batch] kind `tool_call`: the `toolCallBatch` the card belongs to
+ * @param {(card: HTMLElement) => void} [options.settled] told once the card waits no more
+ *   (decided here or elsewhere, expired, refused for good)
  */
-export function consentCard(consent, { send, note = null, batch = null }) {
+export function consentCard(consent, { send, note = null, batch = null, settled = () => {} }) {
   const status = h("p.consent-status", { role: "status", tabindex: "-1" });
   const clock = consent.expires_at
     ? h("p.countdown", { dataset: { expiresAt: consent.expires_at } })
@@ -66,12 +51,23 @@ export function consentCard(consent, { send, note = null, batch = null }) {
     for (const control of card.querySelectorAll("button:not(.diff-fold), textarea, input, select")) control.disabled = value;
   };
   const lock = () => {
+    // the focused button is disabled: keep the keyboard user's place (a card locked by news
+    // from elsewhere leaves the focus where it is)
+    const focused = card.contains(document.activeElement);
     setLocked(true);
-    status.focus(); // the focused button is disabled: keep the keyboard user's place
+    if (focused) status.focus();
   };
   let view = null;
+  /** It waits no more: `state` on the card, and what the consent's `status` means for it. */
+  const finish = (state, statusName, decided = null) => {
+    card.dataset.state = state;
+    view.settled?.(statusName, decided);
+    actions.hidden = Boolean(view.hideActionsOnceSettled); // its outcome says what was done
+    tick(card); // no countdown any more
+    settled(card);
+  };
   /** Lock the card while `sending()` goes, and say how it went: true when it was decided. */
-  const track = async (sending, decision) => {
+  const track = async (sending, decision, extra = {}) => {
     if (locked) return false; // the second click of a double click
     lock();
     card.dataset.state = "sending";
@@ -79,19 +75,21 @@ export function consentCard(consent, { send, note = null, batch = null }) {
     status.textContent = "Sending…";
     try {
       const line = await sending();
-      card.dataset.state = "decided";
       status.textContent = line ?? decidedText(consent.kind, decision);
+      finish("decided", STATUS_OF[decision], { decision, edited: extra.edited ?? null, value: extra.value ?? null });
       return true;
     } catch (error) {
       status.textContent = refusalText(error);
       status.classList.add("error");
+      view.refused?.(error);
       if (FINAL_REFUSALS.has(error?.code)) {
-        card.dataset.state = "refused";
+        const decided = error.details?.decided ?? null;
+        const statusName = error.code === "consent_expired" ? "expired" : decided?.status ?? error.details?.status;
+        finish("refused", statusName, decided);
       } else {
         card.dataset.state = "pending"; // nothing was decided: try again
         setLocked(false);
       }
-      view.refused?.(error);
       return false;
     }
   };
@@ -101,31 +99,36 @@ export function consentCard(consent, { send, note = null, batch = null }) {
     if (locked) return;
     const fingerprint = JSON.stringify([decision, extra]);
     if (!keys.has(fingerprint)) keys.set(fingerprint, newIdempotencyKey());
-    track(() => send(decision, { ...extra, idempotencyKey: keys.get(fingerprint) }), decision);
+    track(() => send(decision, { ...extra, idempotencyKey: keys.get(fingerprint) }), decision, extra);
   };
   const viewOf = consent.kind === "interrupt" ? interruptView : consent.kind === "tool_call" ? toolCallView : kitView;
   view = viewOf(consent, { decide, note, batch });
-  const parts = [...view.body, clock, ...view.editors, h("div.consent-actions", {}, ...view.actions), status];
+  const actions = h("div.consent-actions", {}, ...view.actions);
+  const parts = [...view.body, clock, ...view.editors, actions, status];
   card.append(...parts.filter(Boolean));
   card.track = track;
   card.choice = view.choice ?? (() => null);
   card.picked = view.picked ?? (() => null);
   card.regroup = view.regroup;
+  /** The run's `note` event: what a decision wrote (the card checks that it is its own). */
+  card.written = (noteEvent) => view.written?.(noteEvent, card.dataset.state);
 
   card.expire = () => {
     if (locked) return;
     lock();
-    card.dataset.state = "expired";
     status.textContent = EXPIRED_TEXT;
+    finish("expired", "expired");
   };
-  card.lock = (text) => {
+  /** Decided by other means than its buttons (a message that rejected it, say). */
+  card.lock = (text, statusName = "rejected") => {
     lock();
-    card.dataset.state = "decided";
     status.textContent = text;
+    finish("decided", statusName);
   };
-  /** The approval changed elsewhere (GET /v1/approvals/stream): say who decided, and lock.
-   * A decision this card is sending, or has sent, tells its own outcome. */
-  card.settle = (approval) => {
+  /** The approval changed elsewhere (GET /v1/approvals/stream, or an inbox listing it decided):
+   * say who decided, and lock. A decision this card is sending, or has sent, tells its own
+   * outcome. */
+  card.settle = (approval, { elsewhere = true } = {}) => {
     if (approval.status === "pending" || ["sending", "decided"].includes(card.dataset.state)) return;
     if (approval.status === "expired") {
       card.expire();
@@ -133,17 +136,20 @@ export function consentCard(consent, { send, note = null, batch = null }) {
     }
     lock();
     status.classList.remove("error");
-    card.dataset.state = approval.status === "cancelled" ? "expired" : "decided";
     card.dataset.decidedBy = approval.decided?.decided_by ?? "";
-    status.textContent = outcomeText(approval.status, approval.decided, { elsewhere: true });
+    status.textContent = outcomeText(approval.status, approval.decided, { elsewhere });
+    finish(approval.status === "cancelled" ? "expired" : "decided", approval.status, approval.decided);
     batch?.changed();
   };
   tick(card);
   return card;
 }
 
-/** The consent kit's kinds: the proposal (a diff for the note kinds), Approve, Edit… (for the
- * kinds with an editor), and Reject with an optional comment. */
+/** The consent kit's kinds: the proposal (a diff for the note kinds), and one row of actions:
+ * Approve, Edit… (for the kinds with an editor), Reject with an optional comment. While the
+ * editor is open, Edit… gives its place to Cancel (drop my changes, back to the proposal), and
+ * Approve, once the text changed, reads "Approve my edit" and sends it. Once decided, the
+ * proposal gives its place to what was written. */
 function kitView(consent, { decide, note }) {
   const allowed = new Set(consent.allowed_decisions);
   const comment = h("input.consent-comment", {
@@ -152,11 +158,11 @@ function kitView(consent, { decide, note }) {
     "aria-label": "Comment on your decision",
     maxLength: 2000,
   });
-  const editor = editorFor(consent);
+  const editor = allowed.has("edit") ? editorFor(consent) : null;
   const actions = [];
   const withComment = () => (comment.value.trim() ? { comment: comment.value.trim() } : {});
   // An open editor with changes is what the person means to approve: Approve sends it.
-  const editing = () => editor.element !== null && !editor.element.hidden && editor.changed();
+  const editing = () => editor !== null && !editor.element.hidden && editor.changed();
   if (allowed.has("approve")) {
     const approve = h("button.approve.primary", {
       type: "button",
@@ -164,20 +170,35 @@ function kitView(consent, { decide, note }) {
         ? decide("edit", { edited: editor.edited(), ...withComment() })
         : decide("approve", withComment())),
     }, "Approve");
-    editor.onChange(() => { approve.textContent = editing() ? "Approve my edit" : "Approve"; });
+    editor?.onChange(() => { approve.textContent = editing() ? "Approve my edit" : "Approve"; });
     actions.push(approve);
   }
-  if (allowed.has("edit") && editor.element) {
-    actions.push(h("button.edit", {
+  if (editor) {
+    const open = h("button.edit", {
       type: "button",
       "aria-expanded": "false",
-      onclick: (e) => {
-        editor.element.hidden = false;
-        e.currentTarget.setAttribute("aria-expanded", "true");
+      "aria-controls": editor.element.id,
+      onclick: () => {
+        editor.show();
+        open.setAttribute("aria-expanded", "true");
+        open.hidden = true;
+        cancel.hidden = false;
         editor.focus();
       },
-    }, "Edit…"));
-    editor.onSend(() => decide("edit", { edited: editor.edited(), ...withComment() }));
+    }, "Edit…");
+    const cancel = h("button.edit-cancel", {
+      type: "button",
+      hidden: true,
+      title: "Drop my changes: back to the proposal",
+      onclick: () => {
+        editor.reset(); // the proposal is what Approve then sends
+        open.setAttribute("aria-expanded", "false");
+        open.hidden = false;
+        cancel.hidden = true;
+        open.focus();
+      },
+    }, "Cancel");
+    actions.push(open, cancel);
   }
   if (allowed.has("reject")) {
     actions.push(
@@ -189,60 +210,34 @@ function kitView(consent, { decide, note }) {
       comment,
     );
   }
-  return { body: [staleWarning(consent, note), proposalView(consent)], editors: [editor.element], actions };
-}
-
-/** A raw `interrupt(value)`: the value as JSON, and an answer box; Answer sends what it reads.
- * An answer the server finds misfit (422 `invalid_answer`) shows its errors; the card stays. */
-function interruptView(consent, { decide }) {
-  const value = consent.value ?? consent.proposal?.value ?? null;
-  const form = answerForm(consent.response_schema ?? null);
-  const answer = h("button.answer.primary", {
-    type: "button",
-    onclick: () => {
-      const read = form.read();
-      if ("value" in read) decide("answer", { value: read.value });
-      else form.focus();
-    },
-  }, "Answer");
-  form.element.addEventListener("keydown", (e) => {
-    if (e.key === "Enter" && e.target.tagName === "INPUT" && !e.isComposing) {
-      e.preventDefault();
-      answer.click();
-    }
-  });
+  let shown = proposalView(consent);
+  let outcome = null; // [status, decided] once decided
+  let written = null; // the `note` event of what the decision wrote
+  const redraw = () => {
+    const next = decidedView(consent, ...outcome, written);
+    shown.replaceWith(next);
+    shown = next;
+  };
   return {
-    body: [h("pre.proposal-json.interrupt-value", { "aria-label": "What the graph asks, as JSON" }, JSON.stringify(value, null, 2))],
-    editors: [form.element],
-    actions: [answer],
-    refused: (error) => {
-      if (error?.code === "invalid_answer") form.showErrors(error.details?.errors ?? []);
+    body: [staleWarning(consent, note), shown],
+    editors: [editor?.element],
+    actions,
+    hideActionsOnceSettled: true,
+    settled: (statusName, decided) => {
+      outcome = [statusName, decided];
+      // What was written shows instead of the editor, unless it holds text of the person's that
+      // was not written (decided elsewhere meanwhile): that stays, to copy.
+      if (editor?.changed() && decided?.edited?.content !== editor.edited().content) editor.keep();
+      else if (editor) editor.element.hidden = true;
+      redraw();
+    },
+    written: (noteEvent, state) => {
+      const writing = outcome === null || ["approved", "edited"].includes(outcome[0]);
+      if (written || !writing || !["sending", "decided"].includes(state) || !writes(consent, noteEvent)) return;
+      written = noteEvent;
+      if (outcome) redraw();
     },
   };
-}
-
-/** What happened to a consent, in words: "You approved this elsewhere.", "Ada rejected this:
- * nothing was changed." */
-export function outcomeText(statusName, decided, { elsewhere = false } = {}) {
-  if (statusName === "expired") return EXPIRED_TEXT;
-  if (statusName === "cancelled") return "Cancelled: the conversation moved on; nothing was changed.";
-  const who = capitalized(personName(decided?.decided_by, decided?.decided_by_name));
-  const where = elsewhere && isCurrentUser(decided?.decided_by) ? " elsewhere" : "";
-  if (statusName === "approved") return `${who} approved this${where}.`;
-  if (statusName === "edited") return `${who} approved this with an edit${where}.`;
-  if (statusName === "rejected") return `${who} rejected this${where}: nothing was changed.`;
-  if (statusName === "answered") return `${who} answered this${where}.`;
-  return `${who} decided this${where}.`;
-}
-
-function refusalText(error) {
-  if (error?.code === "already_decided") {
-    const decided = error.details?.decided;
-    return `${outcomeText(decided?.status ?? error.details?.status, decided)} Nothing more was sent.`;
-  }
-  if (error?.code === "consent_expired") return EXPIRED_TEXT;
-  if (isUnreachable(error)) return "Can't reach Consentry: nothing was decided. Try again.";
-  return error?.message ?? String(error);
 }
 
 function staleWarning(consent, note) {
@@ -261,6 +256,42 @@ function proposalView(consent) {
   if (consent.kind === "note_create") return diffView(lineDiff("", p.content), `new note “${p.title}”`);
   if (consent.kind === "note_delete") return diffView(lineDiff(p.content, ""), `delete “${p.title}”`);
   return h("pre.proposal-json", {}, JSON.stringify(p, null, 2));
+}
+
+/** What a decided proposal wrote, in place of the proposal: the proposal's diff (approved), the
+ * diff from the base to the person's text (edited), or the proposal folded away as "Proposed,
+ * not written" (rejected, expired, cancelled). `written` is the run's `note` event (the version
+ * written), once it came: until then the caption says what was approved. */
+function decidedView(consent, statusName, decided, written) {
+  const p = consent.proposal ?? {};
+  if (statusName !== "approved" && statusName !== "edited") {
+    return h("details.not-written", {},
+      h("summary", {}, consent.kind.startsWith("note_") ? "Proposed, not written" : "Proposed, not carried out"),
+      proposalView(consent));
+  }
+  const edited = (statusName === "edited" ? decided?.edited : null) ?? {};
+  const title = written?.title ?? edited.title ?? p.title;
+  const approved = statusName === "edited" ? "Approved with an edit" : "Approved";
+  if (consent.kind === "note_edit") {
+    const content = written?.content ?? edited.content ?? p.proposed_content;
+    const caption = written ? `Written to “${title}” as version ${written.version}` : `${approved} for “${title}”`;
+    return diffView(lineDiff(p.base_content, content), caption);
+  }
+  if (consent.kind === "note_create") {
+    const content = written?.content ?? edited.content ?? p.content;
+    return diffView(lineDiff("", content), written ? `Written as the new note “${title}”` : `${approved}: new note “${title}”`);
+  }
+  if (statusName === "edited") return h("pre.proposal-json", { "aria-label": "The edit approved" }, JSON.stringify(edited, null, 2));
+  return proposalView(consent);
+}
+
+/** Whether a `note` event is the write of this card's proposal: the note it edits, at the version
+ * after the one it was drafted on (for a new note: version 1, in its project). */
+function writes(consent, noteEvent) {
+  const p = consent.proposal ?? {};
+  if (consent.kind === "note_edit") return noteEvent.note_id === p.note_id && noteEvent.version === p.base_version + 1;
+  if (consent.kind === "note_create") return noteEvent.project_id === p.project_id && noteEvent.version === 1;
+  return false;
 }
 
 /** The diff as hunks: changed lines with three lines of context, the rest folded behind a
@@ -310,7 +341,10 @@ function diffLine(line, segments) {
     body);
 }
 
-/** The edit form: pre-filled with the proposal, sending the kind's edit schema. */
+let editors = 0; // the editors drawn: each has its own id (a consent may show in the chat and the inbox)
+
+/** The edit form, pre-filled with the proposal (its buttons are the card's), for the kinds a
+ * person edits here (null for the others). */
 function editorFor(consent) {
   const p = consent.proposal ?? {};
   let content = null;
@@ -320,29 +354,15 @@ function editorFor(consent) {
     content = p.content;
     title = p.title;
   }
-  if (content === null) {
-    return { element: null, edited: null, changed: () => false, onSend: () => {}, onChange: () => {}, focus: () => {} };
-  }
-  const send = h("button.edit-send.primary", { type: "button" }, "Save my version");
-  const cancel = h("button.edit-cancel", { type: "button", title: "Drop my changes" }, "Cancel");
+  if (content === null) return null;
   const titleInput = title === null ? null
     : h("input.edit-title", { type: "text", value: title, "aria-label": "Title of the new note" });
   const area = h("textarea.edit-content", { rows: 10, "aria-label": "Your version of the note" });
   area.value = content;
-  const element = h("div.consent-editor", { hidden: true }, titleInput, area, h("div.row", {}, send, cancel));
+  const element = h("div.consent-editor", { id: `consent-editor-${++editors}`, hidden: true }, titleInput, area);
   const changeHandlers = [];
   const changed = () => changeHandlers.forEach((handler) => handler());
   for (const field of [titleInput, area]) field?.addEventListener("input", changed);
-  cancel.addEventListener("click", () => {
-    // Cancel drops the edit: the proposal is what Approve then sends
-    area.value = content;
-    if (titleInput) titleInput.value = title;
-    element.hidden = true;
-    changed();
-    const opener = element.closest(".consent-card")?.querySelector("button.edit");
-    opener?.setAttribute("aria-expanded", "false");
-    opener?.focus();
-  });
   return {
     element,
     edited: () => {
@@ -351,7 +371,25 @@ function editorFor(consent) {
       return edited;
     },
     changed: () => area.value !== content || (titleInput !== null && titleInput.value !== title),
-    onSend: (handler) => send.addEventListener("click", handler),
+    show: () => {
+      element.hidden = false;
+      changed();
+    },
+    /** Locked with text that was not sent: read-only, so it can still be copied. */
+    keep: () => {
+      for (const field of [titleInput, area]) {
+        if (!field) continue;
+        field.disabled = false;
+        field.readOnly = true;
+      }
+    },
+    /** Drop the person's changes and close: the proposal again. */
+    reset: () => {
+      area.value = content;
+      if (titleInput) titleInput.value = title;
+      element.hidden = true;
+      changed();
+    },
     onChange: (handler) => changeHandlers.push(handler),
     focus: () => area.focus(),
   };

@@ -1,14 +1,21 @@
-// The approvals inbox: every pending consent of the user, across threads, decidable here.
-// A decision from the inbox is recorded at once (202) and the run goes on in the background.
-// While it is shown it follows the approvals stream: a consent asked anywhere appears, one
-// decided elsewhere says who decided and locks. A raw interrupt is answered here like any
-// consent; the tool calls of one review (LangChain's human-in-the-loop middleware) are decided
-// together in one request, so a review of several calls is shown with a link to its
-// conversation, where they are decided.
+// The approvals inbox: every pending consent of the user, across threads, decidable here, each
+// with a link to its conversation; below them, the latest decided. A decision from the inbox is
+// recorded at once (202) and the run goes on in the background; its card moves from "Waiting for
+// your decision" to "Decided". While it is shown it follows the approvals stream: a consent asked
+// anywhere appears, one decided elsewhere says who decided and moves too. A raw interrupt is
+// answered here like any consent; the tool calls of one review (LangChain's human-in-the-loop
+// middleware) are decided together in one request, so a review of several calls is shown with a
+// link to its conversation, where they are decided.
 
-import { consentCard, decidedText, outcomeText } from "./consent-card.js";
+import { consentCard } from "./consent-card.js";
+import { decidedText, outcomeText } from "./consent-words.js";
 import { $, fill, h, when } from "./dom.js";
 import { argsTable } from "./tool-call-card.js";
+
+/** The newest approvals looked through for the decided ones shown on load, and how many of
+ * those are shown. */
+const RECENT = 50;
+const DECIDED_SHOWN = 10;
 
 const DECIDED_TEXT = {
   approve: "Approved: the tutor carries it out now.",
@@ -35,6 +42,8 @@ export class Inbox {
     this.client = client;
     this.app = app;
     this.list = $("#inbox-list");
+    this.decidedList = $("#inbox-decided-list");
+    this.decidedSection = $("#inbox-decided");
     $("#inbox-refresh").addEventListener("click", () => this.load());
   }
 
@@ -54,8 +63,14 @@ export class Inbox {
     return approvals;
   }
 
+  /** The newest approvals that wait no more (decided, expired, cancelled), newest first. */
+  async recentlyDecided() {
+    const { approvals } = await this.client.request("GET", `/v1/approvals?limit=${RECENT}`);
+    return approvals.filter((approval) => approval.status !== "pending").slice(0, DECIDED_SHOWN);
+  }
+
   async load() {
-    const approvals = await this.pending();
+    const [approvals, decided] = await Promise.all([this.pending(), this.recentlyDecided()]);
     const reviews = new Map();
     for (const approval of approvals.filter(reviewOf)) {
       reviews.set(reviewOf(approval), [...(reviews.get(reviewOf(approval)) ?? []), approval]);
@@ -67,7 +82,35 @@ export class Inbox {
       else if (review[0] === approval) items.push(this.reviewNotice(review));
     }
     fill(this.list, items.length ? items : this.empty());
+    fill(this.decidedList, decided.map((approval) => {
+      const card = this.card(approval);
+      card.settle(approval, { elsewhere: false });
+      return card;
+    }));
+    this.decidedSection.hidden = decided.length === 0;
     this.app.inboxCount(approvals.length);
+  }
+
+  /** A card (or a review) that waits no more leaves the waiting list, for the top of the
+   * decided one; the keyboard's place goes with it. */
+  moveToDecided(item) {
+    if (item.parentElement !== this.list) return;
+    const focused = item.contains(document.activeElement) ? document.activeElement : null;
+    this.decidedList.prepend(item);
+    this.decidedSection.hidden = false;
+    focused?.focus();
+    if (!this.list.children.length) fill(this.list, this.empty());
+  }
+
+  /** The link to the conversation a consent was asked in (its note, or its project's chat). */
+  conversationLink(threadId, text) {
+    return h("a.open-conversation", {
+      href: "#/notes",
+      onclick: (e) => {
+        e.preventDefault();
+        this.app.openConversation(threadId);
+      },
+    }, text);
   }
 
   empty() {
@@ -77,7 +120,8 @@ export class Inbox {
   /** A change from the approvals stream. */
   changed({ change, approval }) {
     if (!this.shown) return; // loaded afresh when shown
-    const shown = this.list.querySelector(`[data-approval-id="${CSS.escape(approval.approval_id)}"]`);
+    const selector = `[data-approval-id="${CSS.escape(approval.approval_id)}"]`;
+    const shown = this.list.querySelector(selector) ?? this.decidedList.querySelector(selector);
     if (change !== "requested") {
       shown?.settle(approval);
       return;
@@ -99,10 +143,12 @@ export class Inbox {
         this.app.inboxChanged();
         return decidedLine(approval.kind, decision);
       },
+      settled: (settledCard) => this.moveToDecided(settledCard),
     });
     card.approval = approval;
     if (reviewOf(approval)) card.dataset.review = reviewOf(approval);
-    card.prepend(h("p.muted", {}, `Asked ${when(approval.created_at)}`));
+    card.prepend(h("p.muted.asked", {}, `Asked ${when(approval.created_at)} · `,
+      this.conversationLink(approval.thread_id, "Open its conversation")));
     return card;
   }
 
@@ -118,17 +164,12 @@ export class Inbox {
       calls,
       h("p.review-where", {},
         "They are decided together: ",
-        h("a.open-conversation", {
-          href: "#/notes",
-          onclick: (e) => {
-            e.preventDefault();
-            this.app.openConversation(approvals[0].thread_id);
-          },
-        }, "decide them in their conversation"),
+        this.conversationLink(approvals[0].thread_id, "decide them in their conversation"),
         "."));
     const settled = () => {
       const open = [...calls.children].filter((c) => c.dataset.state === "pending").length;
       notice.dataset.state = open ? "pending" : "decided";
+      if (!open) this.moveToDecided(notice);
     };
     notice.addCall = (approval) => {
       const status = h("p.consent-status", { role: "status" });
