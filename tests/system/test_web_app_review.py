@@ -368,3 +368,42 @@ def test_people_are_named_by_their_display_name_and_the_signed_in_person_as_you(
         "Ada Lovelace approved this with an edit.",
         "This request expired: nothing was changed.",
     ]
+
+
+# ---- whose lines an edit removes ----
+
+
+def test_a_note_edit_that_removes_lines_says_whose_they_are_above_its_diff(
+    watched: WatchedPage, server: str
+) -> None:
+    page = watched.page
+    open_app(page, server)
+    base = "My line one.\nMy line two.\n\n## Summary of our discussion\n\n- The tutor's line.\n"
+    cases = {
+        "theirs": ({"person_lines_removed": 2}, "My line two.\n", True),
+        "own": (
+            {"person_lines_removed": 0},
+            base.replace("- The tutor's line.", "- Better."),
+            True,
+        ),
+        "none": ({"person_lines_removed": 0}, f"{base}- One more.\n", False),
+        "old": ({}, "My line one.\n", True),
+    }
+    for name, (fields, proposed, _) in cases.items():
+        consent = line_50_consent(f"removal-{name}")
+        consent["proposal"] |= {"base_content": base, "proposed_content": proposed, **fields}
+        mount_card(page, "#chat-log", consent)
+
+    def notice(name: str) -> Locator:
+        return page.locator(f'.consent-card[data-approval-id="removal-{name}"] .removes-lines')
+
+    expect(notice("theirs")).to_have_text(
+        "This removes 2 lines you wrote or edited (marked − below). Approve only if you mean to "
+        "lose them."
+    )
+    expect(notice("theirs")).to_have_class("warning removes-lines")
+    expect(notice("own")).to_have_text(
+        "This rewrites 1 line the tutor wrote earlier; every line you wrote stays."
+    )
+    expect(notice("none")).to_have_count(0)
+    expect(notice("old")).to_have_text("This removes 5 lines of your note.")

@@ -9,7 +9,8 @@
 
 import { EXPIRED_TEXT, decidedText, outcomeText, refusalText } from "./consent-words.js";
 import { newIdempotencyKey } from "./consentry.js";
-import { hunks, lineDiff, pairChangedLines } from "./diff.js";
+import { lineDiff } from "./diff.js";
+import { diffView, removalNotice } from "./diff-view.js";
 import { countdown, h } from "./dom.js";
 import { interruptView } from "./interrupt-card.js";
 import { toolCallView } from "./tool-call-card.js";
@@ -252,7 +253,12 @@ function staleWarning(consent, note) {
 /** The proposal as people read it: a diff for the note kinds, the JSON for other graphs'. */
 function proposalView(consent) {
   const p = consent.proposal ?? {};
-  if (consent.kind === "note_edit") return diffView(lineDiff(p.base_content, p.proposed_content), `“${p.title}”`);
+  if (consent.kind === "note_edit") {
+    const lines = lineDiff(p.base_content, p.proposed_content);
+    const diff = diffView(lines, `“${p.title}”`);
+    const notice = removalNotice(p, lines.filter((l) => l.op === "del").length);
+    return notice ? h("div.proposal", {}, notice, diff) : diff;
+  }
   if (consent.kind === "note_create") return diffView(lineDiff("", p.content), `new note “${p.title}”`);
   if (consent.kind === "note_delete") return diffView(lineDiff(p.content, ""), `delete “${p.title}”`);
   return h("pre.proposal-json", {}, JSON.stringify(p, null, 2));
@@ -292,53 +298,6 @@ function writes(consent, noteEvent) {
   if (consent.kind === "note_edit") return noteEvent.note_id === p.note_id && noteEvent.version === p.base_version + 1;
   if (consent.kind === "note_create") return noteEvent.project_id === p.project_id && noteEvent.version === 1;
   return false;
-}
-
-/** The diff as hunks: changed lines with three lines of context, the rest folded behind a
- * button that unfolds it; changed words marked inside a changed line. */
-export function diffView(lines, caption) {
-  const added = lines.filter((l) => l.op === "add").length;
-  const removed = lines.filter((l) => l.op === "del").length;
-  const words = pairChangedLines(lines);
-  const list = h("div.diff-lines", { role: "list" });
-  for (const part of hunks(lines)) {
-    const draw = (line) => diffLine(line, words.get(line.index));
-    list.append(...(part.type === "lines" ? part.lines.map(draw) : [foldButton(part.lines, draw)]));
-  }
-  return h("figure.diff", {},
-    h("figcaption", {}, `${caption}: ${added} line${added === 1 ? "" : "s"} added, ${removed} removed`),
-    list);
-}
-
-function foldButton(lines, draw) {
-  const count = lines.length;
-  const first = lines[0].newNo ?? lines[0].oldNo;
-  const button = h("button.diff-fold", {
-    type: "button",
-    role: "listitem",
-    title: `Show lines ${first}–${first + count - 1}`,
-    onclick: () => {
-      const drawn = lines.map(draw);
-      button.replaceWith(...drawn);
-      drawn[0].tabIndex = -1; // the keyboard's place: where the button was
-      drawn[0].focus();
-    },
-  }, `… ${count} unchanged line${count === 1 ? "" : "s"}`);
-  return button;
-}
-
-const MARK = { add: "+", del: "−", same: " " };
-const LABEL = { add: "added", del: "removed", same: null };
-
-function diffLine(line, segments) {
-  const text = segments
-    ? segments.map((s) => (s.changed ? h("span.word", {}, s.text) : s.text))
-    : line.text;
-  const body = line.op === "add" ? h("ins", {}, text) : line.op === "del" ? h("del", {}, text) : text;
-  return h(`div.diff-line.${line.op}`,
-    { role: "listitem", "aria-label": LABEL[line.op], dataset: { line: line.newNo ?? line.oldNo } },
-    h("span.diff-mark", { "aria-hidden": "true" }, MARK[line.op]),
-    body);
 }
 
 let editors = 0; // the editors drawn: each has its own id (a consent may show in the chat and the inbox)
