@@ -132,9 +132,31 @@ AGUI_ANSWERED_IN_A_SECOND_STEP = [
 once): the tutor's question, a raw interrupt answered."""
 
 
+async def after_a_question(
+    client: httpx.AsyncClient,
+    body: Mapping[str, Any],
+    headers: Mapping[str, str] | None = None,
+    *,
+    question: str | None = None,
+) -> list[Event]:
+    """``body`` (a request for a summary, say) sent to a thread that has discussed something:
+    the tutor proposes no summary of a conversation in which nothing was discussed yet. Without a
+    ``thread_id``, a new thread is asked ``question`` (``QUESTION``) first, with ``body``'s note,
+    project, graph and consent policy; the events of ``body``'s run."""
+    if "thread_id" not in body:
+        kept = ("note_id", "project_id", "graph", "consent_policy")
+        about = {k: body[k] for k in kept if k in body}
+        first = await chat(client, {**about, "message": question or QUESTION}, headers)
+        assert first[-1].type == "final", first
+        assert first[-1].reason == "completed", first
+        body = {**body, "thread_id": first[0].thread_id}
+    return await chat(client, body, headers)
+
+
 async def ask_for_note_edit(client: httpx.AsyncClient) -> tuple[dict[str, Any], list[Event]]:
-    """Create a note in the caller's default project and ask the tutor (offline model) to add a
-    summary to it: the note, and the run's events (ending ``consent``, ``final``)."""
+    """Create a note in the caller's default project, ask the tutor (offline model) a question
+    about it and then to add a summary to it: the note, and the summary run's events (ending
+    ``consent``, ``final``)."""
     projects = (await client.get("/v1/projects")).json()["projects"]
     note: dict[str, Any] = (
         await client.post(
@@ -142,6 +164,8 @@ async def ask_for_note_edit(client: httpx.AsyncClient) -> tuple[dict[str, Any], 
             json={"title": "RAG", "content": "Retrieval first."},
         )
     ).json()
-    events = await chat(client, {"message": ASK_FOR_SUMMARY, "note_id": note["note_id"]})
+    events = await after_a_question(
+        client, {"message": ASK_FOR_SUMMARY, "note_id": note["note_id"]}
+    )
     assert events[-2].type == "consent", events
     return note, events

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from consentry.schemas.events import ConsentEvent
 from consentry.storage.tables import metadata
-from tests.sse import chat, kinds, parse_events
+from tests.sse import after_a_question, kinds, parse_events
 
 __all__ = [
     "API_KEYS",
@@ -66,8 +66,9 @@ class OwnedObjects:
 async def ask_for_summary(
     client: httpx.AsyncClient, headers: dict[str, str], *, project_id: str, note_id: str
 ) -> ConsentEvent:
-    """A new thread whose run stopped to ask for consent to edit the note."""
-    events = await chat(
+    """A new thread that discussed a question, then stopped to ask for consent to edit the
+    note."""
+    events = await after_a_question(
         client,
         {"message": ASK_FOR_SUMMARY, "project_id": project_id, "note_id": note_id},
         headers,

@@ -21,7 +21,7 @@ from pydantic import TypeAdapter
 from consentry.storage.tables import threads
 from tests.conftest import ManualClock
 from tests.openai_stub import OpenAIStub
-from tests.sse import AGUI_ANSWERED_IN_A_SECOND_STEP, ASK_FOR_SUMMARY
+from tests.sse import AGUI_ANSWERED_IN_A_SECOND_STEP, ASK_FOR_SUMMARY, QUESTION
 
 SERVED = (
     "city=consentry_graphs.examples.ask_city:graph,"
@@ -46,6 +46,14 @@ def run_input(
 
 def user(text: str) -> dict[str, Any]:
     return {"id": str(uuid4()), "role": "user", "content": text}
+
+
+async def ask_for_summary(client: httpx.AsyncClient, thread_id: str) -> list[Any]:
+    """The tutor asked a question in a new thread, then for a summary: the summary run's events
+    (a summary of nothing discussed is not proposed)."""
+    answered = await run(client, "tutor", run_input(thread_id, user(QUESTION)))
+    assert answered[-1].outcome.type == "success", answered
+    return await run(client, "tutor", run_input(thread_id, user(ASK_FOR_SUMMARY)))
 
 
 async def run(client: httpx.AsyncClient, graph: str, body: dict[str, Any]) -> list[Any]:
@@ -94,7 +102,7 @@ async def test_a_question_streams_text_steps_state_and_a_successful_finish(
 async def test_a_consent_is_an_interrupt_and_a_resume_decides_it_once(open_live: Any) -> None:
     thread_id = str(uuid4())
     async with open_live() as (client, _):
-        asked = await run(client, "tutor", run_input(thread_id, user(ASK_FOR_SUMMARY)))
+        asked = await ask_for_summary(client, thread_id)
         finished = asked[-1]
         assert finished.type.value == "RUN_FINISHED"
         assert finished.outcome.type == "interrupt"
@@ -137,7 +145,7 @@ async def test_a_consent_is_an_interrupt_and_a_resume_decides_it_once(open_live:
 async def test_a_cancelled_resume_rejects_the_consent(open_live: Any) -> None:
     thread_id = str(uuid4())
     async with open_live() as (client, _):
-        asked = await run(client, "tutor", run_input(thread_id, user(ASK_FOR_SUMMARY)))
+        asked = await ask_for_summary(client, thread_id)
         (interrupt,) = asked[-1].outcome.interrupts
         resume = [{"interruptId": interrupt.id, "status": "cancelled"}]
         done = await run(client, "tutor", run_input(thread_id, resume=resume))
@@ -153,7 +161,7 @@ async def test_a_message_while_a_consent_waits_is_a_run_error_and_nothing_runs(
 ) -> None:
     thread_id = str(uuid4())
     async with open_live() as (client, _):
-        asked = await run(client, "tutor", run_input(thread_id, user(ASK_FOR_SUMMARY)))
+        asked = await ask_for_summary(client, thread_id)
         (interrupt,) = asked[-1].outcome.interrupts
         refused = await run(client, "tutor", run_input(thread_id, user("And now?")))
         approval = (await client.get(f"/v1/approvals/{interrupt.id}")).json()
@@ -168,7 +176,7 @@ async def test_an_expired_consent_answered_is_a_run_error_410(
 ) -> None:
     thread_id = str(uuid4())
     async with open_live() as (client, _):
-        asked = await run(client, "tutor", run_input(thread_id, user(ASK_FOR_SUMMARY)))
+        asked = await ask_for_summary(client, thread_id)
         (interrupt,) = asked[-1].outcome.interrupts
         clock.advance(days=2)
         resume = [
@@ -568,7 +576,7 @@ async def test_answers_a_consent_does_not_take_are_run_errors_and_it_stays_pendi
 ) -> None:
     async with open_live(graphs=SERVED) as (client, _):
         tutor_thread, city_thread = str(uuid4()), str(uuid4())
-        asked = await run(client, "tutor", run_input(tutor_thread, user(ASK_FOR_SUMMARY)))
+        asked = await ask_for_summary(client, tutor_thread)
         (consent,) = asked[-1].outcome.interrupts
         city = await run(client, "city", run_input(city_thread, user("Plan a trip")))
         (question,) = city[-1].outcome.interrupts
@@ -610,7 +618,7 @@ async def test_an_input_no_run_request_can_carry_is_a_run_error_not_a_server_err
 ) -> None:
     thread_id = str(uuid4())
     async with open_live() as (client, _):
-        await run(client, "tutor", run_input(thread_id, user(ASK_FOR_SUMMARY)))
+        await ask_for_summary(client, thread_id)
         long_id = [{"interruptId": "x" * 100, "status": "cancelled"}]
         too_many = [{"interruptId": f"a{i}", "status": "cancelled"} for i in range(51)]
         bad_prop = {"note_id": 42}

@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 
 from consentry.schemas.events import ConsentEvent
-from tests.sse import parse_events
+from tests.sse import ASK_FOR_SUMMARY, after_a_question
 
 ALICE = {"Authorization": "Bearer ka"}
 BOB = {"Authorization": "Bearer kb"}
@@ -15,12 +15,9 @@ KEYS = "ka=acme:alice,kb=acme:bob"
 
 
 async def _ask(client: httpx.AsyncClient, headers: dict[str, str] | None = None) -> ConsentEvent:
-    response = await client.post(
-        "/v1/chat",
-        json={"message": "Add a summary of our discussion to my note"},
-        headers=headers or {},
-    )
-    consent = parse_events(response.text)[-2]
+    """A new thread: a question, then the tutor asks to save a summary as a new note."""
+    events = await after_a_question(client, {"message": ASK_FOR_SUMMARY}, headers)
+    consent = events[-2]
     assert isinstance(consent, ConsentEvent)
     return consent
 

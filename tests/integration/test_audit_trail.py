@@ -52,6 +52,8 @@ async def test_every_transition_of_a_thread_is_audited_in_order(
 
         approved = await ask()
         await decide(approved, decision="approve")
+        # The note has that summary now: something new to summarize before the next one.
+        await _chat(client, {"thread_id": thread_id, "message": "What is retrieval?"})
         edited = await ask()
         await decide(edited, decision="edit", edited={"content": "Mine."}, comment="short")
         rejected = await ask()
@@ -86,6 +88,9 @@ async def test_every_transition_of_a_thread_is_audited_in_order(
         ("consent_decided", me, approved.approval_id),
         ("run_started", me, None),
         ("effect_applied", "system", approved.approval_id),
+        ("run_ended", "system", None),
+        # another question
+        ("run_started", me, None),
         ("run_ended", "system", None),
         # edit
         ("run_started", me, None),
@@ -126,6 +131,7 @@ async def test_every_transition_of_a_thread_is_audited_in_order(
     assert ended == [
         "completed",
         "interrupted",
+        "completed",
         "completed",
         "interrupted",
         "completed",

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from consentry.schemas.events import ConsentEvent, NoteEvent
 from consentry.storage.tables import threads
 from tests.conftest import ManualClock
-from tests.sse import chat, kinds
+from tests.sse import after_a_question, chat, kinds
 
 UNKNOWN_ID = "00000000-0000-4000-8000-000000000000"
 UNKNOWN_APPROVAL_ID = "0" * 32
@@ -433,7 +433,7 @@ async def test_an_approval_of_another_thread_is_approval_not_pending(
     client: httpx.AsyncClient,
 ) -> None:
     mine = await _pending_consent(client)
-    other_events = await chat(
+    other_events = await after_a_question(
         client, {"message": SUMMARY_REQUEST, "project_id": mine.other_project_id}
     )
     other = next(e for e in other_events if isinstance(e, ConsentEvent))

@@ -15,7 +15,7 @@ from consentry.schemas.events import (
     StepEvent,
     TokenEvent,
 )
-from tests.sse import assert_numbered, chat, kinds
+from tests.sse import after_a_question, assert_numbered, chat, kinds
 
 ASK_STEPS = ["run_started", "step", "step", "step", "consent", "final"]
 
@@ -199,7 +199,7 @@ async def test_reject_writes_nothing(client: httpx.AsyncClient) -> None:
 
 
 async def test_approving_without_a_note_creates_one(client: httpx.AsyncClient) -> None:
-    first = await chat(client, {"message": "Please save our discussion to a note"})
+    first = await after_a_question(client, {"message": "Please save our discussion to a note"})
     assert kinds(first) == ASK_STEPS
     assert [e.node for e in first if e.type == "step"] == [
         "analyze_message",

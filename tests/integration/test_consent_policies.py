@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 
 from consentry.schemas.events import ConsentEvent, MessageEvent, NoteEvent
-from tests.sse import chat, kinds
+from tests.sse import after_a_question, chat, kinds
 
 
 async def _note(client: httpx.AsyncClient) -> dict[str, Any]:
@@ -31,7 +31,7 @@ async def test_auto_approve_records_the_policys_decision_and_applies_it_in_the_s
 ) -> None:
     note = await _note(client)
 
-    events = await chat(
+    events = await after_a_question(
         client,
         {
             "message": "Add a summary of our discussion to my note",
@@ -58,6 +58,8 @@ async def test_auto_approve_records_the_policys_decision_and_applies_it_in_the_s
     approval = (await client.get(f"/v1/approvals/{consent.approval_id}")).json()
     assert (approval["status"], approval["decided"]["decided_by"]) == ("approved", "policy")
     assert await _audit(client, consent.thread_id) == [
+        ("run_started", "local/local"),  # the question first
+        ("run_ended", "system"),
         ("run_started", "local/local"),
         ("consent_requested", "system"),
         ("consent_decided", "policy"),
@@ -73,7 +75,7 @@ async def test_auto_reject_is_a_dry_run_that_records_the_proposal_and_applies_no
 ) -> None:
     note = await _note(client)
 
-    events = await chat(
+    events = await after_a_question(
         client,
         {
             "message": "Add a summary of our discussion to my note",
@@ -112,7 +114,7 @@ async def test_a_threads_policy_is_fixed_when_it_is_created(client: httpx.AsyncC
 
 async def test_a_message_can_reject_the_pending_consent_first(client: httpx.AsyncClient) -> None:
     note = await _note(client)
-    asked = await chat(
+    asked = await after_a_question(
         client,
         {"message": "Add a summary of our discussion to my note", "note_id": note["note_id"]},
     )

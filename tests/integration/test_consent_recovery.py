@@ -18,7 +18,7 @@ from consentry.schemas.events import ConsentEvent
 from consentry.settings import Settings
 from consentry_graphs.examples.parallel_consents import OUTBOX
 from tests.live_server import serve_app
-from tests.sse import chat, parse_events
+from tests.sse import after_a_question, chat, parse_events
 
 PARALLEL = "parallel=consentry_graphs.examples.parallel_consents:graph_spec"
 
@@ -53,7 +53,7 @@ async def test_a_decision_whose_run_failed_is_applied_when_sent_again(
             f"/v1/projects/{project['project_id']}/notes", json={"title": "T", "content": "c"}
         )
     ).json()
-    asked = await chat(
+    asked = await after_a_question(
         client,
         {"message": "Add a summary of our discussion to my note", "note_id": note["note_id"]},
     )
@@ -149,9 +149,8 @@ async def test_the_sweeper_expires_consents_on_its_own_timer(tmp_path: Any) -> N
     settings = Settings(database_url=f"sqlite:///{tmp_path / 'timer.db'}", consent_ttl_seconds=1)
     app = create_app(settings, clock=utc_now)
     async with serve_app(app) as base_url, httpx.AsyncClient(base_url=base_url) as client:
-        asked = parse_events(
-            (await client.post("/v1/chat", json={"message": "Save this to a new note"})).text
-        )
+        asked = await after_a_question(client, {"message": "Save this to a new note"})
+        assert asked[-2].type == "consent"
         thread_id = asked[0].thread_id
 
         async def expired() -> bool:

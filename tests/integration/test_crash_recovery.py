@@ -102,8 +102,20 @@ def _error_code(event: Event) -> str:
     return event.code
 
 
-def _ask(note: dict[str, Any]) -> dict[str, Any]:
-    return {"message": "Add a summary of our discussion to my note", "note_id": note["note_id"]}
+async def _discussed(client: httpx.AsyncClient, note: dict[str, Any]) -> tuple[str, int]:
+    """A thread about ``note`` that answered a question (a summary needs a discussion): its id
+    and the seq of its last event."""
+    answered = await chat(client, {"message": "What is RAG?", "note_id": note["note_id"]})
+    assert _reason(answered[-1]) == "completed"
+    return answered[0].thread_id, answered[-1].seq
+
+
+def _ask(note: dict[str, Any], thread_id: str) -> dict[str, Any]:
+    return {
+        "thread_id": thread_id,
+        "message": "Add a summary of our discussion to my note",
+        "note_id": note["note_id"],
+    }
 
 
 async def test_a_consent_the_graph_asked_before_the_process_died_is_pending_after_restart(
@@ -111,15 +123,16 @@ async def test_a_consent_the_graph_asked_before_the_process_died_is_pending_afte
 ) -> None:
     async with open_client() as client:
         note = await _note(client)
+        thread_id, discussed = await _discussed(client, note)
         with _dying(monkeypatch, "before_the_end"):
-            response = await client.post("/v1/chat", json=_ask(note))
+            response = await client.post("/v1/chat", json=_ask(note, thread_id))
         assert response.status_code == 200
         # Told what was stored with each step's checkpoint (the steps that ran), nothing of the
         # consent: the stream ends with a retry hint.
         told = parse_events(response.text)
         assert kinds(told) == ["run_started", "step", "step"]
         run_id = response.headers["X-Run-Id"]
-        thread_id = await _thread_id(client)
+        assert await _thread_id(client) == thread_id
 
     async with _after_the_crash(open_client, clock) as client:
         thread = (await client.get(f"/v1/threads/{thread_id}")).json()
@@ -131,13 +144,13 @@ async def test_a_consent_the_graph_asked_before_the_process_died_is_pending_afte
 
         # The run reads as it happened: it started, stepped, asked, and ended interrupted (the
         # step that asked stored nothing before the closing write); numbered with no gap.
-        history = await _stream(client, thread_id)
+        history = await _stream(client, thread_id, after=discussed)
         assert history[: len(told)] == told
         assert kinds(history[len(told) :]) == ["consent", "final"]
         assert history[-2] == consent
         assert _reason(history[-1]) == "interrupted"
         assert {e.run_id for e in history} == {run_id}
-        assert_numbered(history, first=1)
+        assert_numbered(history, first=discussed + 1)
         audit = (await client.get(f"/v1/threads/{thread_id}/audit")).json()["records"]
         assert [r["action"] for r in audit if r["approval_id"] == consent.approval_id] == [
             "consent_requested"
@@ -192,7 +205,7 @@ async def test_a_decision_run_whose_graph_finished_is_recorded_as_it_ended(
 ) -> None:
     async with open_client() as client:
         note = await _note(client)
-        asked = await chat(client, _ask(note))
+        asked = await chat(client, _ask(note, (await _discussed(client, note))[0]))
         consent = asked[-2]
         assert isinstance(consent, ConsentEvent)
         with _dying(monkeypatch, "before_the_end"):
@@ -224,19 +237,20 @@ async def test_a_keyed_message_retried_after_the_crash_replays_its_run(
     headers = {"Idempotency-Key": "ask-once"}
     async with open_client() as client:
         note = await _note(client)
+        thread_id, _ = await _discussed(client, note)
         with _dying(monkeypatch, "before_the_end"):
-            first = await client.post("/v1/chat", json=_ask(note), headers=headers)
+            first = await client.post("/v1/chat", json=_ask(note, thread_id), headers=headers)
         run_id = first.headers["X-Run-Id"]
 
     async with _after_the_crash(open_client, clock) as client:
-        again = await client.post("/v1/chat", json=_ask(note), headers=headers)
+        again = await client.post("/v1/chat", json=_ask(note, thread_id), headers=headers)
 
         assert again.status_code == 200
         assert again.headers["Idempotent-Replayed"] == "true"
         assert again.headers["X-Run-Id"] == run_id
         replayed = parse_events(again.text)
         assert kinds(replayed) == ["run_started", "step", "step", "consent", "final"]
-        thread_id = await _thread_id(client)  # one thread: the request did not run twice
+        assert await _thread_id(client) == thread_id  # the request did not run twice
         pending = (await client.get(f"/v1/threads/{thread_id}")).json()["pending_consents"]
         assert [c["approval_id"] for c in pending] == [replayed[-2].approval_id]  # type: ignore[union-attr]
 
@@ -247,7 +261,7 @@ async def test_a_keyed_decision_retried_after_the_crash_replays_it_and_its_recov
     headers = {"Idempotency-Key": "approve-once"}
     async with open_client() as client:
         note = await _note(client)
-        asked = await chat(client, _ask(note))
+        asked = await chat(client, _ask(note, (await _discussed(client, note))[0]))
         consent = asked[-2]
         assert isinstance(consent, ConsentEvent)
         body = {

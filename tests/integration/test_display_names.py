@@ -7,13 +7,14 @@ user with two names are one owner."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 
 from consentry.schemas.events import ConsentEvent
-from tests.sse import ASK_FOR_SUMMARY, chat, kinds
+from tests.sse import ASK_FOR_SUMMARY, after_a_question, chat, kinds
 
 KEYS = "k1=acme:ada:Ada Lovelace, k2=acme:ada:Countess Lovelace, k3=acme:bob"
 ADA = {"Authorization": "Bearer k1"}
@@ -67,10 +68,17 @@ async def _note(client: httpx.AsyncClient, headers: dict[str, str]) -> str:
     return note_id
 
 
+_QUESTIONS = itertools.count(1)
+
+
 async def _ask(
     client: httpx.AsyncClient, note_id: str, headers: dict[str, str], **thread: Any
 ) -> ConsentEvent:
-    events = await chat(client, {"message": ASK_FOR_SUMMARY, "note_id": note_id, **thread}, headers)
+    """A new thread about the note: a question of its own (a summary of the same discussion as
+    an earlier one would add nothing to the note), then a consent to add its summary."""
+    body = {"message": ASK_FOR_SUMMARY, "note_id": note_id, **thread}
+    question = f"What is retrieval, take {next(_QUESTIONS)}?"
+    events = await after_a_question(client, body, headers, question=question)
     consents = [e for e in events if isinstance(e, ConsentEvent)]
     assert len(consents) == 1, [(e.type, getattr(e, "content", "")) for e in events]
     return consents[0]

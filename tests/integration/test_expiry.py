@@ -12,16 +12,14 @@ import httpx
 
 from consentry.schemas.events import ConsentEvent, StepEvent
 from tests.conftest import ManualClock
-from tests.sse import parse_events
+from tests.sse import ASK_FOR_SUMMARY, after_a_question, parse_events
 
 TTL = 60
 
 
 async def _ask(client: httpx.AsyncClient) -> ConsentEvent:
-    response = await client.post(
-        "/v1/chat", json={"message": "Add a summary of our discussion to my note"}
-    )
-    consent = parse_events(response.text)[-2]
+    events = await after_a_question(client, {"message": ASK_FOR_SUMMARY})
+    consent = events[-2]
     assert isinstance(consent, ConsentEvent)
     return consent
 
@@ -61,6 +59,8 @@ async def test_a_consent_expires_at_its_deadline_not_before(
         transcript = (await client.get(f"/v1/threads/{consent.thread_id}/messages")).json()
         assert "expired" in transcript["messages"][-1]["content"]
         assert await _audit_actions(client, consent.thread_id) == [
+            ("run_started", "local/local"),  # the question
+            ("run_ended", "system"),
             ("run_started", "local/local"),
             ("consent_requested", "system"),
             ("run_ended", "system"),
@@ -70,7 +70,7 @@ async def test_a_consent_expires_at_its_deadline_not_before(
         ]
         assert await services.expiry.sweep() == 0  # exactly once
         history = parse_events((await client.get(f"/v1/threads/{consent.thread_id}/stream")).text)
-        expired_run = [e for e in history if e.run_id != consent.run_id]
+        expired_run = [e for e in history if e.seq > consent.seq and e.run_id != consent.run_id]
         assert next((e.node, e.label) for e in expired_run if isinstance(e, StepEvent)) == (
             "request_note_create_consent",
             "Nobody decided in time",

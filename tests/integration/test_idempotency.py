@@ -9,16 +9,13 @@ import httpx
 
 from consentry.schemas.events import ConsentEvent
 from tests.openai_stub import OpenAIStub
-from tests.sse import parse_events
+from tests.sse import ASK_FOR_SUMMARY, after_a_question, parse_events
 
 KEYS = "ka=acme:alice,kb=acme:bob"
 
 
 async def _ask(client: httpx.AsyncClient) -> ConsentEvent:
-    response = await client.post(
-        "/v1/chat", json={"message": "Add a summary of our discussion to my note"}
-    )
-    consent = parse_events(response.text)[-2]
+    consent = (await after_a_question(client, {"message": ASK_FOR_SUMMARY}))[-2]
     assert isinstance(consent, ConsentEvent)
     return consent
 
@@ -44,7 +41,7 @@ async def test_the_same_decision_with_the_same_key_returns_the_first_response(
         assert again.json() == first.json()
         assert again.headers["Idempotent-Replayed"] == "true"
         assert "Idempotent-Replayed" not in first.headers
-        assert await _runs_started(client, consent.thread_id) == 2  # ask + one resume
+        assert await _runs_started(client, consent.thread_id) == 3  # question, ask, one resume
 
 
 async def test_the_same_key_with_another_body_is_refused(open_live: Any) -> None:

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from consentry.schemas.events import ConsentEvent, FinalEvent
 from tests.conftest import ManualClock
 from tests.openai_stub import OpenAIStub
-from tests.sse import ASK_FOR_SUMMARY, ask_for_note_edit, chat, kinds
+from tests.sse import ASK_FOR_SUMMARY, QUESTION, after_a_question, chat, kinds
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 OFFLINE = "consentry-offline"
@@ -50,9 +50,23 @@ def _labels(**labels: str) -> frozenset[tuple[str, str]]:
 async def test_a_conversation_through_a_consent_shows_in_every_series_it_touches(
     client: httpx.AsyncClient, clock: ManualClock
 ) -> None:
-    before = await _samples(client)
+    project = (await client.get("/v1/projects")).json()["projects"][0]
+    note = (
+        await client.post(
+            f"/v1/projects/{project['project_id']}/notes", json={"title": "RAG", "content": "R."}
+        )
+    ).json()
+    answered = await chat(client, {"message": QUESTION, "note_id": note["note_id"]})
+    before = await _samples(client)  # from the summary's request on (a summary needs a question)
 
-    note, events = await ask_for_note_edit(client)
+    events = await chat(
+        client,
+        {
+            "thread_id": answered[0].thread_id,
+            "message": ASK_FOR_SUMMARY,
+            "note_id": note["note_id"],
+        },
+    )
     consent = events[-2]
     assert isinstance(consent, ConsentEvent)
     clock.advance(minutes=20)  # the person reads the proposal for 20 minutes
@@ -137,7 +151,7 @@ async def test_decisions_are_labelled_by_who_decided_and_expirations_are_counted
             ).json()
             for i in range(3)
         ]
-        by_policy = await chat(
+        by_policy = await after_a_question(
             client,
             {
                 "message": ASK_FOR_SUMMARY,
@@ -147,7 +161,9 @@ async def test_decisions_are_labelled_by_who_decided_and_expirations_are_counted
         )
         assert isinstance(by_policy[-1], FinalEvent)
         assert by_policy[-1].reason == "completed"
-        rejected = await chat(client, {"message": ASK_FOR_SUMMARY, "note_id": notes[1]["note_id"]})
+        rejected = await after_a_question(
+            client, {"message": ASK_FOR_SUMMARY, "note_id": notes[1]["note_id"]}
+        )
         await chat(
             client,
             {
@@ -156,7 +172,9 @@ async def test_decisions_are_labelled_by_who_decided_and_expirations_are_counted
                 "on_pending_consent": "reject",
             },
         )
-        expiring = await chat(client, {"message": ASK_FOR_SUMMARY, "note_id": notes[2]["note_id"]})
+        expiring = await after_a_question(
+            client, {"message": ASK_FOR_SUMMARY, "note_id": notes[2]["note_id"]}
+        )
         assert kinds(expiring)[-2:] == ["consent", "final"]
         clock.advance(seconds=601)
         await client.services.expiry.sweep()  # type: ignore[attr-defined]  # (or its timer did)
@@ -179,7 +197,8 @@ async def test_decisions_are_labelled_by_who_decided_and_expirations_are_counted
     }
     ended = _delta(before, after, "consentry_runs_ended_total")
     assert ended == {
-        _labels(graph="tutor", reason="completed"): 2,  # the policy's run, "Never mind."
+        # the three questions before the summaries, the policy's run, "Never mind."
+        _labels(graph="tutor", reason="completed"): 5,
         _labels(graph="tutor", reason="interrupted"): 2,
         _labels(graph="tutor", reason="expired"): 1,
     }

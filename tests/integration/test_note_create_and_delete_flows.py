@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from consentry.schemas.events import ConsentEvent, MessageEvent, NoteEvent
-from tests.sse import chat, kinds
+from tests.sse import after_a_question, chat, kinds
 
 ASKED = ["run_started", "step", "step", "step", "consent", "final"]
 ASKED_TO_DELETE = ["analyze_message", "draft_note_deletion", "request_note_delete_consent"]
@@ -190,7 +190,7 @@ async def test_with_no_note_open_nothing_is_asked(client: httpx.AsyncClient) -> 
 async def test_an_edited_new_note_is_created_with_the_persons_title_and_content(
     client: httpx.AsyncClient,
 ) -> None:
-    asked = await chat(client, {"message": "Please save our discussion to a note"})
+    asked = await after_a_question(client, {"message": "Please save our discussion to a note"})
     consent = asked[-2]
     assert isinstance(consent, ConsentEvent)
     assert consent.kind == "note_create"

@@ -18,7 +18,7 @@ from consentry.services import Services
 from consentry.settings import Settings
 from consentry_graphs.services import AppliedDeletion
 from tests.conftest import ManualClock
-from tests.sse import chat
+from tests.sse import after_a_question, chat
 
 
 @dataclass
@@ -42,8 +42,9 @@ async def app(db_url: str, clock: ManualClock) -> AsyncIterator[App]:
 
 
 async def _approve(client: httpx.AsyncClient, body: dict[str, str]) -> str:
-    """Ask the tutor, approve its consent; return the approval id."""
-    asked = await chat(client, body)
+    """Ask the tutor (in a thread that discussed a question first), approve its consent; return
+    the approval id."""
+    asked = await after_a_question(client, body)
     consent = asked[-2]
     assert consent.type == "consent"
     await chat(

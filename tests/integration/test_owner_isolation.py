@@ -13,13 +13,12 @@ import httpx
 import pytest_asyncio
 
 from consentry.schemas.events import ConsentEvent, FinalEvent
-from tests.sse import chat, kinds
+from tests.sse import ASK_FOR_SUMMARY, QUESTION, after_a_question, chat, kinds
 
 ALICE = {"Authorization": "Bearer ka"}
 BOB = {"Authorization": "Bearer kb"}
 ALICE_ELSEWHERE = {"Authorization": "Bearer kc"}  # same user name, another tenant
 API_KEYS = "ka=acme:alice,kb=acme:bob,kc=globex:alice"
-ASK_FOR_SUMMARY = "Add a summary of our discussion to my note"
 
 
 @dataclass(frozen=True)
@@ -55,7 +54,7 @@ async def _consent_pending_for(
     client: httpx.AsyncClient, headers: dict[str, str], *, name: str
 ) -> AliceData:
     project_id, note = await _project_with_note(client, headers, name=name)
-    events = await chat(
+    events = await after_a_question(
         client,
         {"message": ASK_FOR_SUMMARY, "project_id": project_id, "note_id": note["note_id"]},
         headers,
@@ -242,7 +241,8 @@ async def test_another_owners_thread_cannot_be_continued(
     transcript = (
         await keyed_client.get(f"/v1/threads/{alice.thread_id}/messages", headers=ALICE)
     ).json()["messages"]
-    assert [m["content"] for m in transcript] == [ASK_FOR_SUMMARY]
+    assert [m["role"] for m in transcript] == ["user", "assistant", "user"]
+    assert [transcript[0]["content"], transcript[-1]["content"]] == [QUESTION, ASK_FOR_SUMMARY]
 
 
 async def test_another_owners_note_or_project_cannot_be_used_in_chat(

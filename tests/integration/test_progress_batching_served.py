@@ -22,7 +22,7 @@ import consentry.runtime.runs._executor
 from consentry.runtime.runs._step_batching import ProgressBatcher
 from consentry.schemas.events import ConsentEvent, Event
 from consentry.storage.tables import events as events_table
-from tests.sse import ask_for_note_edit, chat, kinds, numbering, parse_events
+from tests.sse import ASK_FOR_SUMMARY, ask_for_note_edit, chat, kinds, numbering, parse_events
 
 QUESTION = "What is retrieval?"
 
@@ -134,11 +134,20 @@ async def test_a_question_stores_its_progress_before_the_first_token_then_the_me
 async def test_a_client_replaying_from_zero_gets_exactly_the_durable_events_the_streams_sent(
     client: httpx.AsyncClient,
 ) -> None:
-    _, asked = await ask_for_note_edit(client)
+    project = (await client.get("/v1/projects")).json()["projects"][0]
+    note = (
+        await client.post(
+            f"/v1/projects/{project['project_id']}/notes", json={"title": "RAG", "content": "R."}
+        )
+    ).json()
+    answered = await chat(client, {"message": QUESTION, "note_id": note["note_id"]})
+    thread_id = answered[0].thread_id
+    asked = await chat(
+        client, {"thread_id": thread_id, "message": ASK_FOR_SUMMARY, "note_id": note["note_id"]}
+    )
     consent = asked[-2]
     assert isinstance(consent, ConsentEvent)
-    thread_id = consent.thread_id
-    streams: list[Any] = [asked]
+    streams: list[Any] = [answered, asked]
     streams.append(
         await chat(
             client,

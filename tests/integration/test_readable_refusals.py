@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from consentry.schemas.events import ConsentEvent
-from tests.sse import chat
+from tests.sse import after_a_question
 
 UNKNOWN_DECISION = (
     "Unknown decision 'maybe': a decision is approve, edit, reject, answer or respond."
@@ -35,7 +35,7 @@ async def _pending(client: httpx.AsyncClient) -> ConsentEvent:
         f"/v1/projects/{project}/notes", json={"title": "RAG", "content": "RAG looks things up."}
     )
     note_id = created.json()["note_id"]
-    events = await chat(
+    events = await after_a_question(
         client, {"message": "Add a summary of our discussion to my note", "note_id": note_id}
     )
     consent = events[-2]

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from consentry.storage.tables import threads
 from consentry.storage.tenant_runs import TENANT_RUNS_LOCK_CLASS, count_active_runs
 from tests.openai_stub import OpenAIStub
-from tests.sse import chat, parse_events
+from tests.sse import after_a_question, chat, parse_events
 
 KEYS = "ka=acme:alice,kc=acme:carol,kb=globex:bob"
 ALICE = {"Authorization": "Bearer ka"}
@@ -120,7 +120,7 @@ async def test_a_decision_is_refused_at_the_cap_and_its_consent_stays_pending(
                 headers=CAROL,
             )
         ).json()
-        asked = await chat(
+        asked = await after_a_question(
             client,
             {"message": "Add a summary of our discussion to my note", "note_id": note["note_id"]},
             headers=CAROL,

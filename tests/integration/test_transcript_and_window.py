@@ -91,6 +91,9 @@ async def _decide(client: httpx.AsyncClient, consent: ConsentEvent, decision: st
 async def _asked_to_create_a_note(
     client: httpx.AsyncClient, thread_id: str | None = None
 ) -> ConsentEvent:
+    """The tutor asks to save a summary as a new note, in ``thread_id`` (else in a new thread
+    that was asked ``_question(1)`` first: a summary needs a discussion)."""
+    thread_id = thread_id or await _answered(client, _question(1))
     events = await _ask(client, ASK_FOR_SUMMARY, thread_id)
     assert kinds(events) == ASKED
     consent = events[-2]
@@ -265,7 +268,7 @@ async def test_a_message_that_rejects_the_pending_consent_comes_after_the_reject
     assert rejected.content.startswith("OK, I created no note.")
     state = await _graph_messages(client, consent.thread_id)
     assert [m.text for m in state][-3:] == [rejected.content, _question(2), answer.content]
-    assert _texts(await _transcript(client, consent.thread_id)) == [
+    assert _texts(await _transcript(client, consent.thread_id))[2:] == [
         ("user", ASK_FOR_SUMMARY),
         ("assistant", rejected.content),
         ("user", _question(2)),

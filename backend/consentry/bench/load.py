@@ -4,11 +4,12 @@ conversations in a closed loop (a user starts the next one when the last ended) 
 A conversation is a message that reaches a consent (``POST /v1/chat``, timed to the ``consent``
 event) and a decision on it (timed to ``final``), approving a fixed share of them and rejecting
 the rest, on one of two graphs (``BenchGraph``): the tutor, or ``consent_flow``, the five-node
-consent graph without a model (``consentry_graphs.examples.consent_flow``). Every conversation
-is checked: one consent and ``final`` ``interrupted``, then ``final`` ``completed`` with, for
-the tutor, a ``note`` event exactly when approved, for ``consent_flow`` one ``message`` that says
-the change was applied when approved and cancelled when rejected. A conversation that fails a
-check, or a request that fails, counts as an error.
+consent graph without a model (``consentry_graphs.examples.consent_flow``). A tutor conversation
+asks a question first (a summary of nothing discussed is not proposed), outside the message's
+timing. Every conversation is checked: one consent and ``final`` ``interrupted``, then ``final``
+``completed`` with, for the tutor, a ``note`` event exactly when approved, for ``consent_flow``
+one ``message`` that says the change was applied when approved and cancelled when rejected. A
+conversation that fails a check, or a request that fails, counts as an error.
 
 The ``interrupt`` workload is the same conversation with a plain LangGraph graph instead of the
 tutor (``consentry_graphs.examples.ask_city``, served as ``city``): its raw ``interrupt()`` is
@@ -65,7 +66,9 @@ CONSENT_FLOW_GRAPH = "consent_flow=consentry_graphs.examples.consent_flow:graph_
 """What a Consentry serves for ``consent_flow`` conversations (``CONSENTRY_GRAPHS``)."""
 
 MESSAGE = "Add a summary of our discussion to my note"
-"""A message the tutor answers with a consent (a new note) on every server."""
+"""A message the tutor answers with a consent (a new note) on every server, once the thread
+discussed ``QUESTION``: a tutor conversation is that question, this message, and the decision
+(the message's latency is this message's alone)."""
 
 
 @dataclass
@@ -133,10 +136,12 @@ async def run_load(
 async def _conversation(
     client: httpx.AsyncClient, *, approve: bool, graph: BenchGraph
 ) -> tuple[float, float]:
-    started = time.perf_counter()
     ask: dict[str, Any] = {"message": MESSAGE}
-    if graph != "tutor":  # the tutor is the default graph: its request stays as it always was
+    if graph == "tutor":  # the default graph: a summary needs a discussion first
+        ask["thread_id"], _ = await ask_in_thread(client, None)
+    else:
         ask["graph"] = graph
+    started = time.perf_counter()
     asked, asked_at = await _stream(client, ask, until="consent")
     consents = [e for e in asked if e.get("type") == "consent"]
     if len(consents) != 1 or asked[-1].get("reason") != "interrupted":
@@ -207,13 +212,14 @@ _SDK_MODES = ["values", "messages-tuple"]
 async def _sdk_conversation(
     client: httpx.AsyncClient, *, approve: bool, graph: BenchGraph
 ) -> tuple[float, float]:
+    path = "/runs/stream"
+    if graph == "tutor":  # a summary needs a discussion first
+        question = {"assistant_id": graph, "input": _sdk_input(QUESTION), "stream_mode": _SDK_MODES}
+        answered, _ = await _sdk_stream(client, path, question)
+        path = f"/threads/{answered[0][1]['thread_id']}/runs/stream"
     started = time.perf_counter()
-    ask = {
-        "assistant_id": graph,
-        "input": {"messages": [{"role": "user", "content": MESSAGE}]},
-        "stream_mode": _SDK_MODES,
-    }
-    asked, asked_at = await _sdk_stream(client, "/runs/stream", ask)
+    ask = {"assistant_id": graph, "input": _sdk_input(MESSAGE), "stream_mode": _SDK_MODES}
+    asked, asked_at = await _sdk_stream(client, path, ask)
     values = [data for name, data in asked if name == "values"]
     if asked[-1][1].get("status") != "interrupted" or not values:
         raise ConversationError(f"expected values then end interrupted, got {_names(asked)}")
@@ -226,6 +232,10 @@ async def _sdk_conversation(
     if done[-1][1].get("status") != "success" or not interrupt["id"]:
         raise ConversationError(f"expected end success, got {_names(done)}")
     return asked_at - started, ended_at - decided_at
+
+
+def _sdk_input(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
 
 
 async def _sdk_stream(
@@ -251,11 +261,11 @@ async def _sdk_stream(
 async def _agui_conversation(
     client: httpx.AsyncClient, *, approve: bool, graph: BenchGraph
 ) -> tuple[float, float]:
-    started = time.perf_counter()
     thread_id, path = str(uuid.uuid4()), f"/v1/agui/{graph}"
-    message = {"id": str(uuid.uuid4()), "role": "user", "content": MESSAGE}
-    ask = {"threadId": thread_id, "runId": str(uuid.uuid4()), "messages": [message]}
-    asked, asked_at = await _agui_stream(client, path, ask)
+    if graph == "tutor":  # a summary needs a discussion first
+        await _agui_stream(client, path, _agui_input(thread_id, QUESTION))
+    started = time.perf_counter()
+    asked, asked_at = await _agui_stream(client, path, _agui_input(thread_id, MESSAGE))
     outcome = asked[-1].get("outcome") or {}
     if outcome.get("type") != "interrupt":
         raise ConversationError(f"expected an interrupt outcome, got {_types(asked)}")
@@ -268,6 +278,11 @@ async def _agui_conversation(
     if (done[-1].get("outcome") or {}).get("type") != "success":
         raise ConversationError(f"expected a success outcome, got {_types(done)}")
     return asked_at - started, ended_at - decided_at
+
+
+def _agui_input(thread_id: str, text: str) -> dict[str, Any]:
+    message = {"id": str(uuid.uuid4()), "role": "user", "content": text}
+    return {"threadId": thread_id, "runId": str(uuid.uuid4()), "messages": [message]}
 
 
 async def _agui_stream(
