@@ -11,7 +11,8 @@ exit codes: docs/terminal.md.
 - ``run_stream``: a run's events to its ``final``, rejoining a cut stream;
 - ``render``: colours, diffs, proposals, times and errors as text;
 - ``run_view``: how a run's events look as they come;
-- ``editor``: ``$EDITOR`` on a temporary file;
+- ``editor``: ``$EDITOR`` on a temporary file, and whether what was saved is an edit to send;
+- ``answers``: what a typed answer to a raw ``interrupt()`` says (JSON or text; yes or no);
 - ``consent_prompt``: show a consent and ask for a decision;
 - ``chat``: the interactive loop; ``approvals``: the inbox commands;
 - ``commands``: the entry points ``consentry.cli`` calls.

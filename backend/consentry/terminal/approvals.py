@@ -13,8 +13,8 @@ from datetime import datetime
 from typing import Literal, TextIO
 
 from consentry.schemas.approvals import RAW_INTERRUPT, Approval, DecisionRequest
+from consentry.terminal.answers import parse_answer
 from consentry.terminal.api_client import ConsentryClient, build_request
-from consentry.terminal.consent_prompt import parse_answer
 from consentry.terminal.render import (
     Palette,
     describe_answer_schema,

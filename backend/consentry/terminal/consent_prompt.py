@@ -4,11 +4,14 @@
   proposed: for ``note_edit`` the ``proposed_content``, for ``note_create`` the ``content`` (both
   sent back as ``{"content": …}``); for any other kind the proposal as JSON, cut down to the
   fields of the kind's edit schema (``GET /v1/consent-kinds``), and the saved JSON object is sent
-  as it is.
+  as it is. An edit left unchanged, emptied, or whose editor failed sends nothing: one line
+  ``Nothing sent: …`` says why, and the decision is asked again (``editor``).
 - A raw ``interrupt(value)`` (kind ``interrupt``): the value as indented JSON, and a line typed as
   the answer: parsed as JSON, or sent as text when it is not JSON (``Lisbon`` is ``"Lisbon"``,
   ``30`` is the number 30). The interrupt's ``response_schema`` is shown as a hint; the server
   checks the answer against it (a 422 ``invalid_answer`` is shown, and the question asked again).
+  A yes/no question (the schema is one boolean) is its question in words, asked with
+  ``(yes/no)``: ``yes``, ``no``, ``y``, ``n``, ``true`` or ``false``, in any case.
 - A reviewed tool call (kind ``tool_call``, LangChain's human-in-the-loop middleware): the tool
   and its arguments; approve, edit (the editor on the arguments as JSON; the saved object is
   sent), reject (an optional reason, told to the model) or respond (a reply the model reads as
@@ -18,7 +21,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
@@ -27,14 +29,16 @@ from pydantic import JsonValue
 from consentry.schemas.approvals import RAW_INTERRUPT
 from consentry.schemas.chat import ResumeDecision
 from consentry.schemas.events import ConsentEvent
+from consentry.terminal.answers import is_yes_no, parse_answer, parse_yes_no, question_of
 from consentry.terminal.api_client import build_request
-from consentry.terminal.editor import EditorError, edit_text
+from consentry.terminal.editor import Unsent, edit_json, edit_text
 from consentry.terminal.errors import InvalidInputError
 from consentry.terminal.render import (
     Palette,
     describe_answer_schema,
     format_expiry,
     render_proposal,
+    render_yes_no,
 )
 
 __all__ = [
@@ -42,7 +46,6 @@ __all__ = [
     "ConsentPrompt",
     "LineReader",
     "how_to_decide_later",
-    "parse_answer",
     "same_review",
 ]
 
@@ -60,17 +63,8 @@ _CHOICES = {
 }
 """Each decision a person can type: its key and how the question names it."""
 ANSWER_PROMPT = "answer> "
-
-
-def parse_answer(line: str) -> JsonValue:
-    """A typed answer to a raw interrupt: JSON when it is JSON, else the text as it was typed
-    (without the spaces around it)."""
-    text = line.strip()
-    try:
-        value: JsonValue = json.loads(text)
-    except json.JSONDecodeError:
-        return text
-    return value
+YES_NO = "(yes/no) "
+"""Ends the question of a yes/no interrupt, where the answer is typed."""
 
 
 def same_review(one: ConsentEvent, other: ConsentEvent) -> bool:
@@ -86,7 +80,8 @@ def how_to_decide_later(consent: ConsentEvent) -> str:
     """What to run to decide a consent left pending."""
     later = f"`consentry chat --thread {consent.thread_id}`"
     if consent.kind == RAW_INTERRUPT:
-        now = f"`consentry approvals answer {consent.approval_id} --value JSON`"
+        value = "true|false" if is_yes_no(consent.response_schema) else "JSON"
+        now = f"`consentry approvals answer {consent.approval_id} --value {value}`"
     elif consent.kind == TOOL_CALL and consent.interrupt_id:
         return f"consent {consent.approval_id} is still pending: decide it with {later}"
     else:
@@ -115,14 +110,21 @@ class ConsentPrompt:
     def show(self, consent: ConsentEvent) -> None:
         p = self._palette
         self._print(f"{p.bold(p.yellow('consent'))} {p.bold(consent.title)}")
-        self._print(render_proposal(consent.kind, consent.proposal, p))
-        if consent.kind == RAW_INTERRUPT:
-            self._print(p.dim(describe_answer_schema(consent.response_schema)))
+        if _asks_yes_no(consent):  # the question is asked where the answer is typed
+            said = render_yes_no(_value_of(consent), title=consent.title)
+            if said:
+                self._print(said)
+        else:
+            self._print(render_proposal(consent.kind, consent.proposal, p))
+            if consent.kind == RAW_INTERRUPT:
+                self._print(p.dim(describe_answer_schema(consent.response_schema)))
         expiry = format_expiry(consent.expires_at)
         self._print(p.dim(f"{consent.kind} · {expiry} · approval {consent.approval_id}"))
 
     def ask(self, consent: ConsentEvent) -> ResumeDecision | None:
         """The person's decision, or ``None`` when the input ends first (it stays pending)."""
+        if _asks_yes_no(consent):
+            return self._ask_yes_no(consent)
         if consent.kind == RAW_INTERRUPT:
             return self._ask_answer(consent)
         allowed = [d for d in _CHOICES if d in consent.allowed_decisions]
@@ -189,6 +191,19 @@ class ConsentPrompt:
             # `value` may be null (the JSON `null`): given, never dropped as "not set"
             return ResumeDecision.model_validate({**fields, "value": parse_answer(line)})
 
+    def _ask_yes_no(self, consent: ConsentEvent) -> ResumeDecision | None:
+        question = question_of(_value_of(consent)) or _description(consent) or consent.title
+        while True:
+            line = self._read_line(f"{' '.join(question.split())} {YES_NO}")
+            if line is None:
+                return None
+            answer = parse_yes_no(line)
+            if answer is None:
+                self._print("please answer yes or no (y or n)")
+                continue
+            fields = {"approval_id": consent.approval_id, "decision": "answer", "value": answer}
+            return ResumeDecision.model_validate(fields)
+
     def _ask_reply(self) -> str | None:
         while True:
             reply = self._read_line("reply (the model reads it as the tool's result): ")
@@ -199,39 +214,50 @@ class ConsentPrompt:
             self._print("a reply is needed: the tool does not run, the model reads this instead")
 
     def _edit(self, consent: ConsentEvent) -> dict[str, Any] | None:
+        """The edit to send; ``None`` when there is nothing to send (said in one line)."""
         proposal = consent.proposal
         start = proposal.get("proposed_content" if consent.kind == "note_edit" else "content")
-        as_text = consent.kind in ("note_edit", "note_create") and isinstance(start, str)
-        if as_text:
-            text = str(start)
+        edited: dict[str, Any] | Unsent
+        if consent.kind in ("note_edit", "note_create") and isinstance(start, str):
+            saved = edit_text(start, command=self._editor)
+            edited = saved if isinstance(saved, Unsent) else {"content": saved}
         elif consent.kind == TOOL_CALL:
-            text = json.dumps(proposal.get("args", {}), indent=2, ensure_ascii=False) + "\n"
+            args = proposal.get("args")
+            edited = edit_json(args if isinstance(args, dict) else {}, command=self._editor)
         else:
             fields = self._edit_fields(consent.kind)
             shown = {k: v for k, v in proposal.items() if fields is None or k in fields}
-            text = json.dumps(shown, indent=2, ensure_ascii=False) + "\n"
-        try:
-            saved = edit_text(text, command=self._editor, suffix=".md" if as_text else ".json")
-        except EditorError as exc:
-            self._error(f"error: {exc}; nothing was sent")
-            return None
-        if as_text:
-            return {"content": saved}
-        try:
-            edited = json.loads(saved)
-        except json.JSONDecodeError as exc:
-            self._error(f"error: the edit is not JSON ({exc}); nothing was sent")
-            return None
-        if not isinstance(edited, dict):
-            self._error("error: the edit must be a JSON object; nothing was sent")
-            return None
-        return edited
+            edited = edit_json(shown, command=self._editor)
+        if not isinstance(edited, Unsent):
+            return edited
+        if edited.failed:
+            self._error(edited.line)
+        else:
+            self._print(edited.line)
+        return None
 
     def _print(self, text: str) -> None:
         print(text, file=self._out, flush=True)
 
     def _error(self, text: str) -> None:
         print(self._palette.red(text), file=self._err, flush=True)
+
+
+def _value_of(consent: ConsentEvent) -> JsonValue:
+    """The value a raw interrupt asks with (also in its proposal, as ``{"value": …}``)."""
+    if consent.value is not None:
+        return consent.value
+    value: JsonValue = consent.proposal.get("value")
+    return value
+
+
+def _asks_yes_no(consent: ConsentEvent) -> bool:
+    return consent.kind == RAW_INTERRUPT and is_yes_no(consent.response_schema)
+
+
+def _description(consent: ConsentEvent) -> str | None:
+    said = (consent.response_schema or {}).get("description")
+    return said if isinstance(said, str) and said.strip() else None
 
 
 def _choose(line: str, allowed: Sequence[str]) -> str | None:

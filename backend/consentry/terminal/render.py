@@ -7,14 +7,16 @@ and nowhere else. Colours are ANSI SGR codes, and only when the :class:`Palette`
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import JsonValue, ValidationError
 
 from consentry.schemas.approvals import RecordedDecision
 from consentry.schemas.events import ToolCallEvent, ToolResultEvent
+from consentry.terminal.answers import QUESTION_KEYS, question_of
 from consentry.terminal.errors import ApiError, ClientError
 from consentry.terminal.note_diff import render_note_change
 from consentry.terminal.palette import Palette
@@ -28,8 +30,10 @@ __all__ = [
     "format_error",
     "format_expiry",
     "format_time",
+    "removal_notice",
     "render_diff",
     "render_proposal",
+    "render_yes_no",
 ]
 
 
@@ -69,13 +73,15 @@ def render_proposal(kind: str, proposal: dict[str, Any], palette: Palette) -> st
     title = proposal.get("title", "")
     base, proposed = proposal.get("base_content"), proposal.get("proposed_content")
     if kind == "note_edit" and isinstance(base, str) and isinstance(proposed, str):
-        return render_note_change(
+        change = render_note_change(
             base,
             proposed,
             old_header=f"{title} (version {proposal.get('base_version', '?')})",
             new_header=f"{title} (proposed)",
             palette=palette,
         )
+        notice = removal_notice(proposal.get("person_lines_removed"), base, proposed, palette)
+        return f"{notice}\n{change}" if notice else change
     if kind == "note_edit" and isinstance(diff, str):
         return render_diff(diff, palette)
     if kind == "note_create" and isinstance(content, str):
@@ -87,16 +93,41 @@ def render_proposal(kind: str, proposal: dict[str, Any], palette: Palette) -> st
     return json.dumps(proposal, indent=2, ensure_ascii=False)
 
 
+def removal_notice(yours: object, base: str, proposed: str, palette: Palette) -> str | None:
+    """When a note edit removes lines, whose, said plainly above its diff (as the web app's card
+    does): the lines a person wrote or changed (``person_lines_removed``), or only the tutor's own
+    earlier lines; None when it removes nothing."""
+    removed = _removed_lines(base, proposed)
+    if isinstance(yours, int) and yours > 0:
+        return palette.bold(
+            palette.red(
+                f"This removes {_lines(yours)} you wrote or edited (marked - below). Approve "
+                "only if you mean to lose them."
+            )
+        )
+    if not removed:
+        return None
+    if isinstance(yours, int):
+        return palette.dim(
+            f"This rewrites {_lines(removed)} the tutor wrote earlier; every line you wrote stays."
+        )
+    return palette.yellow(f"This removes {_lines(removed)} of your note.")
+
+
+def _removed_lines(base: str, proposed: str) -> int:
+    diff = difflib.ndiff(base.splitlines(), proposed.splitlines())
+    return sum(line.startswith("- ") for line in diff)
+
+
+def _lines(count: int) -> str:
+    return f"{count} line{'' if count == 1 else 's'}"
+
+
 def _render_tool_call(proposal: dict[str, Any], palette: Palette) -> str:
     """``tool send_email``, then one ``  key: value`` line per argument (values as JSON, aligned
     after the longest key), then the description, dim."""
     args: dict[str, Any] = proposal["args"]
-    lines = [f"tool {palette.bold(str(proposal.get('name', '?')))}"]
-    width = max((len(key) for key in args), default=0)
-    below = "\n" + " " * (width + 4)  # a value's next lines, under its first
-    for key, value in args.items():
-        shown = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", below)
-        lines.append(f"  {(key + ':').ljust(width + 1)} {shown}")
+    lines = [f"tool {palette.bold(str(proposal.get('name', '?')))}", *_field_lines(args)]
     if not args:
         lines.append(palette.dim("  (no arguments)"))
     description = str(proposal.get("description") or "")
@@ -104,6 +135,31 @@ def _render_tool_call(proposal: dict[str, Any], palette: Palette) -> str:
     description = description.split(f"\n\nTool: {proposal.get('name')}\nArgs: ", 1)[0].strip()
     if description:
         lines.extend(palette.dim(line) for line in description.splitlines())
+    return "\n".join(lines)
+
+
+def _field_lines(fields: dict[str, Any]) -> list[str]:
+    """One ``  key: value`` line per field (values as JSON, aligned after the longest key)."""
+    width = max((len(key) for key in fields), default=0)
+    below = "\n" + " " * (width + 4)  # a value's next lines, under its first
+    lines = []
+    for key, value in fields.items():
+        shown = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", below)
+        lines.append(f"  {(key + ':').ljust(width + 1)} {shown}")
+    return lines
+
+
+def render_yes_no(value: JsonValue, *, title: str) -> str:
+    """A yes/no question under its title: the question in words, unless the title says it
+    already (the server takes the title from it), then what else the graph sent, one ``  key:
+    value`` line each (a value that is no object: as JSON); ``""`` when there is nothing more."""
+    question = question_of(value)
+    lines = [question] if question is not None and " ".join(question.split()) != title else []
+    if isinstance(value, dict):
+        asked_by = next((k for k in QUESTION_KEYS if value.get(k) == question), None)
+        lines += _field_lines({k: v for k, v in value.items() if k != asked_by})
+    elif question is None:
+        lines.append(json.dumps(value, indent=2, ensure_ascii=False))
     return "\n".join(lines)
 
 

@@ -1,8 +1,10 @@
 """``consentry chat`` asks a raw ``interrupt()`` for an answer (the value as indented JSON, the
 ``response_schema`` as a hint, a typed line sent as JSON or else as text, asked again on a 422
-``invalid_answer`` with its messages) and a reviewed tool call for a decision (the tool and its
-arguments; approve, edit in the editor on the arguments, reject with a reason, respond with a
-reply); the calls of one review are asked in turn and sent together, in one request."""
+``invalid_answer`` with its messages; a yes/no question in words, answered yes or no) and a
+reviewed tool call for a decision (the tool and its arguments; approve, edit in the editor on the
+arguments, reject with a reason, respond with a reply); the calls of one review are asked in turn
+and sent together, in one request. An edit the person did not make (the editor quit without
+saving) sends nothing and the decision is asked again."""
 
 from __future__ import annotations
 
@@ -23,7 +25,6 @@ from consentry.terminal.chat import ChatSession
 from consentry.terminal.consent_prompt import (
     ConsentPrompt,
     how_to_decide_later,
-    parse_answer,
     same_review,
 )
 from consentry.terminal.errors import ApiError
@@ -39,12 +40,14 @@ ENVELOPE: dict[str, Any] = {
 AGE_SCHEMA = {"type": "integer", "minimum": 0, "maximum": 150}
 
 
-def interrupt(value: Any, *, schema: dict[str, Any] | None = None) -> ConsentEvent:
+def interrupt(
+    value: Any, *, schema: dict[str, Any] | None = None, title: str = "Which city?"
+) -> ConsentEvent:
     return ConsentEvent(
         **ENVELOPE,
         approval_id="a1",
         kind="interrupt",
-        title="Which city?",
+        title=title,
         proposal={"value": value},
         allowed_decisions=["answer"],
         value=value,
@@ -73,6 +76,23 @@ def tool_call(
         },
         allowed_decisions=list(allowed),
         interrupt_id=interrupt_id,
+        expires_at=None,
+    )
+
+
+def note_edit() -> ConsentEvent:
+    return ConsentEvent(
+        **ENVELOPE,
+        approval_id="n1",
+        kind="note_edit",
+        title="Add a summary to your note “Kana”?",
+        proposal={
+            "title": "Kana",
+            "base_version": 1,
+            "base_content": "Kana.\n",
+            "proposed_content": "Kana.\n- hiragana\n",
+        },
+        allowed_decisions=["approve", "edit", "reject"],
         expires_at=None,
     )
 
@@ -134,23 +154,6 @@ def test_without_a_schema_any_json_or_text_is_an_answer() -> None:
     assert "answer with any JSON; a line that is not JSON is sent as text\n" in out.getvalue()
 
 
-@pytest.mark.parametrize(
-    ("line", "value"),
-    [
-        ("Lisbon", "Lisbon"),
-        ('"Lisbon"', "Lisbon"),
-        ("  Porto  ", "Porto"),
-        ("30", 30),
-        ("true", True),
-        ("null", None),
-        ('{"city": "Oslo", "nights": 2}', {"city": "Oslo", "nights": 2}),
-        ("Lisbon, then Porto", "Lisbon, then Porto"),
-    ],
-)
-def test_an_answer_is_json_when_it_is_json_and_else_the_text_typed(line: str, value: Any) -> None:
-    assert parse_answer(line) == value
-
-
 def test_the_typed_line_is_the_answer_and_an_empty_line_asks_again() -> None:
     typed = Typed("", "Lisbon")
     prompt, out, _ = prompt_for(typed)
@@ -191,6 +194,70 @@ def test_an_answer_that_misfits_the_schema_is_shown_with_the_servers_messages() 
         "consent is still pending.\n"
         "  200 is greater than the maximum of 150\n"
         "  trip.city: 'city' is a required property"
+    )
+
+
+# ---- yes/no questions ----
+
+YES_NO = {"type": "boolean"}
+WEEKLY = {"question": "Send the weekly report to Ada now?", "report": "weekly.pdf"}
+
+
+def weekly_report() -> ConsentEvent:
+    return interrupt(WEEKLY, schema=YES_NO, title="Send the weekly report to Ada now?")
+
+
+def test_a_yes_no_question_shows_what_else_the_graph_sent_and_asks_yes_or_no() -> None:
+    typed = Typed()
+    prompt, out, _ = prompt_for(typed)
+
+    prompt.show(weekly_report())
+    prompt.ask(weekly_report())
+
+    assert out.getvalue() == (
+        "consent Send the weekly report to Ada now?\n"  # the question, said once
+        '  report: "weekly.pdf"\n'
+        "interrupt · no deadline · approval a1\n"
+    )
+    assert typed.prompts == ["Send the weekly report to Ada now? (yes/no) "]
+
+
+def test_a_yes_no_question_shows_its_question_when_the_title_does_not_say_it() -> None:
+    prompt, out, _ = prompt_for(Typed())
+
+    prompt.show(interrupt("Delete the draft?", schema=YES_NO, title="Confirm"))
+
+    assert out.getvalue() == (
+        "consent Confirm\nDelete the draft?\ninterrupt · no deadline · approval a1\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "answer"), [("yes", True), ("Y", True), ("TRUE", True), ("no", False), ("n", False)]
+)
+def test_yes_or_no_is_the_answer_true_or_false(line: str, answer: bool) -> None:
+    prompt, _, _ = prompt_for(Typed(line))
+
+    decision = prompt.ask(weekly_report())
+
+    assert sent(decision) == {"approval_id": "a1", "decision": "answer", "value": answer}
+
+
+def test_another_line_to_a_yes_no_question_asks_again() -> None:
+    typed = Typed("maybe", "", "yes")
+    prompt, out, _ = prompt_for(typed)
+
+    decision = prompt.ask(weekly_report())
+
+    assert sent(decision) == {"approval_id": "a1", "decision": "answer", "value": True}
+    assert typed.prompts == ["Send the weekly report to Ada now? (yes/no) "] * 3
+    assert out.getvalue() == "please answer yes or no (y or n)\n" * 2
+
+
+def test_a_yes_no_question_left_pending_says_to_answer_true_or_false() -> None:
+    assert how_to_decide_later(weekly_report()) == (
+        "consent a1 is still pending: decide it with `consentry approvals answer a1 --value "
+        "true|false` or `consentry chat --thread t1`"
     )
 
 
@@ -304,8 +371,59 @@ def test_an_edit_that_is_not_a_json_object_sends_nothing_and_asks_again(tmp_path
 
     decision = prompt.ask(tool_call())
 
-    assert err.getvalue() == "error: the edit must be a JSON object; nothing was sent\n"
+    assert err.getvalue() == "Nothing sent: the edit must be a JSON object\n"
     assert sent(decision) == {"approval_id": "c1", "decision": "approve"}
+
+
+def test_an_edit_of_the_arguments_left_unchanged_sends_nothing_and_asks_again() -> None:
+    typed = Typed("e", "a")
+    # `true` exits 0 and leaves the file as it was: vi's `:q!`
+    prompt, out, err = prompt_for(typed, editor=["true"])
+
+    decision = prompt.ask(tool_call())
+
+    assert out.getvalue() == "Nothing sent: the edit was left unchanged\n"
+    assert err.getvalue() == ""
+    assert typed.prompts == ["[a]pprove / [e]dit / [r]eject / re[s]pond? "] * 2
+    assert sent(decision) == {"approval_id": "c1", "decision": "approve"}
+
+
+def test_an_edit_of_a_note_left_unchanged_sends_nothing_and_asks_again() -> None:
+    typed = Typed("e", "r", "")
+    prompt, out, err = prompt_for(typed, editor=["true"])
+
+    decision = prompt.ask(note_edit())
+
+    assert out.getvalue() == "Nothing sent: the edit was left unchanged\n"
+    assert err.getvalue() == ""
+    assert typed.prompts[:2] == ["[a]pprove / [e]dit / [r]eject? "] * 2
+    assert sent(decision) == {"approval_id": "n1", "decision": "reject"}
+
+
+def test_an_editor_that_fails_sends_nothing_says_why_and_asks_again() -> None:
+    typed = Typed("e")
+    prompt, out, err = prompt_for(typed, editor=["false"])
+
+    assert prompt.ask(note_edit()) is None  # the input ends at the question asked again
+
+    assert err.getvalue() == "Nothing sent: the editor exited with status 1\n"
+    assert out.getvalue() == ""
+    assert typed.prompts == ["[a]pprove / [e]dit / [r]eject? "] * 2
+
+
+def test_a_note_edit_is_sent_as_saved_when_the_person_changed_it(tmp_path: Path) -> None:
+    editor = tmp_path / "editor.py"
+    editor.write_text("import sys\nopen(sys.argv[1], 'a').write('- katakana\\n')\n")
+    prompt, out, _ = prompt_for(Typed("e"), editor=[sys.executable, str(editor)])
+
+    decision = prompt.ask(note_edit())
+
+    assert sent(decision) == {
+        "approval_id": "n1",
+        "decision": "edit",
+        "edited": {"content": "Kana.\n- hiragana\n- katakana\n"},
+    }
+    assert out.getvalue() == ""
 
 
 def test_the_calls_of_one_review_are_asked_in_turn_and_decided_together() -> None:
