@@ -14,6 +14,7 @@ import json
 import math
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -31,6 +32,7 @@ from consentry.bench.load import (
     ask_in_thread,
     run_load,
 )
+from consentry.bench.progress import ProgressLine
 from consentry.bench.servers import DatabaseKind, LocalServer, start_baseline, start_consentry
 
 __all__ = [
@@ -131,24 +133,17 @@ async def _measure(
     cpu_before = local.cpu_seconds() if local else 0.0
     bytes_before = local.database_bytes() if local else 0
 
-    def show(done: int) -> None:
-        if progress is not None and (done == count or done % max(1, count // 50) == 0):
-            filled = done * 30 // count
-            bar = "#" * filled + "." * (30 - filled)
-            progress.write(f"\r{target.name:>10} C={level:<5} [{bar}] {done}/{count}")
-            progress.flush()
-
+    line = ProgressLine(progress, server=target.name, task=f"C={level}", total=count)
     result = await run_load(
         target.base_url,
         concurrency=level,
         conversations=count,
         approve_ratio=approve_ratio,
-        on_progress=show,
+        on_progress=line.advance,
         workload=target.workload,
         graph=target.graph,
     )
-    if progress is not None:
-        progress.write("\n")
+    line.finish(f"{count} conversations in {result.seconds:.1f} s, {len(result.errors)} errors")
     cpu = (local.cpu_seconds() - cpu_before) if local else None
     stored = (local.database_bytes() - bytes_before) if local else None
     return _row(target, result, cpu, stored)
@@ -349,6 +344,8 @@ async def run_thread_turns(
         latency: list[float] = []
         stored: list[int] = []
         thread_id: str | None = None
+        line = ProgressLine(progress, server=target.name, task="thread", total=turns)
+        started = time.perf_counter()
         async with httpx.AsyncClient(base_url=target.base_url, timeout=600) as client:
             for turn in range(turns):
                 measured = turn < window or turn >= turns - window
@@ -360,11 +357,8 @@ async def run_thread_turns(
                     if local is not None:
                         cpu.append(local.cpu_seconds() - cpu_before)
                         stored.append(local.database_bytes() - bytes_before)
-                if progress is not None and (turn + 1) % max(1, turns // 50) == 0:
-                    progress.write(f"\r{target.name:>10} thread turn {turn + 1}/{turns}")
-                    progress.flush()
-        if progress is not None:
-            progress.write("\n")
+                line.advance(turn + 1)
+        line.finish(f"{turns} turns in {time.perf_counter() - started:.1f} s")
         rows.append(
             ThreadTurnsRow(
                 server=target.name,
