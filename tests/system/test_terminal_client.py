@@ -1,9 +1,11 @@
 """``consentry chat`` and ``consentry approvals``: the real CLI, scripted stdin, a real server.
 
 Each test runs ``python -m consentry.cli …`` as a subprocess against one server per module (the
-tutor, ``parallel``: two consents at once, two plain LangGraph graphs with a raw ``interrupt()``:
-``city`` asks a question, ``age`` gives a ``response_schema``, and ``agent``, whose tool calls
-LangChain's human-in-the-loop middleware reviews), each with its own note and thread. A small
+tutor, ``parallel``: two consents at once, three plain LangGraph graphs with a raw
+``interrupt()``: ``city`` asks a question, ``age`` gives a ``response_schema``, ``confirm`` asks
+yes or no, and ``agent``, whose tool calls LangChain's human-in-the-loop middleware reviews),
+each with its own note and thread. The tutor proposes a summary only of a thread that has
+discussed something, so a summary is asked for after a question (``QUESTION``). A small
 recording proxy in front of the server shows what the client sends (the ``Idempotency-Key`` of
 each decision) and can cut a stream half-way (the client must rejoin it).
 """
@@ -29,10 +31,11 @@ import pytest
 
 from consentry.terminal.sse import SseFrame, SseParser
 from tests.paths import ROOT
+from tests.sse import ASK_FOR_SUMMARY, QUESTION
+from tests.system import yes_no_graph
 from tests.system.server import free_port, serve
 
 GREEN, RED, CYAN, RESET = "\x1b[32m", "\x1b[31m", "\x1b[36m", "\x1b[0m"
-SUMMARY_REQUEST = "Add a summary of our discussion to my note"
 CLI_TIMEOUT_SECONDS = 90.0
 _FRAME_END = re.compile(rb"\r?\n\r?\n")
 _CLIENT_ENV = ("CONSENTRY_URL", "CONSENTRY_API_KEY", "EDITOR", "VISUAL", "NO_COLOR")
@@ -47,6 +50,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "CONSENTRY_GRAPHS": "parallel=consentry_graphs.examples.parallel_consents:graph_spec,"
         "city=consentry_graphs.examples.ask_city:graph,"
         "age=consentry_graphs.examples.validate_age:builder,"
+        "confirm=tests.system.yes_no_graph:graph,"
         "agent=consentry_graphs.examples.tool_review_agent:graph"
     }
     with serve(tmp_path_factory.mktemp("terminal") / "c.db", env=graphs) as base_url:
@@ -103,15 +107,25 @@ def the_approval_id(output: str, approvals: list[dict[str, Any]]) -> str:
 
 
 def ask_for_summary_consent(api: httpx.Client, note_id: str) -> tuple[str, str]:
-    """Over plain HTTP: a thread waiting for a ``note_edit`` consent; (thread id, approval id)."""
-    body = {"message": SUMMARY_REQUEST, "note_id": note_id}
+    """Over plain HTTP: a thread asked ``QUESTION``, then for a summary, waiting for its
+    ``note_edit`` consent; (thread id, approval id)."""
+    with api.stream("POST", "/v1/chat", json={"message": QUESTION, "note_id": note_id}) as r:
+        assert r.status_code == 200
+        thread_id = r.headers["X-Thread-Id"]
+        assert '"reason":"completed"' in "".join(r.iter_text())
+    body = {"thread_id": thread_id, "message": ASK_FOR_SUMMARY, "note_id": note_id}
     with api.stream("POST", "/v1/chat", json=body) as response:
         assert response.status_code == 200
-        thread_id = response.headers["X-Thread-Id"]
         text = "".join(response.iter_text())
     consent = next(line for line in text.splitlines() if '"type":"consent"' in line)
     approval_id = consent.split('"approval_id":"')[1].split('"')[0]
     return thread_id, approval_id
+
+
+def decisions_recorded(api: httpx.Client, thread_id: str) -> list[dict[str, Any]]:
+    """The ``consent_decided`` records of the thread's audit trail."""
+    trail = api.get(f"/v1/threads/{thread_id}/audit").json()["records"]
+    return [r for r in trail if r["action"] == "consent_decided"]
 
 
 def wait_until_idle(api: httpx.Client, thread_id: str, *, timeout: float = 30.0) -> None:
@@ -223,7 +237,7 @@ def test_approving_a_note_edit_shows_the_diff_in_colour_and_writes_version_2(
     result = run_cli(
         "chat",
         *("--url", server, "--note", note_id, "--color", "always"),
-        stdin=lines("What is RAG?", SUMMARY_REQUEST, "a"),
+        stdin=lines("What is RAG?", ASK_FOR_SUMMARY, "a"),
     )
 
     assert result.returncode == 0, result.stderr
@@ -256,7 +270,7 @@ def test_edit_opens_the_editor_on_the_proposal_and_saves_exactly_its_text(
     result = run_cli(
         "chat",
         *("--url", server, "--note", note_id),
-        stdin=lines(SUMMARY_REQUEST, "e"),
+        stdin=lines(QUESTION, ASK_FOR_SUMMARY, "e"),
         env={"EDITOR": f"{sys.executable} {editor}", "VISUAL": "false"},
     )
 
@@ -270,13 +284,49 @@ def test_edit_opens_the_editor_on_the_proposal_and_saves_exactly_its_text(
     assert versions(api, note_id) == [(1, "user", None), (2, "assistant", approval_id)]
 
 
+def test_an_edit_quit_without_saving_sends_nothing_and_the_consent_stays_pending(
+    server: str, api: httpx.Client, tmp_path: Path
+) -> None:
+    """Issue 33, "a decision the person did not make": vi's ``:q!`` leaves the file as it was
+    and exits 0; that is no edit."""
+    note_id = create_note(api, "Kanji", "Kanji: characters borrowed from Chinese.\n")
+    seen = tmp_path / "seen.md"
+    editor = tmp_path / "quit_without_saving.py"
+    editor.write_text(f"import shutil, sys\nshutil.copy(sys.argv[1], {str(seen)!r})\n")
+
+    result = run_cli(
+        "chat",
+        *("--url", server, "--note", note_id),
+        stdin=lines(QUESTION, ASK_FOR_SUMMARY, "e"),  # then the input ends at the question
+        env={"EDITOR": f"{sys.executable} {editor}"},
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    out = result.stdout
+    approval_id = the_approval_id(out, api.get("/v1/approvals").json()["approvals"])
+    record = approval(api, approval_id)
+    assert seen.read_text() == record["proposal"]["proposed_content"], "the editor was opened"
+    assert "\nNothing sent: the edit was left unchanged\n" in out
+    assert out.count("[a]pprove / [e]dit / [r]eject? ") == 2, "the decision is asked again"
+    assert f"consent {approval_id} is still pending" in out
+    assert "Done:" not in out
+    assert (record["status"], record["decided"]) == ("pending", None)
+    thread_id = record["thread_id"]
+    assert decisions_recorded(api, thread_id) == []
+    assert versions(api, note_id) == [(1, "user", None)]
+    assert api.get(f"/v1/notes/{note_id}").json()["version"] == 1
+    [pending] = api.get(f"/v1/threads/{thread_id}").json()["pending_consents"]
+    assert pending["approval_id"] == approval_id
+
+
 def test_reject_with_a_comment_leaves_the_note_at_version_1(server: str, api: httpx.Client) -> None:
     note_id = create_note(api, "Tides", "Tides follow the moon.\n")
 
     result = run_cli(
         "chat",
         *("--url", server, "--note", note_id),
-        stdin=lines(SUMMARY_REQUEST, "x", "r", "too long"),
+        stdin=lines(QUESTION, ASK_FOR_SUMMARY, "x", "r", "too long"),
     )
 
     assert result.returncode == 0, result.stderr
@@ -412,6 +462,39 @@ def test_a_raw_interrupt_is_answered_with_a_typed_line_asked_again_while_it_misf
     approval_id = the_approval_id(out, api.get("/v1/approvals").json()["approvals"])
     record = approval(api, approval_id)
     assert (record["status"], record["decided"]["value"]) == ("answered", 30)
+
+
+def test_a_yes_no_question_is_asked_in_words_and_answered_yes(
+    server: str, api: httpx.Client
+) -> None:
+    """Issue 33, "the terminal refuses `yes` for a boolean"."""
+    result = run_cli(
+        "chat", "--url", server, "--graph", "confirm", stdin=lines("Hi", "maybe", "Yes")
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    out = result.stdout
+    asked = f"{yes_no_graph.QUESTION} (yes/no) "
+    assert f"consent {yes_no_graph.QUESTION}\n" in out
+    assert '  report: "weekly.pdf"\ninterrupt · no deadline · approval ' in out
+    assert "answer with JSON" not in out
+    assert f"{asked}maybe\nplease answer yes or no (y or n)\n{asked}Yes\n" in out
+    assert f"confirm> {yes_no_graph.SENT}\n" in out
+    approval_id = the_approval_id(out, api.get("/v1/approvals").json()["approvals"])
+    record = approval(api, approval_id)
+    assert (record["status"], record["decided"]["value"]) == ("answered", True)
+    [decided] = decisions_recorded(api, record["thread_id"])
+    assert decided["data"]["decision"] == "answer"
+
+
+def test_a_yes_no_question_answered_n_keeps_the_report(server: str, api: httpx.Client) -> None:
+    result = run_cli("chat", "--url", server, "--graph", "confirm", stdin=lines("Hi", "n"))
+
+    assert result.returncode == 0, result.stderr
+    assert f"confirm> {yes_no_graph.KEPT}\n" in result.stdout
+    approval_id = the_approval_id(result.stdout, api.get("/v1/approvals").json()["approvals"])
+    assert approval(api, approval_id)["decided"]["value"] is False
 
 
 def test_the_tool_calls_of_one_review_are_asked_in_turn_and_sent_together(
