@@ -15,17 +15,20 @@ $(BIN)/python:
 
 # Installs take the pinned versions, with their hashes, from the lock files (`make lock`); the
 # package itself goes in last, with nothing more. run.lock is dev.lock without the dev tools.
+# PYTHONWARNINGS: setuptools warns about every editable install ("Editable installation"), which
+# is what we mean; its warnings would be the first thing `make run` shows a newcomer.
 RUN_LOCK := requirements/run.lock
 DEV_LOCK := requirements/dev.lock
+INSTALL_SELF := PYTHONWARNINGS=ignore $(BIN)/python -m pip install --quiet --no-deps -e .
 
 $(VENV)/.installed: $(RUN_LOCK) pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r $(RUN_LOCK)
-	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(INSTALL_SELF)
 	touch $@
 
 $(VENV)/.installed-dev: $(DEV_LOCK) pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r $(DEV_LOCK)
-	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(INSTALL_SELF)
 	touch $(VENV)/.installed $@
 
 ## lock: re-resolve requirements/*.lock from pyproject.toml's ranges, for Linux, macOS and Windows

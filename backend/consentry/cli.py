@@ -29,6 +29,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
+import logging
+import signal
 import sys
 
 __all__ = ["main"]
@@ -43,16 +46,39 @@ EPILOG = (
 )
 
 
-def _serve(args: argparse.Namespace) -> int:
-    from consentry.serve import serve_command
+STOPPED = "stopped"
+"""What ``consentry serve`` says as it ends after Ctrl-C or SIGTERM: a line of its log (text or
+JSON, like the rest), or ``consentry: stopped`` on stderr if it had no log yet."""
 
-    return serve_command(
-        host=args.host,
-        port=args.port,
-        role=args.role,
-        log_level=args.log_level,
-        config=args.config,
-    )
+
+def _serve(args: argparse.Namespace) -> int:
+    # SIGTERM as SIGINT: uvicorn stops gracefully on either, then raises the signal again for its
+    # caller once it has restored this handler; before uvicorn listens (imports, checks), either
+    # stops start-up where it is. The stop the person asked for is not an error: one line, exit
+    # code 0, no traceback (and make, the parent of `make run`, prints nothing either).
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        from consentry.serve import serve_command
+
+        return serve_command(
+            host=args.host,
+            port=args.port,
+            role=args.role,
+            log_level=args.log_level,
+            config=args.config,
+        )
+    except KeyboardInterrupt:
+        if logging.getLogger().handlers:  # the server's log is configured
+            logging.getLogger("consentry").info(STOPPED)
+        else:
+            print(f"consentry: {STOPPED}", file=sys.stderr, flush=True)
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        # The interpreter's last garbage collection would walk every object the imports made
+        # (seconds with LangChain's, while a restart waits for the SQLite file's lock): frozen,
+        # they are left to the process's end.
+        gc.freeze()
 
 
 def _schema(_: argparse.Namespace) -> int:
@@ -65,9 +91,17 @@ def _schema(_: argparse.Namespace) -> int:
 def _db_upgrade(_: argparse.Namespace) -> int:
     from consentry.settings import Settings
     from consentry.storage.database import Database
+    from consentry.storage.database_check import DatabaseSettingError, check_database
+
+    settings = Settings()
+    try:
+        check_database(settings.database_url, sqlite_path=settings.sqlite_path)
+    except DatabaseSettingError as exc:
+        print(f"consentry: {exc}", file=sys.stderr)
+        return 2
 
     async def upgrade() -> None:
-        db = Database(Settings().database_url)
+        db = Database(settings.database_url)
         try:
             await db.open()
             await db.migrate()

@@ -2,10 +2,13 @@
 
 Everything that stops start-up before the server binds is one sentence on stderr and exit code 2
 (bad settings, an unsafe combination such as a public address without API keys, a bad
-``CONSENTRY_GRAPHS`` entry or ``--config`` file, a SQLite file another server holds), never a
-traceback or pydantic's dump. Once the server listens, one line on stdout gives its URL; logs go
-to stderr, as text on a terminal and as JSON lines otherwise (``CONSENTRY_LOG_FORMAT=auto``, the
-default).
+``CONSENTRY_GRAPHS`` entry or ``--config`` file, a database that cannot be used
+(``storage.database_check``), a SQLite file another server holds), never a traceback or
+pydantic's dump. Once the server listens, one line on stdout gives its URL; logs go to stderr, as
+text on a terminal and as JSON lines otherwise (``CONSENTRY_LOG_FORMAT=auto``, the default). The
+start-up logs three lines (the database, the model, the graphs); uvicorn's and the migrations'
+own lines are debug-level (``--log-level debug`` shows them). How Ctrl-C and SIGTERM end the
+process: ``cli``.
 
 Graphs are imported from the current directory as ``python -m`` would: it is put on
 ``sys.path`` (the installed ``consentry`` script does not put it there by itself), so
@@ -21,15 +24,19 @@ already has keeps its value.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 import uvicorn
 from pydantic import ValidationError
+
+if TYPE_CHECKING:
+    from consentry.settings import Settings
 
 __all__ = [
     "ConfigError",
@@ -44,6 +51,7 @@ __all__ = [
 EXIT_BAD_SETTINGS = 2
 EXIT_NOT_STARTED = 3
 """Uvicorn's code for a server that did not start."""
+log = logging.getLogger("consentry")
 
 
 def serve_command(
@@ -59,6 +67,7 @@ def serve_command(
     from consentry.observability.logs import logging_config
     from consentry.runtime.runs import SHUTDOWN_GRACE_SECONDS
     from consentry.settings import Settings
+    from consentry.storage.database_check import DatabaseSettingError, check_database
     from consentry.storage.process_lock import DatabaseInUseError, serving_lock
     from consentry_graphs.registry import GraphLoadError, load_graphs
 
@@ -89,16 +98,23 @@ def serve_command(
             print(f"consentry: {problem}", file=sys.stderr)
         return EXIT_BAD_SETTINGS
     try:
-        load_graphs(settings.graphs)  # a bad CONSENTRY_GRAPHS entry: one clear line, no server
+        graphs = load_graphs(settings.graphs)  # a bad entry: one clear line, no server
     except GraphLoadError as exc:
         print(f"consentry: {exc}", file=sys.stderr)
         return EXIT_BAD_SETTINGS
     try:
+        database = check_database(settings.database_url, sqlite_path=settings.sqlite_path)
         with serving_lock(settings.sqlite_path):
             pass  # fail here, with one clear line, rather than in the middle of start-up
-    except DatabaseInUseError as exc:
+    except (DatabaseSettingError, DatabaseInUseError) as exc:
         print(f"consentry: {exc}", file=sys.stderr)
         return EXIT_BAD_SETTINGS
+    summary = [
+        f"database: {database.described}"
+        + (f" (created the folder {database.created_folder})" if database.created_folder else ""),
+        f"model: {_model_line(settings)}",
+        f"graphs: {', '.join(graphs)}",
+    ]
     server_config = uvicorn.Config(
         create_app(settings),
         host=settings.host,
@@ -112,9 +128,16 @@ def serve_command(
         access_log=False,  # one line per request comes from api.request_ids, with its ids
         timeout_graceful_shutdown=int(SHUTDOWN_GRACE_SECONDS * 2),
     )
-    server = _AnnouncedServer(server_config)
+    server = _AnnouncedServer(server_config, summary=summary)
     server.run()  # exits with uvicorn's code 3 when it cannot bind, as `uvicorn.run` does
     return 0 if server.started else EXIT_NOT_STARTED
+
+
+def _model_line(settings: Settings) -> str:
+    if settings.uses_offline_model:
+        return "offline (deterministic, answers from your notes; no key needed)"
+    where = settings.llm_base_url or "OpenAI"
+    return f"{settings.llm_model} at {where}"
 
 
 class ConfigError(ValueError):
@@ -243,10 +266,17 @@ def started_line(sockets: list[socket.socket]) -> str:
 
 
 class _AnnouncedServer(uvicorn.Server):
-    """Uvicorn's server, which prints :func:`started_line` on stdout once it listens."""
+    """Uvicorn's server, which logs ``summary`` (a line each) and prints :func:`started_line` on
+    stdout once it listens."""
+
+    def __init__(self, config: uvicorn.Config, *, summary: list[str]) -> None:
+        super().__init__(config)
+        self._summary = summary
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
         if self.started:
+            for line in self._summary:
+                log.info(line)
             bound = [sock for server in self.servers for sock in (server.sockets or ())]
             print(started_line(bound), flush=True)

@@ -27,7 +27,6 @@ from consentry.runtime.notes import NotesService, SampleNote, read_sample_notes
 from consentry.runtime.readiness import BackgroundTask, Readiness
 from consentry.runtime.replicas import EventNotifications
 from consentry.runtime.runs import (
-    SHUTDOWN_GRACE_SECONDS,
     Assistants,
     RunExecutor,
     RunLimits,
@@ -260,9 +259,12 @@ async def _open(
 def _shutdown_steps(
     executor: RunExecutor, open_streams: OpenStreams, readiness: Readiness
 ) -> Callable[[], None]:
-    """What happens as soon as the server is asked to stop, while it still drains the open
-    streams (the lifespan's end comes after them): every run stops at its next step boundary,
-    and the streams still open after the grace period end with a reconnect hint."""
+    """What happens as soon as the server is asked to stop, before the server waits for its
+    open responses (the lifespan's end comes after them): every run stops at its next step
+    boundary (the lifespan's end waits for them, up to the grace period), and every open stream
+    ends at once with a reconnect hint, so that a tab left open (the approvals feed, a followed
+    thread) does not hold the stop: its client reconnects with ``Last-Event-ID`` to the next
+    process, which sends what it missed from the event log."""
     started = False
 
     def begin_shutdown() -> None:
@@ -272,6 +274,6 @@ def _shutdown_steps(
         started = True
         readiness.draining = True  # GET /readyz answers 503: the balancer sends nothing new
         executor.suspend_all()
-        asyncio.get_running_loop().call_later(SHUTDOWN_GRACE_SECONDS, open_streams.end_all)
+        open_streams.end_all()
 
     return begin_shutdown

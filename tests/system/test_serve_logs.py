@@ -1,5 +1,5 @@
-"""``consentry serve`` writes its log as JSON lines when stderr is not a terminal: uvicorn's lines,
-the access lines with their ids, the start-up and shutdown, and nothing a person wrote."""
+"""``consentry serve`` writes its log as JSON lines when stderr is not a terminal: the access lines
+with their ids, the start-up and the stop, and nothing a person wrote."""
 
 from __future__ import annotations
 
@@ -42,7 +42,13 @@ def test_a_served_request_is_one_json_access_line_and_every_line_is_json(tmp_pat
         "/v1/chat",
         200,
     )
-    assert any(r["logger"].startswith("uvicorn") for r in records)  # uvicorn's lines too
+    said = [r["message"] for r in records if r["logger"] == "consentry"]  # start-up and stop
+    assert said == [
+        f"database: SQLite {tmp_path / 'db.sqlite'}",
+        "model: offline (deterministic, answers from your notes; no key needed)",
+        "graphs: tutor",
+        "stopped",
+    ]
     assert not [r for r in records if r["logger"] == "uvicorn.access"]
     assert PRIVATE not in output.decode()
     assert "key-a" not in output.decode()

@@ -253,8 +253,8 @@ async def test_sigterm_stops_runs_at_a_step_boundary_ends_streams_with_a_retry_h
     finally:
         await asyncio.to_thread(manager.__exit__, None, None, None)
 
-    # uvicorn re-raises the signal once its graceful shutdown finished (SIGKILL would be -9).
-    assert exit_code == -signal.SIGTERM
+    # A stop asked for is not a failure: the process ends with 0 (SIGKILL would be -9).
+    assert exit_code == 0
     seen = [started, *parse_events("\n".join(rest))]
     assert kinds(seen) == ["run_started", "step"]
     assert _nodes(seen) == ["analyze_message"]

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,7 +25,7 @@ import pytest
 
 from tests.paths import ROOT
 from tests.sse import parse_events
-from tests.system.server import STARTUP_TIMEOUT_SECONDS
+from tests.system.serve_cli import read_line
 
 pytestmark = pytest.mark.network
 
@@ -134,20 +132,6 @@ def project(tmp_path: Path) -> Path:
     return project
 
 
-def _read_line(fd: int, *, timeout: float) -> str:
-    """One line from ``fd``, waiting at most ``timeout`` seconds for it."""
-    line = b""
-    deadline = time.monotonic() + timeout
-    while not line.endswith(b"\n"):
-        left = deadline - time.monotonic()
-        assert left > 0, f"no line within {timeout} s; got {line!r}"
-        if select.select([fd], [], [], left)[0]:
-            byte = os.read(fd, 1)
-            assert byte, f"the server closed its output after {line!r}"
-            line += byte
-    return line.decode()
-
-
 @pytest.fixture
 def server(venv: Path, project: Path, tmp_path: Path) -> Iterator[str]:
     """``consentry serve`` from the venv, in the project's folder, serving the project's graph
@@ -172,7 +156,7 @@ def server(venv: Path, project: Path, tmp_path: Path) -> Iterator[str]:
     ):
         try:
             assert process.stdout is not None
-            first = _read_line(process.stdout.fileno(), timeout=STARTUP_TIMEOUT_SECONDS)
+            first = read_line(process.stdout.fileno()).decode()
             assert first.startswith(STARTED), first + log.read_text()
             yield first.removeprefix(STARTED).split()[0].rstrip("/")
         finally:

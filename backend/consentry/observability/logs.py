@@ -91,12 +91,27 @@ class JsonLogFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=False, default=str)
 
 
+class AtLeast(logging.Filter):
+    """Lets through only the records of ``level`` or above."""
+
+    def __init__(self, level: int) -> None:
+        super().__init__()
+        self.level = level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= self.level
+
+
 def logging_config(
     *, level: str = "info", log_format: Literal["json", "text"] = "json"
 ) -> dict[str, Any]:
     """The root logger (and uvicorn's) to stderr in ``log_format`` (``consentry serve`` hands it
     to uvicorn). Uvicorn's own access log is off: each request's line comes from
-    ``api.request_ids``, with its ids."""
+    ``api.request_ids``, with its ids. Uvicorn's start and stop lines and the migrations' lines
+    are shown only at ``debug``: start-up is the three lines ``consentry serve`` logs, and their
+    warnings and errors always show."""
+    chosen = logging.getLevelNamesMapping().get(level.upper(), logging.DEBUG)  # uvicorn's trace
+    shown = chosen if chosen <= logging.DEBUG else max(chosen, logging.WARNING)
     formatter: dict[str, Any] = (
         {"()": JsonLogFormatter}
         if log_format == "json"
@@ -106,6 +121,7 @@ def logging_config(
         "version": 1,
         "disable_existing_loggers": False,
         "formatters": {"consentry": formatter},
+        "filters": {"chatter": {"()": AtLeast, "level": shown}},
         "handlers": {
             "stderr": {
                 "class": "logging.StreamHandler",
@@ -116,7 +132,9 @@ def logging_config(
         "root": {"handlers": ["stderr"], "level": level.upper()},
         "loggers": {
             "uvicorn": {"handlers": [], "propagate": True},
-            "uvicorn.error": {"handlers": [], "propagate": True},
+            # A filter, not a level: uvicorn sets its loggers' levels itself, after this.
+            "uvicorn.error": {"handlers": [], "propagate": True, "filters": ["chatter"]},
+            "alembic": {"handlers": [], "propagate": True, "level": shown},
             "uvicorn.access": {"handlers": [], "propagate": False, "level": "WARNING"},
         },
     }

@@ -92,23 +92,27 @@ class EndableStream(Protocol):
 
 
 class OpenStreams:
-    """The event streams this process is sending, so that a shutdown can end the ones still open
-    after the grace period (streams that follow a run of another process never end on their
-    own)."""
+    """The event streams this process is sending, so that a shutdown can end them at once (a
+    stream that follows a thread or the approvals feed never ends on its own)."""
 
     def __init__(self) -> None:
         self._streams: set[EndableStream] = set()
+        self._ending = False
 
     def __len__(self) -> int:
         return len(self._streams)
 
     def add(self, stream: EndableStream) -> None:
+        """Count ``stream`` as open; once :meth:`end_all` was called, it is ended at once."""
         self._streams.add(stream)
+        if self._ending:
+            stream.end_with_reconnect_hint()
 
     def discard(self, stream: EndableStream) -> None:
         self._streams.discard(stream)
 
     def end_all(self) -> None:
-        """End every open stream with a reconnect hint."""
+        """End every open stream, and every stream opened from now on, with a reconnect hint."""
+        self._ending = True
         for stream in list(self._streams):
             stream.end_with_reconnect_hint()
