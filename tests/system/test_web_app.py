@@ -3,7 +3,7 @@
 Each test works on its own note in a fresh browser context (``tests/system/browser.py``), and
 leaves a screenshot of its final page in ``test-artifacts/screenshots/``. The offline model is
 deterministic: a question gets an answer from the notes, and "Add a summary of our discussion to
-my note" with a note open asks a ``note_edit`` consent.
+my note" with a note open, once something was discussed, asks a ``note_edit`` consent.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from tests.system.web_steps import (
     SUMMARY_HEADING,
     ask_a_question,
     ask_for_a_summary,
+    ask_for_a_summary_over_the_api,
     create_note,
     note_id_open_in,
     open_app,
@@ -132,7 +133,7 @@ def test_an_approved_note_edit_shows_in_the_note_at_once_and_in_its_history(
     assert len(set(lengths)) > 2, f"the answer did not stream token by token: {lengths}"
     assert lengths == sorted(lengths), f"the answer shrank while streaming: {lengths}"
 
-    card = ask_for_a_summary(page)
+    card = ask_for_a_summary(page, discussed=True)
     expect(card.locator(".consent-title")).to_have_text(
         "Add a summary to your note “Retrieval-augmented generation”?"
     )
@@ -309,7 +310,7 @@ def test_a_reload_shows_the_pending_consent_and_the_transcript_again(
     note = create_note(api, "Reload", "Attention weighs tokens.")
     open_note(page, server, note)
     ask_a_question(page, "What does attention weigh?")
-    card = ask_for_a_summary(page)
+    card = ask_for_a_summary(page, discussed=True)
     approval_id = card.get_attribute("data-approval-id")
     title = card.locator(".consent-title").inner_text()
     messages = page.locator("#chat-log .msg")
@@ -371,12 +372,7 @@ def test_the_inbox_decides_a_consent_asked_elsewhere(
     asked = []
     for title in ("Inbox one", "Inbox two"):  # two threads, both waiting
         note = create_note(api, title, f"{title} before the summary.")
-        response = api.post(
-            "/v1/chat", json={"message": ASK_FOR_SUMMARY, "note_id": note["note_id"]}
-        )
-        assert response.status_code == 200, response.text
-        events = parse_events(response.text)
-        assert [e.type for e in events[-2:]] == ["consent", "final"], events
+        events = ask_for_a_summary_over_the_api(api, note)
         asked.append((note, events[-2], events[-1]))
     (note, consent, final), (_, other, _) = asked
 
@@ -664,7 +660,7 @@ def test_at_phone_width_nothing_overflows_and_a_consent_can_be_approved(
         page = watched.page
         open_note(page, server, note)
         ask_a_question(page, "What is on my phone?")
-        card = ask_for_a_summary(page)
+        card = ask_for_a_summary(page, discussed=True)
         width = page.evaluate("() => document.documentElement.scrollWidth")
         assert width <= PHONE["width"], (
             f"the page is {width} px wide on a {PHONE['width']} px screen"

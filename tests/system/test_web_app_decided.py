@@ -16,11 +16,12 @@ import httpx
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from tests.sse import ASK_FOR_SUMMARY, parse_events
+from tests.sse import ASK_FOR_SUMMARY, QUESTION
 from tests.system.browser import WatchedPage
 from tests.system.server import serve
 from tests.system.web_steps import (
     ask_for_a_summary,
+    ask_for_a_summary_over_the_api,
     create_note,
     open_app,
     open_note,
@@ -39,12 +40,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def ask_over_the_api(api: httpx.Client, note: dict[str, Any]) -> Any:
-    """The tutor asked to add a summary to ``note``, over the API: its consent event."""
-    response = api.post("/v1/chat", json={"message": ASK_FOR_SUMMARY, "note_id": note["note_id"]})
-    assert response.status_code == 200, response.text
-    events = parse_events(response.text)
-    assert [e.type for e in events[-2:]] == ["consent", "final"], events
-    return events[-2]
+    """The tutor asked a question about ``note`` and then to add a summary to it, over the API:
+    the summary's consent event."""
+    return ask_for_a_summary_over_the_api(api, note)[-2]
 
 
 def inbox_card(page: Page, where: str, approval_id: str) -> Locator:
@@ -100,7 +98,7 @@ def test_a_card_decided_in_the_inbox_moves_to_decided_shows_the_edit_and_links_i
 
     expect(page).to_have_url(re.compile(r"#/notes$"))
     expect(page.locator("#chat-context")).to_have_text("About “Inbox edit”")
-    expect(page.locator("#chat-log .msg.user .text")).to_have_text([ASK_FOR_SUMMARY])
+    expect(page.locator("#chat-log .msg.user .text")).to_have_text([QUESTION, ASK_FOR_SUMMARY])
     expect(page.locator("#note-version")).to_have_text("Version 2")
     expect(page.locator("#note-content")).to_have_value(MINE)
     assert [v["content"] for v in versions_of(api, note["note_id"])] == [

@@ -14,12 +14,12 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Route, expect
 
-from tests.sse import ASK_FOR_SUMMARY, parse_events
 from tests.system.browser import WatchedPage, watched_page
 from tests.system.server import serve
 from tests.system.web_steps import (
     ask_a_question,
     ask_for_a_summary,
+    ask_for_a_summary_over_the_api,
     create_note,
     open_app,
     open_note,
@@ -89,8 +89,7 @@ def test_a_consent_asked_and_rejected_through_the_api_shows_in_the_open_inbox(
     expect(badge).to_have_text(str(before)) if before else expect(badge).to_be_hidden()
 
     note = create_note(api, "Asked by the API", "Asked from a script.")
-    asked = api.post("/v1/chat", json={"message": ASK_FOR_SUMMARY, "note_id": note["note_id"]})
-    consent = next(e for e in parse_events(asked.text) if e.type == "consent")
+    consent = ask_for_a_summary_over_the_api(api, note)[-2]
 
     card = page.locator(f'#inbox-view .consent-card[data-approval-id="{consent.approval_id}"]')
     expect(card.locator(".consent-title")).to_have_text(

@@ -9,7 +9,8 @@ from typing import Any
 import httpx
 from playwright.sync_api import Locator, Page, expect
 
-from tests.sse import ASK_FOR_SUMMARY
+from consentry.schemas.events import Event
+from tests.sse import ASK_FOR_SUMMARY, QUESTION, parse_events
 
 SUMMARY_HEADING = "## Summary of our discussion"
 
@@ -35,6 +36,28 @@ def ask_graph(api: httpx.Client, graph: str, note: dict[str, Any]) -> dict[str, 
     [consent] = api.get(f"/v1/threads/{thread_id}").json()["pending_consents"]
     assert consent["kind"] == "interrupt"
     return dict(consent)
+
+
+def chat_over_the_api(api: httpx.Client, body: dict[str, Any]) -> list[Event]:
+    """A chat request over the API, answered: the events of its run."""
+    response = api.post("/v1/chat", json=body)
+    assert response.status_code == 200, response.text
+    return parse_events(response.text)
+
+
+def ask_for_a_summary_over_the_api(api: httpx.Client, note: dict[str, Any]) -> list[Event]:
+    """Over the API, as a script would: a new conversation about ``note`` asks the tutor a
+    question (``QUESTION``), then to add a summary of it to the note (the tutor summarises no
+    conversation in which nothing was discussed); the summary run's events, which end with its
+    ``consent`` and ``final``."""
+    about = {"note_id": note["note_id"]}
+    answered = chat_over_the_api(api, {**about, "message": QUESTION})
+    final = answered[-1]
+    assert (final.type, getattr(final, "reason", None)) == ("final", "completed"), answered
+    thread = {**about, "thread_id": final.thread_id}
+    events = chat_over_the_api(api, {**thread, "message": ASK_FOR_SUMMARY})
+    assert [e.type for e in events[-2:]] == ["consent", "final"], events
+    return events
 
 
 def wait_for_message(api: httpx.Client, thread_id: str, text: str) -> None:
@@ -80,8 +103,12 @@ def ask_a_question(page: Page, question: str) -> Locator:
     return answer
 
 
-def ask_for_a_summary(page: Page) -> Locator:
-    """Ask the tutor to add a summary to the open note; its pending consent card."""
+def ask_for_a_summary(page: Page, *, discussed: bool = False) -> Locator:
+    """Ask the tutor to add a summary of the conversation to the open note; its pending consent
+    card. The tutor summarises no conversation in which nothing was discussed: unless the
+    conversation already ``discussed`` something, a question (``QUESTION``) is asked first."""
+    if not discussed:
+        ask_a_question(page, QUESTION)
     send(page, ASK_FOR_SUMMARY)
     card = page.locator("#chat-log .consent-card")
     expect(card).to_have_attribute("data-kind", "note_edit")
