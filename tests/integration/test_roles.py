@@ -18,7 +18,7 @@ from consentry.settings import Settings
 from tests.conftest import ManualClock
 from tests.live_server import serve_app
 from tests.postgres import PostgresCluster
-from tests.sse import ask_for_note_edit, kinds, parse_events
+from tests.sse import ASK_FOR_SUMMARY, QUESTION, chat, kinds, parse_events
 
 
 @asynccontextmanager
@@ -52,7 +52,23 @@ async def test_an_api_replica_queues_runs_that_a_worker_executes_through_a_conse
 
         monkeypatch.setattr(api_services.executor, "launch", refuse)
         monkeypatch.setattr(worker_services.executor, "launch", launch_and_count)
-        note, asked = await ask_for_note_edit(api)
+        project = (await api.get("/v1/projects")).json()["projects"][0]
+        note = (
+            await api.post(
+                f"/v1/projects/{project['project_id']}/notes",
+                json={"title": "RAG", "content": "Retrieval first."},
+            )
+        ).json()
+        # A question, then a summary of that discussion: the tutor asks a note_edit consent.
+        answered = await chat(api, {"message": QUESTION, "note_id": note["note_id"]})
+        asked = await chat(
+            api,
+            {
+                "thread_id": answered[0].thread_id,
+                "message": ASK_FOR_SUMMARY,
+                "note_id": note["note_id"],
+            },
+        )
         consent = asked[-2]
         decided = parse_events(
             (
@@ -70,7 +86,10 @@ async def test_an_api_replica_queues_runs_that_a_worker_executes_through_a_conse
         audit = (await api.get(f"/v1/threads/{consent.thread_id}/audit")).json()["records"]
 
     # The API replica executed nothing; the worker did, and the API streamed its stored events.
-    assert launched == [asked[0].run_id, decided[0].run_id]
+    assert launched == [answered[0].run_id, asked[0].run_id, decided[0].run_id]
+    assert kinds(answered) == ["run_started", "step", "step", "message", "final"]
+    assert answered[-1].reason == "completed"  # type: ignore[union-attr]
+    assert asked[0].seq > answered[-1].seq
     assert kinds(asked) == ["run_started", "step", "step", "step", "consent", "final"]
     assert asked[-1].reason == "interrupted"  # type: ignore[union-attr]
     assert kinds(decided) == ["run_started", "step", "step", "note", "message", "final"]
@@ -78,7 +97,7 @@ async def test_an_api_replica_queues_runs_that_a_worker_executes_through_a_conse
     assert decided[0].seq > asked[-1].seq
     assert [v["version"] for v in versions] == [1, 2]
     runs_started = [r for r in audit if r["action"] == "run_started"]
-    assert [r["data"]["trigger"] for r in runs_started] == ["message", "resume"]
+    assert [r["data"]["trigger"] for r in runs_started] == ["message", "message", "resume"]
 
 
 @pytest.mark.parametrize("role", ["api", "worker"])

@@ -327,17 +327,19 @@ def test_a_cancelled_resume_rejects_the_consent(
 ) -> None:
     thread_id = str(uuid4())
     steps: list[dict[str, Any]] = [
+        {"message": QUESTION},  # something discussed: the tutor proposes a summary of it
         {"message": ASK_FOR_SUMMARY},
         {"resume": [{"status": "cancelled"}]},
     ]
 
     driven = drive_ok(driver, server, "tutor", thread_id, steps)
 
-    (interrupt,) = driven.events(0)[-1]["outcome"]["interrupts"]
-    assert driven.input(1)["resume"] == [{"interruptId": interrupt["id"], "status": "cancelled"}]
-    assert driven.events(1)[-1]["outcome"] == {"type": "success"}
-    assert "CUSTOM" not in driven.types(1)  # no note
-    assert driven.result(1)["pendingInterrupts"] == []
+    assert driven.events(0)[-1]["outcome"] == {"type": "success"}
+    (interrupt,) = driven.events(1)[-1]["outcome"]["interrupts"]
+    assert driven.input(2)["resume"] == [{"interruptId": interrupt["id"], "status": "cancelled"}]
+    assert driven.events(2)[-1]["outcome"] == {"type": "success"}
+    assert "CUSTOM" not in driven.types(2)  # no note
+    assert driven.result(2)["pendingInterrupts"] == []
     assert api.get(f"/v1/approvals/{interrupt['id']}").json()["status"] == "rejected"
 
 

@@ -32,7 +32,16 @@ from consentry.schemas.events import (
 from tests.approval_feed import change_of, open_feed
 from tests.openai_stub import OpenAIStub
 from tests.postgres import PostgresCluster
-from tests.sse import assert_numbered, chat, kinds, next_event, parse_events
+from tests.sse import (
+    ASK_FOR_SUMMARY,
+    QUESTION,
+    after_a_question,
+    assert_numbered,
+    chat,
+    kinds,
+    next_event,
+    parse_events,
+)
 from tests.system.kill_points import KillPoints, interrupt_checkpointed
 from tests.system.kill_points_graph import BESIDE_THE_CONSENT, KILL_POINTS_DIR
 from tests.system.replicas import Replica, start_replicas
@@ -46,12 +55,10 @@ SHORT_LEASE = {"CONSENTRY_LEASE_SECONDS": str(LEASE_SECONDS)}
 ASIDE_GRAPH = "aside=tests.system.kill_points_graph:aside_graph_spec"
 
 NOTE_CONTENT = "Retrieval-augmented generation uses documents."
-ASK_FOR_SUMMARY = "Add a summary of our discussion to my note"
 ASKED = ["run_started", "step", "step", "step", "consent", "final"]
 APPLIED = ["run_started", "step", "step", "note", "message", "final"]
 REJECTED = ["run_started", "step", "step", "message", "final"]
 
-QUESTION = "What is retrieval?"
 CLASSIFIED_AS_ANSWER = '{"intent": "answer", "query": "retrieval"}'
 ANSWER = "Retrieval finds the relevant documents first."
 HELD_MID_ANSWER = ["run_started", "step", "step"]
@@ -98,8 +105,9 @@ async def _open_note(http: httpx.AsyncClient) -> dict[str, Any]:
 
 
 async def _ask(http: httpx.AsyncClient, note_id: str) -> tuple[list[Event], ConsentEvent]:
-    """A message that makes the tutor ask a ``note_edit`` consent (offline model)."""
-    asked = await chat(http, {"message": ASK_FOR_SUMMARY, "note_id": note_id})
+    """A new thread asked ``QUESTION`` and then for a summary of that discussion, which makes the
+    tutor ask a ``note_edit`` consent (offline model): the summary run's events and its consent."""
+    asked = await after_a_question(http, {"message": ASK_FOR_SUMMARY, "note_id": note_id})
     assert kinds(asked) == ASKED
     consent = asked[-2]
     assert isinstance(consent, ConsentEvent)
@@ -190,7 +198,8 @@ async def test_a_consent_asked_on_one_replica_is_approved_through_another_and_ap
             consent.approval_id
         ]
         assert [r["data"]["trigger"] for r in audit if r["action"] == "run_started"] == [
-            "message",
+            "message",  # the question
+            "message",  # the request for a summary
             "resume",
         ]
 
@@ -321,7 +330,7 @@ async def test_decisions_racing_on_two_replicas_have_one_winner_and_one_effect(
             applied = [r for r in audit if r["action"] == "effect_applied"]
             assert len(applied) == (1 if won == "approve" else 0), context
             triggers = [r["data"]["trigger"] for r in audit if r["action"] == "run_started"]
-            assert triggers == ["message", "resume"], context
+            assert triggers == ["message", "message", "resume"], context
 
 
 async def test_a_run_of_a_killed_replica_is_taken_over_by_a_live_one_within_two_leases(

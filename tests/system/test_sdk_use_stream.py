@@ -244,10 +244,14 @@ def test_the_state_shown_at_an_interrupt_is_the_threads_state_then(
     it, so a state sent in the same frame is never shown."""
     page = watched.page
     open_page(page, frontend, server, "tutor")
+    send(page, QUESTION)  # something discussed: the tutor proposes a summary of it
+    expect(page.locator(".msg.ai .text")).to_have_text([OFFLINE_ANSWER], timeout=WAIT_MS)
+    expect_idle(page)
 
     send(page, SUMMARIZE)
 
     expect(page.locator("#interrupt")).to_be_visible(timeout=WAIT_MS)
+    expect(page.locator(".msg .text")).to_have_text([QUESTION, OFFLINE_ANSWER, SUMMARIZE])
     thread_id = page.locator("#thread").inner_text()
     values = api.get(f"/threads/{thread_id}/state").json()["values"]
     del values["messages"]

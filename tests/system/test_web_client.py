@@ -39,7 +39,7 @@ from consentry.schemas.events import (
     StepEvent,
     TokenEvent,
 )
-from tests.sse import ASK_FOR_SUMMARY, numbering, parse_frames
+from tests.sse import ASK_FOR_SUMMARY, QUESTION, numbering, parse_frames
 from tests.system.browser import WatchedPage
 from tests.system.server import API_KEY, serve
 
@@ -338,8 +338,9 @@ def test_decide_streams_the_resumed_run_and_a_second_decision_is_already_decided
         page,
         """
         const client = new consentry.ConsentryClient();
+        const question = await client.chat({ message: arg.question, note_id: arg.noteId });
         const asking = recorder();
-        const body = { message: arg.message, note_id: arg.noteId };
+        const body = { message: arg.message, note_id: arg.noteId, thread_id: question.threadId };
         const asked = await client.chat(body, asking.handlers);
         const consent = asking.calls.find((call) => call.handler === "consent").event;
         const resuming = recorder();
@@ -348,12 +349,16 @@ def test_decide_streams_the_resumed_run_and_a_second_decision_is_already_decided
           resuming.handlers,
         );
         const again = await refusal(client.decide(asked.threadId, consent.approval_id, "approve"));
-        return { asked, asking, resumed, resuming, again };
+        return { question, asked, asking, resumed, resuming, again };
         """,
-        {"message": ASK_FOR_SUMMARY, "noteId": note["note_id"]},
+        {"question": QUESTION, "message": ASK_FOR_SUMMARY, "noteId": note["note_id"]},
     )
 
+    # The tutor proposes a summary of a discussion only: a question first, in the same thread.
+    assert story["question"]["final"]["reason"] == "completed"
+    assert story["asked"]["threadId"] == story["question"]["threadId"]
     asked, resumed = dispatched(story["asking"]), dispatched(story["resuming"])
+    assert asked[0]["seq"] == int(story["question"]["lastEventId"]) + 1
     assert kinds(asked) == ["run_started", "step", "step", "step", "consent", "final"]
     assert story["asked"]["final"]["reason"] == "interrupted"
     assert kinds(resumed) == ["run_started", "step", "step", "note", "message", "final"]
@@ -376,8 +381,13 @@ def test_decide_approval_sent_again_with_the_same_idempotency_key_is_recorded_on
     page: Page, api: httpx.Client
 ) -> None:
     note = create_note(api)
+    question = stored_events(
+        api.post("/v1/chat", json={"message": QUESTION, "note_id": note["note_id"]})
+    )
+    assert question[-1]["reason"] == "completed", question
+    summary = {"message": ASK_FOR_SUMMARY, "note_id": note["note_id"]}
     asked = stored_events(
-        api.post("/v1/chat", json={"message": ASK_FOR_SUMMARY, "note_id": note["note_id"]})
+        api.post("/v1/chat", json={**summary, "thread_id": question[0]["thread_id"]})
     )
     consent = asked[-2]
     assert consent["type"] == "consent", asked
