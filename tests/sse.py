@@ -153,19 +153,34 @@ async def after_a_question(
     return await chat(client, body, headers)
 
 
-async def ask_for_note_edit(client: httpx.AsyncClient) -> tuple[dict[str, Any], list[Event]]:
-    """Create a note in the caller's default project, ask the tutor (offline model) a question
-    about it and then to add a summary to it: the note, and the summary run's events (ending
-    ``consent``, ``final``)."""
+async def a_note_asked_about(
+    client: httpx.AsyncClient, *, content: str = "Retrieval first."
+) -> tuple[dict[str, Any], list[Event]]:
+    """Create a note "RAG" in the caller's default project and ask the tutor ``QUESTION`` about
+    it in a new thread: the note, and the question's events (ending ``final`` ``completed``)."""
     projects = (await client.get("/v1/projects")).json()["projects"]
     note: dict[str, Any] = (
         await client.post(
             f"/v1/projects/{projects[0]['project_id']}/notes",
-            json={"title": "RAG", "content": "Retrieval first."},
+            json={"title": "RAG", "content": content},
         )
     ).json()
-    events = await after_a_question(
-        client, {"message": ASK_FOR_SUMMARY, "note_id": note["note_id"]}
+    answered = await chat(client, {"message": QUESTION, "note_id": note["note_id"]})
+    assert (answered[-1].type, getattr(answered[-1], "reason", None)) == ("final", "completed")
+    return note, answered
+
+
+async def ask_for_note_edit(client: httpx.AsyncClient) -> tuple[dict[str, Any], list[Event]]:
+    """:func:`a_note_asked_about`, then a summary asked in its thread: the note, and the summary
+    run's events (ending ``consent``, ``final``)."""
+    note, answered = await a_note_asked_about(client)
+    events = await chat(
+        client,
+        {
+            "thread_id": answered[0].thread_id,
+            "message": ASK_FOR_SUMMARY,
+            "note_id": note["note_id"],
+        },
     )
     assert events[-2].type == "consent", events
     return note, events

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from consentry.schemas.events import ConsentEvent, FinalEvent
 from tests.conftest import ManualClock
 from tests.openai_stub import OpenAIStub
-from tests.sse import ASK_FOR_SUMMARY, QUESTION, after_a_question, chat, kinds
+from tests.sse import ASK_FOR_SUMMARY, a_note_asked_about, after_a_question, chat, kinds
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 OFFLINE = "consentry-offline"
@@ -50,13 +50,7 @@ def _labels(**labels: str) -> frozenset[tuple[str, str]]:
 async def test_a_conversation_through_a_consent_shows_in_every_series_it_touches(
     client: httpx.AsyncClient, clock: ManualClock
 ) -> None:
-    project = (await client.get("/v1/projects")).json()["projects"][0]
-    note = (
-        await client.post(
-            f"/v1/projects/{project['project_id']}/notes", json={"title": "RAG", "content": "R."}
-        )
-    ).json()
-    answered = await chat(client, {"message": QUESTION, "note_id": note["note_id"]})
+    note, answered = await a_note_asked_about(client, content="R.")
     before = await _samples(client)  # from the summary's request on (a summary needs a question)
 
     events = await chat(

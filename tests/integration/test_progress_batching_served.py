@@ -22,9 +22,16 @@ import consentry.runtime.runs._executor
 from consentry.runtime.runs._step_batching import ProgressBatcher
 from consentry.schemas.events import ConsentEvent, Event
 from consentry.storage.tables import events as events_table
-from tests.sse import ASK_FOR_SUMMARY, ask_for_note_edit, chat, kinds, numbering, parse_events
-
-QUESTION = "What is retrieval?"
+from tests.sse import (
+    ASK_FOR_SUMMARY,
+    QUESTION,
+    a_note_asked_about,
+    ask_for_note_edit,
+    chat,
+    kinds,
+    numbering,
+    parse_events,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -134,13 +141,7 @@ async def test_a_question_stores_its_progress_before_the_first_token_then_the_me
 async def test_a_client_replaying_from_zero_gets_exactly_the_durable_events_the_streams_sent(
     client: httpx.AsyncClient,
 ) -> None:
-    project = (await client.get("/v1/projects")).json()["projects"][0]
-    note = (
-        await client.post(
-            f"/v1/projects/{project['project_id']}/notes", json={"title": "RAG", "content": "R."}
-        )
-    ).json()
-    answered = await chat(client, {"message": QUESTION, "note_id": note["note_id"]})
+    note, answered = await a_note_asked_about(client, content="R.")
     thread_id = answered[0].thread_id
     asked = await chat(
         client, {"thread_id": thread_id, "message": ASK_FOR_SUMMARY, "note_id": note["note_id"]}
