@@ -60,7 +60,7 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         from consentry.serve import serve_command
 
-        return serve_command(
+        result = serve_command(
             host=args.host,
             port=args.port,
             role=args.role,
@@ -72,13 +72,15 @@ def _serve(args: argparse.Namespace) -> int:
             logging.getLogger("consentry").info(STOPPED)
         else:
             print(f"consentry: {STOPPED}", file=sys.stderr, flush=True)
-        return 0
+        result = 0
     finally:
         signal.signal(signal.SIGTERM, previous)
-        # The interpreter's last garbage collection would walk every object the imports made
-        # (seconds with LangChain's, while a restart waits for the SQLite file's lock): frozen,
-        # they are left to the process's end.
+    if result == 0:
+        # The process ends next, and the interpreter's last garbage collection would walk every
+        # object the imports made (seconds with LangChain's, while a restart waits for the SQLite
+        # file's lock): frozen, they are left to the process's end.
         gc.freeze()
+    return result
 
 
 def _schema(_: argparse.Namespace) -> int:
