@@ -26,9 +26,11 @@ $(VENV)/.installed: $(RUN_LOCK) pyproject.toml | $(BIN)/python
 	$(INSTALL_SELF)
 	touch $@
 
-$(VENV)/.installed-dev: $(DEV_LOCK) pyproject.toml | $(BIN)/python
+# The development tools (tools/: `consentry bench`, `consentry chaos`) only with the dev tools.
+$(VENV)/.installed-dev: $(DEV_LOCK) pyproject.toml tools/pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r $(DEV_LOCK)
 	$(INSTALL_SELF)
+	PYTHONWARNINGS=ignore $(BIN)/python -m pip install --quiet --no-deps -e tools
 	touch $(VENV)/.installed $@
 
 ## lock: re-resolve requirements/*.lock from pyproject.toml's ranges, for Linux, macOS and Windows
@@ -49,10 +51,11 @@ run: $(VENV)/.installed
 ## test: install dev tools, then lint, type-check and run the whole suite
 test: $(VENV)/.installed-dev lint typecheck pytest
 
-## lint: ruff, and the import contracts of .importlinter (layers, graphs/ apart from backend/, private modules)
+## lint: ruff, and the import contracts of .importlinter (layers, graphs/ apart from backend/, tools/ apart
+## from the product, private modules)
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check backend graphs tests
-	$(BIN)/ruff format --check backend graphs tests
+	$(BIN)/ruff check backend graphs tools tests
+	$(BIN)/ruff format --check backend graphs tools tests
 	$(BIN)/lint-imports --no-logo
 
 typecheck: $(VENV)/.installed-dev
@@ -72,7 +75,7 @@ schema: $(VENV)/.installed
 	$(BIN)/python -m consentry.typescript_declarations > backend/consentry/web/consentry-protocol.d.ts
 
 ## bench: Consentry beside a naive baseline under concurrent consent conversations (docs/performance.md)
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed-dev
 	$(BIN)/consentry bench --concurrency 1,10,100
 
 clean:

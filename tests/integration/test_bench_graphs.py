@@ -10,8 +10,8 @@ from typing import Any
 
 import psycopg
 
-from consentry.bench.baseline import create_baseline_app
-from consentry.bench.load import CONSENT_FLOW_GRAPH, run_load
+from consentry_tools.bench.baseline import create_baseline_app
+from consentry_tools.bench.load import CONSENT_FLOW_GRAPH, run_load
 from tests.live_server import serve_app
 from tests.postgres import PostgresCluster
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import httpx
 
-from consentry.bench.baseline import create_baseline_app
-from consentry.bench.load import run_load
-from consentry.bench.run import Target, run_bench
+from consentry_tools.bench.baseline import create_baseline_app
+from consentry_tools.bench.load import run_load
+from consentry_tools.bench.run import Target, run_bench
 from tests.live_server import serve_app
 from tests.openai_stub import OpenAIStub
 

@@ -20,11 +20,11 @@ import pytest
 import sqlalchemy as sa
 from langgraph.checkpoint.base import empty_checkpoint
 
-from consentry.bench.load import CONSENT_FLOW_GRAPH
 from consentry.storage.checkpoints import RUN_KEY, CheckpointFence, ConsentrySaver
 from consentry.storage.checkpoints import _operations as checkpoint_operations
 from consentry.storage.database import DbConnection
 from consentry.storage.leases import LeaseLostError
+from consentry_tools.bench.load import CONSENT_FLOW_GRAPH
 from tests.sse import chat, kinds, parse_events
 
 QUESTION = "What is retrieval?"

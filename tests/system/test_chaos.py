@@ -1,4 +1,4 @@
-"""``consentry chaos`` (``backend/consentry/chaos``): short kill-trial runs against real server
+"""``consentry chaos`` (``tools/consentry_tools/chaos``): short kill-trial runs against real server
 processes, on SQLite and on two PostgreSQL replicas (killing the one that owns a run), hold every
 invariant; and every fault planted in the database after a trial is caught by the invariant it
 targets.
@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from consentry.chaos.faults import FAULTS
-from consentry.chaos.violations import INVARIANTS
+from consentry_tools.chaos.faults import FAULTS
+from consentry_tools.chaos.violations import INVARIANTS
 from tests.postgres import PostgresCluster
 
 RUN_TIMEOUT_SECONDS = 300.0

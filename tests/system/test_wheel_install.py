@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -96,20 +97,27 @@ def _without_this_checkout(environ: dict[str, str]) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv with the locked dependencies and Consentry's wheel, built from a copy of the
-    source (an in-tree build leaves ``build/`` behind, whose stale files go into later wheels)."""
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Consentry's wheel, built from a copy of the source as a checkout has it, the development
+    tools (``tools/``) included (an in-tree build leaves ``build/`` behind, whose stale files go
+    into later wheels)."""
     work = tmp_path_factory.mktemp("wheel")
     source = work / "source"
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, source / name)
-    for name in ("backend", "graphs"):
+    for name in ("backend", "graphs", "tools"):
         ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
         shutil.copytree(ROOT / name, source / name, ignore=ignore)
     _run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", work / "dist", source)
-    (wheel,) = (work / "dist").glob("consentry-*.whl")
+    (built,) = (work / "dist").glob("consentry-*.whl")
+    return built
 
+
+@pytest.fixture(scope="module")
+def venv(wheel: Path) -> Path:
+    """A fresh venv with the locked dependencies and Consentry's wheel."""
+    work = wheel.parent.parent
     venv = work / "venv"
     _run(sys.executable, "-m", "venv", venv)
     python = venv / "bin" / "python"
@@ -197,3 +205,27 @@ def test_a_users_graph_is_served_from_the_installed_wheel_beside_its_own_backend
     # the web app's files are in the wheel too
     assert page.status_code == 200
     assert page.headers["content-type"].startswith("text/html")
+
+
+def test_the_wheel_carries_no_development_tools_and_their_commands_say_how_to_get_them(
+    wheel: Path, venv: Path
+) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        packages = {name.split("/")[0] for name in archive.namelist()}
+        modules = archive.namelist()
+    done = subprocess.run(
+        [venv / "bin" / "consentry", "bench", "--concurrency", "1"],
+        env=_without_this_checkout(dict(os.environ)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert "consentry_tools" not in packages
+    assert [m for m in modules if "/bench/" in m or "/chaos/" in m] == []
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "consentry bench is a development tool, not part of this installation: in a checkout "
+        "of Consentry, `make test` installs it (or `pip install -e tools`)\n"
+    )

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from consentry.bench.progress import ProgressLine
-from consentry.bench.run import Target, run_bench
+from consentry_tools.bench.progress import ProgressLine
+from consentry_tools.bench.run import Target, run_bench
 
 
 class TerminalStream(io.StringIO):

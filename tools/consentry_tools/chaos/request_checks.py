@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
-from consentry.chaos.consent_checks import STATUS_OF, canonical
-from consentry.chaos.observations import ClientLog, KeyedRequest
-from consentry.chaos.snapshot import Snapshot
-from consentry.chaos.violations import Violation
+from consentry_tools.chaos.consent_checks import STATUS_OF, canonical
+from consentry_tools.chaos.observations import ClientLog, KeyedRequest
+from consentry_tools.chaos.snapshot import Snapshot
+from consentry_tools.chaos.violations import Violation
 
 __all__ = ["check_idempotency", "check_messages"]
 

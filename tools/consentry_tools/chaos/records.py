@@ -1,6 +1,6 @@
-"""What the database holds about a trial, read with SQLAlchemy Core on ``consentry.storage.tables``
-through the project's :class:`~consentry.storage.database.Database` (the same code path as the
-server, on SQLite and PostgreSQL). Only named columns are read, as frozen records."""
+"""What the database holds about a trial, read with SQLAlchemy Core on the tables of
+``consentry.stored`` through the project's ``Database`` (the same code path as the server, on
+SQLite and PostgreSQL). Only named columns are read, as frozen records."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from consentry.storage.database import Database, DbConnection
-from consentry.storage.tables import (
+from consentry.stored import (
+    Database,
+    DbConnection,
     approvals,
     audit,
     effects,

@@ -7,8 +7,8 @@ import json
 
 import sqlalchemy as sa
 
-from consentry.chaos.plant_site import NoTargetError, PlantSite, now
-from consentry.storage.tables import audit, events, runs, threads
+from consentry.stored import audit, events, runs, threads
+from consentry_tools.chaos.plant_site import NoTargetError, PlantSite, now
 
 __all__ = [
     "SEQ_JUMP",

@@ -32,7 +32,7 @@ import httpx
 
 import consentry
 import consentry_graphs as graphs
-from consentry.chaos.workload import Progress
+from consentry_tools.chaos.workload import Progress
 
 __all__ = ["KillRecord", "Killer", "ServerProcess", "ServerStartError", "start_servers"]
 

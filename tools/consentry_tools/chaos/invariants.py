@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from consentry.chaos.consent_checks import check_consents, check_decisions, check_stuck
-from consentry.chaos.log_checks import check_contiguous, check_records, check_replay
-from consentry.chaos.observations import ClientLog
-from consentry.chaos.request_checks import check_idempotency, check_messages
-from consentry.chaos.snapshot import Snapshot
-from consentry.chaos.violations import INVARIANTS, Violation
+from consentry_tools.chaos.consent_checks import check_consents, check_decisions, check_stuck
+from consentry_tools.chaos.log_checks import check_contiguous, check_records, check_replay
+from consentry_tools.chaos.observations import ClientLog
+from consentry_tools.chaos.request_checks import check_idempotency, check_messages
+from consentry_tools.chaos.snapshot import Snapshot
+from consentry_tools.chaos.violations import INVARIANTS, Violation
 
 __all__ = ["check_trial"]
 

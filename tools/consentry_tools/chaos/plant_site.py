@@ -7,10 +7,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from consentry.chaos.observations import ClientLog, KeyedRequest
-from consentry.chaos.records import StoredThread
-from consentry.chaos.snapshot import Snapshot
-from consentry.storage.database import Database
+from consentry.stored import Database
+from consentry_tools.chaos.observations import ClientLog, KeyedRequest
+from consentry_tools.chaos.records import StoredThread
+from consentry_tools.chaos.snapshot import Snapshot
 
 __all__ = ["NoTargetError", "Plant", "PlantSite", "now"]
 

@@ -11,10 +11,10 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from consentry.chaos.observations import ClientLog, KeyedRequest
-from consentry.chaos.records import ApprovalRecord, VersionRecord
-from consentry.chaos.snapshot import Snapshot
-from consentry.chaos.violations import Violation
+from consentry_tools.chaos.observations import ClientLog, KeyedRequest
+from consentry_tools.chaos.records import ApprovalRecord, VersionRecord
+from consentry_tools.chaos.snapshot import Snapshot
+from consentry_tools.chaos.violations import Violation
 
 __all__ = ["STATUS_OF", "canonical", "check_consents", "check_decisions", "check_stuck"]
 

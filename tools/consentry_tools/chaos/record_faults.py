@@ -8,8 +8,8 @@ from uuid import uuid4
 
 import sqlalchemy as sa
 
-from consentry.chaos.plant_site import NoTargetError, PlantSite, now
-from consentry.storage.tables import approvals, idempotency_keys, note_versions, threads, transcript
+from consentry.stored import approvals, idempotency_keys, note_versions, threads, transcript
+from consentry_tools.chaos.plant_site import NoTargetError, PlantSite, now
 
 __all__ = [
     "approval_deleted",

@@ -12,10 +12,10 @@ import itertools
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
-from consentry.chaos.observations import ClientLog, Event
-from consentry.chaos.records import EventRecord, StoredThread
-from consentry.chaos.snapshot import Snapshot
-from consentry.chaos.violations import Violation
+from consentry_tools.chaos.observations import ClientLog, Event
+from consentry_tools.chaos.records import EventRecord, StoredThread
+from consentry_tools.chaos.snapshot import Snapshot
+from consentry_tools.chaos.violations import Violation
 
 __all__ = ["check_contiguous", "check_records", "check_replay"]
 

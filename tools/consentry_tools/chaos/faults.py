@@ -1,6 +1,6 @@
 """Faults planted in the database after a trial, to show that the invariants catch what they
 claim to: each fault is the damage one kind of bug would leave, written with SQLAlchemy Core on
-``consentry.storage.tables`` (``record_faults``, ``log_faults``), preferably into a thread no
+the tables of ``consentry.stored`` (``record_faults``, ``log_faults``), preferably into a thread no
 other fault damaged (``plant_site``). A fault is caught when the invariant it targets finds
 something on that thread that it did not find before the fault was planted (``trials``), so
 faults planted one after the other are judged apart.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from consentry.chaos.log_faults import (
+from consentry_tools.chaos.log_faults import (
     SEQ_JUMP,
     applied_run_marked_failed,
     duplicate_event,
@@ -18,8 +18,8 @@ from consentry.chaos.log_faults import (
     event_seq_jump,
     run_started_deleted,
 )
-from consentry.chaos.plant_site import NoTargetError, Plant, PlantSite
-from consentry.chaos.record_faults import (
+from consentry_tools.chaos.plant_site import NoTargetError, Plant, PlantSite
+from consentry_tools.chaos.record_faults import (
     approval_deleted,
     decision_erased,
     duplicate_version,
@@ -29,7 +29,7 @@ from consentry.chaos.record_faults import (
     thread_left_running,
     transcript_message_deleted,
 )
-from consentry.chaos.violations import InvariantName
+from consentry_tools.chaos.violations import InvariantName
 
 __all__ = ["FAULTS", "Fault", "NoTargetError", "PlantSite"]
 

@@ -8,9 +8,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from consentry.chaos.options import ChaosOptions
-from consentry.chaos.servers import KillRecord
-from consentry.chaos.violations import INVARIANTS, InvariantName, Violation
+from consentry_tools.chaos.options import ChaosOptions
+from consentry_tools.chaos.servers import KillRecord
+from consentry_tools.chaos.violations import INVARIANTS, InvariantName, Violation
 
 __all__ = ["ChaosReport", "PlantResult", "TrialResult"]
 

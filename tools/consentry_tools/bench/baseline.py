@@ -12,8 +12,8 @@ It speaks just enough of Consentry's chat protocol for the load generator (``POS
 ``graph`` and ``message``, or ``thread_id`` + ``resume``; ``consent``, ``note``, ``message`` and
 ``final`` events), so both servers are driven by the same code:
 
-    python -m consentry.bench.baseline --port 8100 --database /tmp/baseline.db
-    python -m consentry.bench.baseline --port 8100 --database postgresql://u@host/empty_db
+    python -m consentry_tools.bench.baseline --port 8100 --database /tmp/baseline.db
+    python -m consentry_tools.bench.baseline --port 8100 --database postgresql://u@host/empty_db
 """
 
 from __future__ import annotations
@@ -37,13 +37,13 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 from pydantic import BaseModel
 
-from consentry.bench.databases import libpq_url
 from consentry_graphs.consent import ConsentDecision, InMemoryEffectLedger
 from consentry_graphs.examples.consent_flow import build_consent_flow_graph
 from consentry_graphs.models.offline import OfflineChatModel
 from consentry_graphs.services import GraphContext
 from consentry_graphs.tutor.graph import build_tutor_graph
 from consentry_graphs.tutor.memory_notes import InMemoryNotesStore
+from consentry_tools.bench.databases import libpq_url
 
 __all__ = ["create_baseline_app", "main"]
 

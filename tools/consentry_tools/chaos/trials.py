@@ -23,19 +23,19 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
-from consentry.chaos.checkpoints import Positions, open_positions
-from consentry.chaos.databases import ChaosDatabase, prepare_database
-from consentry.chaos.faults import FAULTS, NoTargetError, PlantSite
-from consentry.chaos.invariants import check_trial
-from consentry.chaos.observations import ClientLog
-from consentry.chaos.options import ChaosOptions
-from consentry.chaos.records import leased_pids, running_threads, thread_ids
-from consentry.chaos.report import ChaosReport, PlantResult, TrialResult
-from consentry.chaos.servers import Killer, KillRecord, ServerProcess, start_servers
-from consentry.chaos.snapshot import Snapshot, take_snapshot
-from consentry.chaos.violations import Violation
-from consentry.chaos.workload import Client, ClientPlan, Progress
-from consentry.storage.database import Database
+from consentry.stored import Database
+from consentry_tools.chaos.checkpoints import Positions, open_positions
+from consentry_tools.chaos.databases import ChaosDatabase, prepare_database
+from consentry_tools.chaos.faults import FAULTS, NoTargetError, PlantSite
+from consentry_tools.chaos.invariants import check_trial
+from consentry_tools.chaos.observations import ClientLog
+from consentry_tools.chaos.options import ChaosOptions
+from consentry_tools.chaos.records import leased_pids, running_threads, thread_ids
+from consentry_tools.chaos.report import ChaosReport, PlantResult, TrialResult
+from consentry_tools.chaos.servers import Killer, KillRecord, ServerProcess, start_servers
+from consentry_tools.chaos.snapshot import Snapshot, take_snapshot
+from consentry_tools.chaos.violations import Violation
+from consentry_tools.chaos.workload import Client, ClientPlan, Progress
 
 __all__ = ["run_chaos"]
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import psycopg
 from sqlalchemy.engine import make_url
 
-from consentry.chaos.options import ChaosOptions
-from consentry.storage.database import libpq_url
+from consentry.stored import libpq_url
+from consentry_tools.chaos.options import ChaosOptions
 
 __all__ = ["ChaosDatabase", "DatabaseSetupError", "prepare_database"]
 

@@ -9,8 +9,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from consentry.storage.checkpoints import ConsentrySaver
-from consentry.storage.database import Database
+from consentry.stored import ConsentrySaver, Database
 from consentry_graphs.models.offline import OfflineChatModel
 from consentry_graphs.registry import BUILTIN_GRAPHS, CompiledGraph
 

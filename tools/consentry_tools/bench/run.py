@@ -22,8 +22,8 @@ from typing import TextIO
 
 import httpx
 
-from consentry.bench.databases import database_beside
-from consentry.bench.load import (
+from consentry_tools.bench.databases import database_beside
+from consentry_tools.bench.load import (
     CONSENT_FLOW_GRAPH,
     INTERRUPT_GRAPH,
     BenchGraph,
@@ -32,8 +32,8 @@ from consentry.bench.load import (
     ask_in_thread,
     run_load,
 )
-from consentry.bench.progress import ProgressLine
-from consentry.bench.servers import DatabaseKind, LocalServer, start_baseline, start_consentry
+from consentry_tools.bench.progress import ProgressLine
+from consentry_tools.bench.servers import DatabaseKind, LocalServer, start_baseline, start_consentry
 
 __all__ = [
     "BenchRow",

@@ -33,7 +33,7 @@ import random
 import sys
 from pathlib import Path
 
-from consentry.chaos.options import ChaosOptions
+from consentry_tools.chaos.options import ChaosOptions
 
 __all__ = ["ChaosOptions", "add_chaos_command"]
 
@@ -92,8 +92,8 @@ def add_chaos_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
 
 
 def _run(args: argparse.Namespace) -> int:
-    from consentry.chaos.faults import FAULTS
-    from consentry.chaos.trials import run_chaos
+    from consentry_tools.chaos.faults import FAULTS
+    from consentry_tools.chaos.trials import run_chaos
 
     plant: tuple[str, ...] = ()
     if args.plant:
@@ -132,8 +132,8 @@ def _run(args: argparse.Namespace) -> int:
         work_dir=Path(args.work_dir) if args.work_dir else None,
         details=args.details,
     )
-    from consentry.chaos.databases import DatabaseSetupError
-    from consentry.chaos.servers import ServerStartError
+    from consentry_tools.chaos.databases import DatabaseSetupError
+    from consentry_tools.chaos.servers import ServerStartError
 
     try:
         report = asyncio.run(run_chaos(options))

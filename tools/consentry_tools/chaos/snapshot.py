@@ -9,9 +9,10 @@ from typing import Any
 
 import httpx
 
-from consentry.chaos.checkpoints import GraphPosition, Positions
-from consentry.chaos.observations import Event
-from consentry.chaos.records import (
+from consentry.stored import Database
+from consentry_tools.chaos.checkpoints import GraphPosition, Positions
+from consentry_tools.chaos.observations import Event
+from consentry_tools.chaos.records import (
     EffectRecord,
     KeyRecord,
     StoredThread,
@@ -21,8 +22,7 @@ from consentry.chaos.records import (
     read_threads,
     read_versions,
 )
-from consentry.chaos.wire import sse_events
-from consentry.storage.database import Database
+from consentry_tools.chaos.wire import sse_events
 
 __all__ = ["ApiThread", "Snapshot", "take_snapshot"]
 

@@ -16,7 +16,7 @@ from typing import Literal
 
 import httpx
 
-from consentry.bench.databases import libpq_url
+from consentry_tools.bench.databases import libpq_url
 
 __all__ = ["DatabaseKind", "LocalServer", "start_baseline", "start_consentry"]
 
@@ -105,7 +105,7 @@ def start_baseline(database: Path | str) -> LocalServer:
     a SQLite file (``baseline``), on ``AsyncPostgresSaver`` with a ``postgresql://`` URL of an
     empty database (``baseline-pg``)."""
     port = _free_port()
-    command = [sys.executable, "-m", "consentry.bench.baseline", "--port", str(port)]
+    command = [sys.executable, "-m", "consentry_tools.bench.baseline", "--port", str(port)]
     command += ["--database", str(database)]
     if isinstance(database, str) and database.startswith("postgres"):
         return _start("baseline-pg", command, dict(os.environ), port, database)

@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from consentry.chaos.observations import ClientLog, Event, KeyedRequest
-from consentry.chaos.violations import InvariantName, Violation
-from consentry.chaos.wire import Wire
+from consentry_tools.chaos.observations import ClientLog, Event, KeyedRequest
+from consentry_tools.chaos.violations import InvariantName, Violation
+from consentry_tools.chaos.wire import Wire
 
 __all__ = ["Client", "ClientPlan", "Progress"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from consentry.chaos.violations import Violation
+from consentry_tools.chaos.violations import Violation
 
 __all__ = [
     "ACKNOWLEDGED",

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from consentry.chaos.observations import Attempt, Event
+from consentry_tools.chaos.observations import Attempt, Event
 
 __all__ = ["Wire", "sse_events"]
 

@@ -1,0 +1,39 @@
+"""The stored data, as the development tools (``consentry_tools``: the benchmark and the kill
+trials) and the tests may reach it: the database handle, the tables and the checkpointer.
+
+This is the one seam between the product and those tools (``.importlinter`` holds them to it):
+what they read to check the invariants on the stored data, and what they damage on purpose to
+prove that the checks catch it. Nothing in the product imports this module.
+"""
+
+from __future__ import annotations
+
+from consentry.storage.checkpoints import ConsentrySaver
+from consentry.storage.database import Database, DbConnection, libpq_url
+from consentry.storage.tables import (
+    approvals,
+    audit,
+    effects,
+    events,
+    idempotency_keys,
+    note_versions,
+    runs,
+    threads,
+    transcript,
+)
+
+__all__ = [
+    "ConsentrySaver",
+    "Database",
+    "DbConnection",
+    "approvals",
+    "audit",
+    "effects",
+    "events",
+    "idempotency_keys",
+    "libpq_url",
+    "note_versions",
+    "runs",
+    "threads",
+    "transcript",
+]
