@@ -18,6 +18,7 @@ __all__ = [
     "ApprovalList",
     "ApprovalStatus",
     "DecisionAccepted",
+    "DecisionFields",
     "DecisionRequest",
     "RecordedDecision",
     "answer_by_default",
@@ -101,20 +102,22 @@ def check_decision_fields(
         raise ValueError("`value` is only allowed with decision `answer`")
 
 
-class DecisionRequest(RequestModel):
-    """A decision on one consent (the body of ``POST /v1/approvals/{id}/decision``): with
-    ``edited`` for ``edit``, ``value`` for ``answer``, ``comment`` for ``respond``."""
+class DecisionFields(RequestModel):
+    """What a person decides on a consent, wherever it is sent: ``edited`` for ``edit``,
+    ``value`` for ``answer``, ``comment`` for ``respond`` (:func:`check_decision_fields`)."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=edited_goes_with_edit)
 
     decision: Decision = Field(description="Omit it with `value`: an `answer`.")
     edited: dict[str, Any] | None = Field(
-        default=None, description="With `edit`: the person's version, in the kind's edit schema."
+        default=None,
+        description="With `edit`: the person's version, in the consent kind's edit schema "
+        "(for `note_edit`: `{content, title?}`).",
     )
     value: JsonValue = Field(
         default=None,
-        description="With `answer`: the value the graph's `interrupt()` returns (any JSON), "
-        "checked against the interrupt's `response_schema` when it has one.",
+        description="With `answer` (a raw `interrupt()`): the value the graph receives, any "
+        "JSON, checked against the interrupt's `response_schema` when it has one.",
     )
     comment: str | None = Field(default=None, max_length=2000)
 
@@ -128,6 +131,11 @@ class DecisionRequest(RequestModel):
         given = "value" in self.model_fields_set
         check_decision_fields(self.decision, self.edited, self.value, given, self.comment)
         return self
+
+
+class DecisionRequest(DecisionFields):
+    """A decision on one consent (the body of ``POST /v1/approvals/{id}/decision``): with
+    ``edited`` for ``edit``, ``value`` for ``answer``, ``comment`` for ``respond``."""
 
 
 class RecordedDecision(BaseModel):

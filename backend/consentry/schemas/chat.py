@@ -8,48 +8,18 @@ from typing import Annotated, Any, Literal, Self, cast
 from pydantic import ConfigDict, Field, JsonValue, model_validator
 from pydantic.config import JsonDict
 
-from consentry.schemas.approvals import (
-    answer_by_default,
-    check_decision_fields,
-    edited_goes_with_edit,
-)
+from consentry.schemas.approvals import DecisionFields
 from consentry.schemas.requests import RequestModel
-from consentry_graphs.wire_types import Decision
 
 __all__ = ["ChatRequest", "ConsentPolicy", "ResumeDecision"]
 
 ConsentPolicy = Literal["ask", "auto_approve", "auto_reject"]
 
 
-class ResumeDecision(RequestModel):
+class ResumeDecision(DecisionFields):
     """A person's answer to a ``consent`` event."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra=edited_goes_with_edit)
-
     approval_id: str = Field(min_length=1, max_length=64, description="From the consent event.")
-    decision: Decision = Field(description="Omit it with `value`: an `answer`.")
-    edited: dict[str, Any] | None = Field(
-        default=None,
-        description="With `edit`: the person's version, in the consent kind's edit schema "
-        "(for `note_edit`: `{content, title?}`).",
-    )
-    value: JsonValue = Field(
-        default=None,
-        description="With `answer` (a raw `interrupt()`): the value the graph receives, any "
-        "JSON, checked against the interrupt's `response_schema` when it has one.",
-    )
-    comment: str | None = Field(default=None, max_length=2000)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _answer_by_default(cls, data: Any) -> Any:
-        return answer_by_default(data)
-
-    @model_validator(mode="after")
-    def _fields_fit_the_decision(self) -> Self:
-        given = "value" in self.model_fields_set
-        check_decision_fields(self.decision, self.edited, self.value, given, self.comment)
-        return self
 
 
 def _one_input(schema: JsonDict) -> None:

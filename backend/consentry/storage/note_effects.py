@@ -4,6 +4,7 @@ and a second call for the same approval returns the recorded outcome."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 
 from consentry.principal import Principal
@@ -66,14 +67,8 @@ async def apply_note_edit(
             outcome = AppliedEdit(outcome="applied", note=note_snapshot(note))
         return outcome
 
-    return await apply_once(
-        conn,
-        owner,
-        approval_id=approval_id,
-        kind="note_edit",
-        result_model=AppliedEdit,
-        act=act,
-        now=now,
+    return await _edit_once(
+        conn, owner, approval_id=approval_id, kind="note_edit", act=act, now=now
     )
 
 
@@ -99,17 +94,25 @@ async def apply_note_creation(
             now=now,
             approval_id=approval_id,
         )
-        outcome = AppliedEdit(outcome="applied", note=note_snapshot(note))
-        return outcome
+        return AppliedEdit(outcome="applied", note=note_snapshot(note))
 
+    return await _edit_once(
+        conn, owner, approval_id=approval_id, kind="note_create", act=act, now=now
+    )
+
+
+async def _edit_once(
+    conn: DbConnection,
+    owner: Principal,
+    *,
+    approval_id: str,
+    kind: str,
+    act: Callable[[], Awaitable[AppliedEdit]],
+    now: datetime,
+) -> AppliedEdit:
+    """``act`` once per approval (``apply_once``), its outcome an :class:`AppliedEdit`."""
     return await apply_once(
-        conn,
-        owner,
-        approval_id=approval_id,
-        kind="note_create",
-        result_model=AppliedEdit,
-        act=act,
-        now=now,
+        conn, owner, approval_id=approval_id, kind=kind, result_model=AppliedEdit, act=act, now=now
     )
 
 

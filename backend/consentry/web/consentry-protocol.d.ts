@@ -281,13 +281,13 @@ export type DecisionRequest = {
   /** Omit it with `value`: an `answer`. */
   decision: "approve" | "edit" | "reject" | "answer" | "respond";
   /**
-   * With `edit`: the person's version, in the kind's edit schema.
+   * With `edit`: the person's version, in the consent kind's edit schema (for `note_edit`: `{content, title?}`).
    * Open: the schema does not fix these values, hence `unknown`.
    * @default null
    */
   edited?: Record<string, unknown> | null;
   /**
-   * With `answer`: the value the graph's `interrupt()` returns (any JSON), checked against the interrupt's `response_schema` when it has one.
+   * With `answer` (a raw `interrupt()`): the value the graph receives, any JSON, checked against the interrupt's `response_schema` when it has one.
    * @default null
    */
   value?: JsonValue;
@@ -306,7 +306,7 @@ export type DecisionRequest = {
   | {
       decision: "answer";
       edited?: null;
-      /** With `answer`: the value the graph's `interrupt()` returns (any JSON), checked against the interrupt's `response_schema` when it has one. */
+      /** With `answer` (a raw `interrupt()`): the value the graph receives, any JSON, checked against the interrupt's `response_schema` when it has one. */
       value: JsonValue;
     }
   | {
@@ -603,12 +603,6 @@ export interface RecordedDecision {
  * Closed: the server rejects properties not declared here.
  */
 export type ResumeDecision = {
-  /**
-   * From the consent event.
-   * @minLength 1
-   * @maxLength 64
-   */
-  approval_id: string;
   /** Omit it with `value`: an `answer`. */
   decision: "approve" | "edit" | "reject" | "answer" | "respond";
   /**
@@ -627,6 +621,12 @@ export type ResumeDecision = {
    * @default null
    */
   comment?: string | null;
+  /**
+   * From the consent event.
+   * @minLength 1
+   * @maxLength 64
+   */
+  approval_id: string;
 } & (
   | {
       decision: "edit";
