@@ -15,7 +15,7 @@ import pytest
 from consentry.observability.logs import JsonLogFormatter
 from tests.openai_stub import OpenAIStub
 
-SECRET_MESSAGE = "my bank PIN is 4711, what is retrieval?"
+SECRET_MESSAGE = "my bank PIN is zq4711, what is retrieval?"
 SECRET_NOTE = "Diary: the surprise party is on Friday."
 API_KEYS = "key-alice=acme:alice"
 ALICE = {"Authorization": "Bearer key-alice"}
@@ -103,7 +103,7 @@ async def test_a_request_and_the_run_it_starts_log_json_lines_with_their_ids(
     everything = "\n".join(captured.lines)
     for private in (
         SECRET_MESSAGE,
-        "4711",
+        "zq4711",  # not hex: no id or timestamp can contain it by chance
         SECRET_NOTE,
         "surprise",
         "key-alice",
