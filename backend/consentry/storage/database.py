@@ -142,9 +142,9 @@ class Database:
         and kept once opened (the checkpointer's statements share this pool: a step's checkpoint
         goes in its events' transaction). Connections opened beyond a kept number and closed when
         returned cost more than the conversations they served: at 100 concurrent conversations,
-        3.2 new connections a conversation and half again the CPU (``docs/performance.md``). A
-        transaction that waits ``pool_timeout`` seconds for one fails as
-        ``is_database_unavailable`` (503 ``database_unavailable``, a retryable run error)."""
+        3.2 new connections a conversation and half again the CPU. A transaction that waits
+        ``pool_timeout`` seconds for one fails as ``is_database_unavailable`` (503
+        ``database_unavailable``, a retryable run error)."""
         self.dialect: Literal["sqlite", "postgresql"]
         self._engine: AsyncEngine | None = None
         self._lease_engine: AsyncEngine | None = None

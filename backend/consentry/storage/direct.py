@@ -8,9 +8,9 @@ processors, the values it carries itself, its columns' result processors); from 
 what the driver costs plus one tuple or dict of parameters, and its rows are what SQLAlchemy's
 result would give (:class:`BufferedResult`). SQLAlchemy's execution of the same statement (an
 execution context, the compiled cache's key, the result proxy, and on PostgreSQL the greenlet
-bridge) cost several times the statement itself on the server's hot path
-(``docs/performance.md``). A form that needs what SQLAlchemy's execution does (a default, an
-expanding ``IN``) still runs through it, so a statement is written once for both databases.
+bridge) cost several times the statement itself on the server's hot path. A form that needs
+what SQLAlchemy's execution does (a default, an expanding ``IN``) still runs through it, so a
+statement is written once for both databases.
 
 - **SQLite**: :func:`run_direct` runs it on sqlite3, in the caller's transaction, at once.
 - **PostgreSQL**, a statement whose result is read (``database.execute``):
@@ -279,8 +279,7 @@ async def run_direct_on_postgres(
     """Run a direct statement whose result is read (rows, a row count) on the psycopg
     connection under ``conn``, in one message with what its transaction deferred; None when it
     cannot be (as :func:`defer_on_postgres`): run it with SQLAlchemy. Past SQLAlchemy's
-    execution and its greenlet bridge, a statement costs what psycopg's costs
-    (``docs/performance.md``)."""
+    execution and its greenlet bridge, a statement costs what psycopg's costs."""
     sync = conn.sync_connection
     if (
         sync is None

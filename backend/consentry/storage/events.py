@@ -87,7 +87,7 @@ _INSERT_EVENTS = direct(
 
 # On PostgreSQL the rows go as one JSON text, not three arrays: psycopg binds an array element by
 # element in Python (135 µs for three events on the client, against 11 µs for the same rows as
-# JSON, ``docs/performance.md``).
+# JSON).
 _INSERT_EVENTS_POSTGRES = direct(
     sa.text(
         "INSERT INTO events (thread_id, seq, run_id, type, data, created_at) "

@@ -1,8 +1,8 @@
 """PostgreSQL connections are checked before use only after they sat idle in their pool.
 
 A pooled connection can be dead when it is taken: the database restarted while it waited. A
-check before every use finds that out, at the price of a round trip per transaction (about a
-tenth of a conversation's CPU, measured in ``docs/performance.md``).
+check before every use finds that out, at the price of a round trip per transaction (measured:
+about a tenth of a conversation's CPU).
 A connection given back less than :data:`IDLE_CHECK_SECONDS` ago was working then, and a
 restart takes longer than that (a fast restart of the test suite's small local cluster takes
 0.24 s: 0.11 s to stop, 0.13 s to start), so only connections that sat idle longer are checked.

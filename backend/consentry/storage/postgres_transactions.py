@@ -3,7 +3,7 @@
 ``AsyncEngine.begin()`` crosses the bridge four times a transaction (the pool's checkout, the
 ``BEGIN``, the commit, the pool's checkin) and runs the checkin in a task of its own: on the
 server's hot path, which opens two dozen transactions a conversation, that was more than most of
-their statements cost (``docs/performance.md``). :func:`postgres_transaction` crosses it twice:
+their statements cost. :func:`postgres_transaction` crosses it twice:
 once to check a connection out and begin (the ``BEGIN`` itself is deferred and sends nothing,
 ``storage.direct``), once to commit (or roll back) and check it in. The end runs to completion
 even when the caller is cancelled meanwhile, as SQLAlchemy's own does: a connection is never

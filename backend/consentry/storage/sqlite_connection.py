@@ -3,8 +3,8 @@
 SQLite runs in the process: in WAL mode, with ``synchronous=NORMAL``, a statement of the server's
 hot path is tens of microseconds of CPU and a commit does not wait for the disk. Handing each one
 to another thread cost more than the statement itself (a wake-up of that thread and of the loop,
-and the GIL changing hands twice: measured, about a seventh of the server's CPU a conversation,
-``docs/performance.md``), so a transaction runs where it is awaited, on the loop's thread.
+and the GIL changing hands twice: measured, about a seventh of the server's CPU a
+conversation), so a transaction runs where it is awaited, on the loop's thread.
 
 Each connection still has its own thread (:class:`SqliteWorker`, on a ``SqliteThread``), for
 what must not hold the loop up:

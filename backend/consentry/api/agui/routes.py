@@ -4,10 +4,9 @@ A ``RunAgentInput`` is a ``/v1/chat`` request under another shape (``_input``): 
 rate limit, consent gate and stored events, on the thread the input names (created by its first
 run), streamed as AG-UI events (``_stream``). With an ``Idempotency-Key`` header, the same input
 sent again streams the first run again (the input's ``runId`` is not a key: ``HttpAgent`` makes
-a new one for every run, and claiming it would cost every run about 8% of its CPU,
-``docs/performance.md``). A run the service refuses (a consent still waiting, a decision
-already made or expired, a bad input) is a ``RUN_ERROR`` with Consentry's ``code``: AG-UI
-clients read a run's errors from its stream.
+a new one for every run, and claiming it would cost every run about 8% of its CPU). A run the
+service refuses (a consent still waiting, a decision already made or expired, a bad input) is a
+``RUN_ERROR`` with Consentry's ``code``: AG-UI clients read a run's errors from its stream.
 """
 
 from __future__ import annotations

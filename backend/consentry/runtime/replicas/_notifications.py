@@ -19,11 +19,10 @@ streams follow their runs in memory: the listener does nothing.
 ``consentry_events`` and ``consentry_approvals`` are listened to only while something in this
 process watches them (``EventNotifications.watch``, ``watch_approvals``): every step of every run
 notifies ``consentry_events``, and a process that follows no run executing elsewhere would
-otherwise receive, parse and drop them all (on one replica under load that was 5% of the
-server's CPU, ``docs/performance.md``). A watch returns once its channel is listened to, so a
-read after it misses nothing. A channel nobody watches any more is left (``UNLISTEN``) when its
-next notification arrives, so that watchers coming and going do not make the listener's
-connection go back and forth.
+otherwise receive, parse and drop them all (measured: 5% of a loaded replica's CPU). A watch
+returns once its channel is listened to, so a read after it misses nothing. A channel nobody
+watches any more is left (``UNLISTEN``) when its next notification arrives, so that watchers
+coming and going do not make the listener's connection go back and forth.
 """
 
 from __future__ import annotations

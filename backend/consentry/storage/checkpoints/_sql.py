@@ -182,7 +182,7 @@ def _with_writes(checkpoint: str) -> str:
     """``checkpoint`` (a query of at most one checkpoint) and its pending writes in one
     statement: first a row ``(0, <checkpoint's columns>, <nulls>)``, then one ``(1, <nulls>,
     <a write's columns>)`` a write. On PostgreSQL that is one round trip instead of two, for
-    every run's start and every decision (``docs/performance.md``)."""
+    every run's start and every decision."""
     written = ", ".join(f"w.{column}" for column in _WRITE_COLUMNS.split(", "))
     return (
         f"WITH c AS ({checkpoint}) "
