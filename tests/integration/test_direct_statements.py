@@ -1,4 +1,4 @@
-"""Statements marked ``direct`` (``storage/direct.py``) run on the driver past SQLAlchemy's
+"""Statements marked ``direct`` (``storage/direct/``) run on the driver past SQLAlchemy's
 execution, and store exactly what SQLAlchemy's execution stores: the same SQL, the same values
 (datetimes, JSON, values the statement carries), the same errors; one whose result is read
 (``database.execute``: a SELECT, a RETURNING) reads the rows SQLAlchemy's result would give; a

@@ -16,7 +16,7 @@ import pytest_asyncio
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-import consentry.storage.direct
+import consentry.storage.direct._engine_hooks
 from consentry.storage.database import Database, execute_unread
 from consentry.storage.direct import direct
 from tests.postgres import PostgresCluster
@@ -97,14 +97,14 @@ async def test_a_caller_cancelled_during_the_commit_returns_once_it_completed(
         async with pg.write() as conn:
             await execute_unread(conn, _INSERT, {"name": "committed"})
     sending, go_on = asyncio.Event(), asyncio.Event()
-    send = consentry.storage.direct._send
+    send = consentry.storage.direct._engine_hooks._send
 
     async def held_send(*args: Any, **kwargs: Any) -> None:
         sending.set()
         await go_on.wait()
         await send(*args, **kwargs)
 
-    monkeypatch.setattr(consentry.storage.direct, "_send", held_send)
+    monkeypatch.setattr(consentry.storage.direct._engine_hooks, "_send", held_send)
 
     async def write() -> None:
         async with pg.write() as conn:

@@ -21,7 +21,7 @@ import pytest_asyncio
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-import consentry.storage.database as database_module
+import consentry.storage.database._database as database_module
 from consentry.storage.database import Database, is_database_unavailable
 from consentry.storage.sqlite_thread import SqliteThread
 

@@ -2,8 +2,10 @@
 
 Public: :class:`ConsentrySaver`, what a run hands it (:data:`RUN_KEY`, :class:`StepCommitter`,
 :class:`CheckpointFence`) and :func:`open_checkpointer`, which the server's lifespan calls once.
-The statements (``_sql``), what each call does (``_operations``) and the drivers that run it
-(``_drivers``) are private; ``legacy`` copies the checkpoints of LangGraph's own savers once.
+The statements (``_sql``), what each call does (``_operations``), the drivers that run it
+(``_drivers``) and the saver's own parts (``_saver`` with ``_pending``, ``_serialized`` and
+``_sync_connection``) are private; ``legacy`` copies the checkpoints of LangGraph's own savers
+once.
 """
 
 from __future__ import annotations

@@ -11,43 +11,45 @@ transaction.
 
 The synchronous methods (for code that runs a graph with ``invoke``) use a connection of their
 own, opened on first use. Nothing here is fenced or batched without a run's committer.
+
+The class keeps LangGraph's methods; what they write is made by its siblings: a checkpoint's row
+(``_serialized``), a task's pending writes and which of a run's are held (``_pending``), and the
+synchronous methods' connection (``_sync_connection``).
 """
 
 from __future__ import annotations
 
-import json
 import random
-import sqlite3
 import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any, Protocol, cast
 
-import psycopg
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
     BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
     get_checkpoint_id,
-    get_checkpoint_metadata,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from consentry.storage.checkpoints import _operations as ops
-from consentry.storage.checkpoints._drivers import run_on, run_on_psycopg, run_on_sqlite3
+from consentry.storage.checkpoints._drivers import run_on
 from consentry.storage.checkpoints._operations import CheckpointFence, Operation
+from consentry.storage.checkpoints._pending import WriteRows, holds, put_task_writes, write_rows
+from consentry.storage.checkpoints._serialized import copied_in, saved_config, serialized
 from consentry.storage.checkpoints._sql import sql_for
-from consentry.storage.database import BUSY_TIMEOUT_SECONDS, Database, DbConnection, libpq_url
+from consentry.storage.checkpoints._sync_connection import (
+    SyncConnection,
+    connect_sync,
+    run_in_transaction,
+)
+from consentry.storage.database import Database, DbConnection
 
 __all__ = ["RUN_KEY", "ConsentrySaver", "StepCommitter"]
-
-WriteRow = tuple[Any, ...]
-"""A pending write as stored: thread, namespace, checkpoint, task, path, index, channel, value."""
-WriteRows = list[WriteRow]
 
 RUN_KEY = "__consentry_run__"
 """The ``configurable`` key of a run's ``StepCommitter`` (``__``-prefixed: LangGraph keeps it out
@@ -80,7 +82,7 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
         self._sql = sql_for(db.dialect)
         self._database_url = database_url
         self._sync_lock = threading.Lock()
-        self._sync_conn: sqlite3.Connection | psycopg.Connection[Any] | None = None
+        self._sync_conn: SyncConnection | None = None
         self._held: weakref.WeakKeyDictionary[StepCommitter, dict[str, WriteRows]] = (
             weakref.WeakKeyDictionary()
         )
@@ -123,11 +125,11 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        saved = self._serialized(config, checkpoint, metadata)
+        saved = serialized(self.serde, config, checkpoint, metadata)
         run: StepCommitter | None = config["configurable"].get(RUN_KEY)
         if run is None:
             await self._write(ops.put_checkpoint(self._sql, saved, fence=None, latest_only=False))
-            return _saved_config(saved)
+            return saved_config(saved)
         run.new_thread = False  # from now on, its checkpoints are read
         # The step's tasks' writes: replaced by this checkpoint, kept only with every checkpoint.
         held = self._held.get(run, {}).pop(saved.checkpoint_ns, [])
@@ -145,7 +147,7 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
                 await run_on(conn, writes, unread=True)
 
         await run.commit_step(write)
-        return _saved_config(saved)
+        return saved_config(saved)
 
     async def acommit_held(self, run: StepCommitter) -> None:
         """Write the run's held pending writes (its graph stopped in a step: an interrupt, an
@@ -184,12 +186,16 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
         run: StepCommitter | None = config["configurable"].get(RUN_KEY)
         if run is not None:
             run.new_thread = False
-        if run is not None and all(_holds(channel) for channel, _ in writes):
-            rows = self._write_rows(config, writes, task_id, task_path)
+        if run is not None and all(holds(channel) for channel, _ in writes):
+            rows = write_rows(self.serde, config, writes, task_id, task_path)
             namespace = str(config["configurable"].get("checkpoint_ns", ""))
             self._held.setdefault(run, {}).setdefault(namespace, []).extend(rows)
             return
-        await self._write(self._put_writes(config, writes, task_id, task_path, run))
+        fence = run.fence if run is not None else None
+        put = put_task_writes(
+            self._sql, self.serde, config, writes, task_id, task_path, fence=fence
+        )
+        await self._write(put)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._write(ops.delete_thread(self._sql, str(thread_id)))
@@ -238,9 +244,9 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        saved = self._serialized(config, checkpoint, metadata)
+        saved = serialized(self.serde, config, checkpoint, metadata)
         self._run_sync(ops.put_checkpoint(self._sql, saved, fence=None, latest_only=False))
-        return _saved_config(saved)
+        return saved_config(saved)
 
     def put_writes(
         self,
@@ -249,7 +255,8 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        self._run_sync(self._put_writes(config, writes, task_id, task_path, None))
+        put = put_task_writes(self._sql, self.serde, config, writes, task_id, task_path, fence=None)
+        self._run_sync(put)
 
     def delete_thread(self, thread_id: str) -> None:
         self._run_sync(ops.delete_thread(self._sql, str(thread_id)))
@@ -267,30 +274,8 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
         with self._sync_lock:
             conn = self._sync_conn
             if conn is None:
-                conn = self._sync_conn = self._connect_sync()
-            if isinstance(conn, sqlite3.Connection):
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    result = run_on_sqlite3(conn, operation)
-                except BaseException:
-                    conn.rollback()
-                    raise
-                conn.commit()
-                return result
-            with conn.transaction():
-                return run_on_psycopg(conn, operation)
-
-    def _connect_sync(self) -> sqlite3.Connection | psycopg.Connection[Any]:
-        if self._db.dialect == "sqlite":
-            conn = sqlite3.connect(
-                self._database_url.removeprefix("sqlite:///"),
-                timeout=BUSY_TIMEOUT_SECONDS,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-            conn.execute("PRAGMA journal_mode=WAL")
-            return conn
-        return psycopg.connect(libpq_url(self._database_url), autocommit=True)
+                conn = self._sync_conn = connect_sync(self._db.dialect, self._database_url)
+            return run_in_transaction(conn, operation)
 
     def close_sync(self) -> None:
         """Close the synchronous methods' connection, if they opened one."""
@@ -303,26 +288,7 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
         """Write a checkpoint another saver read, as it was: its id, parent, metadata and pending
         writes (``legacy``). Writes keep their order within a task; ``task_path`` is not in a
         ``CheckpointTuple`` and is left empty."""
-        configurable = found.config["configurable"]
-        parent = (found.parent_config or {}).get("configurable", {}).get("checkpoint_id")
-        config: RunnableConfig = {
-            "configurable": {
-                "thread_id": configurable["thread_id"],
-                "checkpoint_ns": configurable.get("checkpoint_ns", ""),
-                "checkpoint_id": parent,
-            }
-        }
-        saved = self._serialized(config, found.checkpoint, found.metadata)
-        key = (saved.thread_id, saved.checkpoint_ns, saved.checkpoint_id)
-        index: dict[str, int] = {}
-        rows: list[tuple[Any, ...]] = []
-        for task_id, channel, value in found.pending_writes or []:
-            idx = index.get(task_id, 0)
-            index[task_id] = idx + 1
-            type_, blob = self.serde.dumps_typed(value)
-            rows.append((*key, task_id, "", WRITES_IDX_MAP.get(channel, idx), channel, type_, blob))
-        yield from ops.put_checkpoint(self._sql, saved, fence=None, latest_only=False)
-        yield from ops.put_writes(self._sql, rows, replace=False, fence=None)
+        return copied_in(self._sql, self.serde, found)
 
     # -- shared -----------------------------------------------------------------------------------
 
@@ -346,75 +312,3 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
             checkpoint_ns=configurable.get("checkpoint_ns", ""),
             checkpoint_id=get_checkpoint_id(config),
         )
-
-    def _serialized(
-        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
-    ) -> ops.SerializedCheckpoint:
-        configurable = config["configurable"]
-        type_, blob = self.serde.dumps_typed(checkpoint)
-        stored = get_checkpoint_metadata(config, metadata)
-        run_id = stored.get("run_id")
-        return ops.SerializedCheckpoint(
-            thread_id=str(configurable["thread_id"]),
-            checkpoint_ns=configurable.get("checkpoint_ns", ""),
-            checkpoint_id=checkpoint["id"],
-            parent_checkpoint_id=configurable.get("checkpoint_id"),
-            run_id=str(run_id) if run_id is not None else None,
-            type=type_,
-            blob=blob,
-            metadata=json.dumps(stored, ensure_ascii=False, default=str),
-        )
-
-    def _put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str,
-        run: StepCommitter | None,
-    ) -> Operation:
-        return ops.put_writes(
-            self._sql,
-            self._write_rows(config, writes, task_id, task_path),
-            replace=all(channel in WRITES_IDX_MAP for channel, _ in writes),
-            fence=run.fence if run is not None else None,
-        )
-
-    def _write_rows(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str,
-    ) -> WriteRows:
-        configurable = config["configurable"]
-        key = (
-            str(configurable["thread_id"]),
-            str(configurable.get("checkpoint_ns", "")),
-            str(configurable["checkpoint_id"]),
-        )
-        return [
-            (*key, task_id, task_path, WRITES_IDX_MAP.get(channel, idx), channel, *dumped)
-            for idx, (channel, value) in enumerate(writes)
-            for dumped in (self.serde.dumps_typed(value),)
-        ]
-
-
-_RESUME = "__resume__"
-"""LangGraph's channel of resume values (one of its special channels)."""
-assert _RESUME in WRITES_IDX_MAP, "LangGraph renamed its resume channel"
-
-
-def _holds(channel: str) -> bool:
-    """Whether a run's write of ``channel`` is held (``ConsentrySaver.aput_writes``)."""
-    return channel not in WRITES_IDX_MAP or channel == _RESUME
-
-
-def _saved_config(saved: ops.SerializedCheckpoint) -> RunnableConfig:
-    return {
-        "configurable": {
-            "thread_id": saved.thread_id,
-            "checkpoint_ns": saved.checkpoint_ns,
-            "checkpoint_id": saved.checkpoint_id,
-        }
-    }

@@ -1,124 +1,40 @@
-"""The database: one async engine, write transactions, and migrations at start-up.
-
-Two backends, one code path:
-
-- **SQLite** (the default, a file under ``data/``) runs in WAL mode with a 30 s busy timeout, on
-  connections that each belong to one thread (``sqlite_connection``): one writer, taken by one
-  write transaction at a time, and a few readers. Write transactions start with
-  ``BEGIN IMMEDIATE``, so a writer of another process waits on the busy timeout instead of
-  failing halfway through a read-then-write transaction; read transactions stay
-  ``BEGIN DEFERRED`` and never block.
-- **PostgreSQL** (``postgresql://…``, for several replicas) through psycopg 3, ``READ COMMITTED``.
-  Every cross-request invariant is a single-statement compare-and-set or an
-  ``INSERT … ON CONFLICT``, so it holds there as on SQLite. Migrations take an advisory lock, so
-  replicas booting at once against an empty database migrate it once.
-"""
+"""The :class:`Database`: one async engine on PostgreSQL, one writer and a few readers on SQLite,
+each handing out one transaction at a time."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from importlib.resources import files
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
-import psycopg
-import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from psycopg_pool import PoolTimeout
 from sqlalchemy import create_engine, event
-from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import Connection, CursorResult
-from sqlalchemy.engine.interfaces import _CoreAnyExecuteParams
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
-from sqlalchemy.sql.base import Executable
 
-from consentry.storage.direct import (
-    committed_on_postgres,
-    defer_on_postgres,
-    defer_sql_on_postgres,
-    install_postgres_deferral,
-    run_direct_on_postgres,
+from consentry.storage.database._migrations import (
+    MIGRATION_LOCK,
+    SchemaNotCurrentError,
+    _current_revision,
+    _upgrade,
+    head_revision,
 )
+from consentry.storage.database._urls import sqlalchemy_postgres_url
+from consentry.storage.direct import committed_on_postgres, install_postgres_deferral
 from consentry.storage.idle_checks import check_idle_connections
 from consentry.storage.postgres_transactions import postgres_transaction
 from consentry.storage.sqlite_connection import SqliteConnection, SqliteWorker
 
-__all__ = [
-    "BUSY_TIMEOUT_SECONDS",
-    "DATABASE_ERRORS",
-    "MIGRATION_LOCK",
-    "Database",
-    "DbConnection",
-    "SchemaNotCurrentError",
-    "execute",
-    "execute_unread",
-    "head_revision",
-    "is_database_unavailable",
-    "is_duplicate_key",
-    "notify_at_commit",
-]
+__all__ = ["BUSY_TIMEOUT_SECONDS", "Database", "DbConnection"]
 
 BUSY_TIMEOUT_SECONDS = 30.0
-MIGRATION_LOCK = 0x636F6E73656E7472  # "consentr": the advisory lock key of schema changes
 SQLITE_READERS = 2
 """Read connections on SQLite (WAL readers never block each other, nor wait for the writer)."""
 
 DbConnection = AsyncConnection | SqliteConnection
 """A transaction as ``Database.read()`` and ``Database.write()`` hand it out: SQLAlchemy's on
 PostgreSQL, ``SqliteConnection`` on SQLite. The storage modules take either."""
-
-
-_NOTIFY = "SELECT pg_notify(%(channel)s, %(payload)s)"
-
-
-async def notify_at_commit(conn: DbConnection, channel: str, payload: str) -> None:
-    """Tell the listeners of ``channel`` (``runtime.notifications``) once the caller's transaction
-    commits, and not if it rolls back: PostgreSQL's ``NOTIFY``, which every process listening
-    gets (repeats in one transaction are folded into one; the ``pg_notify`` goes with the
-    transaction's next round trip); on SQLite, where one process serves the file, that process's
-    own listeners, right after the commit."""
-    if isinstance(conn, SqliteConnection):
-        if (channel, payload) not in conn.notices:
-            conn.notices.append((channel, payload))
-    elif not defer_sql_on_postgres(conn, _NOTIFY, {"channel": channel, "payload": payload}):
-        await conn.execute(sa.select(sa.func.pg_notify(channel, payload)))
-
-
-async def execute(
-    conn: DbConnection, statement: Executable, parameters: _CoreAnyExecuteParams
-) -> CursorResult[*tuple[Any, ...]]:
-    """Run a statement whose result is read (its rows, its row count). A statement marked
-    ``direct`` runs on the driver, past SQLAlchemy's execution: on SQLite as every statement of a
-    ``SqliteConnection`` does; on PostgreSQL in one message with what the transaction deferred
-    (``direct.run_direct_on_postgres``), without the async engine's greenlet bridge. Either way
-    the result is read as SQLAlchemy's (``direct.BufferedResult``: its rows, its row count)."""
-    result: Any = None
-    if isinstance(conn, AsyncConnection) and isinstance(parameters, Mapping):
-        result = await run_direct_on_postgres(conn, statement, parameters)
-    if result is None:
-        result = await conn.execute(statement, parameters)
-    return cast("CursorResult[*tuple[Any, ...]]", result)
-
-
-async def execute_unread(
-    conn: DbConnection, statement: Executable, parameters: _CoreAnyExecuteParams
-) -> None:
-    """Run a statement whose result nobody reads (no rows, no row count). On SQLite it goes with
-    the transaction's next statement or its commit instead of a call of its own
-    (``SqliteConnection.defer``; in an offloaded transaction, a thread hop saved); on
-    PostgreSQL a statement marked ``direct`` goes in one message with the transaction's next
-    round trip (``direct.defer_on_postgres``), any other is run at once. A deferred failure
-    surfaces there, and the transaction still commits all or nothing."""
-    if isinstance(conn, SqliteConnection):
-        conn.defer(statement, parameters)
-    elif not defer_on_postgres(conn, statement, parameters):
-        await conn.execute(statement, parameters)
 
 
 def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -157,8 +73,8 @@ class Database:
         self._local_listeners: list[Callable[[str, str], None]] = []
         if url.startswith("sqlite:///"):
             self.dialect = "sqlite"
+            # Its folder must exist: ``database_check`` creates one under ``data/`` only.
             path = Path(url.removeprefix("sqlite:///"))
-            path.parent.mkdir(parents=True, exist_ok=True)
             # Each worker holds its connection for the process's life: no pool to check out of.
             # A connection serves its transactions on the loop's thread or on its own
             # (``sqlite_connection``), one at a time: it is not bound to the thread that opened it.
@@ -328,84 +244,3 @@ async def _sqlite_transaction(
     except BaseException:
         conn.end_without_waiting()  # a no-op after a commit that went through
         raise
-
-
-class SchemaNotCurrentError(RuntimeError):
-    """The database was not migrated to this version's schema (and migrating is left to you)."""
-
-
-def head_revision() -> str:
-    """The newest migration this version of Consentry ships."""
-    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
-    assert head is not None
-    return head
-
-
-def _current_revision(connection: Connection) -> str | None:
-    return MigrationContext.configure(connection).get_current_revision()
-
-
-DATABASE_ERRORS: tuple[type[Exception], ...] = (
-    sa_exc.DBAPIError,
-    sa_exc.TimeoutError,
-    psycopg.Error,
-    PoolTimeout,
-)
-"""What the drivers raise; :func:`is_database_unavailable` tells an outage from a bug."""
-
-
-def is_duplicate_key(exc: BaseException) -> bool:
-    """Whether ``exc`` is a unique or primary key that refused a row (both databases), not
-    another constraint (a foreign key, a check, a NOT NULL)."""
-    if not isinstance(exc, sa_exc.IntegrityError):
-        return False
-    cause = exc.orig
-    if isinstance(cause, psycopg.Error):
-        return cause.sqlstate == "23505"  # unique_violation
-    return "UNIQUE constraint failed" in str(cause)  # sqlite3's words for it
-
-
-def is_database_unavailable(exc: BaseException) -> bool:
-    """Whether ``exc`` (or what caused it) says the database cannot be reached or is busy past
-    its timeout, rather than that a statement is wrong: the request may succeed later."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, sa_exc.DBAPIError) and current.connection_invalidated:
-            return True
-        if isinstance(
-            current,
-            sa_exc.OperationalError
-            | sa_exc.InterfaceError
-            | sa_exc.TimeoutError  # no pooled connection came free in time: overloaded
-            | psycopg.OperationalError
-            | PoolTimeout
-            | ConnectionError,
-        ):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
-
-
-def sqlalchemy_postgres_url(url: str) -> str:
-    """``postgresql://…`` (libpq form) → the SQLAlchemy URL for psycopg 3."""
-    scheme, _, rest = url.partition("://")
-    return f"postgresql+psycopg://{rest}" if scheme in ("postgresql", "postgres") else url
-
-
-def libpq_url(url: str) -> str:
-    """The SQLAlchemy form back to what libpq (psycopg's pool, the checkpointer) accepts."""
-    scheme, _, rest = url.partition("://")
-    return f"postgresql://{rest}" if scheme.startswith("postgresql+") else url
-
-
-def alembic_config(connection: Connection | None = None) -> Config:
-    config = Config()
-    config.set_main_option("script_location", str(files("consentry.storage") / "migrations"))
-    config.attributes["connection"] = connection
-    return config
-
-
-def _upgrade(connection: Connection) -> None:
-    command.upgrade(alembic_config(connection), "head")

@@ -1,28 +1,20 @@
-"""What every face does with a request that starts or follows a run, around the run service.
-
-A message, a decision, a retry or a join is one call here: the caller's rate limit is charged
-(only for a request that runs: an idempotent replay is not), its ``Idempotency-Key`` is honoured
-(the first request's run streamed again, or its stored answer), the edits it carries are checked
-against the size limits, and an event stream holds one of the caller's stream slots while it is
-open. The run itself (start, decide, retry, join, replay) is ``runtime.runs.RunService``; how its
-events go out is ``api.streaming``. A second protocol face calls the same operations.
-"""
+"""``RunRequests``: the operations of the run room's face (message, start, queue, follow, retry,
+decide, join, follow a run, follow the approvals), each charged, made idempotent and given a
+stream slot here; what it answers is made by ``_idempotent`` and ``_responses``."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
 
 from consentry.api.limits import check_chat_edits, check_edits
+from consentry.api.run_requests._idempotent import ReplayedRun, S, once, started
+from consentry.api.run_requests._responses import EventResponses, graph_modes
 from consentry.api.sse_response import EventStreamResponse
-from consentry.api.streaming import StreamFace, event_stream
-from consentry.errors import ConflictError, NotFoundError
+from consentry.api.streaming import StreamFace
 from consentry.observability.metrics import Metrics
 from consentry.principal import Principal
 from consentry.runtime.consents import ApprovalFeed, accepted
@@ -32,7 +24,6 @@ from consentry.runtime.guards import (
     OpenStreams,
     RateKind,
     RateLimiter,
-    StartsRun,
     StoredResponse,
     StreamSlots,
     request_fingerprint,
@@ -47,8 +38,6 @@ from consentry.settings import Settings
 __all__ = ["RunRequests", "RunRequestsDep"]
 
 T = TypeVar("T")
-S = TypeVar("S", bound=StartsRun)
-"""What a request that names a run gets back (a run, a queued run): where the run is."""
 
 
 class RunRequests:
@@ -69,11 +58,9 @@ class RunRequests:
         self._idempotency = idempotency
         self._rate_limits = rate_limits
         self._slots = stream_slots
-        self._open_streams = open_streams
         self._metrics = metrics
         self._settings = settings
-        self._cancels: set[asyncio.Future[None]] = set()
-        """Cancels of runs whose client left (``on_disconnect="cancel"``), kept until done."""
+        self._responses = EventResponses(runs=runs, open_streams=open_streams, settings=settings)
 
     @classmethod
     def of(cls, services: Services) -> RunRequests:
@@ -127,8 +114,9 @@ class RunRequests:
         check_chat_edits(self._settings, request)
         kind: RateKind = "decisions" if request.decisions else "messages"
         start = self._charged(owner, kind, partial(self._runs.start, owner, request))
-        return await self._started(
-            owner, start, idempotency_key, route, request.model_dump(mode="json")
+        body = request.model_dump(mode="json")
+        return await started(
+            self._idempotency, self._runs, owner, start, idempotency_key, route, body
         )
 
     async def queue(
@@ -145,7 +133,7 @@ class RunRequests:
         now, its ``Idempotency-Key`` naming the queued run (``add(key=…)`` completes it in the
         transaction that queues it); a repeat gets that run's (thread id, run id)."""
         action = self._charged(owner, kind, add)
-        result = await self._once(owner, idempotency_key, route, body, action)
+        result = await once(self._idempotency, owner, idempotency_key, route, body, action)
         return result if isinstance(result, tuple) else (result.thread_id, result.run_id)
 
     async def follow(
@@ -163,7 +151,7 @@ class RunRequests:
 
         async def follow() -> EventStreamResponse:
             headers = {"X-Thread-Id": thread_id, "X-Run-Id": run_id}
-            return self._response(events, headers, on_close=on_close, face=face)
+            return self._responses.response(events, headers, on_close=on_close, face=face)
 
         return await self._slots.open(owner, follow)
 
@@ -219,9 +207,9 @@ class RunRequests:
 
         async def join() -> EventStreamResponse:
             events = await self._runs.join(
-                owner, thread_id, after_seq=after, graph_modes=_graph_modes(face)
+                owner, thread_id, after_seq=after, graph_modes=graph_modes(face)
             )
-            return self._response(events, {"X-Thread-Id": thread_id}, face=face)
+            return self._responses.response(events, {"X-Thread-Id": thread_id}, face=face)
 
         return await self._slots.open(owner, join)
 
@@ -230,13 +218,15 @@ class RunRequests:
     ) -> EventStreamResponse:
         """One run from its first event, then live while it goes on (the LangGraph SDK's join
         without ``Last-Event-ID``): read from the run's start, not the thread's."""
-        return await self._slots.open(owner, partial(self._replay, owner, thread_id, run_id, face))
+        return await self._slots.open(
+            owner, partial(self._responses.replay, owner, thread_id, run_id, face)
+        )
 
     async def follow_approvals(self, owner: Principal, *, after: int | None) -> EventStreamResponse:
         """The caller's approvals as they change (after the cursor ``after``)."""
 
         async def follow() -> EventStreamResponse:
-            return self._response(self._feed.follow(owner, after=after), {})
+            return self._responses.response(self._feed.follow(owner, after=after), {})
 
         return await self._slots.open(owner, follow)
 
@@ -281,150 +271,16 @@ class RunRequests:
         face: StreamFace | None,
         cancel_on_disconnect: bool,
     ) -> EventStreamResponse:
-        run = await self._started(owner, start, idempotency_key, route, body)
-        if not isinstance(run.events, _ReplayedRun):
+        run = await started(
+            self._idempotency, self._runs, owner, start, idempotency_key, route, body
+        )
+        if not isinstance(run.events, ReplayedRun):
             if cancel_on_disconnect:
-                return self._cancelled_on_disconnect(owner, run, face)
-            return self._run_response(run, face)
+                return self._responses.cancelled_on_disconnect(owner, run, face)
+            return self._responses.run_response(run, face)
         self._metrics.stream_replayed("idempotent")
         replayed = {"Idempotent-Replayed": "true"}
-        return await self._replay(owner, run.thread_id, run.run_id, face, replayed)
-
-    async def _replay(
-        self,
-        owner: Principal,
-        thread_id: str,
-        run_id: str,
-        face: StreamFace | None,
-        headers: dict[str, str] | None = None,
-    ) -> EventStreamResponse:
-        """``run_id``'s events from its first (and those of the runs that continue it after a
-        crash), live while it goes on."""
-        events = await self._runs.replay(owner, thread_id, run_id, graph_modes=_graph_modes(face))
-        ids = {"X-Thread-Id": thread_id, "X-Run-Id": run_id}
-        return self._response(events, {**ids, **(headers or {})}, face=face)
-
-    async def _started(
-        self,
-        owner: Principal,
-        start: Callable[[KeyHold | None], Awaitable[ActiveRun]],
-        idempotency_key: str | None,
-        route: str,
-        body: dict[str, Any],
-    ) -> ActiveRun:
-        """The run ``start`` starts, or (an ``Idempotency-Key`` used before for the same route
-        and body) the one the first request started, its events replayed."""
-        result = await self._once(owner, idempotency_key, route, body, start)
-        if isinstance(result, ActiveRun):
-            return result
-        thread_id, run_id = result
-        return ActiveRun(thread_id, run_id, _ReplayedRun(self._runs, owner, thread_id, run_id))
-
-    async def _once(
-        self,
-        owner: Principal,
-        idempotency_key: str | None,
-        route: str,
-        body: dict[str, Any],
-        action: Callable[[KeyHold | None], Awaitable[S]],
-    ) -> S | tuple[str, str]:
-        """``action`` once per ``Idempotency-Key`` (for the same route and body): its result,
-        or, for a repeat, the (thread id, run id) the first request's run had."""
-        if idempotency_key is None:
-            return await action(None)
-        result = await self._idempotency.run(
-            owner,
-            idempotency_key,
-            request_fingerprint(route, body),
-            action,
-            lambda thread_id, run_id: StoredResponse(200, None, thread_id, run_id),
-        )
-        if not isinstance(result, StoredResponse):
-            return result
-        assert result.thread_id is not None
-        assert result.run_id is not None
-        return result.thread_id, result.run_id
-
-    def _cancelled_on_disconnect(
-        self, owner: Principal, run: ActiveRun, face: StreamFace | None
-    ) -> EventStreamResponse:
-        """``run``'s events; a client gone before its ``final`` cancels it (a cancel that comes
-        after the run's end is refused by its run id, and changes nothing)."""
-        ended = False
-        listened = run.events.listen(graph_modes=_graph_modes(face))  # now: see _run_response
-
-        async def events() -> AsyncIterator[OutgoingEvent]:
-            nonlocal ended
-            async for event in listened:
-                ended = ended or event.type == "final"
-                yield event
-
-        def on_close() -> None:
-            run.events.detach()
-            if not ended:
-                cancel = asyncio.ensure_future(self._cancel_quietly(owner, run))
-                self._cancels.add(cancel)
-                cancel.add_done_callback(self._cancels.discard)
-
-        headers = {"X-Thread-Id": run.thread_id, "X-Run-Id": run.run_id}
-        return self._response(events(), headers, on_close=on_close, face=face)
-
-    async def _cancel_quietly(self, owner: Principal, run: ActiveRun) -> None:
-        with contextlib.suppress(ConflictError, NotFoundError):  # it ended, or was deleted
-            await self._runs.cancel(owner, run.thread_id, run_id=run.run_id)
-
-    def _run_response(self, run: ActiveRun, face: StreamFace | None) -> EventStreamResponse:
-        headers = {"X-Thread-Id": run.thread_id, "X-Run-Id": run.run_id}
-        # ``listen`` is called before anything awaits: the face's wish for LangGraph's outputs
-        # reaches the run before its task starts (``RunEventStream.listen``). The run goes on
-        # without a listener when the client goes away.
-        events = run.events.listen(graph_modes=_graph_modes(face))
-        return self._response(events, headers, on_close=run.events.detach, face=face)
-
-    def _response(
-        self,
-        events: AsyncIterator[OutgoingEvent],
-        headers: dict[str, str],
-        on_close: Callable[[], None] | None = None,
-        face: StreamFace | None = None,
-    ) -> EventStreamResponse:
-        if face is not None:
-            headers = {**headers, **face.headers(headers["X-Thread-Id"], headers.get("X-Run-Id"))}
-        return event_stream(
-            events,
-            keepalive_seconds=self._settings.keepalive_seconds,
-            open_streams=self._open_streams,
-            headers=headers,
-            on_close=on_close,
-            frames=face.frames if face is not None else None,
-        )
-
-
-@dataclass(frozen=True)
-class _ReplayedRun:
-    """The events of a run an earlier request with the same ``Idempotency-Key`` started."""
-
-    runs: RunService
-    owner: Principal
-    thread_id: str
-    run_id: str
-
-    async def listen(
-        self, *, graph_modes: frozenset[str] = frozenset()
-    ) -> AsyncIterator[OutgoingEvent]:
-        replayed = await self.runs.replay(
-            self.owner, self.thread_id, self.run_id, graph_modes=graph_modes
-        )
-        async for event in replayed:
-            yield event
-
-    def detach(self) -> None:
-        """Nothing to stop: the run was never this request's."""
-
-
-def _graph_modes(face: StreamFace | None) -> frozenset[str]:
-    """LangGraph's outputs after each step the face sends (``/v1``'s, ``face=None``: none)."""
-    return face.graph_modes if face is not None else frozenset()
+        return await self._responses.replay(owner, run.thread_id, run.run_id, face, replayed)
 
 
 async def _run_requests(request: Request) -> RunRequests:

@@ -1,0 +1,21 @@
+"""What every face does with a request that starts or follows a run, around the run service.
+
+A message, a decision, a retry or a join is one call here: the caller's rate limit is charged
+(only for a request that runs: an idempotent replay is not), its ``Idempotency-Key`` is honoured
+(the first request's run streamed again, or its stored answer), the edits it carries are checked
+against the size limits, and an event stream holds one of the caller's stream slots while it is
+open. The run itself (start, decide, retry, join, replay) is ``runtime.runs.RunService``; how its
+events go out is ``api.streaming``. A second protocol face calls the same operations.
+
+Public: :class:`RunRequests` (made once with the services, ``app``) and :data:`RunRequestsDep`,
+which a route depends on. Private: ``_requests`` holds the class and its operations,
+``_idempotent`` a request's ``Idempotency-Key`` (its action once; for a repeat, the first run's
+events replayed), ``_responses`` how the events go out (a face's headers, frames and graph
+outputs; a run cancelled when its client leaves).
+"""
+
+from __future__ import annotations
+
+from consentry.api.run_requests._requests import RunRequests, RunRequestsDep
+
+__all__ = ["RunRequests", "RunRequestsDep"]

@@ -1,0 +1,52 @@
+"""Threads: creating, reading, listing, searching and deleting a caller's threads, their
+client's metadata, and the model tokens they used.
+
+A thread's run-related columns (status, active run, lease, seq) belong to ``storage.leases``;
+its runs to ``storage.runs``; its stored events to ``storage.events``.
+
+The row and its summary (``_records``: :class:`ThreadRecord`, :data:`MetadataValue`,
+:func:`summarize`), the reads (``_reads``: get, list, search, whether an id is taken), the
+writes (``_writes``: create, metadata, graph, title, note, delete) and the token totals
+(``_usage``) are private modules.
+"""
+
+from __future__ import annotations
+
+from consentry.storage.threads._reads import (
+    get_thread,
+    get_thread_or_taken,
+    list_threads,
+    search_threads,
+    thread_id_taken,
+)
+from consentry.storage.threads._records import MetadataValue, ThreadRecord, summarize
+from consentry.storage.threads._usage import add_tenant_usage, token_usage
+from consentry.storage.threads._writes import (
+    bind_graph,
+    create_thread,
+    delete_thread,
+    insert_thread_unless_taken,
+    remember_note,
+    set_first_title,
+    set_metadata,
+)
+
+__all__ = [
+    "MetadataValue",
+    "ThreadRecord",
+    "add_tenant_usage",
+    "bind_graph",
+    "create_thread",
+    "delete_thread",
+    "get_thread",
+    "get_thread_or_taken",
+    "insert_thread_unless_taken",
+    "list_threads",
+    "remember_note",
+    "search_threads",
+    "set_first_title",
+    "set_metadata",
+    "summarize",
+    "thread_id_taken",
+    "token_usage",
+]

@@ -1,0 +1,184 @@
+"""Reading threads: one of an owner's (or whether another owner's has its id), an owner's list,
+and a search by status, last reason, graph, ids and metadata. A thread whose consents all
+expired reads ``idle``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+import sqlalchemy as sa
+
+from consentry.errors import NotFoundError
+from consentry.principal import Principal
+from consentry.schemas.events import TerminalReason
+from consentry.schemas.threads import ThreadStatus, ThreadSummary
+from consentry.storage.approvals import live_at
+from consentry.storage.database import DbConnection, execute
+from consentry.storage.direct import direct
+from consentry.storage.tables import approvals, threads
+from consentry.storage.threads._records import (
+    _COLUMNS,
+    MetadataValue,
+    ThreadRecord,
+    summarize,
+)
+
+
+async def thread_id_taken(conn: DbConnection, thread_id: str) -> bool:
+    """Whether any thread, of any owner, has this id."""
+    found = await conn.scalar(sa.select(threads.c.id).where(threads.c.id == thread_id))
+    return found is not None
+
+
+# Statements on the path of every run are built once (SQLAlchemy then reuses their compiled
+# form and cache key); they take their values as bound parameters.
+_GET_THREAD = direct(
+    sa.select(*_COLUMNS).where(
+        threads.c.id == sa.bindparam("p_id"),
+        threads.c.tenant == sa.bindparam("p_tenant"),
+        threads.c.user_id == sa.bindparam("p_user"),
+    )
+)
+
+
+_GET_ANY_THREAD = direct(sa.select(*_COLUMNS).where(threads.c.id == sa.bindparam("p_id")))
+
+
+def _owner_params(owner: Principal, thread_id: str) -> dict[str, str]:
+    return {"p_id": thread_id, "p_tenant": owner.tenant, "p_user": owner.user}
+
+
+async def get_thread(conn: DbConnection, owner: Principal, thread_id: str) -> ThreadRecord:
+    row = (await execute(conn, _GET_THREAD, _owner_params(owner, thread_id))).first()
+    if row is None:
+        raise NotFoundError.of("thread", thread_id)
+    return ThreadRecord(*row)
+
+
+async def get_thread_or_taken(
+    conn: DbConnection, owner: Principal, thread_id: str
+) -> ThreadRecord | bool:
+    """The owner's thread ``thread_id``; else whether another owner's thread has the id (one
+    statement, for a thread a client names to create it)."""
+    row = (await execute(conn, _GET_ANY_THREAD, {"p_id": thread_id})).first()
+    if row is None:
+        return False
+    record = ThreadRecord(*row)
+    return record if (record.tenant, record.user_id) == (owner.tenant, owner.user) else True
+
+
+async def list_threads(
+    conn: DbConnection,
+    owner: Principal,
+    *,
+    limit: int,
+    now: datetime,
+    note_id: str | None = None,
+    project_id: str | None = None,
+) -> list[ThreadSummary]:
+    """The owner's threads (about ``note_id``, in ``project_id``, when given), newest activity
+    first. A thread whose consents all expired reads ``idle``, as in the thread's own detail."""
+    status = _status_at(now)
+    query = _owned(owner, status)
+    if note_id is not None:
+        query = query.where(threads.c.note_id == note_id)
+    if project_id is not None:
+        query = query.where(threads.c.project_id == project_id)
+    rows = await conn.execute(query.order_by(threads.c.updated_at.desc()).limit(limit))
+    return [summarize(ThreadRecord(*row)) for row in rows]
+
+
+def _status_at(now: datetime) -> sa.ColumnElement[str]:
+    """The thread's status as a reader sees it at ``now``: ``awaiting_consent`` only while one
+    of its consents is live, else ``idle``."""
+    live_consent = (
+        sa.exists()
+        .where(
+            approvals.c.thread_id == threads.c.id,
+            approvals.c.status == "pending",
+            live_at(now),
+        )
+        .correlate(threads)
+    )
+    return sa.case(
+        (sa.and_(threads.c.status == "awaiting_consent", ~live_consent), "idle"),
+        else_=threads.c.status,
+    ).label("status")
+
+
+def _owned(owner: Principal, status: sa.ColumnElement[str]) -> sa.Select[Any]:
+    columns = [status if column.name == "status" else column for column in _COLUMNS]
+    return sa.select(*columns).where(
+        threads.c.tenant == owner.tenant, threads.c.user_id == owner.user
+    )
+
+
+async def search_threads(
+    conn: DbConnection,
+    owner: Principal,
+    *,
+    now: datetime,
+    limit: int,
+    offset: int = 0,
+    status: ThreadStatus | None = None,
+    last_reason_in: Sequence[TerminalReason] | None = None,
+    last_reason_not_in: Sequence[TerminalReason] | None = None,
+    graph: str | None = None,
+    ids: Sequence[str] | None = None,
+    metadata: Mapping[str, MetadataValue] | None = None,
+    order_by: Literal["created_at", "updated_at", "thread_id"] = "updated_at",
+    descending: bool = True,
+) -> list[ThreadRecord]:
+    """The owner's threads that match every filter given, with their status as
+    :func:`list_threads` reads it (``status`` filters on that one). ``metadata``: each key's
+    value equals the one given."""
+    current = _status_at(now)
+    query = _owned(owner, current)
+    if status is not None:
+        query = query.where(current == status)
+    if last_reason_in is not None:
+        query = query.where(threads.c.last_reason.in_(list(last_reason_in)))
+    if last_reason_not_in is not None:
+        query = query.where(
+            sa.or_(
+                threads.c.last_reason.is_(None),
+                threads.c.last_reason.not_in(list(last_reason_not_in)),
+            )
+        )
+    if graph is not None:
+        query = query.where(threads.c.graph == graph)
+    if ids is not None:
+        query = query.where(threads.c.id.in_(list(ids)))
+    for key, value in (metadata or {}).items():
+        query = query.where(_metadata_equals(conn.dialect.name, key, value))
+    column = threads.c.id if order_by == "thread_id" else threads.c[order_by]
+    query = query.order_by(column.desc() if descending else column.asc(), threads.c.id)
+    rows = await conn.execute(query.limit(limit).offset(offset))
+    return [ThreadRecord(*row) for row in rows]
+
+
+def _metadata_equals(dialect: str, key: str, value: MetadataValue) -> sa.ColumnElement[bool]:
+    """The metadata's ``key`` holds ``value``: the same JSON type (text, number, boolean) and
+    value. SQLite's ``json_type`` and ``json_extract``, PostgreSQL's ``json_typeof`` and ``->>``
+    (a number compared as ``numeric`` only when it is one). Keys hold no ``"``
+    (``schemas.sdk``)."""
+    column = threads.c.metadata
+    kind = "boolean" if isinstance(value, bool) else "text" if isinstance(value, str) else "number"
+    if dialect == "postgresql":
+        typeof = sa.func.json_typeof(column.op("->")(key))
+        text = column.op("->>")(key)
+        if kind == "boolean":
+            return sa.and_(typeof == "boolean", text == ("true" if value else "false"))
+        if kind == "text":
+            return sa.and_(typeof == "string", text == value)
+        return sa.case((typeof == "number", sa.cast(text, sa.Numeric) == value), else_=sa.false())
+    path = f'$."{key}"'
+    sqlite_type = sa.func.json_type(column, path)
+    if kind == "boolean":
+        return sqlite_type == ("true" if value else "false")
+    extracted = sa.func.json_extract(column, path)
+    if kind == "text":
+        return sa.and_(sqlite_type == "text", extracted == value)
+    return sa.and_(sqlite_type.in_(["integer", "real"]), extracted == value)
