@@ -227,10 +227,16 @@ by ``make test``, never by ``make run``). Installed, each registers itself throu
 TOOL_ENTRY_POINTS = "consentry.commands"
 
 
-def _add_tool_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_tool_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], argv: list[str]
+) -> None:
     """The installed tools' commands; for a tool that is not installed, a command that says how
-    to get it."""
-    installed = {found.name: found for found in entry_points(group=TOOL_ENTRY_POINTS)}
+    to get it. The installed ones are looked up (about 50 ms: every package's entry points are
+    read) only for a tool's command or the help, not when ``argv`` runs another command."""
+    first = argv[0] if argv else None
+    looked_up = first in TOOL_COMMANDS or first is None or first.startswith("-")
+    found = entry_points(group=TOOL_ENTRY_POINTS) if looked_up else ()
+    installed = {entry.name: entry for entry in found}
     for _, add_command in sorted(installed.items()):
         add_command.load()(commands)  # registers only: a command imports what it runs
     for name, summary in TOOL_COMMANDS.items():
@@ -274,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     db_commands = db.add_subparsers(dest="db_command", required=True)
     db_commands.add_parser("upgrade", help="apply migrations").set_defaults(run=_db_upgrade)
     _add_client_commands(commands)
-    _add_tool_commands(commands)
+    argv = sys.argv[1:] if argv is None else argv
+    _add_tool_commands(commands, argv)
     args, unknown = parser.parse_known_args(argv)
     if unknown and not getattr(args, "takes_any_options", False):
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")  # as parse_args says it

@@ -63,7 +63,7 @@ class Services:
     clock: Clock
     notifications: EventNotifications
     open_streams: OpenStreams
-    """The event streams being sent; the ones still open after a shutdown's grace period end."""
+    """The event streams being sent, which a shutdown ends at once with a reconnect hint."""
     readiness: Readiness
     metrics: Metrics
     rate_limits: RateLimiter

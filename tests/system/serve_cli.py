@@ -25,12 +25,8 @@ STARTED = re.compile(
 
 
 def says_stopped(log: bytes) -> bool:
-    """Whether the last line of ``log`` (stderr, not a terminal) says the server stopped: a JSON
-    record of its log, or one plain line when it stopped before its log was set up."""
-    last = log.decode().splitlines()[-1]
-    if last == "consentry: stopped":
-        return True
-    record = json.loads(last)
+    """Whether the last line of ``log`` (stderr as JSON lines) is the server's "stopped"."""
+    record = json.loads(log.decode().splitlines()[-1])
     return (record["level"], record["logger"], record["message"]) == (
         "info",
         "consentry",

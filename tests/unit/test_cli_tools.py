@@ -36,3 +36,15 @@ def test_the_installed_tools_register_their_own_commands(
         main(["bench", "--help"])
 
     assert "--concurrency" in capsys.readouterr().out  # the tool's own options, not the stand-in
+
+
+def test_another_command_does_not_look_the_tools_up(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def looked_up(group: str) -> EntryPoints:
+        raise AssertionError(f"entry points of {group} read for `consentry schema`")
+
+    monkeypatch.setattr(consentry.cli, "entry_points", looked_up)
+
+    assert main(["schema"]) == 0
+    assert capsys.readouterr().out.startswith("{")

@@ -11,10 +11,9 @@ cancel scope per frame). A second task per stream does everything that is not a 
 The end of the body is sent by the response itself once both tasks are over, so nothing can
 follow it, and ``on_close`` runs however the stream ended (even if its frames never started).
 
-The server's shutdown does not pass through here: runs stop at their next step boundary and their
-streams end on their own with a reconnect hint. :class:`OpenStreams` ends whatever is still open
-after the grace period, with the same hint (``OpenStreams.end_all``), including a stream that
-has not sent its first frame yet.
+The server's shutdown does not pass through here: as soon as it is asked, :class:`OpenStreams`
+ends every open stream with a reconnect hint (``OpenStreams.end_all``), including a stream that
+has not sent its first frame yet, while runs stop at their next step boundary.
 
 Two ``send`` calls can overlap only when a keep-alive comes while a frame waits for a slow client
 to read; each call writes whole frames, so the client never sees one cut into another.

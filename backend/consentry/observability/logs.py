@@ -132,9 +132,9 @@ def logging_config(
         "root": {"handlers": ["stderr"], "level": level.upper()},
         "loggers": {
             "uvicorn": {"handlers": [], "propagate": True},
-            # A filter, not a level: uvicorn sets its loggers' levels itself, after this.
+            # Filters, not levels: uvicorn sets its loggers' levels itself, after this.
             "uvicorn.error": {"handlers": [], "propagate": True, "filters": ["chatter"]},
-            "alembic": {"handlers": [], "propagate": True, "level": shown},
+            "alembic.runtime.migration": {"propagate": True, "filters": ["chatter"]},
             "uvicorn.access": {"handlers": [], "propagate": False, "level": "WARNING"},
         },
     }

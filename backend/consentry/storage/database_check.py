@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,9 +95,8 @@ def _check_sqlite(path: Path) -> DatabaseCheck:
 
 def _require_sqlite_file(path: Path) -> None:
     try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as connection:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as connection:
             connection.execute("PRAGMA schema_version").fetchone()
-        connection.close()
     except sqlite3.DatabaseError as exc:
         raise DatabaseSettingError(
             f"{_SETTING}: {path} cannot be opened as a SQLite database ({exc}); point the "

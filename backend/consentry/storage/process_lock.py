@@ -24,11 +24,11 @@ class DatabaseInUseError(RuntimeError):
 @contextmanager
 def serving_lock(database: Path | None) -> Iterator[None]:
     """Hold the SQLite file for this process; on PostgreSQL (``None``) there is nothing to hold:
-    replicas share the database, and leases keep their runs apart."""
+    replicas share the database, and leases keep their runs apart. The file's folder must exist
+    (``database_check`` creates it under ``data/`` only, and refuses it elsewhere)."""
     if database is None:
         yield
         return
-    database.parent.mkdir(parents=True, exist_ok=True)
     lock_path = database.with_name(f"{database.name}.lock")
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     try:

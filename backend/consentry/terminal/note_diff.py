@@ -13,7 +13,7 @@ import re
 
 from consentry.terminal.palette import Palette
 
-__all__ = ["CONTEXT_LINES", "render_note_change"]
+__all__ = ["CONTEXT_LINES", "removed_line_count", "render_note_change"]
 
 CONTEXT_LINES = 3
 _WORDS = re.compile(r"\s+|\w+|[^\w\s]")
@@ -25,7 +25,7 @@ def render_note_change(
     """``base`` → ``proposed`` as hunks, under ``--- old_header`` and ``+++ new_header``."""
     old, new = base.splitlines(), proposed.splitlines()
     out = [palette.bold(f"--- {old_header}"), palette.bold(f"+++ {new_header}")]
-    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    matcher = _line_matcher(old, new)
     shown = 0  # lines of the base shown or folded so far
     for group in matcher.get_grouped_opcodes(CONTEXT_LINES):
         first = group[0][1]
@@ -44,6 +44,17 @@ def render_note_change(
     if len(old) > shown and shown:
         out.append(_folded(len(old) - shown, palette))
     return "\n".join(out)
+
+
+def removed_line_count(base: str, proposed: str) -> int:
+    """How many lines of ``base`` the change to ``proposed`` removes (or replaces): the ``-``
+    lines :func:`render_note_change` shows."""
+    matcher = _line_matcher(base.splitlines(), proposed.splitlines())
+    return sum(i2 - i1 for tag, i1, i2, _, _ in matcher.get_opcodes() if tag != "equal")
+
+
+def _line_matcher(old: list[str], new: list[str]) -> difflib.SequenceMatcher[str]:
+    return difflib.SequenceMatcher(a=old, b=new, autojunk=False)
 
 
 def _folded(count: int, palette: Palette) -> str:

@@ -7,7 +7,6 @@ and nowhere else. Colours are ANSI SGR codes, and only when the :class:`Palette`
 from __future__ import annotations
 
 import contextlib
-import difflib
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -18,7 +17,7 @@ from consentry.schemas.approvals import RecordedDecision
 from consentry.schemas.events import ToolCallEvent, ToolResultEvent
 from consentry.terminal.answers import QUESTION_KEYS, question_of
 from consentry.terminal.errors import ApiError, ClientError
-from consentry.terminal.note_diff import render_note_change
+from consentry.terminal.note_diff import removed_line_count, render_note_change
 from consentry.terminal.palette import Palette
 
 __all__ = [
@@ -97,7 +96,7 @@ def removal_notice(yours: object, base: str, proposed: str, palette: Palette) ->
     """When a note edit removes lines, whose, said plainly above its diff (as the web app's card
     does): the lines a person wrote or changed (``person_lines_removed``), or only the tutor's own
     earlier lines; None when it removes nothing."""
-    removed = _removed_lines(base, proposed)
+    removed = removed_line_count(base, proposed)
     if isinstance(yours, int) and yours > 0:
         return palette.bold(
             palette.red(
@@ -112,11 +111,6 @@ def removal_notice(yours: object, base: str, proposed: str, palette: Palette) ->
             f"This rewrites {_lines(removed)} the tutor wrote earlier; every line you wrote stays."
         )
     return palette.yellow(f"This removes {_lines(removed)} of your note.")
-
-
-def _removed_lines(base: str, proposed: str) -> int:
-    diff = difflib.ndiff(base.splitlines(), proposed.splitlines())
-    return sum(line.startswith("- ") for line in diff)
 
 
 def _lines(count: int) -> str:
