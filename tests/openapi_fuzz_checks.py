@@ -18,7 +18,7 @@ REQUEST_MODEL_CODES = frozenset(
     {"request_invalid", "malformed_json", "empty_message", "unknown_decision"}
 )
 """The codes of a 422 that says the request does not match the request models
-(backend/consentry/api/request_errors.py)."""
+(backend/consentry/api/http/request_errors.py)."""
 
 
 @schemathesis.check

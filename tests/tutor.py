@@ -14,8 +14,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from consentry_graphs.consent import ConsentDecision, ConsentRequest, InMemoryEffectLedger, Outcome
+from consentry_graphs.context import GraphContext, NoteSnapshot
 from consentry_graphs.models.offline import OfflineChatModel
-from consentry_graphs.services import GraphContext, NoteSnapshot
 from consentry_graphs.tutor.graph import build_tutor_graph
 from consentry_graphs.tutor.memory_notes import InMemoryNotesStore
 

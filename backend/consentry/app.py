@@ -17,41 +17,38 @@ from pydantic import TypeAdapter
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount
 
-from consentry.api import (
-    agui,
-    api_docs,
-    approval_feed,
-    approvals,
-    chat,
-    consent_kinds,
-    graphs,
-    health,
-    me,
-    metrics,
-    notes,
-    threads,
-    web,
-)
-from consentry.api.cors import cors_options
-from consentry.api.deps import authenticate, needs_principal, request_api_key
-from consentry.api.request_errors import request_error
-from consentry.api.request_ids import RequestIds
+from consentry.api import agui, api_docs, health, metrics, web
+from consentry.api.http.body_limit import RequestBodyLimits
+from consentry.api.http.cors import cors_options
+from consentry.api.http.deps import authenticate, needs_principal, request_api_key
+from consentry.api.http.request_errors import request_error
+from consentry.api.http.request_ids import RequestIds
+from consentry.api.http.url_text import UnstorableTextInUrl
 from consentry.api.run_requests import RunRequests
 from consentry.api.sdk import assistants as sdk_assistants
 from consentry.api.sdk import open_run_queue
 from consentry.api.sdk import run_records as sdk_run_records
 from consentry.api.sdk import runs as sdk_runs
 from consentry.api.sdk import threads as sdk_threads
+from consentry.api.v1 import (
+    approval_feed,
+    approvals,
+    chat,
+    consent_kinds,
+    graphs,
+    me,
+    notes,
+    threads,
+)
 from consentry.errors import ConsentryError, UnauthorizedError
 from consentry.observability.tracing import Tracing, TracingMiddleware
 from consentry.runtime.clock import Clock, utc_now
-from consentry.runtime.guards import RequestBodyLimits, UnstorableTextInUrl
 from consentry.schemas.approvals import ApprovalChange, ApprovalsReady
 from consentry.schemas.errors import ErrorBody, ErrorDetail
 from consentry.schemas.events import EVENT_ADAPTER
 from consentry.services import open_services
 from consentry.settings import Settings
-from consentry.storage.database import DATABASE_ERRORS, is_database_unavailable
+from consentry.storage.db.database import DATABASE_ERRORS, is_database_unavailable
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter

@@ -96,8 +96,8 @@ def _schema(_: argparse.Namespace) -> int:
 
 def _db_upgrade(_: argparse.Namespace) -> int:
     from consentry.settings import Settings
-    from consentry.storage.database import Database
-    from consentry.storage.database_check import DatabaseSettingError, check_database
+    from consentry.storage.db.database import Database
+    from consentry.storage.db.database_check import DatabaseSettingError, check_database
 
     settings = Settings()
     try:

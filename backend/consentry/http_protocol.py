@@ -30,9 +30,9 @@ header took 4.7 s and stalled every other request), and a partial head or body w
   kernel reset the connection, and the client could lose the answer before reading it).
 
 The access log: a head refused before the app saw it gets its own line
-(``api.request_ids.log_refused_head``). When the app has the request (a body timed out or
+(``api.http.request_ids.log_refused_head``). When the app has the request (a body timed out or
 malformed, a connection lost before the response was complete), the protocol says so in the
-request's scope (``api.request_ids.SERVER_REPORT``) and the app's line reports it.
+request's scope (``api.http.request_ids.SERVER_REPORT``) and the app's line reports it.
 
 Cost: per read, a clock read and a few comparisons; per request a few attribute updates and no
 timer. One timer per connection watches the phase it is in; it is armed when a head or a body is
@@ -55,7 +55,7 @@ from uvicorn.protocols.http.httptools_impl import (
 )
 from uvicorn.server import ServerState
 
-from consentry.api.request_ids import SERVER_REPORT, Outcome, log_refused_head
+from consentry.api.http.request_ids import SERVER_REPORT, Outcome, log_refused_head
 from consentry.errors import (
     BadRequestError,
     ConsentryError,
@@ -374,6 +374,6 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
 
 def _report(cycle: RequestResponseCycle, report: dict[object, object]) -> None:
-    """Tell the app's access line (``api.request_ids``) what the server did; the first word
+    """Tell the app's access line (``api.http.request_ids``) what the server did; the first word
     stands."""
     cycle.scope.setdefault("extensions", {}).setdefault(SERVER_REPORT, report)

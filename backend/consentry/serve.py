@@ -3,7 +3,7 @@
 Everything that stops start-up before the server binds is one sentence on stderr and exit code 2
 (bad settings, an unsafe combination such as a public address without API keys, a bad
 ``CONSENTRY_GRAPHS`` entry or ``--config`` file, a database that cannot be used
-(``storage.database_check``), a SQLite file another server holds), never a traceback or
+(``storage.db.database_check``), a SQLite file another server holds), never a traceback or
 pydantic's dump. Once the server listens, one line on stdout gives its URL; logs go to stderr, as
 text on a terminal and as JSON lines otherwise (``CONSENTRY_LOG_FORMAT=auto``, the default). The
 start-up logs three lines (the database, the model, the graphs); uvicorn's and the migrations'
@@ -67,8 +67,8 @@ def serve_command(
     from consentry.observability.logs import logging_config
     from consentry.runtime.runs import SHUTDOWN_GRACE_SECONDS
     from consentry.settings import Settings
-    from consentry.storage.database_check import DatabaseSettingError, check_database
-    from consentry.storage.process_lock import DatabaseInUseError, serving_lock
+    from consentry.storage.db.database_check import DatabaseSettingError, check_database
+    from consentry.storage.db.process_lock import DatabaseInUseError, serving_lock
     from consentry_graphs.registry import GraphLoadError, load_graphs
 
     try:
@@ -125,7 +125,7 @@ def serve_command(
         log_config=logging_config(
             level=log_level, log_format=log_format_for(settings.log_format, sys.stderr)
         ),
-        access_log=False,  # one line per request comes from api.request_ids, with its ids
+        access_log=False,  # one line per request comes from api.http.request_ids, with its ids
         timeout_graceful_shutdown=int(SHUTDOWN_GRACE_SECONDS * 2),
     )
     server = _AnnouncedServer(server_config, summary=summary)

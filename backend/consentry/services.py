@@ -13,6 +13,7 @@ from langchain_core.language_models import BaseChatModel
 from consentry.exit_signals import forwarding_exit_signals
 from consentry.observability.metrics import Metrics
 from consentry.observability.tracing import Tracing
+from consentry.runtime.assistants import Assistants
 from consentry.runtime.clock import Clock, utc_now
 from consentry.runtime.consents import ApprovalFeed, ApprovalInbox, ExpiryAlarm, ExpirySweeper
 from consentry.runtime.guards import (
@@ -27,7 +28,6 @@ from consentry.runtime.notes import NotesService, SampleNote, read_sample_notes
 from consentry.runtime.readiness import BackgroundTask, Readiness
 from consentry.runtime.replicas import EventNotifications
 from consentry.runtime.runs import (
-    Assistants,
     RunExecutor,
     RunLimits,
     RunRecords,
@@ -39,8 +39,8 @@ from consentry.runtime.runs import (
 )
 from consentry.settings import Settings
 from consentry.storage.checkpoints import open_checkpointer
-from consentry.storage.database import Database
-from consentry.storage.process_lock import serving_lock
+from consentry.storage.db.database import Database
+from consentry.storage.db.process_lock import serving_lock
 from consentry_graphs.models import build_chat_model
 from consentry_graphs.registry import GraphSpec, build_graphs, load_graphs
 
@@ -191,7 +191,6 @@ async def _open(
             expiry.start()
             takeover = RunTakeover(
                 db=db,
-                executor=executor,
                 runs=runs,
                 clock=clock,
                 lease_seconds=settings.lease_seconds,

@@ -9,7 +9,7 @@ prove that the checks catch it. Nothing in the product imports this module.
 from __future__ import annotations
 
 from consentry.storage.checkpoints import ConsentrySaver
-from consentry.storage.database import Database, DbConnection, libpq_url
+from consentry.storage.db.database import Database, DbConnection, libpq_url
 from consentry.storage.tables import (
     approvals,
     audit,

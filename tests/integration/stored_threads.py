@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from consentry.principal import Principal
-from consentry.storage.database import DbConnection
+from consentry.storage.db.database import DbConnection
 from consentry.storage.threads import create_thread
 
 __all__ = ["add_thread"]

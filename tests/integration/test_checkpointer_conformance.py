@@ -16,7 +16,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
 from consentry.storage.checkpoints import ConsentrySaver
-from consentry.storage.database import Database
+from consentry.storage.db.database import Database
 
 
 async def test_consentry_saver_passes_langgraph_conformance_suite(db_url: str) -> None:

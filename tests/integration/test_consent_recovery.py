@@ -13,7 +13,7 @@ import pytest
 from consentry.app import create_app
 from consentry.runtime.clock import utc_now
 from consentry.runtime.runs import RunService
-from consentry.runtime.runs import _graph_stream as graph_stream_module
+from consentry.runtime.runs.execute import _graph_stream as graph_stream_module
 from consentry.schemas.events import ConsentEvent
 from consentry.settings import Settings
 from consentry_graphs.examples.parallel_consents import OUTBOX

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from consentry.runtime.runs import RunExecutor
-from consentry.runtime.runs._run_store import RunStore
+from consentry.runtime.runs.execute._run_store import RunStore
 from consentry.schemas.events import (
     ConsentEvent,
     ErrorEvent,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from consentry.storage.database_check import DatabaseCheck, DatabaseSettingError, check_database
+from consentry.storage.db.database_check import DatabaseCheck, DatabaseSettingError, check_database
 from tests.postgres import PostgresCluster
 
 

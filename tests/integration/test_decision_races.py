@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from consentry.runtime.runs import _executor as executor_module
+from consentry.runtime.runs.execute import _executor as executor_module
 from consentry.schemas.events import ConsentEvent
 from tests.sse import ask_for_note_edit, chat
 from tests.system.kill_points_graph import DECISION_RECORDED, KILL_POINTS_DIR

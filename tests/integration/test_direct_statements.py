@@ -1,4 +1,4 @@
-"""Statements marked ``direct`` (``storage/direct/``) run on the driver past SQLAlchemy's
+"""Statements marked ``direct`` (``storage/db/direct/``) run on the driver past SQLAlchemy's
 execution, and store exactly what SQLAlchemy's execution stores: the same SQL, the same values
 (datetimes, JSON, values the statement carries), the same errors; one whose result is read
 (``database.execute``: a SELECT, a RETURNING) reads the rows SQLAlchemy's result would give; a
@@ -28,14 +28,14 @@ from sqlalchemy.exc import IntegrityError, StatementError
 
 from consentry.storage.checkpoints._drivers import run_on
 from consentry.storage.checkpoints._operations import Operation, Query, Result
-from consentry.storage.database import (
+from consentry.storage.db.database import (
     Database,
     DbConnection,
     execute,
     execute_unread,
     notify_at_commit,
 )
-from consentry.storage.direct import direct
+from consentry.storage.db.direct import direct
 from consentry.storage.tables import UTCDateTime
 from tests.postgres import PostgresCluster
 

@@ -13,7 +13,7 @@ import pytest
 import pytest_asyncio
 
 from consentry.principal import Principal
-from consentry.storage.database import Database
+from consentry.storage.db.database import Database
 from consentry.storage.events import StoredEvent, insert_events, run_events
 from consentry.storage.leases import LeaseLostError, claim_thread
 from consentry.storage.tables import threads

@@ -27,9 +27,9 @@ from sqlalchemy.exc import IntegrityError
 from consentry.principal import Principal
 from consentry.schemas.events import TokenUsage
 from consentry.storage.audit import list_audit, record_audit
-from consentry.storage.database import Database, DbConnection, execute_unread
+from consentry.storage.db.database import Database, DbConnection, execute_unread
+from consentry.storage.db.sqlite_thread import SqliteThread
 from consentry.storage.runs import record_run_end, run_status, start_run
-from consentry.storage.sqlite_thread import SqliteThread
 from consentry.storage.threads import token_usage
 from consentry.storage.transcript import TranscriptEntry, add_to_transcript, read_transcript
 from tests.integration.stored_threads import add_thread

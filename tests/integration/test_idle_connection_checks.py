@@ -1,5 +1,5 @@
 """PostgreSQL connections are checked before use only after they sat idle in their pool
-(``backend/consentry/storage/idle_checks.py``): SQLAlchemy's, which the app tables and the
+(``backend/consentry/storage/db/idle_checks.py``): SQLAlchemy's, which the app tables and the
 checkpointer (``storage.checkpoints``) share.
 
 - A connection taken again less than ``IDLE_CHECK_SECONDS`` after it was given back is used
@@ -27,9 +27,9 @@ import pytest
 import pytest_asyncio
 from sqlalchemy import exc as sa_exc
 
-from consentry.storage import idle_checks
-from consentry.storage.database import Database, is_database_unavailable
-from consentry.storage.idle_checks import IDLE_CHECK_SECONDS
+from consentry.storage.db import idle_checks
+from consentry.storage.db.database import Database, is_database_unavailable
+from consentry.storage.db.idle_checks import IDLE_CHECK_SECONDS
 from tests.postgres import PostgresCluster, postgres_cluster
 
 IDLE = IDLE_CHECK_SECONDS + 0.05

@@ -19,16 +19,16 @@ import sqlalchemy as sa
 from asgi_lifespan import LifespanManager
 from sqlalchemy.exc import IntegrityError
 
-import consentry.runtime.runs._executor
-from consentry.api.sse_response import RECONNECT_AFTER_MS
+import consentry.runtime.runs.execute._executor
+from consentry.api.http.sse_response import RECONNECT_AFTER_MS
 from consentry.app import create_app
-from consentry.runtime.runs._dead_runs import Recovery, close_dead_run, dead_runs
-from consentry.runtime.runs._run_store import RunStore
+from consentry.runtime.runs.execute._run_store import RunStore
+from consentry.runtime.runs.recover._dead_runs import Recovery, close_dead_run, dead_runs
 from consentry.schemas.events import ErrorEvent, Event, FinalEvent, RunStartedEvent, StepEvent
 from consentry.services import Services
 from consentry.settings import Settings
 from consentry.storage import runs as runs_repo
-from consentry.storage.database import Database
+from consentry.storage.db.database import Database
 from consentry.storage.leases import LeaseLostError
 from consentry.storage.tables import events as events_table
 from consentry.storage.tables import runs, threads
@@ -415,7 +415,7 @@ async def test_a_shutdown_stops_a_run_at_its_next_step_boundary_and_the_next_sta
 async def test_a_run_that_does_not_reach_a_step_boundary_in_the_grace_period_is_taken_over(
     open_app: Callable[..., Any], stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(consentry.runtime.runs._executor, "SHUTDOWN_GRACE_SECONDS", 0.01)
+    monkeypatch.setattr(consentry.runtime.runs.execute._executor, "SHUTDOWN_GRACE_SECONDS", 0.01)
     stub.reply(CLASSIFIED_AS_ANSWER)
     stub.hold(ANSWER)
     async with open_app() as app:

@@ -1,4 +1,4 @@
-"""``storage.postgres_transactions``: a PostgreSQL transaction in two hops through SQLAlchemy's
+"""``storage.db.postgres_transactions``: a PostgreSQL transaction in two hops through SQLAlchemy's
 greenlet bridge ends as ``AsyncEngine.begin()`` ends one: committed when its block ends, rolled
 back when the block raises, and its connection always back in the pool, even when the caller is
 cancelled while the commit is in flight (the commit completes, or fails, then the cancellation is
@@ -16,9 +16,9 @@ import pytest_asyncio
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-import consentry.storage.direct._engine_hooks
-from consentry.storage.database import Database, execute_unread
-from consentry.storage.direct import direct
+import consentry.storage.db.direct._engine_hooks
+from consentry.storage.db.database import Database, execute_unread
+from consentry.storage.db.direct import direct
 from tests.postgres import PostgresCluster
 
 WAIT_SECONDS = 10.0
@@ -97,14 +97,14 @@ async def test_a_caller_cancelled_during_the_commit_returns_once_it_completed(
         async with pg.write() as conn:
             await execute_unread(conn, _INSERT, {"name": "committed"})
     sending, go_on = asyncio.Event(), asyncio.Event()
-    send = consentry.storage.direct._engine_hooks._send
+    send = consentry.storage.db.direct._engine_hooks._send
 
     async def held_send(*args: Any, **kwargs: Any) -> None:
         sending.set()
         await go_on.wait()
         await send(*args, **kwargs)
 
-    monkeypatch.setattr(consentry.storage.direct._engine_hooks, "_send", held_send)
+    monkeypatch.setattr(consentry.storage.db.direct._engine_hooks, "_send", held_send)
 
     async def write() -> None:
         async with pg.write() as conn:

@@ -1,5 +1,5 @@
-"""Step batching as served (``consentry.runtime.runs._step_batching``): a run's events are stored
-in the write of the step's checkpoint (``run_started`` and ``step`` events may go ahead of it, with
+"""Step batching as served (``runtime.runs.execute._step_batching``): a run's events are stored in
+the write of the step's checkpoint (``run_started`` and ``step`` events may go ahead of it, with
 the first token), never in writes of their own, and the SSE stream still carries every event, in
 seq order, with no gap; a rejoining client replays exactly what the stream sent.
 
@@ -18,8 +18,8 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-import consentry.runtime.runs._executor
-from consentry.runtime.runs._step_batching import ProgressBatcher
+import consentry.runtime.runs.execute._executor
+from consentry.runtime.runs.execute._step_batching import ProgressBatcher
 from consentry.schemas.events import ConsentEvent, Event
 from consentry.storage.tables import events as events_table
 from tests.sse import (
@@ -41,7 +41,9 @@ def _progress_waits_for_the_next_write(monkeypatch: pytest.MonkeyPatch) -> None:
     own: give it a delay no run here reaches, so what goes in which write depends on the run only.
     (The delay itself: ``tests/unit/runtime/runs/test_step_batching.py``.)"""
     monkeypatch.setattr(
-        consentry.runtime.runs._executor, "ProgressBatcher", partial(ProgressBatcher, delay=3600.0)
+        consentry.runtime.runs.execute._executor,
+        "ProgressBatcher",
+        partial(ProgressBatcher, delay=3600.0),
     )
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from consentry.services import _shutdown_steps
-from consentry.storage.database import head_revision
+from consentry.storage.db.database import head_revision
 
 
 def _services(client: httpx.AsyncClient) -> Any:

@@ -20,7 +20,7 @@ import pytest_asyncio
 import sqlalchemy as sa
 from asgi_lifespan import LifespanManager
 
-import consentry.runtime.runs._executor
+import consentry.runtime.runs.execute._executor
 import consentry.storage.runs
 from consentry.app import create_app
 from consentry.runtime.notes import OwnerNotesStore

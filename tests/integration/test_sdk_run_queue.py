@@ -131,7 +131,7 @@ async def test_an_idempotency_key_names_one_queued_run(open_live: Any, gate: asy
 async def test_a_run_still_waiting_when_its_server_stopped_starts_under_the_next(
     open_live: Any, gate: asyncio.Event, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("consentry.runtime.runs._executor.SHUTDOWN_GRACE_SECONDS", 0.2)
+    monkeypatch.setattr("consentry.runtime.runs.execute._executor.SHUTDOWN_GRACE_SECONDS", 0.2)
     async with open_live(graphs=SERVED) as (client, _), sdk_client(client) as sdk:
         thread_id, _ = await _held_run(sdk)
         queued = await sdk.runs.create(

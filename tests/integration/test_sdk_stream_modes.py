@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from langgraph_sdk.errors import UnprocessableEntityError
 
-from consentry.runtime.runs import _graph_stream
+from consentry.runtime.runs.execute import _graph_stream
 from tests.langgraph_client import parts, sdk_client
 from tests.openai_stub import OpenAIStub
 from tests.sse import parse_events, parse_frames

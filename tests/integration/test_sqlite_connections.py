@@ -21,9 +21,9 @@ import pytest_asyncio
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-import consentry.storage.database._database as database_module
-from consentry.storage.database import Database, is_database_unavailable
-from consentry.storage.sqlite_thread import SqliteThread
+import consentry.storage.db.database._database as database_module
+from consentry.storage.db.database import Database, is_database_unavailable
+from consentry.storage.db.sqlite_thread import SqliteThread
 
 WAIT_SECONDS = 10.0
 CONNECTION_THREADS = ("sqlite-writer", "sqlite-reader-")
@@ -429,7 +429,7 @@ async def test_sqlite_thread_logs_a_failed_post_and_keeps_running(
     def fail() -> None:
         raise ValueError("posted and failed")
 
-    with caplog.at_level(logging.WARNING, logger="consentry.storage.sqlite_thread"):
+    with caplog.at_level(logging.WARNING, logger="consentry.storage.db.sqlite_thread"):
         worker_thread.post(fail)
         async with asyncio.timeout(WAIT_SECONDS):
             assert await worker_thread.call(lambda: "still serving") == "still serving"

@@ -1,7 +1,7 @@
-"""``consentry.api.sse_response``: an ``EventStreamResponse`` sends the frames of an async generator
-as they come, keeps a quiet connection alive with ``: ping`` comments, runs the generator's
-``finally`` as soon as the client goes away, and counts itself in ``OpenStreams`` while open, so
-that a shutdown can end it with a reconnect hint.
+"""``consentry.api.http.sse_response``: an ``EventStreamResponse`` sends the frames of an async
+generator as they come, keeps a quiet connection alive with ``: ping`` comments, runs the
+generator's ``finally`` as soon as the client goes away, and counts itself in ``OpenStreams`` while
+open, so that a shutdown can end it with a reconnect hint.
 
 Through real HTTP: a Starlette app with one route, ``GET /events``, whose response sends the
 frames the test feeds it (``_FrameSource``), served by uvicorn in the test's loop and read with
@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from consentry.api.sse_response import (
+from consentry.api.http.sse_response import (
     RECONNECT_AFTER_MS,
     RECONNECT_HINT,
     EventStreamResponse,

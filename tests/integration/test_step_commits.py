@@ -22,7 +22,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 
 from consentry.storage.checkpoints import RUN_KEY, CheckpointFence, ConsentrySaver
 from consentry.storage.checkpoints import _operations as checkpoint_operations
-from consentry.storage.database import DbConnection
+from consentry.storage.db.database import DbConnection
 from consentry.storage.leases import LeaseLostError
 from consentry_tools.bench.load import CONSENT_FLOW_GRAPH
 from tests.sse import chat, kinds, parse_events

@@ -16,7 +16,7 @@ import pytest
 import pytest_asyncio
 import sqlalchemy as sa
 
-from consentry.runtime.runs._stream_mapping import TOOL_RESULT_CHARS
+from consentry.runtime.runs.execute._stream_mapping import TOOL_RESULT_CHARS
 from consentry.schemas.events import (
     Event,
     FinalEvent,

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest_asyncio
 
 from consentry.principal import Principal
-from consentry.storage.database import Database
+from consentry.storage.db.database import Database
 from consentry.storage.tool_calls import (
     ToolCallAsked,
     ToolCallRecord,

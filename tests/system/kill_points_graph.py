@@ -37,8 +37,8 @@ from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
+from consentry_graphs.context import GraphContext
 from consentry_graphs.registry import GraphSpec
-from consentry_graphs.services import GraphContext
 from consentry_graphs.tutor.consents import NOTE_EDIT, NoteEditProposal
 
 __all__ = [

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import psycopg
 
-from consentry.storage.database import head_revision
+from consentry.storage.db.database import head_revision
 from tests.postgres import PostgresCluster
 from tests.system.server import serve
 

@@ -10,7 +10,7 @@ from contextlib import ExitStack
 import httpx
 import psycopg
 
-from consentry.storage.database import head_revision
+from consentry.storage.db.database import head_revision
 from tests.postgres import PostgresCluster
 from tests.system.server import serve_process
 

@@ -21,9 +21,9 @@ from typing import Any
 import httpx
 import pytest
 
-from consentry.api.sse_response import RECONNECT_AFTER_MS
+from consentry.api.http.sse_response import RECONNECT_AFTER_MS
 from consentry.app import create_app
-from consentry.runtime.runs._event_stream import RunEventStream
+from consentry.runtime.runs.execute._event_stream import RunEventStream
 from consentry.schemas.events import Event, FinalEvent, StepEvent
 from consentry.services import Services
 from consentry.settings import Settings

@@ -9,7 +9,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from consentry.api.deps import ReadinessDep, SettingsDep
+from consentry.api.http.deps import ReadinessDep, SettingsDep
 from consentry.schemas.errors import ErrorBody, ErrorDetail
 
 __all__ = ["router"]

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Header, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client.exposition import choose_encoder
 
-from consentry.api.deps import MetricsDep, SettingsDep
+from consentry.api.http.deps import MetricsDep, SettingsDep
 from consentry.errors import UnauthorizedError
 from consentry.schemas.errors import ErrorBody
 

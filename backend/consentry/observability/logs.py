@@ -1,12 +1,11 @@
 """Logs as JSON lines, each carrying the ids of what it is about: the request, the principal, the
 thread and the run.
 
-The ids live in context variables: the request middleware (``api.request_ids``) binds the request
-id, authentication binds the principal, and a run binds its thread and run ids in its own task
-(which starts with a copy of the request's context, so a run's lines also name the request that
-started it). Only ids and a short list of known fields are written: never a message, a note, a
-proposal or a key. ``CONSENTRY_LOG_FORMAT=text`` gives readable lines for a terminal instead.
-"""
+The ids live in context variables: the request middleware (``api.http.request_ids``) binds the
+request id, authentication binds the principal, and a run binds its thread and run ids in its own
+task (which starts with a copy of the request's context, so a run's lines also name the request
+that started it). Only ids and a short list of known fields are written: never a message, a note, a
+proposal or a key. ``CONSENTRY_LOG_FORMAT=text`` gives readable lines for a terminal instead."""
 
 from __future__ import annotations
 
@@ -107,7 +106,7 @@ def logging_config(
 ) -> dict[str, Any]:
     """The root logger (and uvicorn's) to stderr in ``log_format`` (``consentry serve`` hands it
     to uvicorn). Uvicorn's own access log is off: each request's line comes from
-    ``api.request_ids``, with its ids. Uvicorn's start and stop lines and the migrations' lines
+    ``api.http.request_ids``, with its ids. Uvicorn's start and stop lines and the migrations' lines
     are shown only at ``debug``: start-up is the three lines ``consentry serve`` logs, and their
     warnings and errors always show."""
     chosen = logging.getLevelNamesMapping().get(level.upper(), logging.DEBUG)  # uvicorn's trace

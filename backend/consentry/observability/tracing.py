@@ -201,7 +201,7 @@ class TracingMiddleware:
             attributes={
                 "http.request.method": method,
                 "url.path": scope["path"],
-                # Bound by api.request_ids, the middleware around this one.
+                # Bound by api.http.request_ids, the middleware around this one.
                 "consentry.request_id": request_id.get() or "",
             },
             start_time=time.time_ns(),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from consentry.storage.database import DATABASE_ERRORS, Database, head_revision
+from consentry.storage.db.database import DATABASE_ERRORS, Database, head_revision
 
 __all__ = ["BackgroundTask", "Readiness"]
 

@@ -15,8 +15,8 @@ import sqlalchemy as sa
 from consentry.principal import Principal
 from consentry.schemas.approvals import ApprovalChangeKind
 from consentry.schemas.audit import AuditRecord
-from consentry.storage.database import DbConnection, execute_unread, notify_at_commit
-from consentry.storage.direct import direct
+from consentry.storage.db.database import DbConnection, execute_unread, notify_at_commit
+from consentry.storage.db.direct import direct
 from consentry.storage.tables import audit
 
 __all__ = [

@@ -11,8 +11,8 @@ from pydantic import BaseModel
 
 from consentry.principal import Principal
 from consentry.storage.audit import record_audit
-from consentry.storage.database import DbConnection, execute
-from consentry.storage.direct import direct
+from consentry.storage.db.database import DbConnection, execute
+from consentry.storage.db.direct import direct
 from consentry.storage.tables import approvals, effects, threads
 
 __all__ = ["apply_once", "recall_effect", "remember_effect"]
@@ -20,7 +20,7 @@ __all__ = ["apply_once", "recall_effect", "remember_effect"]
 ResultT = TypeVar("ResultT", bound=BaseModel)
 
 
-# On the path of every approved effect: built once, run on the driver (``storage.direct``).
+# On the path of every approved effect: built once, run on the driver (``storage.db.direct``).
 _RECALL = direct(
     sa.select(effects.c.result)
     .join(approvals, approvals.c.id == effects.c.approval_id)

@@ -11,8 +11,8 @@ from typing import Protocol
 
 import sqlalchemy as sa
 
-from consentry.storage.database import DbConnection, execute, execute_unread
-from consentry.storage.direct import direct
+from consentry.storage.db.database import DbConnection, execute, execute_unread
+from consentry.storage.db.direct import direct
 from consentry.storage.leases import LeaseLostError
 from consentry.storage.tables import events, threads
 

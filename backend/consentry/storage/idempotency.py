@@ -14,9 +14,9 @@ from typing import Any, Literal
 import sqlalchemy as sa
 
 from consentry.principal import Principal
-from consentry.storage.database import DbConnection, execute
-from consentry.storage.dialect import INSERTS
-from consentry.storage.direct import direct
+from consentry.storage.db.database import DbConnection, execute
+from consentry.storage.db.dialect import INSERTS
+from consentry.storage.db.direct import direct
 from consentry.storage.tables import idempotency_keys
 
 __all__ = [

@@ -21,8 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from consentry.schemas.events import TerminalReason, Trigger
 from consentry.schemas.threads import ThreadStatus
-from consentry.storage.database import DbConnection, execute
-from consentry.storage.direct import (
+from consentry.storage.db.database import DbConnection, execute
+from consentry.storage.db.direct import (
     defer_one_row_change_on_postgres,
     direct,
     refused_one_row_change,
@@ -104,7 +104,7 @@ _RELEASE_THREAD = direct(
 def _claim_thread(expected: tuple[str, ...]) -> sa.Update:
     """The claim of a thread whose status is one of ``expected`` (a few sets, each built once:
     its statuses are the statement's own values, not an expanding ``IN``, so that it runs on the
-    driver directly, ``storage.direct``)."""
+    driver directly, ``storage.db.direct``)."""
     return direct(
         threads.update()
         .where(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from consentry.principal import Principal
-from consentry.storage.database import DbConnection
+from consentry.storage.db.database import DbConnection
 from consentry_graphs.sentences import STOPWORDS
 
 __all__ = ["SearchHitRecord", "fts_query", "search_notes", "tsquery"]

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from consentry.principal import Principal
 from consentry.storage.approvals import DECIDED_BY_NAME
-from consentry.storage.database import DbConnection
+from consentry.storage.db.database import DbConnection
 from consentry.storage.notes import get_note
 from consentry.storage.tables import approvals, note_versions
 

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from consentry.errors import ConflictError, NotFoundError
 from consentry.principal import Principal
-from consentry.storage.database import DbConnection
+from consentry.storage.db.database import DbConnection
 from consentry.storage.projects import get_project
 from consentry.storage.tables import note_versions, notes
 

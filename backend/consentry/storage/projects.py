@@ -15,8 +15,8 @@ import sqlalchemy as sa
 
 from consentry.errors import NotFoundError
 from consentry.principal import Principal
-from consentry.storage.database import DbConnection
-from consentry.storage.dialect import insert
+from consentry.storage.db.database import DbConnection
+from consentry.storage.db.dialect import insert
 from consentry.storage.tables import projects
 
 __all__ = [

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import sqlalchemy as sa
 
 from consentry.principal import Principal
-from consentry.storage.database import DbConnection
+from consentry.storage.db.database import DbConnection
 from consentry.storage.tables import run_queue
 
 __all__ = [

@@ -13,8 +13,8 @@ from consentry.principal import Principal
 from consentry.schemas.chat import ConsentPolicy
 from consentry.schemas.events import TerminalReason, TokenUsage, Trigger
 from consentry.storage.audit import record_audit
-from consentry.storage.database import DbConnection, execute_unread
-from consentry.storage.direct import direct
+from consentry.storage.db.database import DbConnection, execute_unread
+from consentry.storage.db.direct import direct
 from consentry.storage.leases import _HOLDS_LEASE, LeaseLostError
 from consentry.storage.tables import runs, threads
 from consentry.storage.threads import add_tenant_usage

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from consentry.storage.database import DbConnection
+from consentry.storage.db.database import DbConnection
 from consentry.storage.tables import threads
 
 __all__ = ["TENANT_RUNS_LOCK_CLASS", "count_active_runs"]

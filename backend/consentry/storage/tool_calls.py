@@ -1,14 +1,13 @@
 """A thread's tool calls, apart from its transcript (which keeps only what the user and the
 assistant said): one row per call a model asked for, completed by the tool's result.
 
-Rows are written from the ``tool_call`` and ``tool_result`` events, in the transaction that
-stores them (``runtime.runs._run_store``), with the same time as the transcript entries written
+Rows are written from the ``tool_call`` and ``tool_result`` events, in the transaction that stores
+them (``runtime.runs.execute._run_store``), with the same time as the transcript entries written
 there: so a call is read back after the messages said before it (``after_message_id``). A call
-waits for its result as ``pending``, at most once per thread and call id (a unique partial
-index): a call told again (its arguments edited before it ran) updates it, its result completes
-it, and a result whose call was never told makes a row of its own. The result's content is what
-its event carried (cut past ``runtime.runs``' ``TOOL_RESULT_CHARS``, the whole size in
-``content_chars``).
+waits for its result as ``pending``, at most once per thread and call id (a unique partial index):
+a call told again (its arguments edited before it ran) updates it, its result completes it, and a
+result whose call was never told makes a row of its own. The result's content is what its event
+carried (cut past ``runtime.runs``' ``TOOL_RESULT_CHARS``, the whole size in ``content_chars``).
 """
 
 from __future__ import annotations
@@ -20,8 +19,8 @@ from typing import Any, Literal
 
 import sqlalchemy as sa
 
-from consentry.storage.database import DbConnection, execute_unread
-from consentry.storage.dialect import INSERTS
+from consentry.storage.db.database import DbConnection, execute_unread
+from consentry.storage.db.dialect import INSERTS
 from consentry.storage.tables import tool_calls, transcript
 
 __all__ = [

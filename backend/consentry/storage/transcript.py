@@ -17,8 +17,8 @@ from typing import Literal
 
 import sqlalchemy as sa
 
-from consentry.storage.database import DbConnection, execute_unread
-from consentry.storage.direct import direct
+from consentry.storage.db.database import DbConnection, execute_unread
+from consentry.storage.db.direct import direct
 from consentry.storage.tables import threads, transcript
 
 __all__ = [

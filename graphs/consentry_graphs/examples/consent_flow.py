@@ -27,8 +27,8 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from consentry_graphs.consent import ConsentKind, run_effect_once
+from consentry_graphs.context import GraphContext
 from consentry_graphs.registry import GraphSpec
-from consentry_graphs.services import GraphContext
 
 __all__ = [
     "APPLIED",

@@ -24,8 +24,8 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict, Field
 
 from consentry_graphs.consent import ConsentKind, run_effect_once
+from consentry_graphs.context import GraphContext
 from consentry_graphs.registry import GraphSpec
-from consentry_graphs.services import GraphContext
 from consentry_graphs.window import outside_window
 
 __all__ = ["REFUND", "PaymentProvider", "build_refund_graph", "graph_spec"]

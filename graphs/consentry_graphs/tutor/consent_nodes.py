@@ -13,7 +13,7 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from consentry_graphs.consent import TypedDecision
-from consentry_graphs.services import GraphContext, NoteSnapshot
+from consentry_graphs.context import GraphContext, NoteSnapshot
 from consentry_graphs.tutor.consents import (
     NOTE_CREATE,
     NOTE_DELETE,

@@ -21,7 +21,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from consentry_graphs.consent import ConsentKind
-from consentry_graphs.services import GraphContext
+from consentry_graphs.context import GraphContext
 from consentry_graphs.tutor import consent_nodes
 from consentry_graphs.tutor.consents import NOTE_CREATE, NOTE_DELETE, NOTE_EDIT
 from consentry_graphs.tutor.nodes import TutorNodes, report_no_open_note, report_nothing_to_draft

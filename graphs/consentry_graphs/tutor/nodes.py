@@ -16,9 +16,9 @@ from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, ValidationError
 
+from consentry_graphs.context import GraphContext, NoteHit, NoteSnapshot
 from consentry_graphs.models import json_mode
 from consentry_graphs.models.offline import classify
-from consentry_graphs.services import GraphContext, NoteHit, NoteSnapshot
 from consentry_graphs.tutor import prompts
 from consentry_graphs.tutor.consents import NoteCreateProposal, NoteDeleteProposal, NoteEditProposal
 from consentry_graphs.tutor.line_merge import removed_lines

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from starlette.types import Message, Receive, Scope, Send
 
-from consentry.api.request_ids import SERVER_REPORT, RequestIds
+from consentry.api.http.request_ids import SERVER_REPORT, RequestIds
 
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 START = {"type": "http.response.start", "status": 200, "headers": []}

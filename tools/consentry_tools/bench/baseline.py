@@ -38,9 +38,9 @@ from langgraph.types import Command
 from pydantic import BaseModel
 
 from consentry_graphs.consent import ConsentDecision, InMemoryEffectLedger
+from consentry_graphs.context import GraphContext
 from consentry_graphs.examples.consent_flow import build_consent_flow_graph
 from consentry_graphs.models.offline import OfflineChatModel
-from consentry_graphs.services import GraphContext
 from consentry_graphs.tutor.graph import build_tutor_graph
 from consentry_graphs.tutor.memory_notes import InMemoryNotesStore
 from consentry_tools.bench.databases import libpq_url

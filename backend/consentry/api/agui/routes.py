@@ -20,16 +20,16 @@ from fastapi.responses import Response
 from consentry.api.agui._input import message_request, resume_request, state_input
 from consentry.api.agui._interrupts import Interrupts
 from consentry.api.agui._stream import AguiStream, error_frames
-from consentry.api.deps import (
+from consentry.api.http.deps import (
     GraphsDep,
     IdempotencyKey,
     PrincipalDep,
     ThreadsDep,
 )
+from consentry.api.http.responses import ERROR_RESPONSES
+from consentry.api.http.sse_response import EventStreamResponse
 from consentry.api.new_thread_ids import check_uuid
-from consentry.api.responses import ERROR_RESPONSES
 from consentry.api.run_requests import RunRequestsDep
-from consentry.api.sse_response import EventStreamResponse
 from consentry.errors import ConsentryError, NotFoundError
 from consentry.principal import Principal
 from consentry.runtime.runs import ThreadReader

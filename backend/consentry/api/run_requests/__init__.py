@@ -5,7 +5,7 @@ A message, a decision, a retry or a join is one call here: the caller's rate lim
 (the first request's run streamed again, or its stored answer), the edits it carries are checked
 against the size limits, and an event stream holds one of the caller's stream slots while it is
 open. The run itself (start, decide, retry, join, replay) is ``runtime.runs.RunService``; how its
-events go out is ``api.streaming``. A second protocol face calls the same operations.
+events go out is ``api.http.streaming``. A second protocol face calls the same operations.
 
 Public: :class:`RunRequests` (made once with the services, ``app``) and :data:`RunRequestsDep`,
 which a route depends on. Private: ``_requests`` holds the class and its operations,

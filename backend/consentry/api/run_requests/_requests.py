@@ -5,16 +5,16 @@ stream slot here; what it answers is made by ``_idempotent`` and ``_responses``.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from functools import partial
-from typing import Annotated, Any, TypeVar
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
-from consentry.api.limits import check_chat_edits, check_edits
-from consentry.api.run_requests._idempotent import ReplayedRun, S, once, started
+from consentry.api.http.limits import check_chat_edits, check_edits
+from consentry.api.http.sse_response import EventStreamResponse
+from consentry.api.http.streaming import StreamFace
+from consentry.api.run_requests._idempotent import ReplayedRun
 from consentry.api.run_requests._responses import EventResponses, graph_modes
-from consentry.api.sse_response import EventStreamResponse
-from consentry.api.streaming import StreamFace
 from consentry.observability.metrics import Metrics
 from consentry.principal import Principal
 from consentry.runtime.consents import ApprovalFeed, accepted
@@ -29,7 +29,7 @@ from consentry.runtime.guards import (
     request_fingerprint,
 )
 from consentry.runtime.outgoing import OutgoingEvent
-from consentry.runtime.runs import ActiveRun, RunService
+from consentry.runtime.runs import ActiveRun, Queued, RunService
 from consentry.schemas.approvals import DecisionAccepted, DecisionRequest
 from consentry.schemas.chat import ChatRequest
 from consentry.services import Services
@@ -37,7 +37,25 @@ from consentry.settings import Settings
 
 __all__ = ["RunRequests", "RunRequestsDep"]
 
-T = TypeVar("T")
+
+def _kind(request: ChatRequest) -> RateKind:
+    return "decisions" if request.decisions else "messages"
+
+
+def _stored_run(thread_id: str, run_id: str) -> StoredResponse:
+    """What a repeat of a run request gets: the run the first one started."""
+    return StoredResponse(200, None, thread_id, run_id)
+
+
+def _ids(stored: StoredResponse) -> tuple[str, str]:
+    assert stored.thread_id is not None  # a run request's answer names its run
+    assert stored.run_id is not None
+    return stored.thread_id, stored.run_id
+
+
+def _replayed_run(runs: RunService, owner: Principal, first: StoredResponse) -> ActiveRun:
+    thread_id, run_id = _ids(first)
+    return ActiveRun(thread_id, run_id, ReplayedRun(runs, owner, thread_id, run_id))
 
 
 class RunRequests:
@@ -90,19 +108,18 @@ class RunRequests:
         them: by default Consentry's own). The run goes on when the client goes away, unless
         ``cancel_on_disconnect`` (the LangGraph SDK's ``on_disconnect="cancel"``): then a
         client gone before the run's end cancels it. ``creates_thread``: the ``thread_id`` of a
-        message names a thread to create when none has it (``RunService.start``)."""
+        message names a thread to create when none has it (``RunService.start``). A repeat of
+        an ``Idempotency-Key`` streams the first request's run again, from its first event."""
         check_chat_edits(self._settings, request)
-        kind: RateKind = "decisions" if request.decisions else "messages"
-        start = partial(self._runs.start, owner, request, creates_thread=creates_thread)
-        return await self._new_run(
-            owner,
-            self._charged(owner, kind, start),
-            idempotency_key,
-            route,
-            request.model_dump(mode="json"),
-            face,
-            cancel_on_disconnect=cancel_on_disconnect,
-        )
+        body = request.model_dump(mode="json")
+        with self._slots.held(owner) as slot:
+            async with self._keyed(owner, _kind(request), idempotency_key, route, body) as key:
+                if isinstance(key, StoredResponse):
+                    return slot.keeps(await self._replayed(owner, key, face))
+                run = await self._runs.start(owner, request, key=key, creates_thread=creates_thread)
+            if cancel_on_disconnect:
+                return slot.keeps(self._responses.cancelled_on_disconnect(owner, run, face))
+            return slot.keeps(self._responses.run_response(run, face))
 
     async def start(
         self, owner: Principal, request: ChatRequest, *, idempotency_key: str | None, route: str
@@ -112,29 +129,30 @@ class RunRequests:
         must detach from. With an ``Idempotency-Key`` used before, the run the first request
         started (its events replayed from its first, live while it goes on)."""
         check_chat_edits(self._settings, request)
-        kind: RateKind = "decisions" if request.decisions else "messages"
-        start = self._charged(owner, kind, partial(self._runs.start, owner, request))
         body = request.model_dump(mode="json")
-        return await started(
-            self._idempotency, self._runs, owner, start, idempotency_key, route, body
-        )
+        async with self._keyed(owner, _kind(request), idempotency_key, route, body) as key:
+            if isinstance(key, StoredResponse):
+                return _replayed_run(self._runs, owner, key)
+            return await self._runs.start(owner, request, key=key)
 
     async def queue(
         self,
         owner: Principal,
         kind: RateKind,
-        add: Callable[..., Awaitable[S]],
+        add: Callable[[KeyHold | None], Awaitable[Queued]],
         *,
         idempotency_key: str | None,
         route: str,
         body: dict[str, Any],
     ) -> tuple[str, str]:
         """A run request that waits in its thread's run queue (the SDK's ``enqueue``): charged
-        now, its ``Idempotency-Key`` naming the queued run (``add(key=…)`` completes it in the
+        now, its ``Idempotency-Key`` naming the queued run (``add`` completes it in the
         transaction that queues it); a repeat gets that run's (thread id, run id)."""
-        action = self._charged(owner, kind, add)
-        result = await once(self._idempotency, owner, idempotency_key, route, body, action)
-        return result if isinstance(result, tuple) else (result.thread_id, result.run_id)
+        async with self._keyed(owner, kind, idempotency_key, route, body) as key:
+            if isinstance(key, StoredResponse):
+                return _ids(key)
+            queued = await add(key)
+        return queued.thread_id, queued.run_id
 
     async def follow(
         self,
@@ -148,24 +166,22 @@ class RunRequests:
     ) -> EventStreamResponse:
         """Stream ``events`` of run ``run_id`` (a queued run's, once it starts), holding one of
         ``owner``'s stream slots."""
-
-        async def follow() -> EventStreamResponse:
+        with self._slots.held(owner) as slot:
             headers = {"X-Thread-Id": thread_id, "X-Run-Id": run_id}
-            return self._responses.response(events, headers, on_close=on_close, face=face)
-
-        return await self._slots.open(owner, follow)
+            return slot.keeps(self._responses.response(events, headers, on_close, face))
 
     async def retry(
         self, owner: Principal, thread_id: str, *, idempotency_key: str | None
     ) -> EventStreamResponse:
-        """The thread's failed run again, from its last good checkpoint: the new run's events."""
-        return await self._new_run(
-            owner,
-            self._charged(owner, "messages", partial(self._runs.retry, owner, thread_id)),
-            idempotency_key,
-            f"/v1/threads/{thread_id}/retry",
-            {},
-        )
+        """The thread's failed run again, from its last good checkpoint: the new run's events
+        (a repeat of an ``Idempotency-Key``: the first request's run again)."""
+        route = f"/v1/threads/{thread_id}/retry"
+        with self._slots.held(owner) as slot:
+            async with self._keyed(owner, "messages", idempotency_key, route, {}) as key:
+                if isinstance(key, StoredResponse):
+                    return slot.keeps(await self._replayed(owner, key, None))
+                run = await self._runs.retry(owner, thread_id, key=key)
+            return slot.keeps(self._responses.run_response(run, None))
 
     async def decide(
         self,
@@ -178,109 +194,75 @@ class RunRequests:
         """A decision from the inbox: accepted (the graph resumes in the background), and
         whether that answer is the stored one of an earlier request with the same key."""
         check_edits(self._settings, [("edited", body.edited)])
-
-        async def decide(key: KeyHold | None) -> DecisionAccepted:
-            run = await self._runs.decide(owner, approval_id, body, key=key)
-            run.events.detach()  # the graph resumes in the background; its events are stored
-            return accepted(approval_id, body, thread_id=run.thread_id, run_id=run.run_id)
-
-        action = self._charged(owner, "decisions", decide)
-
-        if idempotency_key is None:
-            return await action(None), False
+        route = f"/v1/approvals/{approval_id}/decision"
 
         def respond(thread_id: str, run_id: str) -> StoredResponse:
             answer = accepted(approval_id, body, thread_id=thread_id, run_id=run_id)
             return StoredResponse(202, answer.model_dump(mode="json"), thread_id, run_id)
 
-        route = f"/v1/approvals/{approval_id}/decision"
-        fingerprint = request_fingerprint(route, body.model_dump(mode="json"))
-        result = await self._idempotency.run(owner, idempotency_key, fingerprint, action, respond)
-        if isinstance(result, StoredResponse):
-            return DecisionAccepted.model_validate(result.body), True
-        return result, False
+        request = body.model_dump(mode="json")
+        async with self._keyed(owner, "decisions", idempotency_key, route, request, respond) as key:
+            if isinstance(key, StoredResponse):
+                return DecisionAccepted.model_validate(key.body), True
+            run = await self._runs.decide(owner, approval_id, body, key=key)
+        run.events.detach()  # the graph resumes in the background; its events are stored
+        return accepted(approval_id, body, thread_id=run.thread_id, run_id=run.run_id), False
 
     async def join(
         self, owner: Principal, thread_id: str, *, after: int, face: StreamFace | None = None
     ) -> EventStreamResponse:
         """What the client missed after ``after``, then the thread's active run live."""
-
-        async def join() -> EventStreamResponse:
+        with self._slots.held(owner) as slot:
             events = await self._runs.join(
                 owner, thread_id, after_seq=after, graph_modes=graph_modes(face)
             )
-            return self._responses.response(events, {"X-Thread-Id": thread_id}, face=face)
-
-        return await self._slots.open(owner, join)
+            return slot.keeps(
+                self._responses.response(events, {"X-Thread-Id": thread_id}, face=face)
+            )
 
     async def follow_run(
         self, owner: Principal, thread_id: str, run_id: str, *, face: StreamFace
     ) -> EventStreamResponse:
         """One run from its first event, then live while it goes on (the LangGraph SDK's join
         without ``Last-Event-ID``): read from the run's start, not the thread's."""
-        return await self._slots.open(
-            owner, partial(self._responses.replay, owner, thread_id, run_id, face)
-        )
+        with self._slots.held(owner) as slot:
+            return slot.keeps(await self._responses.replay(owner, thread_id, run_id, face))
 
     async def follow_approvals(self, owner: Principal, *, after: int | None) -> EventStreamResponse:
         """The caller's approvals as they change (after the cursor ``after``)."""
+        with self._slots.held(owner) as slot:
+            return slot.keeps(self._responses.response(self._feed.follow(owner, after=after), {}))
 
-        async def follow() -> EventStreamResponse:
-            return self._responses.response(self._feed.follow(owner, after=after), {})
-
-        return await self._slots.open(owner, follow)
-
-    def _charged(
-        self, owner: Principal, kind: RateKind, action: Callable[..., Awaitable[T]]
-    ) -> Callable[[KeyHold | None], Awaitable[T]]:
-        """``action(key=…)``, charged to ``owner``'s rate limit when it runs: a request answered
-        from its ``Idempotency-Key`` (a replay) is not charged."""
-
-        async def charged(key: KeyHold | None) -> T:
-            self._rate_limits.charge(owner, kind)
-            return await action(key=key)
-
-        return charged
-
-    async def _new_run(
+    @asynccontextmanager
+    async def _keyed(
         self,
         owner: Principal,
-        start: Callable[[KeyHold | None], Awaitable[ActiveRun]],
+        kind: RateKind,
         idempotency_key: str | None,
         route: str,
         body: dict[str, Any],
-        face: StreamFace | None = None,
-        *,
-        cancel_on_disconnect: bool = False,
-    ) -> EventStreamResponse:
-        """Start a run and stream its events, holding one of ``owner``'s stream slots. With an
-        ``Idempotency-Key`` that was used before (for the same route and body), the run that
-        first request started is streamed again instead, from its first event (and the run that
-        continued it after a crash), live while it goes on; token events are not stored, so the
-        stored part has none."""
-        run = partial(self._start_or_replay, owner, start, idempotency_key, route, body, face)
-        return await self._slots.open(owner, partial(run, cancel_on_disconnect))
+        respond: Callable[[str, str], StoredResponse] = _stored_run,
+    ) -> AsyncIterator[KeyHold | StoredResponse | None]:
+        """The request's ``Idempotency-Key`` resolved (``IdempotencyGuard.held``): a repeat
+        gets the first request's :class:`StoredResponse`, and is not charged; a new request is
+        charged to ``owner``'s rate limit and gets the hold (None: no key) that the run it
+        claims completes."""
+        fingerprint = request_fingerprint(route, body) if idempotency_key is not None else ""
+        async with self._idempotency.held(owner, idempotency_key, fingerprint, respond) as key:
+            if not isinstance(key, StoredResponse):
+                self._rate_limits.charge(owner, kind)
+            yield key
 
-    async def _start_or_replay(
-        self,
-        owner: Principal,
-        start: Callable[[KeyHold | None], Awaitable[ActiveRun]],
-        idempotency_key: str | None,
-        route: str,
-        body: dict[str, Any],
-        face: StreamFace | None,
-        cancel_on_disconnect: bool,
+    async def _replayed(
+        self, owner: Principal, first: StoredResponse, face: StreamFace | None
     ) -> EventStreamResponse:
-        run = await started(
-            self._idempotency, self._runs, owner, start, idempotency_key, route, body
-        )
-        if not isinstance(run.events, ReplayedRun):
-            if cancel_on_disconnect:
-                return self._responses.cancelled_on_disconnect(owner, run, face)
-            return self._responses.run_response(run, face)
+        """The run an earlier request with the same ``Idempotency-Key`` started, from its first
+        event (and the run that continued it after a crash), live while it goes on; token
+        events are not stored, so the stored part has none."""
         self._metrics.stream_replayed("idempotent")
+        thread_id, run_id = _ids(first)
         replayed = {"Idempotent-Replayed": "true"}
-        return await self._responses.replay(owner, run.thread_id, run.run_id, face, replayed)
+        return await self._responses.replay(owner, thread_id, run_id, face, replayed)
 
 
 async def _run_requests(request: Request) -> RunRequests:

@@ -8,8 +8,8 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 
-from consentry.api.sse_response import EventStreamResponse
-from consentry.api.streaming import StreamFace, event_stream
+from consentry.api.http.sse_response import EventStreamResponse
+from consentry.api.http.streaming import StreamFace, event_stream
 from consentry.errors import ConflictError, NotFoundError
 from consentry.principal import Principal
 from consentry.runtime.guards import OpenStreams

@@ -15,20 +15,20 @@ from uuid import uuid4
 
 from pydantic import ValidationError
 
-from consentry.api.limits import check_chat_edits
+from consentry.api.http.limits import check_chat_edits
+from consentry.api.http.sse_response import EventStreamResponse
 from consentry.api.new_thread_ids import check_uuid
 from consentry.api.run_requests import RunRequests
 from consentry.api.sdk._outcome import run_outcome
 from consentry.api.sdk._resume import decisions_for
 from consentry.api.sdk._stream import SdkStream
-from consentry.api.sse_response import EventStreamResponse
 from consentry.errors import ConflictError, InvalidRequestError
 from consentry.principal import Principal
+from consentry.runtime.assistants import Assistants
 from consentry.runtime.guards import KeyHold
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.runs import (
     ActiveRun,
-    Assistants,
     Queued,
     RunQueue,
     RunRecords,

@@ -33,7 +33,7 @@ from typing import Any
 
 from sse_starlette import ServerSentEvent
 
-from consentry.api.sse_response import RECONNECT_HINT
+from consentry.api.http.sse_response import RECONNECT_HINT
 from consentry.principal import Principal
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.runs import (

@@ -8,10 +8,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from consentry.api.deps import AssistantsDep, PrincipalDep
-from consentry.api.responses import ERROR_RESPONSES
+from consentry.api.http.deps import AssistantsDep, PrincipalDep
+from consentry.api.http.responses import ERROR_RESPONSES
 from consentry.api.sdk._ids import SDK_ID
-from consentry.runtime.runs import Assistant as ServedAssistant
+from consentry.runtime.assistants import Assistant as ServedAssistant
 from consentry.schemas.sdk import Assistant, AssistantSchemas, AssistantSearchRequest
 
 __all__ = ["router"]

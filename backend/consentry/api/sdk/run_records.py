@@ -9,8 +9,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from consentry.api.deps import PrincipalDep, RunRecordsDep
-from consentry.api.responses import ERROR_RESPONSES
+from consentry.api.http.deps import PrincipalDep, RunRecordsDep
+from consentry.api.http.responses import ERROR_RESPONSES
 from consentry.api.sdk._ids import RUN_ID
 from consentry.schemas.sdk_runs import SdkRun, SdkRunStatus
 

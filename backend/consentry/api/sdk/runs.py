@@ -12,7 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 from fastapi.responses import StreamingResponse
 
-from consentry.api.deps import (
+from consentry.api.http.deps import (
     AssistantsDep,
     IdempotencyKey,
     PrincipalDep,
@@ -22,15 +22,15 @@ from consentry.api.deps import (
     ThreadsDep,
     ThreadWriterDep,
 )
-from consentry.api.last_event_id import RunLastEventId
-from consentry.api.responses import ERROR_RESPONSES
+from consentry.api.http.last_event_id import RunLastEventId
+from consentry.api.http.responses import ERROR_RESPONSES
+from consentry.api.http.sse_response import EventStreamResponse
 from consentry.api.run_requests import RunRequestsDep
 from consentry.api.sdk._outcome import run_outcome
 from consentry.api.sdk._queue import RunQueueDep
 from consentry.api.sdk._start import RunStart
 from consentry.api.sdk._stream import SdkStream
 from consentry.api.sdk._wait import waiting
-from consentry.api.sse_response import EventStreamResponse
 from consentry.runtime.runs import RunQueue, Waiter
 from consentry.schemas.sdk_runs import RunCreate, SdkRun
 from consentry.schemas.threads import CancelAccepted

@@ -9,10 +9,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from consentry.api.deps import PrincipalDep, ThreadsDep, ThreadWriterDep
-from consentry.api.responses import ERROR_RESPONSES
+from consentry.api.http.deps import PrincipalDep, ThreadsDep, ThreadWriterDep
+from consentry.api.http.responses import ERROR_RESPONSES
 from consentry.api.sdk._ids import SDK_ID
-from consentry.runtime.runs import GraphState
+from consentry.runtime.graph_state import GraphState
 from consentry.schemas.sdk import (
     SdkThread,
     SdkThreadState,

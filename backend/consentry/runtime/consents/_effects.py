@@ -8,7 +8,7 @@ from typing import Any
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
 from consentry.storage import effects as repo
-from consentry.storage.database import Database
+from consentry.storage.db.database import Database
 
 __all__ = ["OwnerEffectLedger"]
 

@@ -23,7 +23,7 @@ from consentry.runtime.consents._alarm import ExpiryAlarm
 from consentry.storage import approvals as approvals_repo
 from consentry.storage import events as events_repo
 from consentry.storage.approvals import ApprovalRecord
-from consentry.storage.database import Database
+from consentry.storage.db.database import Database
 from consentry.storage.idempotency import prune_idempotency_keys
 
 __all__ = ["Expirer", "ExpirySweeper"]

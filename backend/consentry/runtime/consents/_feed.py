@@ -2,7 +2,7 @@
 
 Every change to an approval (requested, decided, expired, cancelled) has its audit record,
 written in the same transaction (``storage.audit``); that record's id is the feed's cursor, and
-the transaction notifies the owner's feeds as it commits (``storage.database.notify_at_commit``:
+the transaction notifies the owner's feeds as it commits (``storage.db.database.notify_at_commit``:
 PostgreSQL's ``NOTIFY``, so a change on any replica wakes the feeds on every replica; on SQLite,
 the one process right after the commit). A feed reads when it is woken; it never polls.
 
@@ -36,7 +36,7 @@ from consentry.storage.audit import (
     last_approval_change,
     owner_key,
 )
-from consentry.storage.database import Database, DbConnection
+from consentry.storage.db.database import Database, DbConnection
 
 __all__ = ["LATE_COMMIT_SECONDS", "ApprovalFeed"]
 

@@ -28,7 +28,7 @@ from consentry.schemas.chat import ResumeDecision
 from consentry.storage import approvals as approvals_repo
 from consentry.storage.approvals import ApprovalRecord
 from consentry.storage.audit import record_audit
-from consentry.storage.database import DbConnection
+from consentry.storage.db.database import DbConnection
 from consentry_graphs.consent import ConsentDecision
 from consentry_graphs.registry import GraphSpec
 

@@ -16,7 +16,7 @@ from consentry.schemas.approvals import (
     DecisionRequest,
 )
 from consentry.storage import approvals as repo
-from consentry.storage.database import Database
+from consentry.storage.db.database import Database
 
 __all__ = ["ApprovalInbox", "accepted"]
 

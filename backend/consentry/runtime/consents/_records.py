@@ -28,7 +28,7 @@ from consentry.schemas.events import ConsentEvent, Event
 from consentry.storage import approvals as approvals_repo
 from consentry.storage.approvals import ApprovalRecord
 from consentry.storage.audit import record_audit
-from consentry.storage.database import DbConnection
+from consentry.storage.db.database import DbConnection
 from consentry_graphs.consent import ConsentDecision, proposal_hash
 
 __all__ = [

@@ -22,40 +22,28 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Protocol, TypeVar
+from typing import Any
 from uuid import uuid4
 
 from consentry.errors import ConflictError, InvalidRequestError
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
 from consentry.storage import idempotency as repo
-from consentry.storage.database import Database, DbConnection
+from consentry.storage.db.database import Database, DbConnection
 
 __all__ = [
     "KEY_RETENTION",
     "IdempotencyGuard",
     "KeyHold",
-    "StartsRun",
     "StoredResponse",
     "request_fingerprint",
 ]
 
 KEY_RETENTION = timedelta(hours=24)
-
-
-class StartsRun(Protocol):
-    """What an idempotent request's action gives: where its run is (a run, a queued run)."""
-
-    @property
-    def thread_id(self) -> str: ...
-    @property
-    def run_id(self) -> str: ...
-
-
-T = TypeVar("T", bound=StartsRun)
 
 
 def request_fingerprint(route: str, body: dict[str, Any]) -> str:
@@ -121,30 +109,33 @@ class IdempotencyGuard:
         self._clock = clock
         self._stale_after = stale_after
 
-    async def run(
+    @asynccontextmanager
+    async def held(
         self,
         owner: Principal,
-        key: str,
+        key: str | None,
         fingerprint: str,
-        action: Callable[[KeyHold], Awaitable[T]],
         respond: Callable[[str, str], StoredResponse],
-    ) -> T | StoredResponse:
-        """Run ``action`` once per key, holding it: a repeat returns the first request's
-        :class:`StoredResponse`. ``action`` passes the hold to the run it claims."""
+    ) -> AsyncIterator[KeyHold | StoredResponse | None]:
+        """The request's key, resolved here and nowhere else: ``None`` (the request has no
+        key), the first request's :class:`StoredResponse` (a repeat), or the :class:`KeyHold`
+        this request holds while the block runs; the run the block claims completes it
+        (``KeyHold.complete``, in the claim's transaction). A block that raises, or ends
+        without claiming a run, releases it: a retry runs the request again. 422
+        ``idempotency_key_reused`` (another body), 409 ``request_in_progress``."""
+        if key is None:
+            yield None
+            return
         hold = await self._hold(owner, key, fingerprint, respond)
         if isinstance(hold, StoredResponse):
-            return hold
+            yield hold
+            return
         try:
-            result = await action(hold)
-        except BaseException:
+            yield hold
+        finally:
             if not hold.completed:
                 # Refused, failed or cancelled before claiming a run: a retry runs it again.
                 await asyncio.shield(self._release(hold))
-            raise
-        if not hold.completed:  # (every keyed action claims a run; this is the safety net)
-            async with self._db.write() as conn:
-                await hold.complete(conn, thread_id=result.thread_id, run_id=result.run_id)
-        return result
 
     async def _release(self, hold: KeyHold) -> None:
         async with self._db.write() as conn:

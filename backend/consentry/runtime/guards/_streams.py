@@ -11,20 +11,28 @@ replica its streams land on (docs/limits.md).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Protocol, TypeVar
 
 from consentry.errors import TooManyRequestsError
 from consentry.principal import Principal
 
-__all__ = ["STREAM_RETRY_AFTER_SECONDS", "EndableStream", "OpenStreams", "StreamSlots"]
+__all__ = [
+    "STREAM_RETRY_AFTER_SECONDS",
+    "EndableStream",
+    "OpenStreams",
+    "StreamSlot",
+    "StreamSlots",
+]
 
 STREAM_RETRY_AFTER_SECONDS = 5
 """The ``Retry-After`` of ``too_many_streams``: a hint, since only the client can end a stream."""
 
 
 class ClosingStream(Protocol):
-    """A response that runs callbacks once it is over (``api.sse_response.EventStreamResponse``)."""
+    """A response that runs callbacks once it is over
+    (``api.http.sse_response.EventStreamResponse``)."""
 
     def also_on_close(self, callback: Callable[[], None]) -> None: ...
 
@@ -46,17 +54,18 @@ class StreamSlots:
         """Principals holding a stream (what the slots take in memory)."""
         return len(self._open)
 
-    async def open(self, owner: Principal, make: Callable[[], Awaitable[Stream]]) -> Stream:
-        """The stream ``make`` returns, holding one of ``owner``'s slots until it is over; 429
-        ``too_many_streams`` (and ``make`` is not called) when ``owner`` holds them all."""
-        release = self._reserve(owner)
+    @contextmanager
+    def held(self, owner: Principal) -> Iterator[StreamSlot]:
+        """One of ``owner``'s slots, for the block that makes a stream: 429
+        ``too_many_streams`` (before the block runs) when ``owner`` holds them all. The stream
+        the block hands to :meth:`StreamSlot.keeps` holds the slot until it is over; a block
+        that raises or hands nothing gives it back at once."""
+        slot = StreamSlot(self._reserve(owner))
         try:
-            stream = await make()
-        except BaseException:
-            release()
-            raise
-        stream.also_on_close(release)
-        return stream
+            yield slot
+        finally:
+            if not slot.kept:
+                slot.release()
 
     def _reserve(self, owner: Principal) -> Callable[[], None]:
         held = self._open.get(owner, 0)
@@ -85,8 +94,22 @@ class StreamSlots:
         return release
 
 
+class StreamSlot:
+    """A slot taken by :meth:`StreamSlots.held`."""
+
+    def __init__(self, release: Callable[[], None]) -> None:
+        self.release = release
+        self.kept = False
+
+    def keeps(self, stream: Stream) -> Stream:
+        """``stream`` holds this slot until it is over."""
+        stream.also_on_close(self.release)
+        self.kept = True
+        return stream
+
+
 class EndableStream(Protocol):
-    """A stream that can be ended from outside (``api.sse_response.EventStreamResponse``)."""
+    """A stream that can be ended from outside (``api.http.sse_response.EventStreamResponse``)."""
 
     def end_with_reconnect_hint(self) -> None: ...
 

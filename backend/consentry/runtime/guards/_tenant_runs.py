@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from consentry.errors import TooManyRequestsError
 from consentry.principal import Principal
-from consentry.storage.database import DbConnection
+from consentry.storage.db.database import DbConnection
 from consentry.storage.tenant_runs import count_active_runs
 
 __all__ = ["ACTIVE_RUNS_RETRY_AFTER_SECONDS", "refuse_if_tenant_at_cap"]

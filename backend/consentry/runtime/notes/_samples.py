@@ -23,7 +23,7 @@ from pathlib import Path
 from consentry.principal import Principal
 from consentry.storage import notes as notes_repo
 from consentry.storage import projects as projects_repo
-from consentry.storage.database import DbConnection
+from consentry.storage.db.database import DbConnection
 
 __all__ = ["SAMPLES_DIRECTORY", "SampleNote", "default_project_id", "read_sample_notes"]
 

@@ -25,7 +25,7 @@ from consentry.schemas.notes import (
 from consentry.storage import note_search, note_versions
 from consentry.storage import notes as notes_repo
 from consentry.storage import projects as projects_repo
-from consentry.storage.database import Database, DbConnection
+from consentry.storage.db.database import Database, DbConnection
 from consentry.storage.note_search import SearchHitRecord
 from consentry.storage.note_versions import NoteVersionRecord
 from consentry.storage.notes import NoteRecord

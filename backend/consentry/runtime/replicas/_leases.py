@@ -23,7 +23,7 @@ from uuid import uuid4
 
 from consentry.runtime.clock import Clock
 from consentry.storage import leases as leases_repo
-from consentry.storage.database import Database
+from consentry.storage.db.database import Database
 
 __all__ = ["LeaseKeeper", "process_identity"]
 

@@ -16,7 +16,7 @@ from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.replicas._notifications import EventNotifications
 from consentry.storage import events as events_repo
 from consentry.storage import runs as runs_repo
-from consentry.storage.database import Database
+from consentry.storage.db.database import Database
 from consentry.storage.events import StoredEvent
 
 __all__ = ["FOLLOW_RECHECK_SECONDS", "FollowedRun", "follow_log"]

@@ -9,7 +9,7 @@
   process executing it stops it at its next step boundary.
 - ``consentry_approvals`` (payload: an owner, ``tenant/user``): one of the owner's approvals
   was requested, decided, expired or cancelled; the owner's approvals feeds read the change
-  (``runtime.approval_feed``). Sent by ``storage.database.notify_at_commit``, which on SQLite
+  (``runtime.approval_feed``). Sent by ``storage.db.database.notify_at_commit``, which on SQLite
   delivers to this process right after the commit (:meth:`EventNotifications.deliver`).
 
 Each process keeps one ``LISTEN`` connection. If it drops, every waiter is woken (so none misses
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from consentry.runtime.background import BackgroundLoop
 from consentry.storage.audit import APPROVALS_CHANNEL
-from consentry.storage.database import libpq_url
+from consentry.storage.db.database import libpq_url
 from consentry.storage.runs import CANCELS_CHANNEL, RUNS_CHANNEL
 
 if TYPE_CHECKING:

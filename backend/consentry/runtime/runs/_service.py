@@ -30,18 +30,17 @@ from consentry.runtime.consents import ExpiryAlarm
 from consentry.runtime.notes import SampleNote
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.replicas import EventNotifications
-from consentry.runtime.runs._decisions import (
+from consentry.runtime.runs.execute import ActiveRun, ClaimHold, RunExecutor
+from consentry.runtime.runs.read import StreamJoins
+from consentry.runtime.runs.recover import retry_failed_run, take_over_dead_runs
+from consentry.runtime.runs.start import (
+    Launcher,
+    RunTargets,
     expire_consent_run,
     expire_raw_interrupt,
     start_decisions,
+    start_message,
 )
-from consentry.runtime.runs._executor import RunExecutor
-from consentry.runtime.runs._joins import StreamJoins
-from consentry.runtime.runs._launcher import Launcher
-from consentry.runtime.runs._messages import start_message
-from consentry.runtime.runs._recovery import retry_failed_run, take_over_dead_runs
-from consentry.runtime.runs._run_types import ActiveRun, ClaimHold
-from consentry.runtime.runs._targets import RunTargets
 from consentry.schemas.approvals import RAW_INTERRUPT, TOOL_CALL, DecisionRequest
 from consentry.schemas.chat import ChatRequest, ResumeDecision
 from consentry.schemas.threads import CancelAccepted
@@ -49,7 +48,7 @@ from consentry.storage import approvals as approvals_repo
 from consentry.storage import runs as runs_repo
 from consentry.storage import threads as threads_repo
 from consentry.storage.approvals import ApprovalRecord
-from consentry.storage.database import Database
+from consentry.storage.db.database import Database
 from consentry_graphs.registry import GraphSpec
 
 __all__ = ["RunService"]

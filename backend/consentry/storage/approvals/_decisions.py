@@ -13,8 +13,8 @@ from consentry.principal import Principal
 from consentry.schemas.approvals import ApprovalStatus
 from consentry.schemas.events import ConsentEvent
 from consentry.storage.approvals._records import DECIDED_BY_NAME, live_at
-from consentry.storage.database import DbConnection, execute, execute_unread
-from consentry.storage.direct import direct
+from consentry.storage.db.database import DbConnection, execute, execute_unread
+from consentry.storage.db.direct import direct
 from consentry.storage.tables import UTCDateTime, approvals
 
 _INSERT = direct(approvals.insert())

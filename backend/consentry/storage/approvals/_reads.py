@@ -18,8 +18,8 @@ from consentry.storage.approvals._records import (
     _owned,
     live_at,
 )
-from consentry.storage.database import DbConnection, execute
-from consentry.storage.direct import direct
+from consentry.storage.db.database import DbConnection, execute
+from consentry.storage.db.direct import direct
 from consentry.storage.tables import approvals, threads
 
 _FIND = direct(

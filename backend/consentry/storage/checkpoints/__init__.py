@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from consentry.storage.checkpoints._operations import CheckpointFence
 from consentry.storage.checkpoints._saver import RUN_KEY, ConsentrySaver, StepCommitter
 from consentry.storage.checkpoints.legacy import import_legacy_checkpoints
-from consentry.storage.database import Database
+from consentry.storage.db.database import Database
 
 __all__ = ["RUN_KEY", "CheckpointFence", "ConsentrySaver", "StepCommitter", "open_checkpointer"]
 

@@ -19,8 +19,8 @@ from psycopg.rows import tuple_row
 from sqlalchemy.engine import Connection
 
 from consentry.storage.checkpoints._operations import Operation, Query, Result
-from consentry.storage.database import DbConnection
-from consentry.storage.direct import (
+from consentry.storage.db.database import DbConnection
+from consentry.storage.db.direct import (
     AnsweringCursor,
     as_sqlalchemy_error,
     client_cursor,
@@ -29,7 +29,7 @@ from consentry.storage.direct import (
     postgres_driver,
     returned_rows,
 )
-from consentry.storage.sqlite_connection import SqliteConnection
+from consentry.storage.db.sqlite_connection import SqliteConnection
 
 __all__ = ["run_async", "run_on", "run_on_psycopg", "run_on_sqlite3"]
 

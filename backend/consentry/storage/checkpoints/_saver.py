@@ -47,7 +47,7 @@ from consentry.storage.checkpoints._sync_connection import (
     connect_sync,
     run_in_transaction,
 )
-from consentry.storage.database import Database, DbConnection
+from consentry.storage.db.database import Database, DbConnection
 
 __all__ = ["RUN_KEY", "ConsentrySaver", "StepCommitter"]
 

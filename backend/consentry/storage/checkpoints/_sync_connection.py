@@ -12,7 +12,7 @@ import psycopg
 
 from consentry.storage.checkpoints._drivers import run_on_psycopg, run_on_sqlite3
 from consentry.storage.checkpoints._operations import Operation
-from consentry.storage.database import BUSY_TIMEOUT_SECONDS, libpq_url
+from consentry.storage.db.database import BUSY_TIMEOUT_SECONDS, libpq_url
 
 __all__ = ["SyncConnection", "connect_sync", "run_in_transaction"]
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from consentry.storage.checkpoints._drivers import run_on
 from consentry.storage.checkpoints._saver import ConsentrySaver
-from consentry.storage.database import MIGRATION_LOCK, Database, DbConnection, libpq_url
+from consentry.storage.db.database import MIGRATION_LOCK, Database, DbConnection, libpq_url
 
 __all__ = ["import_legacy_checkpoints"]
 

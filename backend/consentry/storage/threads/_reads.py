@@ -15,8 +15,8 @@ from consentry.principal import Principal
 from consentry.schemas.events import TerminalReason
 from consentry.schemas.threads import ThreadStatus, ThreadSummary
 from consentry.storage.approvals import live_at
-from consentry.storage.database import DbConnection, execute
-from consentry.storage.direct import direct
+from consentry.storage.db.database import DbConnection, execute
+from consentry.storage.db.direct import direct
 from consentry.storage.tables import approvals, threads
 from consentry.storage.threads._records import (
     _COLUMNS,

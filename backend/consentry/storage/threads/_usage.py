@@ -7,8 +7,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from consentry.storage.database import DbConnection, execute_unread
-from consentry.storage.dialect import INSERTS
+from consentry.storage.db.database import DbConnection, execute_unread
+from consentry.storage.db.dialect import INSERTS
 from consentry.storage.tables import tenant_usage, threads
 
 

@@ -10,9 +10,9 @@ from typing import Any
 from consentry.errors import NotFoundError
 from consentry.principal import Principal
 from consentry.schemas.chat import ConsentPolicy
-from consentry.storage.database import DbConnection, execute_unread
-from consentry.storage.dialect import INSERTS
-from consentry.storage.direct import direct
+from consentry.storage.db.database import DbConnection, execute_unread
+from consentry.storage.db.dialect import INSERTS
+from consentry.storage.db.direct import direct
 from consentry.storage.tables import threads
 from consentry.storage.threads._reads import _GET_THREAD, _owner_params, get_thread
 from consentry.storage.threads._records import _COLUMNS, ThreadRecord

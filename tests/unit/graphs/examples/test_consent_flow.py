@@ -12,9 +12,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from consentry_graphs.consent import ConsentDecision, ConsentRequest, InMemoryEffectLedger, Outcome
+from consentry_graphs.context import GraphContext
 from consentry_graphs.examples.consent_flow import CHANGE, build_consent_flow_graph
 from consentry_graphs.registry import load_graphs
-from consentry_graphs.services import GraphContext
 
 MESSAGE = "Add a summary of our discussion to my note"  # nine words
 PROPOSAL = {"words": 9, "summary": "Record a message of 9 words"}

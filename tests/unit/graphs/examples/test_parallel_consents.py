@@ -16,12 +16,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from consentry_graphs.consent import ConsentDecision, ConsentRequest, InMemoryEffectLedger, Outcome
+from consentry_graphs.context import GraphContext
 from consentry_graphs.examples.parallel_consents import (
     Outbox,
     Published,
     build_parallel_consents_graph,
 )
-from consentry_graphs.services import GraphContext
 
 POST = "We shipped consent that holds."
 PUBLISH, NOTIFY = "request_publish_consent", "request_notify_consent"

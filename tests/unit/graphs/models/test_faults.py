@@ -1,6 +1,6 @@
 """What a failed model call means (``graphs/consentry_graphs/models/faults.py``), how long the retry
 layer waits before the next attempt (``RetryPolicy.delay``), and how a run reports the fault
-(``consentry.runtime.runs._failures.describe_failure``). Real exceptions, no network."""
+(``consentry.runtime.runs.execute._failures.describe_failure``). Real exceptions, no network."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from langchain_openai.chat_models.base import (
     OpenAITimeoutError,
 )
 
-from consentry.runtime.runs._failures import describe_failure
+from consentry.runtime.runs.execute._failures import describe_failure
 from consentry_graphs.models import ModelFault, RetryPolicy, classify_fault
 
 SECRET = "provider-internals: shard 7 exploded, key sk-live-leak"

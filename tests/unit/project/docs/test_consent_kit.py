@@ -18,9 +18,9 @@ from langgraph.types import Command
 
 from consentry.schemas.events import ConsentEvent, FinalEvent, MessageEvent
 from consentry_graphs.consent import ConsentDecision, ConsentRequest, InMemoryEffectLedger
+from consentry_graphs.context import GraphContext
 from consentry_graphs.examples import refund_consent
 from consentry_graphs.examples.refund_consent import PaymentProvider, Refund, build_refund_graph
-from consentry_graphs.services import GraphContext
 from tests.paths import ROOT
 from tests.sse import chat, kinds
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from consentry.errors import InvalidRequestError
 from consentry.runtime.consents import ConsentDeadlines, graph_resumes, read_asks
 from consentry.runtime.consents._asks import EXPIRED_REVIEW, check_answer
-from consentry.runtime.runs._graph_stream import RESUME
+from consentry.runtime.runs.execute._graph_stream import RESUME
 from consentry.storage.approvals import ApprovalRecord
 from consentry_graphs.consent import ConsentDecision
 from consentry_graphs.declared_kinds import InvalidResponseSchemaError, UndeclaredConsentKindError

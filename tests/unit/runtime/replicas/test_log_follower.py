@@ -17,7 +17,7 @@ from consentry.runtime.replicas._log_follower import follow_log
 from consentry.runtime.replicas._notifications import EventNotifications
 from consentry.storage import events as events_repo
 from consentry.storage import runs as runs_repo
-from consentry.storage.database import Database
+from consentry.storage.db.database import Database
 from consentry.storage.events import StoredEvent
 
 THREAD_ID, RUN_ID = "thread-1", "run-1"

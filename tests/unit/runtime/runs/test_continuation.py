@@ -8,8 +8,8 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 from langgraph.types import Command
 
-from consentry.runtime.runs._continuation import continuation
-from consentry.runtime.runs._executor import GraphInput, GraphPosition
+from consentry.runtime.runs.execute._executor import GraphInput, GraphPosition
+from consentry.runtime.runs.start._continuation import continuation
 
 RUN = "run-1"
 MESSAGE: dict[str, Any] = {"messages": [HumanMessage("Hi", id="msg-1")], "note_id": None}

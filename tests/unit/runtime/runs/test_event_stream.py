@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 from consentry.runtime.outgoing import OutgoingEvent
-from consentry.runtime.runs._event_stream import RunEventStream
+from consentry.runtime.runs.execute._event_stream import RunEventStream
 from consentry.schemas.events import FinalEvent, MessageEvent, StepEvent, TokenEvent
 from consentry.storage.transcript import TranscriptEntry
 

@@ -11,7 +11,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 from langgraph.types import Interrupt
 
-from consentry.runtime.runs._graph_outputs import graph_output_json, split_output
+from consentry.runtime.runs.execute._graph_outputs import graph_output_json, split_output
 
 ASKED = Interrupt(value={"question": "Which city?"}, id="approval-1")
 

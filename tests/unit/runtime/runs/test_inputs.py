@@ -9,8 +9,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.types import Command
 
-from consentry.runtime.runs._inputs import dump_inputs, load_inputs
-from consentry.runtime.runs._run_types import GraphInput
+from consentry.runtime.runs.execute._inputs import dump_inputs, load_inputs
+from consentry.runtime.runs.execute._run_types import GraphInput
 
 
 def _round_trip(inputs: list[GraphInput]) -> list[GraphInput]:

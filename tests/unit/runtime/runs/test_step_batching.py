@@ -1,4 +1,4 @@
-"""``consentry.runtime.runs._step_batching.ProgressBatcher``: ``run_started`` and ``step`` events
+"""``runtime.runs.execute._step_batching.ProgressBatcher``: ``run_started`` and ``step`` events
 wait for the run's next write, or for a short delay, instead of a write of their own; the events a
 step's results produce wait for the step's checkpoint (``commit_step``) and are written in its
 transaction; and still no event is sent before it is stored, nor before an earlier one.
@@ -20,11 +20,11 @@ from typing import Any, Literal, TypeVar, cast
 import pytest
 
 from consentry.runtime.outgoing import OutgoingEvent
-from consentry.runtime.runs._event_stream import RunEventStream
-from consentry.runtime.runs._step_batching import ProgressBatcher
+from consentry.runtime.runs.execute._event_stream import RunEventStream
+from consentry.runtime.runs.execute._step_batching import ProgressBatcher
 from consentry.schemas.events import MessageEvent, RunStartedEvent, StepEvent, TokenEvent
 from consentry.storage.checkpoints import CheckpointFence
-from consentry.storage.database import Database
+from consentry.storage.db.database import Database
 from consentry.storage.leases import LeaseLostError
 
 DELAY = 0.01
@@ -424,7 +424,7 @@ async def test_a_failed_late_store_keeps_its_rows_for_the_next_write_and_logs_a_
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     store.failures = 1
-    caplog.set_level(logging.WARNING, logger="consentry.runtime.runs._step_batching")
+    caplog.set_level(logging.WARNING, logger="consentry.runtime.runs.execute._step_batching")
     _start(events)
     _step(events, "answer")
     await _within(batcher.after_chunk())
@@ -436,7 +436,9 @@ async def test_a_failed_late_store_keeps_its_rows_for_the_next_write_and_logs_a_
     assert store.calls == [[STARTED, STEP], [STARTED, STEP]]
     assert await client.received_first(3) == [STARTED, STEP, (2, "token")]
     assert _sent_before_stored(timeline) == []
-    warnings = [r for r in caplog.records if r.name == "consentry.runtime.runs._step_batching"]
+    warnings = [
+        r for r in caplog.records if r.name == "consentry.runtime.runs.execute._step_batching"
+    ]
     assert [(r.levelno, r.getMessage()) for r in warnings] == [
         (logging.WARNING, "could not store a run's progress events yet")
     ]

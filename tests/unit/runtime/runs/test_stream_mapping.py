@@ -9,7 +9,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langgraph.types import Interrupt
 
-from consentry.runtime.runs._stream_mapping import ChunkMapper
+from consentry.runtime.runs.execute._stream_mapping import ChunkMapper
 from consentry_graphs.registry import BUILTIN_GRAPHS
 
 NOTE: dict[str, Any] = {

@@ -10,7 +10,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 
-from consentry.runtime.runs._stream_mapping import (
+from consentry.runtime.runs.execute._stream_mapping import (
     TOOL_RESULT_CHARS,
     ChunkMapper,
     Mapped,

@@ -1,0 +1,42 @@
+"""How a failure inside a run is reported: a stable code, a safe message, and whether to retry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from consentry.storage.db.database import is_database_unavailable
+from consentry_graphs.declared_kinds import GraphDefinitionError
+from consentry_graphs.models import ModelFaultCode, classify_fault
+
+__all__ = ["RunFailure", "describe_failure"]
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    code: str
+    message: str
+    retryable: bool
+    """Whether sending the same thing again later may work (``POST /v1/threads/{id}/retry``)."""
+
+
+_MODEL_FAULTS: dict[ModelFaultCode, str] = {
+    "model_rate_limited": "The model provider is rate limiting us; try again in a moment.",
+    "model_quota_exhausted": "The model provider's quota for this deployment is used up.",
+    "model_unavailable": "The model provider did not answer; try again in a moment.",
+    "model_auth_failed": "The model provider refused this deployment's credentials.",
+    "model_rejected": "The model provider refused the request.",
+}
+
+
+def describe_failure(exc: BaseException) -> RunFailure:
+    """Never expose ``str(exc)``: provider messages can carry prompts, keys or internals. The
+    one exception is a mistake in the graph's definition, whose message Consentry wrote for the
+    graph's developer (``GraphDefinitionError``: its kind names, nothing of the run)."""
+    if isinstance(exc, GraphDefinitionError):
+        return RunFailure(exc.code, str(exc), False)
+    fault = classify_fault(exc)
+    if fault is not None:
+        return RunFailure(fault.code, _MODEL_FAULTS[fault.code], fault.retryable)
+    if is_database_unavailable(exc):
+        return RunFailure("database_unavailable", "The database could not be reached.", True)
+    return RunFailure("internal_error", "The run failed unexpectedly.", False)

@@ -1,0 +1,90 @@
+"""LangGraph's own outputs after each step (``values``, ``updates``, ``tasks`` chunks) as the JSON
+the LangGraph SDK reads, for a run a listener asked them of (``RunEventStream.graph_modes``).
+
+Each chunk is serialized once, whatever the number of listeners, and never stored. A run nobody
+asked them of pays nothing here: the graph streamer calls :func:`graph_output_json` only for a
+mode in its stream's ``graph_modes`` (for a ``/v1`` run, none).
+
+- ``values``: the state, as ``GET /threads/{id}/state`` shows it (messages as their
+  ``model_dump()``, ``_graph_state.as_json``). At an interrupt LangGraph adds ``__interrupt__`` to
+  the state it streams; it is left out here: the SDK face sends the interrupt in a ``values`` frame
+  of its own at the run's end, read from the checkpoint (``useStream`` takes only
+  ``__interrupt__`` from a frame that has it, so a state beside it would not be shown).
+- ``updates``: ``{node: what it wrote}``; ``__interrupt__`` as ``[{"value", "id"}]`` (the id is
+  the approval's); ``__metadata__`` (a cached replay's) left out.
+- ``tasks``: as LangGraph gives them (a task's start with its input, its end with its result).
+
+A subgraph's outputs (asked as ``subgraphs:<mode>``) are the same, with the subgraph's namespace
+(``ns``: LangGraph's, ``["plan:<task id>", ...]``); its ``messages`` are ``[message chunk,
+{"langgraph_node", "langgraph_checkpoint_ns"}]`` and its ``custom`` events the values it wrote.
+
+The JSON is ``{"run_id", "chunk"}`` (and ``ns``): a join that reads a thread's log for one run
+tells its run's outputs from another's as it does for every event.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic_core import to_json
+
+from consentry.runtime.graph_state import as_json, interrupt_as_json
+
+__all__ = ["graph_output_json", "split_output"]
+
+_INTERRUPT = "__interrupt__"
+_METADATA = "__metadata__"
+_MESSAGE_METADATA = ("langgraph_node", "langgraph_checkpoint_ns")
+_CHUNK = ',"chunk":'
+
+
+def graph_output_json(
+    mode: str, chunk: Any, *, run_id: str, namespace: tuple[str, ...] = ()
+) -> str | None:
+    """The chunk of ``mode`` as JSON (of a subgraph's ``namespace``, when given), or None when
+    it has nothing to show (a ``values`` chunk that is only an interrupt, an ``updates`` chunk
+    that is only metadata)."""
+    if mode == "values":
+        shown = _values(chunk)
+    elif mode == "updates":
+        shown = _updates(chunk)
+    elif mode == "messages":
+        message, metadata = chunk
+        shown = [as_json(message), {key: metadata.get(key) for key in _MESSAGE_METADATA}]
+    else:
+        shown = as_json(chunk)
+    if shown is None:
+        return None
+    head: dict[str, Any] = (
+        {"run_id": run_id, "ns": list(namespace)} if namespace else {"run_id": run_id}
+    )
+    return to_json({**head, "chunk": shown}).decode()  # the chunk last: ``split_output``
+
+
+def split_output(data: str) -> tuple[dict[str, Any], str]:
+    """A graph output's ``run_id`` (and ``ns``), and its chunk's JSON as it is: a face sends it
+    without parsing the state and writing it again (the chunk comes last, and the text before
+    it, JSON strings, cannot hold ``,"chunk":`` unescaped)."""
+    head, _, chunk = data.partition(_CHUNK)
+    return json.loads(head + "}"), chunk[:-1]
+
+
+def _values(chunk: Any) -> Any:
+    if not isinstance(chunk, Mapping):
+        return {"__root__": as_json(chunk)}  # a graph whose output is one channel
+    state = {key: value for key, value in chunk.items() if key != _INTERRUPT}
+    if not state and _INTERRUPT in chunk:
+        return None
+    return as_json(state)
+
+
+def _updates(chunk: Mapping[str, Any]) -> dict[str, Any] | None:
+    shown: dict[str, Any] = {}
+    for node, update in chunk.items():
+        if node == _INTERRUPT:
+            shown[node] = [interrupt_as_json(interrupt) for interrupt in update]
+        elif node != _METADATA:
+            shown[node] = as_json(update)
+    return shown or None

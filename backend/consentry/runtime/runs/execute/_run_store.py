@@ -1,0 +1,269 @@
+"""Storing what a run produced, always fenced by its lease: its durable events (with each step's
+checkpoint, ``step_batching``), with what they add to the transcript (messages) and to the
+thread's tool calls (``tool_call``, ``tool_result``), and its end (the last events, the approvals
+of its consents, its terminal reason, the thread's new status) in one transaction, after which
+its ``consent`` and ``final`` events are sent. Also the stop without an end (shutdown, a lost
+lease). Checkpoint retention is the checkpointer's (``storage.checkpoints``): no prune pass.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+
+from consentry.observability.metrics import Metrics
+from consentry.runtime.clock import Clock
+from consentry.runtime.consents import ExpiryAlarm, record_consent, reopen_consent
+from consentry.runtime.outgoing import OutgoingEvent
+from consentry.runtime.runs.execute._run_types import Outcome, RunContext
+from consentry.schemas.events import ErrorEvent, FinalEvent
+from consentry.storage import approvals as approvals_repo
+from consentry.storage import events as events_repo
+from consentry.storage import leases as leases_repo
+from consentry.storage import runs as runs_repo
+from consentry.storage.db.database import Database, DbConnection
+from consentry.storage.leases import LeaseLostError
+from consentry.storage.tool_calls import ToolCallAsked, ToolResultGiven, record_tool_events
+from consentry.storage.transcript import TranscriptEntry, add_to_transcript
+
+__all__ = ["RunStore"]
+
+log = logging.getLogger(__name__)
+
+_TOOL_EVENTS = frozenset({"tool_call", "tool_result"})
+
+
+def _tool_event(event_type: str, data: str) -> ToolCallAsked | ToolResultGiven:
+    """A stored ``tool_call`` or ``tool_result`` event, as its row of the tool calls."""
+    fields = json.loads(data)
+    if event_type == "tool_call":
+        return ToolCallAsked(
+            fields["tool_call_id"], fields["name"], fields["args"], fields["message_id"]
+        )
+    return ToolResultGiven(
+        fields["tool_call_id"],
+        fields["name"],
+        fields["status"],
+        fields["content"],
+        fields["content_chars"],
+    )
+
+
+class RunStore:
+    def __init__(
+        self,
+        *,
+        db: Database,
+        clock: Clock,
+        metrics: Metrics,
+        alarm: ExpiryAlarm,
+        ended: Callable[[str, str], None],
+    ) -> None:
+        """``ended(thread_id, run_id)``: a run ended (stored), so the thread is free of it in this
+        process."""
+        self._db = db
+        self._clock = clock
+        self._metrics = metrics
+        self._alarm = alarm
+        self._ended = ended
+
+    async def store_events(
+        self, conn: DbConnection, run: RunContext, *, fence_checked: bool = False
+    ) -> None:
+        """Store the run's recorded durable events, fenced by its lease (``fence_checked``: the
+        transaction checks the lease itself before it commits, see ``insert_events``)."""
+        await self.insert_events(
+            conn, run.events.take_durable(), run=run, fence_checked=fence_checked
+        )
+
+    async def insert_events(
+        self,
+        conn: DbConnection,
+        rows: list[OutgoingEvent],
+        *,
+        run: RunContext,
+        fence_checked: bool = False,
+    ) -> None:
+        """Insert events fenced by the run's lease, and what they add to the transcript (the
+        user's messages given to the graph since the last write, then ``message`` events) and to
+        the thread's tool calls (``tool_call`` and ``tool_result`` events), at one time."""
+        now = self._clock()
+        await events_repo.insert_events(
+            conn,
+            run.events,
+            rows,
+            fencing_token=run.fencing_token,
+            now=now,
+            fence_checked=fence_checked,
+        )
+        said = [json.loads(row.data) for row in rows if row.type == "message"]
+        await add_to_transcript(
+            conn,
+            run.events.thread_id,
+            [
+                *run.events.take_transcript(),
+                *(TranscriptEntry(m["message_id"], "assistant", m["content"]) for m in said),
+            ],
+            now=now,
+        )
+        tools = [_tool_event(row.type, row.data) for row in rows if row.type in _TOOL_EVENTS]
+        if tools:
+            await record_tool_events(
+                conn,
+                thread_id=run.events.thread_id,
+                run_id=run.events.run_id,
+                told=tools,
+                now=now,
+            )
+
+    async def store_end(self, run: RunContext, outcome: Outcome) -> None:
+        events, owner = run.events, run.owner
+        now = self._clock()
+        async with self._db.write() as conn:
+            # The thread's release, last, checks the lease: refused, it rolls all of this back
+            # (on PostgreSQL it goes with the COMMIT, which then fails).
+            await self.store_events(conn, run, fence_checked=True)
+            for consent in outcome.consents:
+                await record_consent(conn, run.owner, consent, now=now)
+            await runs_repo.record_run_end(
+                conn,
+                owner,
+                thread_id=events.thread_id,
+                run_id=events.run_id,
+                reason=outcome.reason,
+                error_code=outcome.error_code,
+                now=now,
+                usage=run.meter.usage,
+            )
+            # A run that stopped half-way may leave consents pending (a parallel branch's): the
+            # thread still waits for them.
+            if outcome.reason == "cancelled":
+                await approvals_repo.cancel_run_approvals(conn, events.run_id, now=now)
+            for approval_id in outcome.refused:
+                await reopen_consent(conn, owner, approval_id, run_id=events.run_id, now=now)
+            waiting = outcome.reason == "interrupted" or (
+                outcome.reason in ("failed", "cancelled")
+                and bool(await approvals_repo.pending_approvals(conn, events.thread_id))
+            )
+            await leases_repo.release_thread(
+                conn,
+                events.thread_id,
+                run_id=events.run_id,
+                fencing_token=run.fencing_token,
+                status="awaiting_consent" if waiting else "idle",
+                reason=outcome.reason,
+                last_seq=events.last_seq,
+                now=now,
+                tokens_used=run.meter.run_tokens,
+                last=True,  # on PostgreSQL, refused, it fails the commit: ``finish`` reads why
+            )
+
+    async def _holds_lease(self, run: RunContext) -> bool:
+        """Whether ``run`` still holds its lease (True when that cannot be read: the failure
+        is then handled as the run's own)."""
+        try:
+            async with self._db.read() as conn:
+                return await leases_repo.holds_lease(
+                    conn,
+                    run.events.thread_id,
+                    run_id=run.events.run_id,
+                    fencing_token=run.fencing_token,
+                )
+        except Exception:
+            return True
+
+    async def finish(self, run: RunContext, outcome: Outcome) -> None:
+        """Store everything the run produced in one transaction, then send consent + final.
+
+        If that transaction fails, a second, smaller one still ends the run as ``failed`` and
+        frees the thread (the events made so far are logged as lost); only if that fails too does
+        the thread wait for the start-up recovery of the next process."""
+        events = run.events
+        await run.progress.settle()
+        final = events.make(FinalEvent, reason=outcome.reason, usage=run.meter.usage)
+        for event in (*outcome.consents, final):
+            events.record(event)
+        try:
+            try:
+                await self.store_end(run, outcome)
+            except Exception as failure:
+                # The lease is checked last in that transaction: a run taken over may first
+                # meet what the new owner wrote (the same consent recorded): still a lost lease.
+                if (
+                    not isinstance(failure, LeaseLostError)
+                    and not leases_repo.release_refused(failure)
+                    and await self._holds_lease(run)
+                ):
+                    raise
+                raise LeaseLostError(events.run_id) from failure
+        except LeaseLostError:
+            log.warning(
+                "a run lost its lease before it could store its end; another process has it",
+                extra={"thread_id": events.thread_id, "run_id": events.run_id},
+            )
+            run.observer.stopped()
+            events.discard_unsent()
+            events.close(suspended=True)
+            return
+        except Exception:
+            log.exception(
+                "could not store the end of a run",
+                extra={"thread_id": events.thread_id, "run_id": events.run_id},
+            )
+            self._metrics.database_error("run_end")
+            outcome = Outcome("failed", "storage_error")
+            events.discard_unsent()
+            events.record(
+                events.make(
+                    ErrorEvent,
+                    code="storage_error",
+                    retryable=True,
+                    message="The run's result could not be stored.",
+                )
+            )
+            events.record(events.make(FinalEvent, reason="failed", usage=run.meter.usage))
+            try:
+                await self.store_end(run, outcome)
+            except Exception:
+                log.exception(
+                    "could not record the failure of a run either; the next start recovers it",
+                    extra={"thread_id": events.thread_id, "run_id": events.run_id},
+                )
+        run.observer.ended(outcome.reason)
+        for consent in outcome.consents:
+            self._metrics.consent_requested(run.spec.name, consent.kind)
+            self._alarm.consent_requested(consent.expires_at)
+        events.flush()
+        events.close()
+        self._ended(events.thread_id, events.run_id)  # the thread is free: a cancel finds nothing
+
+    async def suspend(self, run: RunContext) -> None:
+        """Stop without ending: store the events made so far and give up the lease, so the next
+        process continues the run from its last checkpoint. With the lease lost, store nothing
+        (the process that took the run over owns it now). Listeners get no ``final``: the stream
+        ends, and the client rejoins with ``Last-Event-ID``."""
+        events = run.events
+        run.observer.stopped()
+        await run.progress.settle()
+        if run.stop == "lease_lost":
+            events.discard_unsent()
+        else:
+            try:
+                async with self._db.write() as conn:
+                    await self.store_events(conn, run)
+                    await leases_repo.suspend_lease(
+                        conn,
+                        events.thread_id,
+                        run_id=events.run_id,
+                        fencing_token=run.fencing_token,
+                        now=self._clock(),
+                    )
+            except Exception:
+                log.exception(
+                    "could not store a suspended run; the lease expires and it is taken over",
+                    extra={"thread_id": events.thread_id, "run_id": events.run_id},
+                )
+                events.discard_unsent()
+            events.flush()
+        events.close(suspended=True)

@@ -1,0 +1,10 @@
+"""Recovering runs: finding the runs of dead processes and closing each as far as it got
+(``_dead_runs``), continuing their work or a failed run's retry (``_recovery``), and the loop
+that takes over dead replicas' runs (``_takeover``). Imports ``start`` and ``execute``."""
+
+from __future__ import annotations
+
+from consentry.runtime.runs.recover._recovery import retry_failed_run, take_over_dead_runs
+from consentry.runtime.runs.recover._takeover import DeadRunTaker, RunTakeover
+
+__all__ = ["DeadRunTaker", "RunTakeover", "retry_failed_run", "take_over_dead_runs"]

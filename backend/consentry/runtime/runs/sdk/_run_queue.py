@@ -1,0 +1,380 @@
+"""The LangGraph SDK's ``multitask_strategy="enqueue"``: a run asked of a busy thread waits for
+the thread's active run and starts after it, in the order asked, through the same run service as
+every other run.
+
+A queued run is a stored row (``storage.run_queue``), not a task in memory: a restart loses
+none. Each process drains the threads it queued runs on (and, at start-up, every thread with a
+waiting run): it follows the thread's active run to its end (the join of ``RunService``, woken
+by the run's own events, in this process or through the log), then starts the oldest waiting
+run as the request it was (an ``input``, or a ``command.resume`` translated against the consents
+pending *then*). Taking the row and claiming the thread are one transaction (``QueuedHold``), so
+two processes draining one thread start it once; the run takes the row's id, the id the client
+was given. A start refused (409 ``consent_pending``: a message while a raw interrupt waits, say)
+is recorded on the row with its code and message and shown as the run's ``error``; the next
+waiting run is tried.
+
+A request that waits for its run (``runs.stream``, ``runs.wait``) holds a future the drainer
+resolves: with the run itself when it started it here (its events live from the first), or with
+what the row says (started elsewhere: followed through the log; refused; cancelled).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from consentry.errors import ConflictError, ConsentryError, NotFoundError
+from consentry.principal import Principal
+from consentry.runtime.clock import Clock
+from consentry.runtime.outgoing import OutgoingEvent
+from consentry.runtime.runs._service import RunService
+from consentry.runtime.runs.execute import ActiveRun, ClaimHold
+from consentry.schemas.chat import ChatRequest
+from consentry.storage import events as events_repo
+from consentry.storage import run_queue as queue_repo
+from consentry.storage import threads as threads_repo
+from consentry.storage.db.database import Database, DbConnection
+from consentry.storage.run_queue import QueuedRun
+
+__all__ = ["Queued", "RunQueue", "Waiter"]
+
+log = logging.getLogger(__name__)
+
+_RETRY_SECONDS = (0.05, 0.1, 0.2, 0.5, 1.0)
+"""Back-off when the thread was busy again at once (another request's run won the claim)."""
+
+
+@dataclass(frozen=True)
+class Queued:
+    """A queued run's ids (what an ``Idempotency-Key`` names)."""
+
+    thread_id: str
+    run_id: str
+
+
+@dataclass(frozen=True)
+class _Settled:
+    """How a queued run ended its wait, when it was not started by this process."""
+
+    status: str
+    """``started`` (elsewhere), ``refused`` or ``cancelled``."""
+    code: str | None = None
+    message: str | None = None
+
+
+_Outcome = ActiveRun | _Settled
+
+
+@dataclass(eq=False)
+class Waiter:
+    """A request waiting for a queued run to start (``RunQueue.expect``)."""
+
+    thread_id: str
+    run_id: str
+    future: asyncio.Future[_Outcome]
+    graph_modes: frozenset[str]
+    """The graph outputs the request streams (``SdkStream.graph_modes``)."""
+    events: AsyncIterator[OutgoingEvent] | None = None
+    """The run's events, listened to from its first (the run this process started for it)."""
+
+
+@dataclass
+class QueuedHold:
+    """Takes the queued row in the transaction that claims the thread (``runs.ClaimHold``)."""
+
+    run_id: str
+    clock: Clock
+
+    async def complete(self, conn: DbConnection, *, thread_id: str, run_id: str) -> None:
+        if not await queue_repo.take_queued_run(conn, self.run_id, now=self.clock()):
+            raise ConflictError(
+                "This queued run is no longer waiting.",
+                code="run_not_queued",
+                details={"run_id": self.run_id},
+            )
+
+
+class RunQueue:
+    def __init__(
+        self,
+        *,
+        db: Database,
+        runs: RunService,
+        clock: Clock,
+        prepare: Callable[[Principal, str, dict[str, Any]], Awaitable[ChatRequest]],
+        started: Callable[[dict[str, Any] | None, ActiveRun], Awaitable[None]],
+    ) -> None:
+        """``prepare``: the run service's request for a queued one (as the face that queued it
+        sent it), on its thread as the thread is now. ``started``: told of each run this
+        process started, with the metadata the client queued it with."""
+        self._db = db
+        self._runs = runs
+        self._clock = clock
+        self._prepare = prepare
+        self._started = started
+        self._drainers: dict[str, asyncio.Task[None]] = {}
+        self._waiters: dict[str, list[Waiter]] = {}
+        """run id → the requests waiting for it to start, first come first."""
+        self._again: set[str] = set()
+        """Threads a run was queued on while their drainer looked for the next."""
+        self._cancels: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        """Drain every thread a run waits on (those queued before a restart, or elsewhere)."""
+        async with self._db.read() as conn:
+            for thread_id in await queue_repo.threads_with_queued_runs(conn):
+                self._drain(thread_id)
+
+    async def stop(self) -> None:
+        drainers = [*self._drainers.values(), *self._cancels]
+        for task in drainers:
+            task.cancel()
+        await asyncio.gather(*drainers, return_exceptions=True)
+
+    async def add(
+        self,
+        owner: Principal,
+        thread_id: str,
+        run_id: str,
+        request: dict[str, Any],
+        metadata: dict[str, Any] | None,
+        *,
+        hold: ClaimHold | None,
+    ) -> Queued:
+        """Queue a run (``hold``: the request's ``Idempotency-Key``, completed with it)."""
+        async with self._db.write() as conn:
+            await threads_repo.get_thread(conn, owner, thread_id)  # 404 for another's
+            await queue_repo.add_queued_run(
+                conn,
+                owner,
+                run_id=run_id,
+                thread_id=thread_id,
+                request=request,
+                metadata=metadata,
+                now=self._clock(),
+            )
+            if hold is not None:
+                await hold.complete(conn, thread_id=thread_id, run_id=run_id)
+        self._drain(thread_id)
+        return Queued(thread_id, run_id)
+
+    def expect(
+        self, thread_id: str, run_id: str, *, graph_modes: frozenset[str] = frozenset()
+    ) -> Waiter:
+        """A request will wait for this run (``events``): call it before the run is queued, so
+        a drainer that starts it at once hands it over."""
+        future = asyncio.get_running_loop().create_future()
+        waiter = Waiter(thread_id, run_id, future, graph_modes)
+        self._waiters.setdefault(run_id, []).append(waiter)
+        return waiter
+
+    def forget(self, waiter: Waiter) -> None:
+        """The request no longer waits (it went away, or its run was never queued): a run
+        started for it goes on alone."""
+        waiting = self._waiters.get(waiter.run_id, [])
+        if waiter in waiting:
+            waiting.remove(waiter)
+            if not waiting:
+                del self._waiters[waiter.run_id]
+        future = waiter.future  # (cancelled with the request that awaited it)
+        outcome = future.result() if future.done() and not future.cancelled() else None
+        if isinstance(outcome, ActiveRun):
+            outcome.events.detach()
+
+    async def events(self, owner: Principal, waiter: Waiter) -> AsyncIterator[OutgoingEvent]:
+        """The run's events once it starts: live when this process started it for this waiter,
+        else through the log; a refused or cancelled run's end as events."""
+        thread_id, run_id = waiter.thread_id, waiter.run_id
+        try:
+            outcome = await self._outcome(waiter)
+            if isinstance(outcome, ActiveRun):
+                async for event in waiter.events or outcome.events.listen():
+                    yield event
+            elif outcome.status == "started":
+                async for event in await self._runs.replay(owner, thread_id, run_id):
+                    yield event
+            else:
+                for event in _ended_waiting(thread_id, run_id, outcome):
+                    yield event
+        finally:  # (``closed`` does it at once when the request ends)
+            self.forget(waiter)
+
+    def closed(self, owner: Principal, waiter: Waiter, *, cancel: bool) -> None:
+        """The request that waited for the run is over (its client may have gone): stop
+        waiting, let a run started for it go on alone, or (``cancel``) cancel it."""
+        self.forget(waiter)
+        if cancel:
+            self.cancel_soon(owner, waiter.thread_id, waiter.run_id)
+
+    def cancel_soon(self, owner: Principal, thread_id: str, run_id: str) -> None:
+        """Cancel the run, waiting or running, in the background (a client that asked for it
+        with ``on_disconnect="cancel"`` went away); nothing when it has ended."""
+        task = asyncio.create_task(self._cancel_quietly(owner, thread_id, run_id))
+        self._cancels.add(task)
+        task.add_done_callback(self._cancels.discard)
+
+    async def _cancel_quietly(self, owner: Principal, thread_id: str, run_id: str) -> None:
+        with contextlib.suppress(ConflictError, NotFoundError):  # it ended, or was deleted
+            if not await self.cancel(owner, thread_id, run_id):
+                await self._runs.cancel(owner, thread_id, run_id=run_id)
+
+    async def cancel(self, owner: Principal, thread_id: str, run_id: str) -> bool:
+        """Cancel a run still waiting (False when it is not)."""
+        async with self._db.write() as conn:
+            await threads_repo.get_thread(conn, owner, thread_id)  # 404 for another's
+            found = await queue_repo.queued_run(conn, thread_id, run_id)
+            cancelled = found is not None and await queue_repo.cancel_queued_run(
+                conn, run_id, now=self._clock()
+            )
+        if cancelled:
+            self._settle(run_id, _Settled("cancelled"))
+        return cancelled
+
+    async def _outcome(self, waiter: Waiter) -> _Outcome:
+        if not waiter.future.done():
+            async with self._db.read() as conn:
+                row = await queue_repo.queued_run(conn, waiter.thread_id, waiter.run_id)
+            if row is not None and row.status != "waiting" and not waiter.future.done():
+                # Not waiting any more: as the row says (a start of this process that would
+                # resolve the wait after this finds nobody waiting, and lets its run go alone).
+                self.forget(waiter)
+                return _settled(row)
+            self._drain(waiter.thread_id)
+        return await waiter.future
+
+    def _drain(self, thread_id: str) -> None:
+        """Drain the thread's queue here (a drainer that is at its end looks once more)."""
+        drainer = self._drainers.get(thread_id)
+        if drainer is not None and not drainer.done():
+            self._again.add(thread_id)
+            return
+        task = asyncio.create_task(self._drain_thread(thread_id), name=f"run-queue:{thread_id}")
+        self._drainers[thread_id] = task
+
+        def gone(done: asyncio.Task[None]) -> None:
+            if self._drainers.get(thread_id) is done:
+                del self._drainers[thread_id]
+
+        task.add_done_callback(gone)
+
+    async def _drain_thread(self, thread_id: str) -> None:
+        tries = 0
+        while True:
+            self._again.discard(thread_id)
+            try:
+                row = await self._next(thread_id)
+                if row is None:
+                    if thread_id in self._again:  # a run was queued as this looked
+                        continue
+                    return  # (nothing awaited after the look: a later ``_drain`` starts anew)
+                waited = await self._wait_for_thread(row)
+                if waited is None and await self._start(row):
+                    tries = 0
+                    continue
+                if waited:  # the active run ended: try at once
+                    continue
+            except NotFoundError:  # the thread was deleted (and its queue with it)
+                continue
+            except Exception:  # the database, say: try again, never drop a queued run
+                log.exception("a thread's run queue failed", extra={"thread_id": thread_id})
+            # Busy again at once (another request's run won the claim), or failed.
+            await asyncio.sleep(_RETRY_SECONDS[min(tries, len(_RETRY_SECONDS) - 1)])
+            tries += 1
+
+    async def _next(self, thread_id: str) -> QueuedRun | None:
+        await self._settle_waiters(thread_id)
+        async with self._db.read() as conn:
+            return await queue_repo.next_queued_run(conn, thread_id)
+
+    async def _wait_for_thread(self, row: QueuedRun) -> int | None:
+        """None when the thread has no active run; else follow that run to its end (woken by
+        its events) and say how many events it sent meanwhile."""
+        async with self._db.read() as conn:
+            thread = await threads_repo.get_thread(conn, row.owner, row.thread_id)
+            if thread.status != "running":
+                return None
+            stored = await events_repo.last_stored_seq(conn, row.thread_id)
+        seen = 0
+        async for _ in await self._runs.join(row.owner, row.thread_id, after_seq=stored):
+            seen += 1
+        return seen
+
+    async def _start(self, row: QueuedRun) -> bool:
+        """Start the queued run; False when the thread was busy again."""
+        try:
+            request = await self._prepare(row.owner, row.thread_id, row.request)
+            run = await self._runs.start(row.owner, request, key=QueuedHold(row.id, self._clock))
+        except ConflictError as exc:
+            if exc.code == "run_in_progress":
+                return False
+            if exc.code != "run_not_queued":
+                await self._refuse(row, exc)
+            return True
+        except ConsentryError as exc:
+            await self._refuse(row, exc)
+            return True
+        # The first request waiting gets the run's events live; any other reads them from the
+        # log (one listener per run stream); with nobody waiting they are stored only.
+        waiting = [w for w in self._waiters.pop(row.id, []) if not w.future.done()]
+        if waiting:  # listened to now, in the turn the run's task was made: from its first step
+            waiting[0].events = run.events.listen(graph_modes=waiting[0].graph_modes)
+            waiting[0].future.set_result(run)
+        else:
+            run.events.detach()
+        for other in waiting[1:]:
+            other.future.set_result(_Settled("started"))
+        await self._started(row.metadata, run)
+        return True
+
+    async def _refuse(self, row: QueuedRun, exc: ConsentryError) -> None:
+        async with self._db.write() as conn:
+            await queue_repo.refuse_queued_run(
+                conn, row.id, code=exc.code, message=exc.message, now=self._clock()
+            )
+        log.info("a queued run was refused", extra={"run_id": row.id, "code": exc.code})
+
+    async def _settle_waiters(self, thread_id: str) -> None:
+        """Resolve the waits of this thread's runs that are no longer waiting (started by
+        another process, refused, cancelled)."""
+        expected = [
+            run_id
+            for run_id, waiting in self._waiters.items()
+            if waiting and waiting[0].thread_id == thread_id
+        ]
+        if not expected:
+            return
+        async with self._db.read() as conn:
+            rows = [await queue_repo.queued_run(conn, thread_id, run_id) for run_id in expected]
+        for run_id, row in zip(expected, rows, strict=True):
+            if row is None:
+                self._settle(run_id, _Settled("refused", "thread_not_found", "The thread is gone."))
+            elif row.status != "waiting":
+                self._settle(run_id, _settled(row))
+
+    def _settle(self, run_id: str, settled: _Settled) -> None:
+        for waiter in self._waiters.pop(run_id, []):
+            if not waiter.future.done():
+                waiter.future.set_result(settled)
+
+
+def _settled(row: QueuedRun) -> _Settled:
+    return _Settled(row.status, row.error_code, row.error_message)
+
+
+def _ended_waiting(thread_id: str, run_id: str, settled: _Settled) -> list[OutgoingEvent]:
+    """The end of a run that never started, as the events a face sends: its start (the SDK's
+    ``metadata``), the error that refused it, its ``final``. They are not stored (seq 0)."""
+    ids = {"thread_id": thread_id, "run_id": run_id}
+    events = [OutgoingEvent(0, "run_started", json.dumps(ids))]
+    reason = "cancelled"
+    if settled.status == "refused":
+        reason = "failed"
+        error = {**ids, "code": settled.code, "message": settled.message}
+        events.append(OutgoingEvent(0, "error", json.dumps(error)))
+    events.append(OutgoingEvent(0, "final", json.dumps({**ids, "reason": reason})))
+    return events

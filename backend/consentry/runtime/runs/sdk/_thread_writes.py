@@ -1,0 +1,141 @@
+"""Writing threads outside a run, for the LangGraph SDK face: create one before its first run,
+merge its metadata, delete it.
+
+- **Create** (``POST /threads``): an idle thread that has never run, in the owner's default
+  project, with the graph ``metadata.graph_id`` names (else the default) and the client's
+  metadata. Its first run may bind it to another graph (``_targets``). A client may choose its
+  id; an id taken by any thread is 409 ``thread_exists`` (the same answer whoever owns it), or,
+  with ``if_exists="do_nothing"``, the caller's own thread as it is.
+- **Delete** (``DELETE /threads/{id}``): refused with 409 ``run_in_progress`` while a run is
+  active. The thread's row goes in one transaction with its runs, events, approvals, transcript
+  and tool calls (foreign keys cascade); its audit records stay (the trail is never rewritten).
+  Its checkpoints are deleted after the commit. A crash in between leaves checkpoints no thread
+  names: a thread created again with that id has them cleared before its row is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+from uuid import uuid4
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from consentry.errors import InvalidRequestError, NotFoundError
+from consentry.principal import Principal
+from consentry.runtime.clock import Clock
+from consentry.runtime.notes import SampleNote, default_project_id
+from consentry.runtime.runs.read import DERIVED_METADATA, ThreadReader
+from consentry.runtime.runs.start import run_in_progress, thread_exists
+from consentry.schemas.sdk import SdkThread
+from consentry.storage import projects as projects_repo
+from consentry.storage import threads as threads_repo
+from consentry.storage.checkpoints import ConsentrySaver
+from consentry.storage.db.database import Database
+from consentry_graphs.registry import GraphSpec
+
+__all__ = ["DEFAULT_GRAPH", "ThreadWriter"]
+
+DEFAULT_GRAPH = "tutor"
+"""The graph of a thread created without ``graph_id`` (the first served one when it is not
+served)."""
+
+
+class ThreadWriter:
+    def __init__(
+        self,
+        *,
+        db: Database,
+        graphs: Mapping[str, GraphSpec],
+        checkpointer: BaseCheckpointSaver[Any],
+        reader: ThreadReader,
+        clock: Clock,
+        sample_notes: Sequence[SampleNote] = (),
+    ) -> None:
+        self._db = db
+        self._graphs = graphs
+        self._checkpointer = checkpointer
+        self._reader = reader
+        self._clock = clock
+        self._sample_notes = sample_notes
+
+    async def create(
+        self,
+        owner: Principal,
+        *,
+        thread_id: str | None,
+        metadata: Mapping[str, Any] | None,
+        if_exists: Literal["raise", "do_nothing"],
+    ) -> SdkThread:
+        """A new thread that has never run, with the id the client chose or a new one (or the
+        caller's own, ``do_nothing``)."""
+        graph = self._graph_of(metadata or {})
+        kept = {k: v for k, v in (metadata or {}).items() if k not in DERIVED_METADATA}
+        chosen = thread_id is not None
+        thread_id = thread_id or str(uuid4())
+        async with self._db.read() as conn:
+            taken = chosen and await threads_repo.thread_id_taken(conn, thread_id)
+            project_id = await projects_repo.find_default_project_id(conn, owner)
+        if not taken:
+            now = self._clock()
+            async with self._db.write() as conn:
+                if project_id is None:
+                    project_id = await default_project_id(
+                        conn, owner, now=now, samples=self._sample_notes
+                    )
+                created = await threads_repo.insert_thread_unless_taken(
+                    conn,
+                    owner,
+                    thread_id=thread_id,
+                    graph=graph,
+                    project_id=project_id,
+                    title=graph,
+                    metadata=kept,
+                    now=now,
+                )
+                if created and chosen and isinstance(self._checkpointer, ConsentrySaver):
+                    # What a deletion that stopped half-way left under this id: after the
+                    # insert, so that a request that lost the race deletes nothing.
+                    await self._checkpointer.adelete_thread_in(conn, thread_id)
+            if created and chosen and not isinstance(self._checkpointer, ConsentrySaver):
+                await self._checkpointer.adelete_thread(thread_id)  # a saver of another kind
+            if created:
+                return await self._reader.sdk_thread(owner, thread_id)
+        if if_exists == "do_nothing":
+            try:
+                return await self._reader.sdk_thread(owner, thread_id)
+            except NotFoundError:  # somebody else's: 409, as for a `raise`
+                pass
+        raise thread_exists(thread_id)
+
+    async def update_metadata(
+        self, owner: Principal, thread_id: str, metadata: Mapping[str, Any]
+    ) -> SdkThread:
+        """Merge ``metadata`` into the thread's (``graph_id`` and ``assistant_id`` are its
+        graph's and are not stored)."""
+        kept = {k: v for k, v in metadata.items() if k not in DERIVED_METADATA}
+        async with self._db.write() as conn:
+            await threads_repo.set_metadata(
+                conn, owner, thread_id, metadata=kept, now=self._clock()
+            )
+        return await self._reader.sdk_thread(owner, thread_id)
+
+    async def delete(self, owner: Principal, thread_id: str) -> None:
+        """Delete the thread, its records but the audit trail, and its checkpoints."""
+        async with self._db.write() as conn:
+            if not await threads_repo.delete_thread(conn, owner, thread_id):
+                raise run_in_progress(thread_id)
+        await self._checkpointer.adelete_thread(thread_id)
+
+    def _graph_of(self, metadata: Mapping[str, Any]) -> str:
+        asked = metadata.get("graph_id")
+        if asked is None:
+            return DEFAULT_GRAPH if DEFAULT_GRAPH in self._graphs else min(self._graphs)
+        if not isinstance(asked, str) or asked not in self._graphs:
+            available = sorted(self._graphs)
+            raise InvalidRequestError(
+                f"No graph named {asked!r}; available: {', '.join(available)}.",
+                code="unknown_graph",
+                details={"graph": asked, "available": available},
+            )
+        return asked

@@ -1,0 +1,246 @@
+"""The :class:`Database`: one async engine on PostgreSQL, one writer and a few readers on SQLite,
+each handing out one transaction at a time."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
+
+from consentry.storage.db.database._migrations import (
+    MIGRATION_LOCK,
+    SchemaNotCurrentError,
+    _current_revision,
+    _upgrade,
+    head_revision,
+)
+from consentry.storage.db.database._urls import sqlalchemy_postgres_url
+from consentry.storage.db.direct import committed_on_postgres, install_postgres_deferral
+from consentry.storage.db.idle_checks import check_idle_connections
+from consentry.storage.db.postgres_transactions import postgres_transaction
+from consentry.storage.db.sqlite_connection import SqliteConnection, SqliteWorker
+
+__all__ = ["BUSY_TIMEOUT_SECONDS", "Database", "DbConnection"]
+
+BUSY_TIMEOUT_SECONDS = 30.0
+SQLITE_READERS = 2
+"""Read connections on SQLite (WAL readers never block each other, nor wait for the writer)."""
+
+DbConnection = AsyncConnection | SqliteConnection
+"""A transaction as ``Database.read()`` and ``Database.write()`` hand it out: SQLAlchemy's on
+PostgreSQL, ``SqliteConnection`` on SQLite. The storage modules take either."""
+
+
+def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+    # Transactions begin with our own BEGIN (``SqliteWorker.in_transaction``): pysqlite's
+    # implicit one comes too late (at the first write) to protect a read-then-write transaction.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_SECONDS * 1000)}")
+    cursor.close()
+
+
+class Database:
+    """Owns the engine. ``read()`` and ``write()`` hand out one transaction each."""
+
+    def __init__(self, url: str, *, pool_size: int = 10, pool_timeout: float = 60.0) -> None:
+        """``url``: ``sqlite:///<path>`` or ``postgresql://…`` (``CONSENTRY_DATABASE_URL``).
+        PostgreSQL: up to three times ``pool_size`` connections, opened as the load needs them
+        and kept once opened (the checkpointer's statements share this pool: a step's checkpoint
+        goes in its events' transaction). Connections opened beyond a kept number and closed when
+        returned cost more than the conversations they served: at 100 concurrent conversations,
+        3.2 new connections a conversation and half again the CPU. A transaction that waits
+        ``pool_timeout`` seconds for one fails as ``is_database_unavailable`` (503
+        ``database_unavailable``, a retryable run error)."""
+        self.dialect: Literal["sqlite", "postgresql"]
+        self._engine: AsyncEngine | None = None
+        self._lease_engine: AsyncEngine | None = None
+        self._sqlite_writer: SqliteWorker | None = None
+        self._sqlite_lock = asyncio.Lock()
+        self._sqlite_writing: asyncio.Task[Any] | None = None
+        """The task holding the write transaction (``_sqlite_lock``)."""
+        self._sqlite_readers: asyncio.Queue[SqliteWorker] = asyncio.Queue()
+        self._sqlite_workers: list[SqliteWorker] = []
+        self._local_listeners: list[Callable[[str, str], None]] = []
+        if url.startswith("sqlite:///"):
+            self.dialect = "sqlite"
+            # Its folder must exist: ``database_check`` creates one under ``data/`` only.
+            path = Path(url.removeprefix("sqlite:///"))
+            # Each worker holds its connection for the process's life: no pool to check out of.
+            # A connection serves its transactions on the loop's thread or on its own
+            # (``sqlite_connection``), one at a time: it is not bound to the thread that opened it.
+            engine = create_engine(
+                f"sqlite:///{path}",
+                connect_args={"timeout": BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
+                poolclass=NullPool,
+            )
+            event.listen(engine, "connect", _on_connect)
+            busy_ms = int(BUSY_TIMEOUT_SECONDS * 1000)
+            self._sqlite_writer = SqliteWorker(
+                engine, name="sqlite-writer", write=True, busy_timeout_ms=busy_ms
+            )
+            self._sqlite_workers = [self._sqlite_writer] + [
+                SqliteWorker(
+                    engine, name=f"sqlite-reader-{n}", write=False, busy_timeout_ms=busy_ms
+                )
+                for n in range(SQLITE_READERS)
+            ]
+        else:
+            self.dialect = "postgresql"
+            self._engine = create_async_engine(
+                sqlalchemy_postgres_url(url),
+                pool_size=3 * pool_size,
+                max_overflow=0,
+                pool_timeout=pool_timeout,
+                connect_args={"prepare_threshold": None},
+                hide_parameters=True,  # errors never carry a message's or a note's text
+            )
+            check_idle_connections(self._engine)  # not a ping per transaction
+            install_postgres_deferral(self._engine.sync_engine)
+            # The lease heartbeat's own connection: under a load that keeps every pooled
+            # connection busy, a heartbeat waiting in that queue would let the process's leases
+            # expire (and its runs be taken over) while they make progress.
+            self._lease_engine = create_async_engine(
+                sqlalchemy_postgres_url(url),
+                pool_size=1,
+                max_overflow=0,
+                pool_timeout=pool_timeout,
+                connect_args={"prepare_threshold": None},
+                hide_parameters=True,
+            )
+            check_idle_connections(self._lease_engine)
+            install_postgres_deferral(self._lease_engine.sync_engine)
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.dialect == "postgresql"
+
+    async def open(self) -> None:
+        """Start SQLite's connection threads (PostgreSQL's pool connects on first use)."""
+        for worker in self._sqlite_workers:
+            await worker.start()
+        for worker in self._sqlite_workers[1:]:
+            self._sqlite_readers.put_nowait(worker)
+
+    @asynccontextmanager
+    async def read(self, *, offload: bool = False) -> AsyncIterator[DbConnection]:
+        """A read transaction. ``offload``: on SQLite its statements run on the connection's
+        thread, not the loop's (for a read long enough to hold up every stream: see
+        ``sqlite_connection``); PostgreSQL's are always awaited."""
+        if self._engine is not None:
+            # No BEGIN: under READ COMMITTED each statement sees what it would in a transaction
+            # (``direct.NO_TRANSACTION``). A read never writes (SQLite's readers enforce it).
+            async with postgres_transaction(self._engine, read=True) as conn:
+                yield conn
+            return
+        worker = await self._sqlite_readers.get()
+        try:
+            async with _sqlite_transaction(worker, offload) as conn:
+                yield conn
+        finally:
+            self._sqlite_readers.put_nowait(worker)
+
+    @asynccontextmanager
+    async def write(self, *, offload: bool = False) -> AsyncIterator[DbConnection]:
+        """A write transaction (on SQLite one at a time in the process). ``offload``: as for
+        :meth:`read`, for the migrations and the retention sweeps."""
+        if self._engine is not None:
+            async with postgres_transaction(self._engine) as conn:
+                yield conn
+            return
+        assert self._sqlite_writer is not None
+        task = asyncio.current_task()
+        if task is not None and task is self._sqlite_writing:
+            # It would wait for itself forever: one write transaction at a time, per process.
+            raise RuntimeError("a write transaction was opened inside another one (SQLite)")
+        async with self._sqlite_lock:
+            self._sqlite_writing = task
+            try:
+                async with _sqlite_transaction(self._sqlite_writer, offload) as sqlite_conn:
+                    yield sqlite_conn
+            finally:
+                self._sqlite_writing = None
+        for channel, payload in sqlite_conn.notices:  # committed: tell this process
+            for listener in self._local_listeners:
+                listener(channel, payload)
+
+    @asynccontextmanager
+    async def lease_write(self) -> AsyncIterator[DbConnection]:
+        """A write transaction for the lease heartbeat: on PostgreSQL on a connection of its own,
+        never queued behind the pool's (on SQLite, ``write()``)."""
+        if self._lease_engine is None:
+            async with self.write() as conn:
+                yield conn
+            return
+        async with postgres_transaction(self._lease_engine) as conn:
+            yield conn
+
+    def committed_with_its_last_statement(self, conn: DbConnection) -> bool:
+        """Whether ``conn``'s transaction was already committed in the message of its last
+        statement (PostgreSQL: ``run_on(…, commit=True)``); on SQLite never (it commits when its
+        block ends)."""
+        return isinstance(conn, AsyncConnection) and committed_on_postgres(conn)
+
+    def listen_locally(self, listener: Callable[[str, str], None]) -> None:
+        """On SQLite: ``listener(channel, payload)`` for each ``notify_at_commit`` of this process,
+        once its transaction committed (PostgreSQL delivers them by ``LISTEN``)."""
+        self._local_listeners.append(listener)
+
+    async def ping(self) -> None:
+        async with self.read() as conn:
+            await conn.exec_driver_sql("SELECT 1")
+
+    async def migrate(self) -> None:
+        """Bring the schema to the newest migration (idempotent; one process at a time)."""
+        async with self.write(offload=True) as conn:
+            if self.is_postgres:
+                # DDL is transactional on PostgreSQL: a replica that waited here finds the
+                # schema current and does nothing.
+                await conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
+            await conn.run_sync(_upgrade)
+
+    async def schema_revision(self) -> str | None:
+        """The migration the database is at (None before the first)."""
+        async with self.read() as conn:
+            return await conn.run_sync(_current_revision)
+
+    async def require_current_schema(self) -> None:
+        """For a server told not to migrate: refuse to start on a schema that is not current."""
+        current = await self.schema_revision()
+        if current != head_revision():
+            raise SchemaNotCurrentError(
+                f"the database schema is at {current or 'nothing'}, this Consentry needs "
+                f"{head_revision()}: run `consentry db upgrade` (or start without "
+                "CONSENTRY_RUN_MIGRATIONS=false)"
+            )
+
+    async def close(self) -> None:
+        if self._lease_engine is not None:
+            await self._lease_engine.dispose()
+        if self._engine is not None:
+            await self._engine.dispose()
+        for worker in reversed(self._sqlite_workers):
+            await worker.stop()
+
+
+@asynccontextmanager
+async def _sqlite_transaction(
+    worker: SqliteWorker, offload: bool
+) -> AsyncIterator[SqliteConnection]:
+    await worker.ready()
+    conn = SqliteConnection(worker, offload=offload)
+    try:
+        yield conn
+        await conn.commit()
+    except BaseException:
+        conn.end_without_waiting()  # a no-op after a commit that went through
+        raise
