@@ -12,11 +12,11 @@ from typing import Any
 import httpx
 import pytest
 import pytest_asyncio
-from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 
 from consentry.app import create_app
 from consentry.settings import Settings
+from tests.lifespan import running
 from tests.live_server import serve_app
 from tests.openai_stub import OpenAIStub, serve_openai_stub
 from tests.postgres import PostgresCluster, postgres_cluster
@@ -88,9 +88,7 @@ def open_client(db_url: str, clock: ManualClock) -> Callable[..., Any]:
     async def _open(**overrides: Any) -> AsyncIterator[httpx.AsyncClient]:
         settings = Settings(database_url=db_url, **{**NO_SAMPLE_NOTES, **overrides})
         app: FastAPI = create_app(settings, clock=clock)
-        # A start imports the graphs it serves (LangChain's agents, say): on a machine busy with
-        # the rest of the suite that alone can pass asgi-lifespan's default of 5 s.
-        async with LifespanManager(app, startup_timeout=60, shutdown_timeout=60) as manager:
+        async with running(app) as manager:
             transport = httpx.ASGITransport(app=manager.app)
             async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
                 client.services = app.state.services  # type: ignore[attr-defined]

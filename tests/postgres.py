@@ -111,12 +111,11 @@ class PostgresCluster:
 
 
 async def _start_once(url: str) -> None:
-    from asgi_lifespan import LifespanManager
-
     from consentry.app import create_app
     from consentry.settings import Settings
+    from tests.lifespan import running
 
-    async with LifespanManager(create_app(Settings(database_url=url))):
+    async with running(create_app(Settings(database_url=url))):
         pass
 
 

@@ -23,6 +23,7 @@ from consentry.api.http.cors import cors_options
 from consentry.api.http.deps import authenticate, needs_principal, request_api_key
 from consentry.api.http.request_errors import request_error
 from consentry.api.http.request_ids import RequestIds
+from consentry.api.http.request_spans import TracingMiddleware
 from consentry.api.http.url_text import UnstorableTextInUrl
 from consentry.api.run_requests import RunRequests
 from consentry.api.sdk import assistants as sdk_assistants
@@ -41,7 +42,7 @@ from consentry.api.v1 import (
     threads,
 )
 from consentry.errors import ConsentryError, UnauthorizedError
-from consentry.observability.tracing import Tracing, TracingMiddleware
+from consentry.observability.tracing import Tracing
 from consentry.runtime.clock import Clock, utc_now
 from consentry.schemas.approvals import ApprovalChange, ApprovalsReady
 from consentry.schemas.errors import ErrorBody, ErrorDetail

@@ -21,10 +21,10 @@ from typing import Any
 import httpx
 import pytest
 import sqlalchemy as sa
-from asgi_lifespan import LifespanManager
 
 from consentry.app import create_app
 from consentry.settings import Settings
+from tests.lifespan import running
 from tests.postgres import PostgresCluster
 from tests.sse import chat, kinds
 
@@ -63,7 +63,7 @@ def _opener(url: str) -> Callable[[], Any]:
     async def _open() -> AsyncIterator[httpx.AsyncClient]:
         settings = Settings(database_url=url, graphs=CITY, sample_notes=False)
         app = create_app(settings)
-        async with LifespanManager(app, startup_timeout=60, shutdown_timeout=60) as manager:
+        async with running(app) as manager:
             transport = httpx.ASGITransport(app=manager.app)
             async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
                 client.services = app.state.services  # type: ignore[attr-defined]

@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 import pytest_asyncio
-from asgi_lifespan import LifespanManager
 
 from consentry.app import create_app
 from consentry.settings import Settings
+from tests.lifespan import running
 from tests.postgres import PostgresCluster, postgres_cluster
 from tests.sse import kinds, parse_events
 
@@ -31,7 +31,7 @@ def cluster() -> Iterator[PostgresCluster]:
 @pytest_asyncio.fixture
 async def client(cluster: PostgresCluster) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(Settings(database_url=cluster.new_database(), sample_notes=False))
-    async with LifespanManager(app, startup_timeout=30, shutdown_timeout=30) as manager:
+    async with running(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
             yield http

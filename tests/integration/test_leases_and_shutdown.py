@@ -16,7 +16,6 @@ from typing import Any
 import httpx
 import pytest
 import sqlalchemy as sa
-from asgi_lifespan import LifespanManager
 from sqlalchemy.exc import IntegrityError
 
 import consentry.runtime.runs.execute._executor
@@ -33,6 +32,7 @@ from consentry.storage.leases import LeaseLostError
 from consentry.storage.tables import events as events_table
 from consentry.storage.tables import runs, threads
 from tests.conftest import ManualClock
+from tests.lifespan import running
 from tests.openai_stub import OpenAIStub
 from tests.sse import kinds, parse_events
 
@@ -57,7 +57,7 @@ def open_app(db_url: str, clock: ManualClock, stub: OpenAIStub) -> Callable[...,
     async def _open(**overrides: Any) -> AsyncIterator[App]:
         settings = Settings(database_url=db_url, **stub.app_settings(**overrides))
         fastapi_app = create_app(settings, clock=clock)
-        async with LifespanManager(fastapi_app) as manager:
+        async with running(fastapi_app) as manager:
             transport = httpx.ASGITransport(app=manager.app)
             async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
                 yield App(client, fastapi_app.state.services)

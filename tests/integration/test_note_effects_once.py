@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 import httpx
 import pytest_asyncio
-from asgi_lifespan import LifespanManager
 
 from consentry.app import create_app
 from consentry.principal import LOCAL_PRINCIPAL
@@ -18,6 +17,7 @@ from consentry.services import Services
 from consentry.settings import Settings
 from consentry_graphs.context import AppliedDeletion
 from tests.conftest import ManualClock
+from tests.lifespan import running
 from tests.sse import after_a_question, chat
 
 
@@ -35,7 +35,7 @@ class App:
 @pytest_asyncio.fixture
 async def app(db_url: str, clock: ManualClock) -> AsyncIterator[App]:
     fastapi_app = create_app(Settings(database_url=db_url, sample_notes=False), clock=clock)
-    async with LifespanManager(fastapi_app) as manager:
+    async with running(fastapi_app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
             yield App(client, fastapi_app.state.services)

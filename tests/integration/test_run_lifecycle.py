@@ -18,7 +18,6 @@ import httpx
 import pytest
 import pytest_asyncio
 import sqlalchemy as sa
-from asgi_lifespan import LifespanManager
 
 import consentry.runtime.runs.execute._executor
 import consentry.storage.runs
@@ -39,6 +38,7 @@ from consentry.services import Services
 from consentry.settings import Settings
 from consentry.storage.tables import approvals
 from tests.conftest import ManualClock
+from tests.lifespan import running
 from tests.openai_stub import OpenAIStub
 from tests.sse import assert_numbered, chat, kinds, parse_events
 
@@ -67,7 +67,7 @@ def open_app(db_url: str, clock: ManualClock) -> AppOpener:
     @asynccontextmanager
     async def _open(**overrides: Any) -> AsyncIterator[RunningApp]:
         fastapi_app = create_app(Settings(database_url=db_url, **overrides), clock=clock)
-        async with LifespanManager(fastapi_app) as manager:
+        async with running(fastapi_app) as manager:
             transport = httpx.ASGITransport(app=manager.app)
             async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
                 yield RunningApp(client, fastapi_app.state.services)

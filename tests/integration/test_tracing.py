@@ -14,7 +14,6 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -23,11 +22,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from consentry.api.http.request_spans import TracingMiddleware
 from consentry.app import create_app
-from consentry.observability.tracing import TracingMiddleware, _traces_url
+from consentry.observability.tracing import _traces_url
 from consentry.schemas.events import ConsentEvent, FinalEvent, StepEvent
 from consentry.settings import Settings
 from tests.conftest import ManualClock
+from tests.lifespan import running
 from tests.live_server import serve_app
 from tests.sse import ask_for_note_edit, chat
 
@@ -46,7 +47,7 @@ def _opener(db_url: str, clock: ManualClock, exporter: InMemorySpanExporter) -> 
         app = create_app(
             Settings(database_url=db_url, **overrides), clock=clock, span_exporter=exporter
         )
-        async with LifespanManager(app) as manager:
+        async with running(app) as manager:
             transport = httpx.ASGITransport(app=manager.app)
             async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
                 yield client
@@ -202,7 +203,7 @@ async def test_with_an_otlp_endpoint_set_spans_reach_the_collector_over_http(
             database_url=db_url, otel_exporter_otlp_endpoint=base_url, otel_service_name="c-test"
         )
         app = create_app(settings, clock=clock)
-        async with LifespanManager(app) as manager:
+        async with running(app) as manager:
             transport = httpx.ASGITransport(app=manager.app)
             async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
                 assert (await client.get("/v1/threads")).status_code == 200

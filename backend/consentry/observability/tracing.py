@@ -1,6 +1,6 @@
 """OpenTelemetry traces, when ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or
-``CONSENTRY_OTEL_EXPORTER_OTLP_ENDPOINT``) is set: a span per HTTP request, per run, per graph
-node and per model call.
+``CONSENTRY_OTEL_EXPORTER_OTLP_ENDPOINT``) is set: a span per HTTP request (its middleware is
+``api.http.request_spans``), per run, per graph node and per model call.
 
 The tree: ``POST /v1/chat`` → ``run tutor`` → ``node draft_note_edit`` → ``model gpt-4o-mini``.
 A run outlives its request, and a decision's run is started by another request, perhaps on
@@ -15,14 +15,11 @@ middleware is installed, and a run checks one ``None``. The spans go to their ow
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from langchain_core.outputs import LLMResult
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from consentry.observability.logs import request_id
 from consentry.observability.usage import ModelCallHandler, model_name, reported_usage
 
 if TYPE_CHECKING:
@@ -30,9 +27,11 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
     from opentelemetry.trace import Span, Tracer
 
-__all__ = ["ModelCallSpans", "RunSpans", "Tracing", "TracingMiddleware"]
+__all__ = ["RUN_ATTRIBUTE", "THREAD_ATTRIBUTE", "ModelCallSpans", "RunSpans", "Tracing"]
 
-_THREAD, _RUN = "consentry.thread_id", "consentry.run_id"
+THREAD_ATTRIBUTE, RUN_ATTRIBUTE = "consentry.thread_id", "consentry.run_id"
+"""The attributes of every span that belongs to a thread's story (requests, runs, nodes, model
+calls)."""
 
 
 class TracingUnavailableError(RuntimeError):
@@ -89,7 +88,7 @@ class RunSpans:
 
         self._trace = trace
         self._tracer = tracing.tracer
-        self._ids = {_THREAD: thread_id, _RUN: run_id, "consentry.graph": graph}
+        self._ids = {THREAD_ATTRIBUTE: thread_id, RUN_ATTRIBUTE: run_id, "consentry.graph": graph}
         # Started in the request's context: the request that started the run is its parent.
         self._span = self._tracer.start_span(
             f"run {graph}", attributes={**self._ids, "consentry.trigger": trigger}
@@ -177,56 +176,3 @@ class ModelCallSpans(ModelCallHandler):
 
     async def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         self._spans.model_ended(run_id, prompt=0, completion=0, error=True)
-
-
-class TracingMiddleware:
-    """A span per HTTP request, current while the request is served (so the run it starts is
-    its child), named by its route and carrying the thread and run its response names."""
-
-    def __init__(self, app: ASGIApp, *, tracing: Tracing) -> None:
-        from opentelemetry import context, trace
-
-        self.app = app
-        self._tracer = tracing.tracer
-        self._context = context
-        self._trace = trace
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        method: str = scope["method"]
-        span = self._tracer.start_span(
-            f"{method} {scope['path']}",
-            attributes={
-                "http.request.method": method,
-                "url.path": scope["path"],
-                # Bound by api.http.request_ids, the middleware around this one.
-                "consentry.request_id": request_id.get() or "",
-            },
-            start_time=time.time_ns(),
-        )
-        token = self._context.attach(self._trace.set_span_in_context(span))
-
-        async def send_traced(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                status: int = message["status"]
-                span.set_attribute("http.response.status_code", status)
-                if status >= 500:
-                    span.set_status(self._trace.StatusCode.ERROR)
-                for name, value in message.get("headers", ()):
-                    if name == b"x-thread-id":
-                        span.set_attribute(_THREAD, value.decode())
-                    elif name == b"x-run-id":
-                        span.set_attribute(_RUN, value.decode())
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_traced)
-        finally:
-            route = scope.get("route")
-            if route is not None and hasattr(route, "path"):
-                span.update_name(f"{method} {route.path}")
-                span.set_attribute("http.route", route.path)
-            span.end()
-            self._context.detach(token)
