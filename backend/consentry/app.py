@@ -30,6 +30,7 @@ from consentry.api.sdk import assistants as sdk_assistants
 from consentry.api.sdk import open_run_queue
 from consentry.api.sdk import run_records as sdk_run_records
 from consentry.api.sdk import runs as sdk_runs
+from consentry.api.sdk import server as sdk_server
 from consentry.api.sdk import threads as sdk_threads
 from consentry.api.v1 import (
     approval_feed,
@@ -240,8 +241,9 @@ def create_app(
     )
     for module in (*routers, me, api_docs):
         app.include_router(module.router)
-    for sdk in (sdk_assistants, sdk_threads, sdk_runs, sdk_run_records):  # the LangGraph SDK's face
-        app.include_router(sdk.router)  # (docs/langgraph-sdk.md)
+    # The LangGraph SDK's face (docs/langgraph-sdk.md).
+    for sdk in (sdk_server, sdk_assistants, sdk_threads, sdk_runs, sdk_run_records):
+        app.include_router(sdk.router)
     app.include_router(agui.router)  # AG-UI's face (docs/ag-ui.md)
     app.mount("/web", web.WebFiles(), name="web")
     app.mount(api_docs.ASSETS_PATH, api_docs.DocsAssets(), name="docs-assets")

@@ -300,6 +300,8 @@ PUBLIC_OPERATIONS = {
     ("GET", "/healthz"),
     ("GET", "/readyz"),
     ("GET", "/metrics"),  # open unless CONSENTRY_METRICS_TOKEN is set (test_metrics.py)
+    ("GET", "/info"),  # the LangGraph Agent Server's: what the server is (test_sdk_drop_in.py)
+    ("GET", "/ok"),
 }
 """The operations of the OpenAPI document that need no API key."""
 

@@ -50,6 +50,8 @@ async def test_openapi_describes_every_route_and_the_event_union(
         ("/readyz", "get"),
         ("/metrics", "get"),
         # The LangGraph SDK's face (docs/langgraph-sdk.md).
+        ("/info", "get"),
+        ("/ok", "get"),
         ("/assistants/search", "post"),
         ("/assistants/{assistant_id}", "get"),
         ("/assistants/{assistant_id}/graph", "get"),

@@ -39,7 +39,7 @@ def _progress_waits_for_the_next_write(monkeypatch: pytest.MonkeyPatch) -> None:
     """The offline model answers at once, but a loaded machine may take longer than
     ``PROGRESS_DELAY_SECONDS`` between two chunks, and the progress would then be stored on its
     own: give it a delay no run here reaches, so what goes in which write depends on the run only.
-    (The delay itself: ``tests/unit/runtime/runs/test_step_batching.py``.)"""
+    (The delay itself: ``tests/unit/runtime/runs/execute/test_step_batching.py``.)"""
     monkeypatch.setattr(
         consentry.runtime.runs.execute._executor,
         "ProgressBatcher",

@@ -29,6 +29,7 @@ __all__ = [
     "SdkThread",
     "SdkThreadState",
     "SdkThreadStatus",
+    "ServerInfo",
     "ThreadCreateRequest",
     "ThreadHistoryRequest",
     "ThreadSearchRequest",
@@ -165,6 +166,11 @@ class CheckpointRef(RequestModel):
     thread_id: str | None = None
     checkpoint_ns: str = Field(default="", max_length=0, description='Only the graph\'s own: "".')
     checkpoint_id: str | None = Field(default=None, max_length=64)
+    checkpoint_map: dict[str, Any] | None = Field(
+        default=None,
+        max_length=0,
+        description="Subgraphs' checkpoints (what `useStream` sends as `null`): none are named.",
+    )
 
 
 class ThreadHistoryRequest(RequestModel):
@@ -209,3 +215,21 @@ class SdkThreadState(BaseModel):
     created_at: str | None
     parent_checkpoint: dict[str, Any] | None
     interrupts: list[dict[str, Any]]
+
+
+class ServerFlags(BaseModel):
+    """What the server offers beyond runs and threads, as the Agent Server's ``/info`` says."""
+
+    assistants: bool = Field(description="Assistants can be read (they are the served graphs).")
+    crons: bool = False
+    langsmith: bool = False
+
+
+class ServerInfo(BaseModel):
+    """``GET /info``: what the server is (Agent Chat UI checks it answers before it connects)."""
+
+    server: Literal["consentry"] = "consentry"
+    version: str = Field(description="Consentry's version.")
+    langgraph_py_version: str = Field(description="The version of LangGraph that runs the graphs.")
+    flags: ServerFlags
+    host: dict[str, Any] = Field(description='`{"kind": "self-hosted"}`.')

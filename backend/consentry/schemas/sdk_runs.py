@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from consentry.schemas.events import TerminalReason
 from consentry.schemas.requests import RequestModel
+from consentry.schemas.sdk import CheckpointRef
 
 __all__ = [
     "STREAM_MODES",
@@ -56,7 +57,11 @@ class RunCreate(RequestModel):
     assistant_id: str = Field(
         min_length=1, max_length=64, description="A served graph's name, or its assistant UUID."
     )
-    input: dict[str, JsonValue] | None = None
+    input: dict[str, JsonValue] | None = Field(
+        default=None,
+        description="The graph's input. Beside a `command` it may be sent empty (`{}`), as "
+        "Agent Chat UI does; a `command` with a non-empty `input` is 422 `invalid_input`.",
+    )
     command: RunCommand | None = None
     stream_mode: StreamMode | list[StreamMode] = "values"
     stream_subgraphs: bool = Field(
@@ -94,6 +99,22 @@ class RunCreate(RequestModel):
         description="`create`: a thread path naming no thread creates it (its id must be a UUID).",
     )
     durability: Literal["sync"] | None = None
+    checkpoint: CheckpointRef | None = Field(
+        default=None,
+        description="The checkpoint the run continues from (`useStream` sends the thread's "
+        "newest): the thread's newest, or none. An older one (a fork) is 409 "
+        "`checkpoint_not_head`.",
+    )
+    checkpoint_id: str | None = Field(
+        default=None, max_length=64, description="The same as `checkpoint`, by its id alone."
+    )
+
+    @property
+    def from_checkpoint(self) -> str | None:
+        """The id of the checkpoint the client asks the run to continue from, if it names one."""
+        if self.checkpoint_id is not None:
+            return self.checkpoint_id
+        return self.checkpoint.checkpoint_id if self.checkpoint is not None else None
 
     @property
     def modes(self) -> frozenset[str]:

@@ -120,9 +120,7 @@ class ParallelState(TypedDict, total=False):
 
 
 def _post_text(state: ParallelState) -> str:
-    return next(
-        (str(m.content) for m in reversed(state["messages"]) if isinstance(m, HumanMessage)), ""
-    )
+    return next((m.text for m in reversed(state["messages"]) if isinstance(m, HumanMessage)), "")
 
 
 def _say(text: str) -> AIMessage:

@@ -74,9 +74,7 @@ def _say(text: str) -> AIMessage:
 async def draft_refund(state: RefundState, runtime: Runtime[GraphContext]) -> dict[str, Any]:
     """Read the order and the amount from the user's message (and let the oldest messages go)."""
     forget = outside_window(state["messages"], runtime.context.conversation_window)
-    text = next(
-        (str(m.content) for m in reversed(state["messages"]) if isinstance(m, HumanMessage)), ""
-    )
+    text = next((m.text for m in reversed(state["messages"]) if isinstance(m, HumanMessage)), "")
     match = _ORDER.search(text)
     if match is None:
         example = "\u201crefund order 7, 1500 cents\u201d"

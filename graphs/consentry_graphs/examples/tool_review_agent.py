@@ -75,7 +75,7 @@ class TripPlannerModel(BaseChatModel):
         last = messages[-1]
         if isinstance(last, ToolMessage):
             results = [m for m in messages if isinstance(m, ToolMessage)]
-            said = " ".join(str(m.content) for m in results[-2:])
+            said = " ".join(m.text for m in results[-2:])
             reply = AIMessage(f"Done. {said}", id=f"reply-{turn}")
         else:
             question = last.text if isinstance(last, HumanMessage) else ""

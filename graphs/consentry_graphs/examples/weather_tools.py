@@ -97,7 +97,7 @@ _NO_TOOL = "I can tell you the weather or the time zone of a city: ask me about 
 
 def _usage(messages: Sequence[BaseMessage], answer: str) -> UsageMetadata:
     """Tokens counted as words, as the offline model does."""
-    prompt = sum(len(str(m.content).split()) for m in messages)
+    prompt = sum(len(m.text.split()) for m in messages)
     output = len(answer.split())
     return {"input_tokens": prompt, "output_tokens": output, "total_tokens": prompt + output}
 

@@ -108,7 +108,7 @@ def classify(message: str) -> dict[str, str]:
 
 def _usage(messages: Sequence[BaseMessage], answer: str) -> UsageMetadata:
     """Tokens, counted as words: the offline model has no tokenizer, but budgets still apply."""
-    prompt = sum(len(str(m.content).split()) for m in messages)
+    prompt = sum(len(m.text.split()) for m in messages)
     output = len(answer.split())
     return {"input_tokens": prompt, "output_tokens": output, "total_tokens": prompt + output}
 
@@ -166,10 +166,10 @@ def _summarize(conversation: Sequence[BaseMessage]) -> str:
     questions = 0
     for message in turns:
         if isinstance(message, HumanMessage):
-            question = sentences.shorten(str(message.content), _QUESTION_CHARS)
+            question = sentences.shorten(message.text, _QUESTION_CHARS)
             lines.append(f"- **Question:** {question}")
             questions += 1
-        elif isinstance(message, AIMessage) and (gist := _gist(str(message.content))):
+        elif isinstance(message, AIMessage) and (gist := _gist(message.text)):
             lines.append(f"  **Answer:** {gist}")
     if questions == 0:
         lines.append("- We have not discussed anything yet in this conversation.")
@@ -195,10 +195,10 @@ class OfflineChatModel(BaseChatModel):
         )
 
     def _respond(self, messages: Sequence[BaseMessage]) -> str:
-        system = next((str(m.content) for m in messages if m.type == "system"), "")
+        system = next((m.text for m in messages if m.type == "system"), "")
         conversation = [m for m in messages if m.type != "system"]
         last_human = next(
-            (str(m.content) for m in reversed(conversation) if isinstance(m, HumanMessage)), ""
+            (m.text for m in reversed(conversation) if isinstance(m, HumanMessage)), ""
         )
         task = system.split("\n", 1)[0].removeprefix("# task:").strip()
         if task == "classify":

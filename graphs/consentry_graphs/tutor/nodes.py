@@ -41,7 +41,7 @@ _INTERNAL: RunnableConfig = {"tags": [TAG_NOSTREAM]}
 def _last_user_text(state: TutorState) -> str:
     for message in reversed(state.get("messages", [])):
         if isinstance(message, HumanMessage):
-            return str(message.content)
+            return message.text
     return ""
 
 
@@ -127,7 +127,7 @@ class TutorNodes:
         reply = await self.classifier.ainvoke(
             [SystemMessage(prompts.CLASSIFY), HumanMessage(text)], config=_INTERNAL
         )
-        routed = _parse_intent(str(reply.content), text)
+        routed = _parse_intent(reply.text, text)
         return {
             "intent": routed["intent"],
             "query": routed["query"],
@@ -195,7 +195,7 @@ class TutorNodes:
         reply = await self.model.ainvoke(
             [SystemMessage(prompts.SUMMARIZE), *discussed, request], config=_INTERNAL
         )
-        return as_summary_section(str(reply.content))
+        return as_summary_section(reply.text)
 
     async def draft_note_edit(
         self, state: TutorState, runtime: Runtime[GraphContext]

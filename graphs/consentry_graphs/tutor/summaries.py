@@ -49,11 +49,7 @@ def discussion(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
             if question is not None and answers:
                 kept += [question, *answers]
             question, answers = message, []
-        elif (
-            isinstance(message, AIMessage)
-            and str(message.content).strip()
-            and not is_outcome(message)
-        ):
+        elif isinstance(message, AIMessage) and message.text.strip() and not is_outcome(message):
             answers.append(message)
     return kept
 

@@ -161,6 +161,7 @@ class RunStart:
         ``Idempotency-Key``: the first request's run)."""
         self._check(body)
         await self._create_thread(body, thread_id)
+        await self._check_checkpoint(body, thread_id)
         run_id = str(uuid4())
 
         async def add(key: KeyHold | None) -> Queued:
@@ -224,9 +225,31 @@ class RunStart:
                 code="unsupported_field",
                 details={"fields": [f for f in ("config", "context") if getattr(body, f)]},
             )
-        if (body.input is None) == (body.command is None):
+        no_input = body.input is None or (body.command is not None and not body.input)
+        if no_input == (body.command is None):
             raise InvalidRequestError(
-                "Send exactly one of `input` or `command`.", code="invalid_input"
+                "Send exactly one of `input` or `command` (beside a `command`, `input` may be "
+                "empty).",
+                code="invalid_input",
+            )
+
+    async def _check_checkpoint(self, body: RunCreate, thread_id: str | None) -> None:
+        """A run continues from the thread's newest checkpoint: a client may name it (as
+        ``useStream`` does), not an older one (a fork, not served yet: 409
+        ``checkpoint_not_head``, with the newest's id)."""
+        asked = body.from_checkpoint
+        if asked is None:
+            return
+        head = None
+        if thread_id is not None:
+            state = await self.threads.graph_state(self.owner, thread_id)
+            head = state.checkpoint.get("checkpoint_id") if state.checkpoint else None
+        if asked != head:
+            raise ConflictError(
+                "A run continues from the thread's newest checkpoint; running from an older one "
+                "(a fork) is not served yet. Send the newest, or none.",
+                code="checkpoint_not_head",
+                details={"checkpoint_id": asked, "head_checkpoint_id": head},
             )
 
     async def _create_thread(self, body: RunCreate, thread_id: str | None) -> None:
@@ -240,12 +263,18 @@ class RunStart:
                 if_exists="do_nothing",
             )
 
-    async def chat_request(self, body: RunCreate, thread_id: str | None) -> ChatRequest:
+    async def chat_request(
+        self, body: RunCreate, thread_id: str | None, *, queued: bool = False
+    ) -> ChatRequest:
         """The ``/v1/chat`` request this run is, on the assistant's graph (a ``command`` as
-        decisions on the consents the thread waits for now)."""
+        decisions on the consents the thread waits for now). ``queued``: a run that waited
+        for its turn, whose ``checkpoint`` was checked when it was queued (the runs before it
+        have moved the thread on since)."""
         graph = self._graph(body)
         self._check(body)
         await self._create_thread(body, thread_id)
+        if not queued:
+            await self._check_checkpoint(body, thread_id)
         if body.command is None:
             return ChatRequest(thread_id=thread_id, graph=graph, input=body.input)
         if thread_id is None:
@@ -278,7 +307,7 @@ async def open_run_queue(services: Services, run_requests: RunRequests) -> Async
                 code="request_invalid",
                 details={"errors": exc.errors(include_url=False, include_context=False)},
             ) from None
-        request = await start.chat_request(body, thread_id)
+        request = await start.chat_request(body, thread_id, queued=True)
         check_chat_edits(services.settings, request)
         return request
 

@@ -1,0 +1,130 @@
+"""What a LangGraph app's own frontend sends, served as the Agent Server serves it, through the
+real ``langgraph-sdk`` client over real HTTP: ``GET /info`` (Agent Chat UI's connection check)
+and ``/ok``; a run that names the thread's newest checkpoint (``useStream`` sends it); an empty
+``input`` beside a ``command`` (Agent Chat UI's answer to an interrupt); message content as
+LangChain content blocks, which the tutor and the offline model read as text."""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+from typing import Any
+
+import pytest
+from langgraph_sdk.errors import ConflictError, UnprocessableEntityError
+
+from tests.langgraph_client import parts, sdk_client
+
+QUESTION = [{"type": "text", "text": "What is retrieval?"}]
+ASK_FOR_SUMMARY = [{"type": "text", "text": "Add a summary of our discussion to my note"}]
+
+
+def _human(content: Any) -> dict[str, Any]:
+    return {"messages": [{"type": "human", "content": content}]}
+
+
+async def test_info_and_ok_answer_without_a_key_and_name_the_server(open_live: Any) -> None:
+    async with open_live(api_keys="k1=acme:alice") as (client, _):
+        info = await client.get("/info")
+        ok = await client.get("/ok")
+        threads = await client.post("/threads/search", json={})
+
+    assert info.status_code == 200
+    assert info.json() == {
+        "server": "consentry",
+        "version": version("consentry"),
+        "langgraph_py_version": version("langgraph"),
+        "flags": {"assistants": True, "crons": False, "langsmith": False},
+        "host": {"kind": "self-hosted"},
+    }
+    assert (ok.status_code, ok.json()) == (200, {"ok": True})
+    assert threads.status_code == 401  # the data still needs a key
+
+
+async def test_content_blocks_are_read_as_text_and_the_tutor_asks_its_consent(
+    open_live: Any,
+) -> None:
+    async with open_live() as (client, _), sdk_client(client) as sdk:
+        as_blocks = await parts(sdk.runs.stream(None, "tutor", input=_human(QUESTION)))
+        as_text = await parts(sdk.runs.stream(None, "tutor", input=_human("What is retrieval?")))
+        thread_id = as_blocks[0].data["thread_id"]
+        asked = await parts(sdk.runs.stream(thread_id, "tutor", input=_human(ASK_FOR_SUMMARY)))
+        pending = (await client.get("/v1/approvals", params={"status": "pending"})).json()
+
+    def reply(run: list[Any]) -> str:
+        return str(run[-2].data["messages"][-1]["content"])
+
+    # The offline model answers the blocks as it answers the same words sent as a string.
+    assert reply(as_blocks) == reply(as_text)
+    assert asked[-1].data["status"] == "interrupted"
+    assert [a["kind"] for a in pending["approvals"]] == ["note_create"]
+
+
+async def test_a_run_that_names_the_newest_checkpoint_continues_and_an_older_one_is_refused(
+    open_live: Any,
+) -> None:
+    async with open_live() as (client, _), sdk_client(client) as sdk:
+        first = await parts(sdk.runs.stream(None, "tutor", input=_human("What is retrieval?")))
+        thread_id = first[0].data["thread_id"]
+        head = (await sdk.threads.get_state(thread_id))["checkpoint"]
+        # As useStream sends it: the checkpoint without its thread id, and a null map.
+        checkpoint = {"checkpoint_ns": "", "checkpoint_id": head["checkpoint_id"]}
+        checkpoint["checkpoint_map"] = None  # type: ignore[assignment]
+        again = await parts(
+            sdk.runs.stream(
+                thread_id, "tutor", input=_human("What is chunking?"), checkpoint=checkpoint
+            )
+        )
+        by_id = await parts(
+            sdk.runs.stream(
+                thread_id,
+                "tutor",
+                input=_human("Why does spacing help memory?"),
+                checkpoint_id=(await sdk.threads.get_state(thread_id))["checkpoint"][
+                    "checkpoint_id"
+                ],
+            )
+        )
+        with pytest.raises(ConflictError) as older:
+            await parts(
+                sdk.runs.stream(
+                    thread_id,
+                    "tutor",
+                    input=_human("And then?"),
+                    checkpoint_id=head["checkpoint_id"],
+                )
+            )
+        with pytest.raises(ConflictError) as on_a_new_thread:
+            await parts(
+                sdk.runs.stream(
+                    None, "tutor", input=_human("Hi"), checkpoint_id=head["checkpoint_id"]
+                )
+            )
+        transcript = (await client.get(f"/v1/threads/{thread_id}/messages")).json()
+
+    assert again[-1].data["status"] == "success"
+    assert by_id[-1].data["status"] == "success"
+    refused = older.value.response.json()["error"]
+    assert refused["code"] == "checkpoint_not_head"
+    assert refused["details"]["checkpoint_id"] == head["checkpoint_id"]
+    assert refused["details"]["head_checkpoint_id"] not in (None, head["checkpoint_id"])
+    assert on_a_new_thread.value.response.json()["error"]["details"]["head_checkpoint_id"] is None
+    said = [m["content"] for m in transcript["messages"] if m["role"] == "user"]
+    assert said == ["What is retrieval?", "What is chunking?", "Why does spacing help memory?"]
+
+
+async def test_an_empty_input_beside_a_command_resumes_and_a_filled_one_is_refused(
+    open_live: Any,
+) -> None:
+    async with open_live() as (client, _), sdk_client(client) as sdk:
+        first = await parts(sdk.runs.stream(None, "tutor", input=_human(QUESTION)))
+        thread_id = first[0].data["thread_id"]
+        await parts(sdk.runs.stream(thread_id, "tutor", input=_human(ASK_FOR_SUMMARY)))
+        approve = {"resume": {"decision": "approve"}}
+        with pytest.raises(UnprocessableEntityError) as both:
+            await parts(sdk.runs.stream(thread_id, "tutor", input=_human("Hi"), command=approve))
+        approved = await parts(sdk.runs.stream(thread_id, "tutor", input={}, command=approve))
+        approvals = (await client.get("/v1/approvals")).json()["approvals"]
+
+    assert both.value.response.json()["error"]["code"] == "invalid_input"
+    assert approved[-1].data["status"] == "success"
+    assert [(a["kind"], a["status"]) for a in approvals] == [("note_create", "approved")]
