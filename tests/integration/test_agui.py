@@ -487,6 +487,31 @@ async def test_state_and_context_reach_a_graph_whose_input_has_them_and_nothing_
     assert told(with_context) == "The page offered no tool to call. Page: checkout."
 
 
+async def test_a_run_started_by_state_alone_runs_the_graph_with_it_as_input(
+    open_live: Any,
+) -> None:
+    """CopilotKit's ``runAgent()`` after ``setState``: no new message, the state is the input
+    of a graph whose input is not a conversation; a state the thread has already is nothing new
+    to run."""
+    graphs = "words=consentry_graphs.examples.word_count:graph"
+    thread_id = str(uuid4())
+    async with open_live(graphs=graphs) as (client, _):
+        counted = await run(client, "words", run_input(thread_id, state={"text": "one two three"}))
+        echoed = counted[-2].snapshot
+        same = await run(client, "words", run_input(thread_id, state=echoed))
+        longer = {**echoed, "text": "a bb ccc", "min_length": 2}
+        again = await run(client, "words", run_input(thread_id, state=longer))
+        thread = (await client.get(f"/v1/threads/{thread_id}")).json()
+
+    def told(events: list[Any]) -> str:
+        return "".join(e.delta for e in events if e.type.value == "TEXT_MESSAGE_CONTENT")
+
+    assert (told(counted), counted[-1].type.value) == ("3 words.", "RUN_FINISHED")
+    assert (same[0].code, same[0].metadata["status"]) == ("no_new_message", 422)
+    assert (told(again), again[-1].type.value) == ("2 words.", "RUN_FINISHED")
+    assert thread["title"] == "text: one two three"
+
+
 async def test_only_the_new_user_text_is_input_and_other_content_is_refused(
     open_live: Any,
 ) -> None:

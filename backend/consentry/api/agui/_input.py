@@ -6,6 +6,8 @@
 - otherwise the new messages: those after the conversation's last ``assistant`` message (AG-UI
   sends the whole conversation every time; the thread keeps what came before), its ``user``
   messages and ``tool`` messages (a frontend tool's result), as the graph's ``messages`` input.
+  A run may also start with no new message, from ``state`` alone (CopilotKit's ``runAgent()``
+  after ``setState``, for a graph whose input is not a conversation).
   ``system``, ``developer``, ``activity`` and ``reasoning`` messages are not the graph's input
   (it keeps its own prompts). Only text is taken: other content parts are refused.
 - ``state``: its keys that are input fields of the graph (messages fields aside) go to the graph
@@ -49,7 +51,16 @@ def message_request(
         for name, value in given.items()
         if current is None or name not in current or current[name] != value
     }
-    graph_input["messages"] = _new_messages(body)
+    new = _new_messages(body)
+    if new:
+        graph_input["messages"] = new
+    elif not graph_input:
+        raise InvalidRequestError(
+            "The input has nothing new to run: a user message (or a tool's result) after the "
+            "conversation's last assistant message, a `resume`, or a `state` whose input "
+            "fields differ from the thread's.",
+            code="no_new_message",
+        )
     for name in ("tools", "context"):
         given = getattr(body, name)
         if given and _takes(spec, name):
@@ -103,14 +114,7 @@ def _new_messages(body: RunAgentInput) -> list[dict[str, Any]]:
         if message.role == "assistant":
             break
         trailing.append(message)
-    new = [_message(m) for m in reversed(trailing) if m.role in _CONVERSATION_ROLES]
-    if not new:
-        raise InvalidRequestError(
-            "The input has no new message: a user message (or a tool's result) after the "
-            "conversation's last assistant message, or a `resume`.",
-            code="no_new_message",
-        )
-    return new
+    return [_message(m) for m in reversed(trailing) if m.role in _CONVERSATION_ROLES]
 
 
 def _message(message: Any) -> dict[str, Any]:
