@@ -184,6 +184,14 @@ CALLS: tuple[Call, ...] = (
     Call("POST", "/threads/search", json={"status": "interrupted"}),
     Call("GET", "/threads/{thread_id}"),
     Call("GET", "/threads/{thread_id}/state"),
+    Call(
+        "GET",
+        "/threads/{thread_id}/state/{checkpoint_id}",
+        url="/threads/{thread_id}/state/1f0-not-kept",
+        owner_status=404,
+        owner_code="checkpoint_not_found",
+    ),
+    Call("POST", "/threads/{thread_id}/state/checkpoint", json={"checkpoint": {}}),
     Call("POST", "/threads/{thread_id}/history", json={"limit": 5}),
     Call("GET", "/threads/{thread_id}/runs"),
     Call(

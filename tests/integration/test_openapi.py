@@ -62,6 +62,8 @@ async def test_openapi_describes_every_route_and_the_event_union(
         ("/threads/{thread_id}", "patch"),
         ("/threads/{thread_id}", "delete"),
         ("/threads/{thread_id}/state", "get"),
+        ("/threads/{thread_id}/state/{checkpoint_id}", "get"),
+        ("/threads/{thread_id}/state/checkpoint", "post"),
         ("/threads/{thread_id}/history", "post"),
         ("/threads/{thread_id}/runs/stream", "post"),
         ("/runs/stream", "post"),

@@ -2,7 +2,8 @@
 real ``langgraph-sdk`` client over real HTTP: ``GET /info`` (Agent Chat UI's connection check)
 and ``/ok``; a run that names the thread's newest checkpoint (``useStream`` sends it); an empty
 ``input`` beside a ``command`` (Agent Chat UI's answer to an interrupt); message content as
-LangChain content blocks, which the tutor and the offline model read as text."""
+LangChain content blocks, which the tutor and the offline model read as text; the state at any
+checkpoint the server keeps."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from importlib.metadata import version
 from typing import Any
 
 import pytest
-from langgraph_sdk.errors import ConflictError, UnprocessableEntityError
+from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 
 from tests.langgraph_client import parts, sdk_client
 
@@ -128,3 +129,44 @@ async def test_an_empty_input_beside_a_command_resumes_and_a_filled_one_is_refus
     assert both.value.response.json()["error"]["code"] == "invalid_input"
     assert approved[-1].data["status"] == "success"
     assert [(a["kind"], a["status"]) for a in approvals] == [("note_create", "approved")]
+
+
+async def test_the_state_at_any_kept_checkpoint_is_read_and_one_not_kept_is_404(
+    open_live: Any,
+) -> None:
+    async with open_live(checkpoint_retention="all") as (client, _), sdk_client(client) as sdk:
+        first = await parts(sdk.runs.stream(None, "tutor", input=_human("What is retrieval?")))
+        thread_id = first[0].data["thread_id"]
+        await parts(sdk.runs.stream(thread_id, "tutor", input=_human("What is chunking?")))
+        history = await sdk.threads.get_history(thread_id, limit=100)
+        after_first = next(h for h in history if len(h["values"]["messages"]) == 2)
+        kept = after_first["checkpoint"]
+        by_id = await sdk.threads.get_state(thread_id, checkpoint_id=kept["checkpoint_id"])
+        by_checkpoint = await sdk.threads.get_state(thread_id, checkpoint=kept)
+        newest = await sdk.threads.get_state(thread_id)
+        with pytest.raises(NotFoundError) as unknown:
+            await sdk.threads.get_state(thread_id, checkpoint_id="1f0-not-kept")
+
+    assert by_id == by_checkpoint == after_first
+    assert [m["content"] for m in by_id["values"]["messages"]][:1] == ["What is retrieval?"]
+    assert len(newest["values"]["messages"]) == 4
+    assert unknown.value.response.json()["error"]["code"] == "checkpoint_not_found"
+
+
+async def test_with_the_default_retention_only_the_newest_checkpoint_is_kept(
+    open_live: Any,
+) -> None:
+    async with open_live() as (client, _), sdk_client(client) as sdk:
+        first = await parts(sdk.runs.stream(None, "tutor", input=_human("What is retrieval?")))
+        thread_id = first[0].data["thread_id"]
+        before = (await sdk.threads.get_state(thread_id))["checkpoint"]
+        await parts(sdk.runs.stream(thread_id, "tutor", input=_human("What is chunking?")))
+        newest = await sdk.threads.get_state(thread_id)
+        by_id = await sdk.threads.get_state(
+            thread_id, checkpoint_id=newest["checkpoint"]["checkpoint_id"]
+        )
+        with pytest.raises(NotFoundError) as replaced:
+            await sdk.threads.get_state(thread_id, checkpoint_id=before["checkpoint_id"])
+
+    assert by_id == newest
+    assert replaced.value.response.json()["error"]["code"] == "checkpoint_not_found"

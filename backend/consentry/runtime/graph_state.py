@@ -15,7 +15,14 @@ from pydantic_core import to_jsonable_python
 
 from consentry_graphs.registry import CompiledGraph
 
-__all__ = ["GraphState", "as_json", "graph_history", "interrupt_as_json", "read_graph_state"]
+__all__ = [
+    "GraphState",
+    "as_json",
+    "graph_history",
+    "interrupt_as_json",
+    "read_graph_state",
+    "read_graph_state_at",
+]
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,19 @@ def as_json(value: Any) -> Any:
 async def read_graph_state(graph: CompiledGraph, thread_id: str) -> GraphState:
     """The newest checkpoint of the thread's graph (empty values when it never ran)."""
     return _graph_state(await graph.aget_state(_config(thread_id)), thread_id)
+
+
+async def read_graph_state_at(
+    graph: CompiledGraph, thread_id: str, checkpoint_id: str
+) -> GraphState | None:
+    """The thread's graph at the checkpoint ``checkpoint_id`` names (None when the
+    checkpointer does not keep it)."""
+    config = _config(thread_id)
+    config["configurable"]["checkpoint_id"] = checkpoint_id
+    snapshot = await graph.aget_state(config)
+    if snapshot.created_at is None:  # LangGraph's empty state: no such checkpoint
+        return None
+    return _graph_state(snapshot, thread_id)
 
 
 async def graph_history(

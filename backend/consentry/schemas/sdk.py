@@ -33,6 +33,7 @@ __all__ = [
     "ThreadCreateRequest",
     "ThreadHistoryRequest",
     "ThreadSearchRequest",
+    "ThreadStateAtRequest",
     "ThreadUpdateRequest",
 ]
 
@@ -171,6 +172,13 @@ class CheckpointRef(RequestModel):
         max_length=0,
         description="Subgraphs' checkpoints (what `useStream` sends as `null`): none are named.",
     )
+
+
+class ThreadStateAtRequest(RequestModel):
+    """``POST /threads/{id}/state/checkpoint``: the graph's state at a checkpoint."""
+
+    checkpoint: CheckpointRef
+    subgraphs: bool = Field(default=False, description="Accepted; subgraphs are not shown.")
 
 
 class ThreadHistoryRequest(RequestModel):

@@ -1,13 +1,13 @@
 """The LangGraph SDK's threads (``client.threads.create``, ``get``, ``search``, ``update``,
-``delete``, ``get_state``, ``get_history``): Consentry's threads, with their status as the SDK
-names it (``idle``, ``busy``, ``interrupted`` while a consent waits, ``error``) and their graph's
-state read from its checkpoints."""
+``delete``, ``get_state`` at the newest checkpoint or a kept one, ``get_history``): Consentry's
+threads, with their status as the SDK names it (``idle``, ``busy``, ``interrupted`` while a
+consent waits, ``error``) and their graph's state read from its checkpoints."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Path, Query, Response
 
 from consentry.api.http.deps import PrincipalDep, ThreadsDep, ThreadWriterDep
 from consentry.api.http.responses import ERROR_RESPONSES
@@ -19,6 +19,7 @@ from consentry.schemas.sdk import (
     ThreadCreateRequest,
     ThreadHistoryRequest,
     ThreadSearchRequest,
+    ThreadStateAtRequest,
     ThreadUpdateRequest,
 )
 
@@ -91,6 +92,31 @@ async def get_thread_state(
 ) -> SdkThreadState:
     """The graph's newest checkpoint: values, next nodes, tasks with their interrupts."""
     return _state(await threads.graph_state(owner, thread_id))
+
+
+@router.get("/{thread_id}/state/{checkpoint_id}")
+async def get_thread_state_at(
+    thread_id: str,
+    checkpoint_id: Annotated[str, Path(max_length=64)],
+    owner: PrincipalDep,
+    threads: ThreadsDep,
+    subgraphs: Annotated[bool, Query(description="Accepted; subgraphs are not shown.")] = False,
+) -> SdkThreadState:
+    """The graph at one of the thread's kept checkpoints (404 `checkpoint_not_found` for one
+    the server does not keep: `CONSENTRY_CHECKPOINT_RETENTION`)."""
+    return _state(await threads.graph_state_at(owner, thread_id, checkpoint_id))
+
+
+@router.post("/{thread_id}/state/checkpoint")
+async def get_thread_state_at_checkpoint(
+    thread_id: str, body: ThreadStateAtRequest, owner: PrincipalDep, threads: ThreadsDep
+) -> SdkThreadState:
+    """The same, the checkpoint named as a `ThreadState.checkpoint` names it (none: the
+    newest)."""
+    checkpoint_id = body.checkpoint.checkpoint_id
+    if checkpoint_id is None:
+        return _state(await threads.graph_state(owner, thread_id))
+    return _state(await threads.graph_state_at(owner, thread_id, checkpoint_id))
 
 
 @router.post("/{thread_id}/history")

@@ -16,6 +16,7 @@ from consentry.runtime.graph_state import (
     GraphState,
     graph_history,
     read_graph_state,
+    read_graph_state_at,
 )
 from consentry.runtime.runs.execute import RunExecutor, checkpoint_transcript
 from consentry.schemas.audit import AuditTrail
@@ -97,6 +98,22 @@ class ThreadReader:
             async with self._db.read() as conn:
                 graph = (await threads_repo.get_thread(conn, owner, thread_id)).graph
         return await read_graph_state(self._executor.graph(graph), thread_id)
+
+    async def graph_state_at(
+        self, owner: Principal, thread_id: str, checkpoint_id: str
+    ) -> GraphState:
+        """The thread's graph state at one of its kept checkpoints (404 ``checkpoint_not_found``
+        for one the checkpointer does not keep: ``CONSENTRY_CHECKPOINT_RETENTION``)."""
+        async with self._db.read() as conn:
+            graph = (await threads_repo.get_thread(conn, owner, thread_id)).graph
+        state = await read_graph_state_at(self._executor.graph(graph), thread_id, checkpoint_id)
+        if state is None:
+            raise NotFoundError(
+                f"Thread {thread_id!r} keeps no checkpoint {checkpoint_id!r}.",
+                code="checkpoint_not_found",
+                details={"thread_id": thread_id, "checkpoint_id": checkpoint_id},
+            )
+        return state
 
     async def graph_history(
         self,
