@@ -178,10 +178,12 @@ CALLS: tuple[Call, ...] = (
     Call("GET", "/v1/me"),
     # The LangGraph SDK's face: assistants are the served graphs (nobody's objects).
     Call("POST", "/assistants/search", json={}),
+    Call("POST", "/assistants/count", json={}),
     Call("GET", "/assistants/{assistant_id}", url="/assistants/tutor"),
     Call("GET", "/assistants/{assistant_id}/graph", url="/assistants/tutor/graph"),
     Call("GET", "/assistants/{assistant_id}/schemas", url="/assistants/tutor/schemas"),
     Call("POST", "/threads/search", json={"status": "interrupted"}),
+    Call("POST", "/threads/count", json={"status": "interrupted"}),
     Call("GET", "/threads/{thread_id}"),
     Call("GET", "/threads/{thread_id}/state"),
     Call(

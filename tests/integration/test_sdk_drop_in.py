@@ -3,7 +3,7 @@ real ``langgraph-sdk`` client over real HTTP: ``GET /info`` (Agent Chat UI's con
 and ``/ok``; a run that names the thread's newest checkpoint (``useStream`` sends it); an empty
 ``input`` beside a ``command`` (Agent Chat UI's answer to an interrupt); message content as
 LangChain content blocks, which the tutor and the offline model read as text; the state at any
-checkpoint the server keeps."""
+checkpoint the server keeps; ``threads.count`` and ``assistants.count``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from importlib.metadata import version
 from typing import Any
 
 import pytest
+from langgraph_sdk import get_client
 from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 
 from tests.langgraph_client import parts, sdk_client
@@ -170,3 +171,31 @@ async def test_with_the_default_retention_only_the_newest_checkpoint_is_kept(
 
     assert by_id == newest
     assert replaced.value.response.json()["error"]["code"] == "checkpoint_not_found"
+
+
+async def test_threads_and_assistants_are_counted_with_the_filters_of_search(
+    open_live: Any,
+) -> None:
+    graphs = "city=consentry_graphs.examples.ask_city:graph"
+    async with open_live(graphs=graphs, api_keys="ka=acme:alice,kb=acme:bob") as (client, _):
+        sdk = get_client(url=str(client.base_url), api_key="ka")
+        await parts(sdk.runs.stream(None, "tutor", input=_human("What is retrieval?")))
+        city = await parts(sdk.runs.stream(None, "city", input=_human("Plan a trip")))
+        await sdk.threads.update(city[0].data["thread_id"], metadata={"trip": True})
+        counts = {
+            "all": await sdk.threads.count(),
+            "waiting": await sdk.threads.count(status="interrupted"),
+            "city": await sdk.threads.count(metadata={"graph_id": "city"}),
+            "trip": await sdk.threads.count(metadata={"trip": True}),
+            "no graph": await sdk.threads.count(metadata={"graph_id": "nope"}),
+            "idle": await sdk.threads.count(status="idle"),
+        }
+        assistants = (await sdk.assistants.count(), await sdk.assistants.count(graph_id="city"))
+        with pytest.raises(UnprocessableEntityError):
+            await sdk.threads.count(values={"city": "Lisbon"})
+        await sdk.aclose()
+        bob = await client.post("/threads/count", json={}, headers={"x-api-key": "kb"})
+
+    assert counts == {"all": 2, "waiting": 1, "city": 1, "trip": 1, "no graph": 0, "idle": 1}
+    assert assistants == (2, 1)
+    assert (bob.status_code, bob.json()) == (200, 0)

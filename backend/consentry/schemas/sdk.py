@@ -23,6 +23,7 @@ from consentry.schemas.requests import RequestModel
 
 __all__ = [
     "Assistant",
+    "AssistantCountRequest",
     "AssistantSchemas",
     "AssistantSearchRequest",
     "CheckpointRef",
@@ -30,6 +31,7 @@ __all__ = [
     "SdkThreadState",
     "SdkThreadStatus",
     "ServerInfo",
+    "ThreadCountRequest",
     "ThreadCreateRequest",
     "ThreadHistoryRequest",
     "ThreadSearchRequest",
@@ -97,6 +99,14 @@ class AssistantSearchRequest(RequestModel):
     sort_order: Literal["asc", "desc"] | None = None
 
 
+class AssistantCountRequest(RequestModel):
+    """``POST /assistants/count``: how many assistants ``search`` finds with these filters."""
+
+    graph_id: str | None = Field(default=None, max_length=64)
+    name: str | None = Field(default=None, max_length=64)
+    metadata: dict[str, JsonValue] | None = None
+
+
 class Assistant(BaseModel):
     """A served graph, as the SDK's ``Assistant``."""
 
@@ -159,6 +169,14 @@ class ThreadSearchRequest(RequestModel):
     offset: Count = _OFFSET
     sort_by: Literal["thread_id", "created_at", "updated_at"] | None = None
     sort_order: Literal["asc", "desc"] | None = None
+
+
+class ThreadCountRequest(RequestModel):
+    """``POST /threads/count``: how many of the caller's threads ``search`` finds with these
+    filters (``values`` is not a filter Consentry serves: 422)."""
+
+    metadata: dict[MetadataKey, MetadataValue] | None = None
+    status: SdkThreadStatus | None = None
 
 
 class CheckpointRef(RequestModel):

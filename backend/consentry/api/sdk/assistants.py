@@ -1,4 +1,4 @@
-"""The LangGraph SDK's assistants (``client.assistants.search``, ``get``, ``get_graph``,
+"""The LangGraph SDK's assistants (``client.assistants.search``, ``count``, ``get``, ``get_graph``,
 ``get_schemas``): each served graph is one, named by its graph or its UUID; none is created,
 changed or deleted by a client."""
 
@@ -12,7 +12,13 @@ from consentry.api.http.deps import AssistantsDep, PrincipalDep
 from consentry.api.http.responses import ERROR_RESPONSES
 from consentry.api.sdk._ids import SDK_ID
 from consentry.runtime.assistants import Assistant as ServedAssistant
-from consentry.schemas.sdk import Assistant, AssistantSchemas, AssistantSearchRequest
+from consentry.runtime.assistants import Assistants
+from consentry.schemas.sdk import (
+    Assistant,
+    AssistantCountRequest,
+    AssistantSchemas,
+    AssistantSearchRequest,
+)
 
 __all__ = ["router"]
 
@@ -27,18 +33,32 @@ async def search_assistants(
 ) -> list[Assistant]:
     """The served graphs' assistants that match every filter given, by graph name (or
     `sort_by`)."""
-    found = [
-        _assistant(served)
-        for served in assistants.all()
-        if body.graph_id in (None, served.graph)
-        and body.name in (None, served.graph)
-        and all(_METADATA.get(key) == value for key, value in (body.metadata or {}).items())
-    ]
+    found = [_assistant(served) for served in _matching(body, assistants)]
     if body.sort_by is not None:
         found.sort(key=lambda a: str(getattr(a, body.sort_by or "graph_id")))
     if body.sort_order == "desc":
         found.reverse()
     return found[body.offset : body.offset + body.limit]
+
+
+@router.post("/count")
+async def count_assistants(
+    body: AssistantCountRequest, _: PrincipalDep, assistants: AssistantsDep
+) -> int:
+    """How many assistants match every filter (those of `search`)."""
+    return len(_matching(body, assistants))
+
+
+def _matching(
+    body: AssistantSearchRequest | AssistantCountRequest, assistants: Assistants
+) -> list[ServedAssistant]:
+    return [
+        served
+        for served in assistants.all()
+        if body.graph_id in (None, served.graph)
+        and body.name in (None, served.graph)
+        and all(_METADATA.get(key) == value for key, value in (body.metadata or {}).items())
+    ]
 
 
 @router.get(f"/{{assistant_id:{SDK_ID}}}")

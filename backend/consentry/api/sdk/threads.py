@@ -1,7 +1,7 @@
 """The LangGraph SDK's threads (``client.threads.create``, ``get``, ``search``, ``update``,
-``delete``, ``get_state`` at the newest checkpoint or a kept one, ``get_history``): Consentry's
-threads, with their status as the SDK names it (``idle``, ``busy``, ``interrupted`` while a
-consent waits, ``error``) and their graph's state read from its checkpoints."""
+``delete``, ``count``, ``get_state`` at the newest checkpoint or a kept one, ``get_history``):
+Consentry's threads, with their status as the SDK names it (``idle``, ``busy``, ``interrupted``
+while a consent waits, ``error``) and their graph's state read from its checkpoints."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from consentry.runtime.graph_state import GraphState
 from consentry.schemas.sdk import (
     SdkThread,
     SdkThreadState,
+    ThreadCountRequest,
     ThreadCreateRequest,
     ThreadHistoryRequest,
     ThreadSearchRequest,
@@ -60,6 +61,12 @@ async def search_threads(
         order_by=body.sort_by or "updated_at",
         descending=body.sort_order != "asc",
     )
+
+
+@router.post("/count")
+async def count_threads(body: ThreadCountRequest, owner: PrincipalDep, threads: ThreadsDep) -> int:
+    """How many of the caller's threads match every filter (those of `search`)."""
+    return await threads.count_sdk_threads(owner, status=body.status, metadata=body.metadata)
 
 
 @router.get(f"/{{thread_id:{SDK_ID}}}")

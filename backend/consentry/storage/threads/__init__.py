@@ -13,6 +13,7 @@ writes (``_writes``: create, metadata, graph, title, note, delete) and the token
 from __future__ import annotations
 
 from consentry.storage.threads._reads import (
+    count_threads,
     get_thread,
     get_thread_or_taken,
     list_threads,
@@ -36,6 +37,7 @@ __all__ = [
     "ThreadRecord",
     "add_tenant_usage",
     "bind_graph",
+    "count_threads",
     "create_thread",
     "delete_thread",
     "get_thread",

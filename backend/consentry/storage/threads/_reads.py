@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 import sqlalchemy as sa
 
@@ -115,6 +115,19 @@ def _owned(owner: Principal, status: sa.ColumnElement[str]) -> sa.Select[Any]:
     )
 
 
+class ThreadFilter(TypedDict, total=False):
+    """What :func:`search_threads` and :func:`count_threads` filter on (each given one holds)."""
+
+    status: ThreadStatus | None
+    """The status as :func:`list_threads` reads it."""
+    last_reason_in: Sequence[TerminalReason] | None
+    last_reason_not_in: Sequence[TerminalReason] | None
+    graph: str | None
+    ids: Sequence[str] | None
+    metadata: Mapping[str, MetadataValue] | None
+    """Each key's value equals the one given."""
+
+
 async def search_threads(
     conn: DbConnection,
     owner: Principal,
@@ -122,41 +135,51 @@ async def search_threads(
     now: datetime,
     limit: int,
     offset: int = 0,
-    status: ThreadStatus | None = None,
-    last_reason_in: Sequence[TerminalReason] | None = None,
-    last_reason_not_in: Sequence[TerminalReason] | None = None,
-    graph: str | None = None,
-    ids: Sequence[str] | None = None,
-    metadata: Mapping[str, MetadataValue] | None = None,
     order_by: Literal["created_at", "updated_at", "thread_id"] = "updated_at",
     descending: bool = True,
+    **filters: Unpack[ThreadFilter],
 ) -> list[ThreadRecord]:
     """The owner's threads that match every filter given, with their status as
-    :func:`list_threads` reads it (``status`` filters on that one). ``metadata``: each key's
-    value equals the one given."""
-    current = _status_at(now)
-    query = _owned(owner, current)
-    if status is not None:
-        query = query.where(current == status)
-    if last_reason_in is not None:
-        query = query.where(threads.c.last_reason.in_(list(last_reason_in)))
-    if last_reason_not_in is not None:
-        query = query.where(
-            sa.or_(
-                threads.c.last_reason.is_(None),
-                threads.c.last_reason.not_in(list(last_reason_not_in)),
-            )
-        )
-    if graph is not None:
-        query = query.where(threads.c.graph == graph)
-    if ids is not None:
-        query = query.where(threads.c.id.in_(list(ids)))
-    for key, value in (metadata or {}).items():
-        query = query.where(_metadata_equals(conn.dialect.name, key, value))
+    :func:`list_threads` reads it."""
+    query = _matching(conn, owner, now, filters)
     column = threads.c.id if order_by == "thread_id" else threads.c[order_by]
     query = query.order_by(column.desc() if descending else column.asc(), threads.c.id)
     rows = await conn.execute(query.limit(limit).offset(offset))
     return [ThreadRecord(*row) for row in rows]
+
+
+async def count_threads(
+    conn: DbConnection, owner: Principal, *, now: datetime, **filters: Unpack[ThreadFilter]
+) -> int:
+    """How many of the owner's threads :func:`search_threads` would find with these filters."""
+    query = _matching(conn, owner, now, filters)
+    result = await conn.execute(sa.select(sa.func.count()).select_from(query.subquery()))
+    return int(result.scalar_one())
+
+
+def _matching(
+    conn: DbConnection, owner: Principal, now: datetime, filters: ThreadFilter
+) -> sa.Select[Any]:
+    current = _status_at(now)
+    query = _owned(owner, current)
+    if (status := filters.get("status")) is not None:
+        query = query.where(current == status)
+    if (reasons := filters.get("last_reason_in")) is not None:
+        query = query.where(threads.c.last_reason.in_(list(reasons)))
+    if (other_reasons := filters.get("last_reason_not_in")) is not None:
+        query = query.where(
+            sa.or_(
+                threads.c.last_reason.is_(None),
+                threads.c.last_reason.not_in(list(other_reasons)),
+            )
+        )
+    if (graph := filters.get("graph")) is not None:
+        query = query.where(threads.c.graph == graph)
+    if (ids := filters.get("ids")) is not None:
+        query = query.where(threads.c.id.in_(list(ids)))
+    for key, value in (filters.get("metadata") or {}).items():
+        query = query.where(_metadata_equals(conn.dialect.name, key, value))
+    return query
 
 
 def _metadata_equals(dialect: str, key: str, value: MetadataValue) -> sa.ColumnElement[bool]:

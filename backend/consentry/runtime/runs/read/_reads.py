@@ -153,10 +153,10 @@ class ThreadReader:
         descending: bool,
     ) -> list[SdkThread]:
         """The owner's threads with this status, metadata and ids, as the SDK reads them."""
-        filters = dict(metadata or {})
-        graphs = {self._graph_named(filters.pop(key)) for key in DERIVED_METADATA if key in filters}
-        if None in graphs or len(graphs) > 1:
-            return []  # a graph not served here, or two different ones: no thread has them
+        matched = self._by_graph(metadata)
+        if matched is None:
+            return []
+        filters, graph = matched
         async with self._db.read() as conn:
             rows = await threads_repo.search_threads(
                 conn,
@@ -164,7 +164,7 @@ class ThreadReader:
                 now=self._clock(),
                 limit=limit,
                 offset=offset,
-                graph=next(iter(graphs), None),
+                graph=graph,
                 ids=ids,
                 metadata=filters,
                 order_by=order_by,
@@ -172,6 +172,39 @@ class ThreadReader:
                 **_status_filter(status),
             )
         return [await self.sdk_view(row) for row in rows]
+
+    async def count_sdk_threads(
+        self,
+        owner: Principal,
+        *,
+        status: SdkThreadStatus | None,
+        metadata: Mapping[str, MetadataValue] | None,
+    ) -> int:
+        """How many of the owner's threads ``search_sdk_threads`` finds with these filters."""
+        matched = self._by_graph(metadata)
+        if matched is None:
+            return 0
+        filters, graph = matched
+        async with self._db.read() as conn:
+            return await threads_repo.count_threads(
+                conn,
+                owner,
+                now=self._clock(),
+                graph=graph,
+                metadata=filters,
+                **_status_filter(status),
+            )
+
+    def _by_graph(
+        self, metadata: Mapping[str, MetadataValue] | None
+    ) -> tuple[dict[str, MetadataValue], str | None] | None:
+        """The metadata filters but those derived from the thread's graph, and the graph those
+        name; None when no thread can match (a graph not served here, or two different ones)."""
+        filters = dict(metadata or {})
+        graphs = {self._graph_named(filters.pop(key)) for key in DERIVED_METADATA if key in filters}
+        if None in graphs or len(graphs) > 1:
+            return None
+        return filters, next(iter(graphs), None)
 
     async def sdk_view(self, row: ThreadRecord) -> SdkThread:
         """A thread's row (its status as a reader sees it now) as the SDK reads it."""
