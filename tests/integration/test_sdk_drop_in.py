@@ -3,10 +3,12 @@ real ``langgraph-sdk`` client over real HTTP: ``GET /info`` (Agent Chat UI's con
 and ``/ok``; a run that names the thread's newest checkpoint (``useStream`` sends it); an empty
 ``input`` beside a ``command`` (Agent Chat UI's answer to an interrupt); message content as
 LangChain content blocks, which the tutor and the offline model read as text; the state at any
-checkpoint the server keeps; ``threads.count`` and ``assistants.count``."""
+checkpoint the server keeps; ``threads.count`` and ``assistants.count``; a cancel that waits for
+the run's end."""
 
 from __future__ import annotations
 
+import asyncio
 from importlib.metadata import version
 from typing import Any
 
@@ -15,6 +17,7 @@ from langgraph_sdk import get_client
 from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 
 from tests.langgraph_client import parts, sdk_client
+from tests.openai_stub import OpenAIStub
 
 QUESTION = [{"type": "text", "text": "What is retrieval?"}]
 ASK_FOR_SUMMARY = [{"type": "text", "text": "Add a summary of our discussion to my note"}]
@@ -199,3 +202,27 @@ async def test_threads_and_assistants_are_counted_with_the_filters_of_search(
     assert counts == {"all": 2, "waiting": 1, "city": 1, "trip": 1, "no graph": 0, "idle": 1}
     assert assistants == (2, 1)
     assert (bob.status_code, bob.json()) == (200, 0)
+
+
+async def test_a_cancel_that_waits_answers_once_the_run_has_ended_and_rollback_is_refused(
+    open_live: Any, stub: OpenAIStub
+) -> None:
+    stub.reply('{"intent": "answer", "query": "x"}')
+    stub.hold("An answer nobody waits for.")
+    async with open_live(**stub.app_settings()) as (client, _), sdk_client(client) as sdk:
+        run = await sdk.runs.create(None, "tutor", input=_human("What is x?"))
+        thread_id, run_id = run["thread_id"], run["run_id"]
+        await asyncio.wait_for(stub.holding.wait(), 10)
+        with pytest.raises(UnprocessableEntityError) as rollback:
+            await sdk.runs.cancel(thread_id, run_id, action="rollback")
+        cancelling = asyncio.create_task(sdk.runs.cancel(thread_id, run_id, wait=True))
+        # The run cannot end while its model call is held: the cancel's answer waits.
+        done, _ = await asyncio.wait({cancelling}, timeout=0.5)
+        still_running = (await sdk.runs.get(thread_id, run_id))["status"]
+        stub.release()
+        await asyncio.wait_for(cancelling, 10)
+        ended = await sdk.runs.get(thread_id, run_id)
+
+    assert rollback.value.response.json()["error"]["code"] == "unsupported_field"
+    assert (done, still_running) == (set(), "running")
+    assert (ended["status"], ended["reason"]) == ("interrupted", "cancelled")

@@ -7,9 +7,9 @@ leaves (``_outcome``). Reading runs back is ``run_records``."""
 from __future__ import annotations
 
 from functools import partial
-from typing import Annotated
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 
 from consentry.api.http.deps import (
@@ -31,6 +31,7 @@ from consentry.api.sdk._queue import RunQueueDep
 from consentry.api.sdk._start import RunStart
 from consentry.api.sdk._stream import SdkStream
 from consentry.api.sdk._wait import waiting
+from consentry.errors import InvalidRequestError
 from consentry.runtime.runs import RunQueue, Waiter
 from consentry.schemas.sdk_runs import RunCreate, SdkRun
 from consentry.schemas.threads import CancelAccepted
@@ -192,14 +193,36 @@ async def join_run_stream(
     responses=ERROR_RESPONSES,
 )
 async def cancel_run(
-    thread_id: str, run_id: str, owner: PrincipalDep, runs: RunsDep, queue: RunQueueDep
+    thread_id: str,
+    run_id: str,
+    owner: PrincipalDep,
+    runs: RunsDep,
+    queue: RunQueueDep,
+    wait: Annotated[
+        bool, Query(description="Answer once the run has ended (its `final` is stored).")
+    ] = False,
+    action: Annotated[
+        Literal["interrupt", "rollback"],
+        Query(description="`interrupt` only: `rollback` (delete the run) is refused, 422."),
+    ] = "interrupt",
 ) -> CancelAccepted:
     """Stop the run at its next step boundary (final reason ``cancelled``), or take it out of
     the run queue while it waits; 409 ``no_active_run`` when it is neither running nor
-    waiting."""
+    waiting. ``wait``: the answer comes once the run has ended."""
+    if action == "rollback":
+        raise InvalidRequestError(
+            '`action: "rollback"` is not served: a cancelled run and what it wrote are kept '
+            "(its records, and any consent it asked).",
+            code="unsupported_field",
+            details={"fields": ["action"]},
+        )
     if await queue.cancel(owner, thread_id, run_id):
         return CancelAccepted(thread_id=thread_id, run_id=run_id)
-    return await runs.cancel(owner, thread_id, run_id=run_id)
+    accepted = await runs.cancel(owner, thread_id, run_id=run_id)
+    if wait:
+        async for _ in await runs.replay(owner, thread_id, run_id):
+            pass  # its events to its end: what was stored and, while it goes on, live
+    return accepted
 
 
 async def _wait(
