@@ -226,3 +226,38 @@ async def test_a_cancel_that_waits_answers_once_the_run_has_ended_and_rollback_i
     assert rollback.value.response.json()["error"]["code"] == "unsupported_field"
     assert (done, still_running) == (set(), "running")
     assert (ended["status"], ended["reason"]) == ("interrupted", "cancelled")
+
+
+async def test_the_note_a_thread_is_about_is_named_in_the_input_checked_and_remembered(
+    open_live: Any,
+) -> None:
+    async with open_live(api_keys="ka=acme:alice,kb=acme:bob") as (client, _):
+        alice = {"x-api-key": "ka"}
+        projects = (await client.get("/v1/projects", headers=alice)).json()["projects"]
+        note = await client.post(
+            f"/v1/projects/{projects[0]['project_id']}/notes",
+            json={"title": "RAG", "content": "Retrieval augments generation."},
+            headers=alice,
+        )
+        note_id = note.json()["note_id"]
+        sdk = get_client(url=str(client.base_url), api_key="ka")
+        question = _human("What is retrieval?") | {"note_id": note_id}
+        answered = await parts(sdk.runs.stream(None, "tutor", input=question))
+        thread_id = answered[0].data["thread_id"]
+        ask = _human("Add a summary of our discussion to my note") | {"note_id": note_id}
+        asked = await parts(sdk.runs.stream(thread_id, "tutor", input=ask))
+        pending = (await client.get("/v1/approvals", headers=alice)).json()["approvals"]
+        thread = (await client.get(f"/v1/threads/{thread_id}", headers=alice)).json()
+        with pytest.raises(NotFoundError) as unknown:
+            await parts(sdk.runs.stream(None, "tutor", input=_human("Hi") | {"note_id": "nope"}))
+        await sdk.aclose()
+        bob = get_client(url=str(client.base_url), api_key="kb")
+        with pytest.raises(NotFoundError) as theirs:
+            await parts(bob.runs.stream(None, "tutor", input=_human("Hi") | {"note_id": note_id}))
+        await bob.aclose()
+
+    assert asked[-1].data["status"] == "interrupted"
+    assert [(a["kind"], a["proposal"]["note_id"]) for a in pending] == [("note_edit", note_id)]
+    assert (thread["note_id"], thread["project_id"]) == (note_id, projects[0]["project_id"])
+    assert unknown.value.response.json()["error"]["code"] == "note_not_found"
+    assert theirs.value.response.json()["error"]["code"] == "note_not_found"

@@ -276,7 +276,22 @@ class RunStart:
         if not queued:
             await self._check_checkpoint(body, thread_id)
         if body.command is None:
-            return ChatRequest(thread_id=thread_id, graph=graph, input=body.input)
+            # The note and project the thread is about, when its graph takes them as input (the
+            # tutor): checked and remembered as `/v1/chat`'s fields are (404 `note_not_found`).
+            named = {
+                name: value
+                for name in ("project_id", "note_id")
+                if isinstance(value := (body.input or {}).get(name), str)
+            }
+            fields = {"thread_id": thread_id, "graph": graph, "input": body.input, **named}
+            try:
+                return ChatRequest.model_validate(fields)
+            except ValidationError as exc:
+                raise InvalidRequestError(
+                    "The input does not make a run request.",
+                    code="request_invalid",
+                    details={"errors": exc.errors(include_url=False, include_context=False)},
+                ) from None
         if thread_id is None:
             raise ConflictError("A `command` resumes a thread: name it.", code="no_pending_consent")
         pending = await self.threads.pending_consents(self.owner, thread_id)
