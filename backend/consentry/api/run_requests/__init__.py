@@ -8,10 +8,10 @@ open. The run itself (start, decide, retry, join, replay) is ``runtime.runs.RunS
 events go out is ``api.http.streaming``. A second protocol face calls the same operations.
 
 Public: :class:`RunRequests` (made once with the services, ``app``) and :data:`RunRequestsDep`,
-which a route depends on. Private: ``_requests`` holds the class and its operations,
-``_idempotent`` a request's ``Idempotency-Key`` (its action once; for a repeat, the first run's
-events replayed), ``_responses`` how the events go out (a face's headers, frames and graph
-outputs; a run cancelled when its client leaves).
+which a route depends on. Private: ``_requests`` holds the class and its operations (the key is
+resolved in one place, ``IdempotencyGuard.held``), ``_idempotent`` the events of a repeat's run
+(the first request's, replayed), ``_responses`` how the events go out (a face's headers, frames
+and graph outputs; a run cancelled when its client leaves).
 """
 
 from __future__ import annotations

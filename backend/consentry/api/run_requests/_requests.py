@@ -1,6 +1,8 @@
 """``RunRequests``: the operations of the run room's face (message, start, queue, follow, retry,
-decide, join, follow a run, follow the approvals), each charged, made idempotent and given a
-stream slot here; what it answers is made by ``_idempotent`` and ``_responses``."""
+decide, join, follow a run, follow the approvals). Each reads top to bottom: a stream slot held
+(``StreamSlots.held``), the ``Idempotency-Key`` resolved and the rate limit charged (``_keyed``),
+the run service called, the response made (``_responses``; a repeat's run replayed,
+``_idempotent``)."""
 
 from __future__ import annotations
 
