@@ -185,10 +185,9 @@ class CheckpointRef(RequestModel):
     thread_id: str | None = None
     checkpoint_ns: str = Field(default="", max_length=0, description='Only the graph\'s own: "".')
     checkpoint_id: str | None = Field(default=None, max_length=64)
-    checkpoint_map: dict[str, Any] | None = Field(
+    checkpoint_map: None = Field(
         default=None,
-        max_length=0,
-        description="Subgraphs' checkpoints (what `useStream` sends as `null`): none are named.",
+        description="Subgraphs' checkpoints: none are named (`useStream` sends `null`).",
     )
 
 

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Path, Query, Response
 
 from consentry.api.http.deps import PrincipalDep, ThreadsDep, ThreadWriterDep
 from consentry.api.http.responses import ERROR_RESPONSES
-from consentry.api.sdk._ids import SDK_ID
+from consentry.api.sdk._ids import CHECKPOINT_ID, SDK_ID
 from consentry.runtime.graph_state import GraphState
 from consentry.schemas.sdk import (
     SdkThread,
@@ -101,7 +101,7 @@ async def get_thread_state(
     return _state(await threads.graph_state(owner, thread_id))
 
 
-@router.get("/{thread_id}/state/{checkpoint_id}")
+@router.get(f"/{{thread_id}}/state/{{checkpoint_id:{CHECKPOINT_ID}}}")
 async def get_thread_state_at(
     thread_id: str,
     checkpoint_id: Annotated[str, Path(max_length=64)],
