@@ -66,8 +66,28 @@ CheckpointMetadata = Annotated[
 ]
 """(Its JSON Schema names the keys' pattern by ``propertyNames``, which pydantic would leave to a
 ``patternProperties`` that lets other keys through.)"""
-MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r'^[^"\\]+$')]
+_METADATA_KEY = r'^[^"\\]+$'
+MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=_METADATA_KEY)]
 """A key a search names: no ``"`` nor ``\\`` (it becomes a JSON path)."""
+MetadataFilter = Annotated[
+    dict[MetadataKey, MetadataValue],
+    WithJsonSchema(
+        {
+            "type": "object",
+            "propertyNames": {"minLength": 1, "maxLength": 128, "pattern": _METADATA_KEY},
+            "additionalProperties": {
+                "anyOf": [
+                    {"type": "string"},
+                    {"type": "integer"},
+                    {"type": "number"},
+                    {"type": "boolean"},
+                ]
+            },
+        }
+    ),
+]
+"""The metadata a search or a count filters on. (Its JSON Schema names the keys' pattern by
+``propertyNames``: pydantic's ``patternProperties`` would let a key of any other form through.)"""
 
 
 def _not_a_boolean(value: Any) -> Any:
@@ -156,7 +176,7 @@ class ThreadUpdateRequest(RequestModel):
 class ThreadSearchRequest(RequestModel):
     """``POST /threads/search``: the caller's threads that match every filter."""
 
-    metadata: dict[MetadataKey, MetadataValue] | None = Field(
+    metadata: MetadataFilter | None = Field(
         default=None,
         description="Each key equals the thread's (text, number or boolean); `graph_id` and "
         "`assistant_id` are the thread's graph.",
@@ -175,7 +195,7 @@ class ThreadCountRequest(RequestModel):
     """``POST /threads/count``: how many of the caller's threads ``search`` finds with these
     filters (``values`` is not a filter Consentry serves: 422)."""
 
-    metadata: dict[MetadataKey, MetadataValue] | None = None
+    metadata: MetadataFilter | None = None
     status: SdkThreadStatus | None = None
 
 
