@@ -89,14 +89,18 @@ async def test_a_run_that_names_the_newest_checkpoint_continues_and_an_older_one
                 ],
             )
         )
+        stale = head["checkpoint_id"]
         with pytest.raises(ConflictError) as older:
             await parts(
-                sdk.runs.stream(
-                    thread_id,
-                    "tutor",
-                    input=_human("And then?"),
-                    checkpoint_id=head["checkpoint_id"],
-                )
+                sdk.runs.stream(thread_id, "tutor", input=_human("And then?"), checkpoint_id=stale)
+            )
+        with pytest.raises(ConflictError) as queued:  # a queued run's is checked as it is queued
+            await sdk.runs.create(
+                thread_id,
+                "tutor",
+                input=_human("And then?"),
+                multitask_strategy="enqueue",
+                checkpoint_id=stale,
             )
         with pytest.raises(ConflictError) as on_a_new_thread:
             await parts(
@@ -112,6 +116,7 @@ async def test_a_run_that_names_the_newest_checkpoint_continues_and_an_older_one
     assert refused["code"] == "checkpoint_not_head"
     assert refused["details"]["checkpoint_id"] == head["checkpoint_id"]
     assert refused["details"]["head_checkpoint_id"] not in (None, head["checkpoint_id"])
+    assert queued.value.response.json()["error"]["code"] == "checkpoint_not_head"
     assert on_a_new_thread.value.response.json()["error"]["details"]["head_checkpoint_id"] is None
     said = [m["content"] for m in transcript["messages"] if m["role"] == "user"]
     assert said == ["What is retrieval?", "What is chunking?", "Why does spacing help memory?"]

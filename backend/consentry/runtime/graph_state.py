@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Interrupt, PregelTask, StateSnapshot
 from pydantic_core import to_jsonable_python
 
@@ -19,6 +20,7 @@ __all__ = [
     "GraphState",
     "as_json",
     "graph_history",
+    "head_checkpoint_id",
     "interrupt_as_json",
     "read_graph_state",
     "read_graph_state_at",
@@ -64,6 +66,15 @@ def as_json(value: Any) -> Any:
 async def read_graph_state(graph: CompiledGraph, thread_id: str) -> GraphState:
     """The newest checkpoint of the thread's graph (empty values when it never ran)."""
     return _graph_state(await graph.aget_state(_config(thread_id)), thread_id)
+
+
+async def head_checkpoint_id(graph: CompiledGraph, thread_id: str) -> str | None:
+    """The id of the thread's newest checkpoint (None before its first run): the saver's newest
+    tuple, without reading the state from it."""
+    checkpointer = graph.checkpointer
+    assert isinstance(checkpointer, BaseCheckpointSaver)  # served graphs have the server's
+    newest = await checkpointer.aget_tuple(_config(thread_id))
+    return None if newest is None else _checkpoint(newest.config, thread_id)["checkpoint_id"]
 
 
 async def read_graph_state_at(

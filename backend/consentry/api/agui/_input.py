@@ -26,6 +26,7 @@ from typing import Any
 from ag_ui.core import RunAgentInput, TextPart
 from pydantic import ValidationError
 
+from consentry.api.chat_requests import chat_request, not_a_run_request
 from consentry.api.consent_answers import decision_on
 from consentry.errors import InvalidRequestError
 from consentry.schemas.chat import ChatRequest, ResumeDecision
@@ -66,10 +67,7 @@ def message_request(
         if given and _takes(spec, name):
             graph_input[name] = [item.model_dump(mode="json") for item in given]
     fields = {"thread_id": body.thread_id, "graph": spec.name, "input": graph_input}
-    try:
-        return ChatRequest.model_validate({**fields, **_props(body)})
-    except ValidationError as exc:
-        raise _not_a_request(exc) from None
+    return chat_request({**fields, **_props(body)})
 
 
 def resume_request(
@@ -89,7 +87,7 @@ def resume_request(
                 decisions.append(_unlisted(entry.interrupt_id, entry.payload))
         return ChatRequest(thread_id=body.thread_id, graph=spec.name, resume=decisions)
     except ValidationError as exc:  # an id longer than any approval's, too many entries...
-        raise _not_a_request(exc) from None
+        raise not_a_run_request(exc) from None
 
 
 def _unlisted(approval_id: str, payload: Any) -> ResumeDecision:
@@ -98,14 +96,6 @@ def _unlisted(approval_id: str, payload: Any) -> ResumeDecision:
         return ResumeDecision.model_validate({**fields, "approval_id": approval_id})
     except ValidationError:  # the gate's answer for the consent (decided, expired) comes first
         return ResumeDecision(approval_id=approval_id, decision="answer", value=None)
-
-
-def _not_a_request(exc: ValidationError) -> InvalidRequestError:
-    return InvalidRequestError(
-        "The input does not make a run request.",
-        code="request_invalid",
-        details={"errors": exc.errors(include_url=False, include_context=False)},
-    )
 
 
 def _new_messages(body: RunAgentInput) -> list[dict[str, Any]]:

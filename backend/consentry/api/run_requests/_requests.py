@@ -28,7 +28,6 @@ from consentry.runtime.guards import (
     RateLimiter,
     StoredResponse,
     StreamSlots,
-    request_fingerprint,
 )
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.runs import ActiveRun, Queued, RunService
@@ -249,8 +248,10 @@ class RunRequests:
         gets the first request's :class:`StoredResponse`, and is not charged; a new request is
         charged to ``owner``'s rate limit and gets the hold (None: no key) that the run it
         claims completes."""
-        fingerprint = request_fingerprint(route, body) if idempotency_key is not None else ""
-        async with self._idempotency.held(owner, idempotency_key, fingerprint, respond) as key:
+        held = self._idempotency.held(
+            owner, idempotency_key, route=route, body=body, respond=respond
+        )
+        async with held as key:
             if not isinstance(key, StoredResponse):
                 self._rate_limits.charge(owner, kind)
             yield key

@@ -15,6 +15,7 @@ from uuid import uuid4
 
 from pydantic import ValidationError
 
+from consentry.api.chat_requests import chat_request
 from consentry.api.http.limits import check_chat_edits
 from consentry.api.http.sse_response import EventStreamResponse
 from consentry.api.new_thread_ids import check_uuid
@@ -242,8 +243,7 @@ class RunStart:
             return
         head = None
         if thread_id is not None:
-            state = await self.threads.graph_state(self.owner, thread_id)
-            head = state.checkpoint.get("checkpoint_id") if state.checkpoint else None
+            head = await self.threads.head_checkpoint_id(self.owner, thread_id)
         if asked != head:
             raise ConflictError(
                 "A run continues from the thread's newest checkpoint; running from an older one "
@@ -283,15 +283,9 @@ class RunStart:
                 for name in ("project_id", "note_id")
                 if isinstance(value := (body.input or {}).get(name), str)
             }
-            fields = {"thread_id": thread_id, "graph": graph, "input": body.input, **named}
-            try:
-                return ChatRequest.model_validate(fields)
-            except ValidationError as exc:
-                raise InvalidRequestError(
-                    "The input does not make a run request.",
-                    code="request_invalid",
-                    details={"errors": exc.errors(include_url=False, include_context=False)},
-                ) from None
+            return chat_request(
+                {"thread_id": thread_id, "graph": graph, "input": body.input, **named}
+            )
         if thread_id is None:
             raise ConflictError("A `command` resumes a thread: name it.", code="no_pending_consent")
         pending = await self.threads.pending_consents(self.owner, thread_id)

@@ -114,7 +114,9 @@ class IdempotencyGuard:
         self,
         owner: Principal,
         key: str | None,
-        fingerprint: str,
+        *,
+        route: str,
+        body: dict[str, Any],
         respond: Callable[[str, str], StoredResponse],
     ) -> AsyncIterator[KeyHold | StoredResponse | None]:
         """The request's key, resolved here and nowhere else: ``None`` (the request has no
@@ -122,11 +124,11 @@ class IdempotencyGuard:
         this request holds while the block runs; the run the block claims completes it
         (``KeyHold.complete``, in the claim's transaction). A block that raises, or ends
         without claiming a run, releases it: a retry runs the request again. 422
-        ``idempotency_key_reused`` (another body), 409 ``request_in_progress``."""
+        ``idempotency_key_reused`` (another route or body), 409 ``request_in_progress``."""
         if key is None:
             yield None
             return
-        hold = await self._hold(owner, key, fingerprint, respond)
+        hold = await self._hold(owner, key, request_fingerprint(route, body), respond)
         if isinstance(hold, StoredResponse):
             yield hold
             return

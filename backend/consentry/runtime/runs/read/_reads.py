@@ -15,6 +15,7 @@ from consentry.runtime.consents import is_expired
 from consentry.runtime.graph_state import (
     GraphState,
     graph_history,
+    head_checkpoint_id,
     read_graph_state,
     read_graph_state_at,
 )
@@ -98,6 +99,12 @@ class ThreadReader:
             async with self._db.read() as conn:
                 graph = (await threads_repo.get_thread(conn, owner, thread_id)).graph
         return await read_graph_state(self._executor.graph(graph), thread_id)
+
+    async def head_checkpoint_id(self, owner: Principal, thread_id: str) -> str | None:
+        """The id of the thread's newest checkpoint (None before its first run)."""
+        async with self._db.read() as conn:
+            graph = (await threads_repo.get_thread(conn, owner, thread_id)).graph
+        return await head_checkpoint_id(self._executor.graph(graph), thread_id)
 
     async def graph_state_at(
         self, owner: Principal, thread_id: str, checkpoint_id: str
