@@ -6,25 +6,31 @@ another way: a factory of no arguments returning the compiled graph or the build
 taking ``(model, checkpointer)``, a ``GraphSpec`` factory. ``plain_typing_state`` is a graph whose
 state is a ``typing.TypedDict`` (pydantic cannot describe it on Python 3.11), ``opaque_field``
 one with a field of a type pydantic knows nothing about, ``context_graph`` one whose input has
-the thread's ``project_id`` and ``note_id`` and says what it got.
+the thread's ``project_id`` and ``note_id`` and says what it got, ``own_context`` one with its own
+``context_schema`` that also reads Consentry's services.
 """
 
 from __future__ import annotations
 
 import typing
+from dataclasses import dataclass
 from typing import Annotated, Any
 from uuid import uuid4
 
 import typing_extensions
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import interrupt
 
 from consentry_graphs.examples import word_count
 from consentry_graphs.registry import GraphSpec
+from consentry_graphs.services import graph_services
 
 BUILT_WITH: list[tuple[BaseChatModel, BaseCheckpointSaver[Any]]] = []
 """What ``build_with_model`` was called with, in order."""
@@ -143,3 +149,43 @@ def builds_text(model: BaseChatModel, checkpointer: BaseCheckpointSaver[Any]) ->
 
 def build_fails(model: BaseChatModel, checkpointer: BaseCheckpointSaver[Any]) -> Any:
     raise RuntimeError("the model server is down")
+
+
+# A graph with its own runtime context and configurable values (``test_run_options.py``).
+
+
+@dataclass
+class ModelChoice:
+    """The graph's ``context_schema``: which model, and how many words at most."""
+
+    model: str = "small"
+    max_words: int = 50
+
+
+def _tell_options(
+    state: MessagesState, runtime: Runtime[ModelChoice], config: RunnableConfig
+) -> dict[str, Any]:
+    persona = config["configurable"].get("persona")
+    told = (
+        f"{runtime.context.model} model, {runtime.context.max_words} words, persona {persona}, "
+        f"for {graph_services().user}"
+    )
+    return {"messages": [AIMessage(told, id=f"msg-{uuid4().hex}")]}
+
+
+def _ask_to_go_on(state: MessagesState) -> dict[str, Any]:
+    interrupt("Go on?")
+    return {}
+
+
+_options = StateGraph(MessagesState, context_schema=ModelChoice)
+_options.add_node("tell_before", _tell_options)
+_options.add_node("ask", _ask_to_go_on)
+_options.add_node("tell_after", _tell_options)
+_options.add_edge(START, "tell_before")
+_options.add_edge("tell_before", "ask")
+_options.add_edge("ask", "tell_after")
+_options.add_edge("tell_after", END)
+own_context = _options.compile()
+"""Says the context and ``configurable`` values it runs with, asks to go on, and says them
+again: what a resume runs with."""

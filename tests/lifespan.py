@@ -6,7 +6,8 @@ listeners; a stop waits for the runs it stops (``SHUTDOWN_GRACE_SECONDS``). On a
 with the rest of the suite either can take several seconds, so a phase may take up to
 :data:`PHASE_SECONDS`. One that takes longer than :data:`STALL_REPORT_SECONDS` writes every task
 of the loop with its stack to stderr (pytest shows it under the failing test): what it waits for
-is named, not guessed at.
+is named, not guessed at. A phase that times out raises :class:`AppStalledError`, whose message
+is the last report: a CI log that keeps only a failure's head still names what the app waited on.
 """
 
 from __future__ import annotations
@@ -22,10 +23,14 @@ from types import AsyncGeneratorType, FrameType
 from asgi_lifespan import LifespanManager
 from starlette.types import ASGIApp
 
-__all__ = ["PHASE_SECONDS", "STALL_REPORT_SECONDS", "running"]
+__all__ = ["PHASE_SECONDS", "STALL_REPORT_SECONDS", "AppStalledError", "running"]
 
 PHASE_SECONDS = 120.0
 STALL_REPORT_SECONDS = 30.0
+
+
+class AppStalledError(AssertionError):
+    """A start or a stop took longer than :data:`PHASE_SECONDS`; the message names its tasks."""
 
 
 @asynccontextmanager
@@ -47,14 +52,21 @@ async def running(app: ASGIApp) -> AsyncIterator[LifespanManager]:
 @contextmanager
 def _stall_report(phase: str) -> Iterator[None]:
     loop = asyncio.get_running_loop()
-    report = loop.call_later(STALL_REPORT_SECONDS, _report_tasks, phase)
+    reports: list[str] = []
+    timer = loop.call_later(STALL_REPORT_SECONDS, lambda: reports.append(_report_tasks(phase)))
     try:
         yield
+    except TimeoutError:
+        # The lifespan's task is cancelled by now: the report taken while it waited names why.
+        raise AppStalledError(
+            f"The app's {phase} did not end within {PHASE_SECONDS:.0f} s.\n"
+            + (reports[-1] if reports else _report_tasks(phase))
+        ) from None
     finally:
-        report.cancel()
+        timer.cancel()
 
 
-def _report_tasks(phase: str) -> None:
+def _report_tasks(phase: str) -> str:
     out = io.StringIO()
     out.write(f"The app's {phase} has taken over {STALL_REPORT_SECONDS:.0f} s; its tasks:\n")
     for task in asyncio.all_tasks():
@@ -66,6 +78,7 @@ def _report_tasks(phase: str) -> None:
         if isinstance(held, AsyncGeneratorType) and held.ag_await is not None:
             out.write(f"--- {held.__qualname__}\n{_where(held)}")
     sys.stderr.write(out.getvalue())
+    return out.getvalue()
 
 
 def _where(awaitable: object) -> str:

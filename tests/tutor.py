@@ -14,8 +14,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from consentry_graphs.consent import ConsentDecision, ConsentRequest, InMemoryEffectLedger, Outcome
-from consentry_graphs.context import GraphContext, NoteSnapshot
 from consentry_graphs.models.offline import OfflineChatModel
+from consentry_graphs.services import GraphServices, NoteSnapshot, serving
 from consentry_graphs.tutor.graph import build_tutor_graph
 from consentry_graphs.tutor.memory_notes import InMemoryNotesStore
 
@@ -62,24 +62,22 @@ class Tutor:
         return cls(store, graph, {"configurable": {"thread_id": "thread-1"}})
 
     @property
-    def context(self) -> GraphContext:
-        return GraphContext(notes=self.store, effects=InMemoryEffectLedger(), user="test/alice")
+    def services(self) -> GraphServices:
+        return GraphServices(notes=self.store, effects=InMemoryEffectLedger(), user="test/alice")
 
     async def run(self, graph_input: Any, config: RunnableConfig | None = None) -> Turn:
         nodes: list[str] = []
         notes_sent: list[dict[str, Any]] = []
-        async for mode, chunk in self.graph.astream(
-            graph_input,
-            config or self.config,
-            context=self.context,
-            stream_mode=["tasks", "updates", "custom"],
-        ):
-            if mode == "tasks" and "input" in chunk:
-                nodes.append(chunk["name"])
-            elif mode == "updates" and INTERRUPTED in chunk:
-                nodes.append(INTERRUPTED)
-            elif mode == "custom":
-                notes_sent.append(chunk)
+        with serving(self.services):
+            async for mode, chunk in self.graph.astream(
+                graph_input, config or self.config, stream_mode=["tasks", "updates", "custom"]
+            ):
+                if mode == "tasks" and "input" in chunk:
+                    nodes.append(chunk["name"])
+                elif mode == "updates" and INTERRUPTED in chunk:
+                    nodes.append(INTERRUPTED)
+                elif mode == "custom":
+                    notes_sent.append(chunk)
         state = await self.graph.aget_state(self.config)
         return Turn(nodes, notes_sent, state.values)
 

@@ -20,7 +20,8 @@ stream the same information arrives as an ``error`` event followed by the run's 
     │                                  duplicate_decision, unknown_graph, graph_mismatch,
     │                                  policy_mismatch, message_too_long, invalid_input,
     │                                  idempotency_key_reused, limit_exceeded, unstorable_text,
-    │                                  no_new_message, unsupported_content
+    │                                  no_new_message, unsupported_content, invalid_context,
+    │                                  invalid_config
     ├── TooManyRequestsError       429 rate_limited, too_many_streams, too_many_active_runs
     │                                  (with ``Retry-After``)
     └── HeadersTooLargeError       431 headers_too_large

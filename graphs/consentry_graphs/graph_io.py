@@ -22,6 +22,11 @@ The input check (:meth:`GraphIO.check_input`), in the graph's terms:
 
 A graph whose input is one value rather than fields (``StateGraph(int)``, a functional-API
 ``entrypoint``) gets its input unchecked.
+
+The context check (:meth:`GraphIO.check_context`): a run's ``context`` is validated against the
+graph's ``context_schema`` (a dataclass, a TypedDict or a pydantic model), absent fields taking
+their defaults, and given to LangGraph as JSON (which makes it the schema's type); a graph with no
+``context_schema`` gets the object as sent.
 """
 
 from __future__ import annotations
@@ -87,6 +92,34 @@ class GraphIO:
     """What could not be described (a schema, a field's check), and why: for the server's log."""
     field_checks: Mapping[str, TypeAdapter[Any]] = field(default_factory=dict, repr=False)
     """The type of each input field that is checked (not the messages fields)."""
+    context_schema: JsonSchema | None = None
+    """The JSON Schema of the graph's ``context_schema`` (None: it has none, or it cannot be
+    described)."""
+    context_check: TypeAdapter[Any] | None = field(default=None, repr=False)
+    """The check of a run's ``context`` (None: the graph has no ``context_schema``)."""
+
+    def check_context(self, value: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """A run's ``context`` as the graph takes it (JSON): validated against the graph's
+        ``context_schema``, absent fields taking their defaults (no ``context`` is ``{}`` then);
+        as sent when it has none. Raises :class:`InputMismatchError` naming every field that
+        does not fit."""
+        if self.context_check is None:
+            return None if value is None else dict(value)
+        try:
+            checked = self.context_check.validate_json(json.dumps(dict(value or {})))
+        except ValidationError as exc:
+            raise InputMismatchError(
+                [
+                    InputProblem(tuple(error["loc"]), error["msg"], error["type"])
+                    for error in exc.errors(
+                        include_url=False, include_context=False, include_input=False
+                    )
+                ]
+            ) from None
+        except (ValueError, TypeError) as exc:  # a validator of the schema's that raised so
+            raise InputMismatchError([InputProblem((), _said(exc), "invalid_type")]) from None
+        dumped: dict[str, Any] = self.context_check.dump_python(checked, mode="json")
+        return dumped
 
     def takes(self, name: str) -> bool:
         """Whether the graph's input has the field ``name``."""
@@ -160,13 +193,15 @@ def describe_graph(graph: Pregel[Any, Any, Any, Any]) -> GraphIO:
     """The JSON Schemas and input fields of ``graph``, as well as they can be made."""
     unavailable: list[str] = []
 
-    def attempt(what: str, make: Callable[[], JsonSchema]) -> JsonSchema | None:
+    def attempt(what: str, make: Callable[[], JsonSchema | None]) -> JsonSchema | None:
         try:
             return make()
         except Exception as exc:  # pydantic's errors, and what a type's own hooks raise
             unavailable.append(f"no {what} schema: {_said(exc)}")
             return None
 
+    context_check = _context_check(graph, unavailable)
+    context_schema = attempt("context", graph.get_context_jsonschema) if context_check else None
     if not isinstance(graph, CompiledStateGraph):  # a functional-API entrypoint, a raw Pregel
         return GraphIO(
             input_schema=attempt("input", graph.get_input_jsonschema),
@@ -174,6 +209,8 @@ def describe_graph(graph: Pregel[Any, Any, Any, Any]) -> GraphIO:
             output_schema=attempt("output", graph.get_output_jsonschema),
             input_fields=None,
             unavailable=tuple(unavailable),
+            context_schema=context_schema,
+            context_check=context_check,
         )
     builder: StateGraph[Any, Any, Any, Any] = graph.builder
     schemas = {
@@ -193,7 +230,22 @@ def describe_graph(graph: Pregel[Any, Any, Any, Any]) -> GraphIO:
         message_fields=messages,
         unavailable=tuple(unavailable),
         field_checks=checks,
+        context_schema=context_schema,
+        context_check=context_check,
     )
+
+
+def _context_check(
+    graph: Pregel[Any, Any, Any, Any], unavailable: list[str]
+) -> TypeAdapter[Any] | None:
+    schema = graph.context_schema
+    if schema is None:
+        return None
+    try:
+        return TypeAdapter(schema)
+    except Exception as exc:  # pydantic's errors, and what a type's own hooks raise
+        unavailable.append(f"no check of a run's context: {_said(exc)}")
+        return None
 
 
 def _input_fields(

@@ -60,7 +60,7 @@ class GraphSpec:
 
     ``build(model, checkpointer)`` compiles the graph once per server, with the server's chat
     model and checkpointer. The graph gets the caller's services through LangGraph's runtime
-    context (``consentry_graphs.context.GraphContext``) and, for a new message, the input
+    context (``consentry_graphs.services.GraphServices``) and, for a new message, the input
     ``{"messages": [HumanMessage], "project_id": str, "note_id": str | None}`` (or the caller's
     own ``input``). Every kind the graph asks with ``ConsentKind.ask`` must be in
     ``consent_kinds``.

@@ -145,6 +145,8 @@ FREE_FORM = {
     "ResumeDecision.edited",
     "DecisionRequest.edited",
     "ChatRequest.input",
+    "ChatRequest.context",
+    "ChatRequest.configurable",
     "AssistantSearchRequest.metadata",
     "AssistantCountRequest.metadata",
     "ThreadCreateRequest.metadata",
@@ -160,7 +162,9 @@ FREE_FORM = {
 """The only objects of a request body that take any field: a person's edit, which the consent
 kind's edit model checks, a graph's own input, which the graph's input schema checks, and the
 LangGraph SDK face's metadata (the client's own keys, stored and searched as given), and a run's
-`config` and `context` (refused by name when not empty: ``unsupported_field``)."""
+`context` (checked against the graph's ``context_schema``) and `configurable` / `config` (any
+values but the server's own keys: ``invalid_config``; another key of `config`:
+``unsupported_field``)."""
 
 
 def hostile_fields(victim: OwnedObjects) -> dict[str, Any]:

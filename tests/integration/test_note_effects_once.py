@@ -15,7 +15,7 @@ from consentry.principal import LOCAL_PRINCIPAL
 from consentry.runtime.notes import OwnerNotesStore
 from consentry.services import Services
 from consentry.settings import Settings
-from consentry_graphs.context import AppliedDeletion
+from consentry_graphs.services import AppliedDeletion
 from tests.conftest import ManualClock
 from tests.lifespan import running
 from tests.sse import after_a_question, chat

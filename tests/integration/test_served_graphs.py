@@ -108,6 +108,7 @@ async def test_the_graphs_are_listed_with_their_schemas_and_consent_kinds(
         "input_schema": word_count.graph.get_input_jsonschema(),
         "state_schema": words["state_schema"],
         "output_schema": word_count.graph.get_output_jsonschema(),
+        "context_schema": None,
         "consent_kinds": [],
     }
     assert set(words["state_schema"]["properties"]) == {"text", "min_length", "words", "messages"}

@@ -35,10 +35,9 @@ from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import Runtime
 
-from consentry_graphs.context import GraphContext
 from consentry_graphs.registry import GraphSpec
+from consentry_graphs.services import graph_services
 from consentry_graphs.tutor.consents import NOTE_EDIT, NoteEditProposal
 
 __all__ = [
@@ -108,10 +107,10 @@ def _diff(*, title: str, base: str, proposed: str, base_version: int) -> str:
     )
 
 
-async def draft_note_edit(state: PointsState, runtime: Runtime[GraphContext]) -> dict[str, Any]:
+async def draft_note_edit(state: PointsState) -> dict[str, Any]:
     """Propose the open note with the user's message appended as one line."""
     note_id = state.get("note_id")
-    note = await runtime.context.notes.get_note(note_id) if note_id else None
+    note = await graph_services().notes.get_note(note_id) if note_id else None
     if note is None:
         return {"proposal": None, "messages": [_say("Open a note first.")]}
     line = next(
@@ -153,7 +152,7 @@ def route_after_request_note_edit_consent(
     return "apply_note_edit" if NOTE_EDIT.restore(state["decision"]).approved else "skip_note_edit"
 
 
-async def apply_note_edit(state: PointsState, runtime: Runtime[GraphContext]) -> dict[str, Any]:
+async def apply_note_edit(state: PointsState) -> dict[str, Any]:
     proposal = NoteEditProposal.model_validate(state["proposal"])
     decision = NOTE_EDIT.restore(state["decision"])
     content, title = proposal.proposed_content, proposal.title
@@ -161,7 +160,7 @@ async def apply_note_edit(state: PointsState, runtime: Runtime[GraphContext]) ->
         content = decision.edit.content or content
         title = decision.edit.title or title
     await reach(BEFORE_THE_WRITE)
-    result = await runtime.context.notes.apply_note_edit(
+    result = await graph_services().notes.apply_note_edit(
         approval_id=decision.approval_id,
         note_id=proposal.note_id,
         title=title,
@@ -204,8 +203,8 @@ STEP_LABELS = {
 
 def _build(
     checkpointer: BaseCheckpointSaver[Any] | None, *, aside: bool
-) -> CompiledStateGraph[PointsState, GraphContext, PointsState, PointsState]:
-    builder = StateGraph(PointsState, context_schema=GraphContext)
+) -> CompiledStateGraph[PointsState, None, PointsState, PointsState]:
+    builder = StateGraph(PointsState)
     builder.add_node("draft_note_edit", draft_note_edit)
     builder.add_node("request_note_edit_consent", request_note_edit_consent)
     builder.add_node("apply_note_edit", apply_note_edit)
@@ -227,14 +226,14 @@ def _build(
 
 def build_points_graph(
     model: BaseChatModel | None = None, checkpointer: BaseCheckpointSaver[Any] | None = None
-) -> CompiledStateGraph[PointsState, GraphContext, PointsState, PointsState]:
+) -> CompiledStateGraph[PointsState, None, PointsState, PointsState]:
     """The server passes its chat model to every graph; this one needs none."""
     return _build(checkpointer, aside=False)
 
 
 def build_aside_graph(
     model: BaseChatModel | None = None, checkpointer: BaseCheckpointSaver[Any] | None = None
-) -> CompiledStateGraph[PointsState, GraphContext, PointsState, PointsState]:
+) -> CompiledStateGraph[PointsState, None, PointsState, PointsState]:
     return _build(checkpointer, aside=True)
 
 

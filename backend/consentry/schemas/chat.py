@@ -92,6 +92,19 @@ class ChatRequest(RequestModel):
         "consents of the thread (parallel branches), applied together; each consent once "
         "(422 `duplicate_decision`).",
     )
+    context: dict[str, JsonValue] | None = Field(
+        default=None,
+        description="The graph's own runtime context (LangGraph's `Runtime.context`), checked "
+        "against its `context_schema` (422 `invalid_context` naming the field; absent fields "
+        "take their defaults). Kept with the thread: its later runs sent without one (a "
+        "decision from the inbox, an expiry) get it.",
+    )
+    configurable: dict[str, JsonValue] | None = Field(
+        default=None,
+        description='Values for the graph\'s `config["configurable"]`. `thread_id`, '
+        "`checkpoint_id`, `checkpoint_ns`, `checkpoint_map` and keys that start with `__` are "
+        "the server's (422 `invalid_config`). Kept with the thread, as `context` is.",
+    )
     consent_policy: ConsentPolicy | None = Field(
         default=None,
         description="For a new thread: `ask` (default: a person decides every consent), "

@@ -33,6 +33,11 @@ class GraphDetail(BaseModel):
     output_schema: dict[str, Any] | None = Field(
         description="JSON Schema of its output" + _UNAVAILABLE
     )
+    context_schema: dict[str, Any] | None = Field(
+        default=None,
+        description="JSON Schema of its `context_schema`, what a run's `context` is checked "
+        "against; null when it has none (a run's `context` is then given as sent)",
+    )
     consent_kinds: list[str] = Field(
         description="The consent kit's kinds it may ask, by name (their schemas: "
         "`GET /v1/consent-kinds`)."
@@ -47,6 +52,7 @@ class GraphDetail(BaseModel):
             input_schema=io.input_schema if io else None,
             state_schema=io.state_schema if io else None,
             output_schema=io.output_schema if io else None,
+            context_schema=io.context_schema if io else None,
             consent_kinds=sorted(spec.consent_kinds),
         )
 

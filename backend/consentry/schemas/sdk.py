@@ -143,8 +143,9 @@ class Assistant(BaseModel):
 
 
 class AssistantSchemas(BaseModel):
-    """A graph's JSON Schemas (those of `GET /v1/graphs`). Graphs get Consentry's runtime
-    context, never a client's: `config_schema` and `context_schema` are null."""
+    """A graph's JSON Schemas (those of `GET /v1/graphs`), and that of its `context_schema`
+    (null: it has none). `config_schema` is null: LangGraph 1 describes what a graph is
+    configured with by its context schema; `configurable` values are not described."""
 
     graph_id: str
     input_schema: dict[str, Any] | None

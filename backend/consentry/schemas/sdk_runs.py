@@ -75,13 +75,16 @@ class RunCreate(RequestModel):
     metadata: dict[str, Any] | None = None
     config: dict[str, Any] | None = Field(
         default=None,
-        description="Refused unless empty (422 `unsupported_field`): a run's configuration is "
-        "the server's (its thread, limits and callbacks).",
+        description='`configurable`: values for the graph\'s `config["configurable"]` (not '
+        "`thread_id`, `checkpoint_*` nor keys that start with `__`: 422 `invalid_config`). Any "
+        "other key is 422 `unsupported_field` (limits and callbacks are the server's). Kept "
+        "with the thread: its runs sent without one get it.",
     )
     context: dict[str, Any] | None = Field(
         default=None,
-        description="Refused unless empty (422 `unsupported_field`): graphs get Consentry's "
-        "runtime context (the thread's project and note, the notes store, the clock).",
+        description="The graph's own runtime context (`Runtime.context`), checked against its "
+        "`context_schema` (422 `invalid_context` naming the field). Kept with the thread, as "
+        "`config` is.",
     )
     multitask_strategy: MultitaskStrategy = Field(
         default="reject",

@@ -17,7 +17,7 @@ from consentry.storage.notes import (
     find_note,
     update_note,
 )
-from consentry_graphs.context import AppliedDeletion, AppliedEdit, NoteSnapshot
+from consentry_graphs.services import AppliedDeletion, AppliedEdit, NoteSnapshot
 
 __all__ = ["apply_note_creation", "apply_note_deletion", "apply_note_edit", "note_snapshot"]
 

@@ -90,6 +90,7 @@ class TakenRun:
     consent_policy: ConsentPolicy
     last_seq: int
     fencing_token: int
+    run_options: dict[str, Any] | None
 
 
 _START_RUN = direct(runs.insert())
@@ -276,6 +277,7 @@ async def take_queued_run(
                 threads.c.consent_policy,
                 threads.c.last_seq,
                 threads.c.fencing_token,
+                threads.c.run_options,
             )
         )
     ).first()

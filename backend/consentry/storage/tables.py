@@ -135,6 +135,9 @@ threads = sa.Table(
     sa.Column("updated_at", UTCDateTime, nullable=False),
     # The client's own key-value metadata (the LangGraph SDK's `metadata`); None: none given.
     sa.Column("metadata", sa.JSON(none_as_null=True), nullable=True),
+    # The options its client's last run gave (``{"context": …, "configurable": …}``, migration
+    # 0022): what a run started without any (an inbox decision, an expiry, a recovery) gets.
+    sa.Column("run_options", sa.JSON(none_as_null=True), nullable=True),
     sa.Index("ix_threads_owner_updated", "tenant", "user_id", "updated_at"),
     sa.Index("ix_threads_owner_note", "tenant", "user_id", "note_id", "updated_at"),
     sa.Index("ix_threads_lease", "status", "lease_expires_at"),

@@ -136,6 +136,16 @@ export type ChatRequest = {
    */
   resume?: ResumeDecision | ResumeDecision[] | null;
   /**
+   * The graph's own runtime context (LangGraph's `Runtime.context`), checked against its `context_schema` (422 `invalid_context` naming the field; absent fields take their defaults). Kept with the thread: its later runs sent without one (a decision from the inbox, an expiry) get it.
+   * @default null
+   */
+  context?: Record<string, JsonValue> | null;
+  /**
+   * Values for the graph's `config["configurable"]`. `thread_id`, `checkpoint_id`, `checkpoint_ns`, `checkpoint_map` and keys that start with `__` are the server's (422 `invalid_config`). Kept with the thread, as `context` is.
+   * @default null
+   */
+  configurable?: Record<string, JsonValue> | null;
+  /**
    * For a new thread: `ask` (default: a person decides every consent), `auto_approve` (decided by `policy`), `auto_reject` (dry run: nothing applied). Consents of destructive kinds always ask.
    * @default null
    */
@@ -389,6 +399,12 @@ export interface GraphDetail {
    * Open: the schema does not fix these values, hence `unknown`.
    */
   output_schema: Record<string, unknown> | null;
+  /**
+   * JSON Schema of its `context_schema`, what a run's `context` is checked against; null when it has none (a run's `context` is then given as sent)
+   * Open: the schema does not fix these values, hence `unknown`.
+   * @default null
+   */
+  context_schema?: Record<string, unknown> | null;
   /** The consent kit's kinds it may ask, by name (their schemas: `GET /v1/consent-kinds`). */
   consent_kinds: string[];
 }

@@ -23,12 +23,11 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from consentry_graphs.consent import ConsentKind, run_effect_once
-from consentry_graphs.context import GraphContext
 from consentry_graphs.registry import GraphSpec
+from consentry_graphs.services import graph_services
 
 __all__ = [
     "APPLIED",
@@ -104,7 +103,7 @@ def route_after_request_change_consent(
     return "apply_change" if CHANGE.restore(state["decision"]).approved else "cancel_change"
 
 
-async def apply_change(state: ConsentFlowState, runtime: Runtime[GraphContext]) -> dict[str, Any]:
+async def apply_change(state: ConsentFlowState) -> dict[str, Any]:
     proposal = ChangeProposal.model_validate(state["proposal"])
     decision = CHANGE.restore(state["decision"])
 
@@ -112,7 +111,7 @@ async def apply_change(state: ConsentFlowState, runtime: Runtime[GraphContext]) 
         return AppliedChange(reply=f"{APPLIED}: {proposal.summary}.")
 
     applied = await run_effect_once(
-        runtime.context.effects,
+        graph_services().effects,
         approval_id=decision.approval_id,
         kind=CHANGE.name,
         result_model=AppliedChange,
@@ -142,9 +141,9 @@ STEP_LABELS = {
 
 def build_consent_flow_graph(
     model: BaseChatModel | None = None, checkpointer: BaseCheckpointSaver[Any] | None = None
-) -> CompiledStateGraph[ConsentFlowState, GraphContext, ConsentFlowState, ConsentFlowState]:
+) -> CompiledStateGraph[ConsentFlowState, None, ConsentFlowState, ConsentFlowState]:
     """The server passes its chat model to every graph; this one needs none."""
-    builder = StateGraph(ConsentFlowState, context_schema=GraphContext)
+    builder = StateGraph(ConsentFlowState)
     builder.add_node("analyze_message", analyze_message)
     builder.add_node("draft_change", draft_change)
     builder.add_node("request_change_consent", request_change_consent)

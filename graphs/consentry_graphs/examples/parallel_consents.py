@@ -24,12 +24,11 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict, Field
 
 from consentry_graphs.consent import ConsentKind, run_effect_once
-from consentry_graphs.context import GraphContext
 from consentry_graphs.registry import GraphSpec
+from consentry_graphs.services import graph_services
 
 __all__ = [
     "NOTIFY_TEAM",
@@ -141,15 +140,13 @@ class ParallelConsentNodes:
         decision = NOTIFY_TEAM.ask(title=f"Tell the {TEAM} about it?", proposal=proposal)
         return {"notify_decision": decision.to_state()}
 
-    async def publish_post(
-        self, state: ParallelState, runtime: Runtime[GraphContext]
-    ) -> dict[str, Any]:
+    async def publish_post(self, state: ParallelState) -> dict[str, Any]:
         decision = PUBLISH_POST.restore(state["publish_decision"])
         if not decision.approved:
             return {"messages": [_say(f"Not published ({decision.decision}).")]}
         text = decision.edit.text if decision.edit is not None else _post_text(state)
         post = await run_effect_once(
-            runtime.context.effects,
+            graph_services().effects,
             approval_id=decision.approval_id,
             kind=PUBLISH_POST.name,
             result_model=Published,
@@ -157,14 +154,12 @@ class ParallelConsentNodes:
         )
         return {"messages": [_say(f"Published {post.post_id} on {post.channel}.")]}
 
-    async def notify_team(
-        self, state: ParallelState, runtime: Runtime[GraphContext]
-    ) -> dict[str, Any]:
+    async def notify_team(self, state: ParallelState) -> dict[str, Any]:
         decision = NOTIFY_TEAM.restore(state["notify_decision"])
         if not decision.approved:
             return {"messages": [_say(f"The {TEAM} were not told ({decision.decision}).")]}
         sent = await run_effect_once(
-            runtime.context.effects,
+            graph_services().effects,
             approval_id=decision.approval_id,
             kind=NOTIFY_TEAM.name,
             result_model=Notified,
@@ -186,10 +181,10 @@ def build_parallel_consents_graph(
     checkpointer: BaseCheckpointSaver[Any] | None = None,
     *,
     outbox: Outbox | None = None,
-) -> CompiledStateGraph[ParallelState, GraphContext, ParallelState, ParallelState]:
+) -> CompiledStateGraph[ParallelState, None, ParallelState, ParallelState]:
     """The graph; it needs no chat model (the server passes one to every graph)."""
     nodes = ParallelConsentNodes(outbox if outbox is not None else OUTBOX)
-    builder = StateGraph(ParallelState, context_schema=GraphContext)
+    builder = StateGraph(ParallelState)
     builder.add_node("request_publish_consent", nodes.request_publish_consent)
     builder.add_node("request_notify_consent", nodes.request_notify_consent)
     builder.add_node("publish_post", nodes.publish_post)

@@ -20,12 +20,11 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict, Field
 
 from consentry_graphs.consent import ConsentKind, run_effect_once
-from consentry_graphs.context import GraphContext
 from consentry_graphs.registry import GraphSpec
+from consentry_graphs.services import graph_services
 from consentry_graphs.window import outside_window
 
 __all__ = ["REFUND", "PaymentProvider", "build_refund_graph", "graph_spec"]
@@ -71,9 +70,9 @@ def _say(text: str) -> AIMessage:
     return AIMessage(text, id=f"msg-{uuid4().hex}")
 
 
-async def draft_refund(state: RefundState, runtime: Runtime[GraphContext]) -> dict[str, Any]:
+async def draft_refund(state: RefundState) -> dict[str, Any]:
     """Read the order and the amount from the user's message (and let the oldest messages go)."""
-    forget = outside_window(state["messages"], runtime.context.conversation_window)
+    forget = outside_window(state["messages"], graph_services().conversation_window)
     text = next((m.text for m in reversed(state["messages"]) if isinstance(m, HumanMessage)), "")
     match = _ORDER.search(text)
     if match is None:
@@ -130,12 +129,12 @@ class PaymentProvider:
 PAYMENTS = PaymentProvider()
 
 
-async def issue_refund(state: RefundState, runtime: Runtime[GraphContext]) -> dict[str, Any]:
+async def issue_refund(state: RefundState) -> dict[str, Any]:
     proposal = RefundProposal.model_validate(state["proposal"])
     decision = REFUND.restore(state["decision"])  # a TypedDecision[RefundRevision]
     amount = decision.edit.amount_cents if decision.edit else proposal.amount_cents
     refund = await run_effect_once(
-        runtime.context.effects,
+        graph_services().effects,
         approval_id=decision.approval_id,
         kind=REFUND.name,
         result_model=Refund,
@@ -169,9 +168,9 @@ STEP_LABELS = {
 
 def build_refund_graph(
     model: BaseChatModel | None = None, checkpointer: BaseCheckpointSaver[Any] | None = None
-) -> CompiledStateGraph[RefundState, GraphContext, RefundState, RefundState]:
+) -> CompiledStateGraph[RefundState, None, RefundState, RefundState]:
     """The server passes its chat model to every graph; this one needs none."""
-    builder = StateGraph(RefundState, context_schema=GraphContext)
+    builder = StateGraph(RefundState)
     builder.add_node("draft_refund", draft_refund)
     builder.add_node("request_refund_consent", request_refund_consent)
     builder.add_node("issue_refund", issue_refund)

@@ -10,10 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.config import get_stream_writer
-from langgraph.runtime import Runtime
 
 from consentry_graphs.consent import TypedDecision
-from consentry_graphs.context import GraphContext, NoteSnapshot
+from consentry_graphs.services import NoteSnapshot, graph_services
 from consentry_graphs.tutor.consents import (
     NOTE_CREATE,
     NOTE_DELETE,
@@ -69,14 +68,14 @@ async def request_note_edit_consent(state: TutorState) -> dict[str, Any]:
     return {"decision": decision.to_state()}
 
 
-async def apply_note_edit(state: TutorState, runtime: Runtime[GraphContext]) -> dict[str, Any]:
+async def apply_note_edit(state: TutorState) -> dict[str, Any]:
     proposal = NoteEditProposal.model_validate(state["proposal"])
     decision = NOTE_EDIT.restore(state["decision"])
     content, title = proposal.proposed_content, proposal.title
     if decision.edit is not None:
         content = decision.edit.content or proposal.proposed_content
         title = decision.edit.title or proposal.title
-    result = await runtime.context.notes.apply_note_edit(
+    result = await graph_services().notes.apply_note_edit(
         approval_id=decision.approval_id,
         note_id=proposal.note_id,
         title=title,
@@ -120,14 +119,14 @@ async def request_note_create_consent(state: TutorState) -> dict[str, Any]:
     return {"decision": decision.to_state()}
 
 
-async def create_note(state: TutorState, runtime: Runtime[GraphContext]) -> dict[str, Any]:
+async def create_note(state: TutorState) -> dict[str, Any]:
     proposal = NoteCreateProposal.model_validate(state["proposal"])
     decision = NOTE_CREATE.restore(state["decision"])
     content, title = proposal.content, proposal.title
     if decision.edit is not None:
         content = decision.edit.content or proposal.content
         title = decision.edit.title or proposal.title
-    result = await runtime.context.notes.apply_note_creation(
+    result = await graph_services().notes.apply_note_creation(
         approval_id=decision.approval_id,
         project_id=proposal.project_id,
         title=title,
@@ -166,10 +165,10 @@ async def request_note_delete_consent(state: TutorState) -> dict[str, Any]:
     return {"decision": decision.to_state()}
 
 
-async def delete_note(state: TutorState, runtime: Runtime[GraphContext]) -> dict[str, Any]:
+async def delete_note(state: TutorState) -> dict[str, Any]:
     proposal = NoteDeleteProposal.model_validate(state["proposal"])
     decision = NOTE_DELETE.restore(state["decision"])
-    result = await runtime.context.notes.apply_note_deletion(
+    result = await graph_services().notes.apply_note_deletion(
         approval_id=decision.approval_id, note_id=proposal.note_id, version=proposal.version
     )
     if result.outcome == "deleted":

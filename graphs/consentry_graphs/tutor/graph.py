@@ -21,7 +21,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from consentry_graphs.consent import ConsentKind
-from consentry_graphs.context import GraphContext
 from consentry_graphs.tutor import consent_nodes
 from consentry_graphs.tutor.consents import NOTE_CREATE, NOTE_DELETE, NOTE_EDIT
 from consentry_graphs.tutor.nodes import TutorNodes, report_no_open_note, report_nothing_to_draft
@@ -66,9 +65,9 @@ CONSENT_KINDS: dict[str, ConsentKind[Any, Any]] = {
 
 def build_tutor_graph(
     model: BaseChatModel, checkpointer: BaseCheckpointSaver[Any] | None = None
-) -> CompiledStateGraph[TutorState, GraphContext, TutorInput, TutorState]:
+) -> CompiledStateGraph[TutorState, None, TutorInput, TutorState]:
     nodes = TutorNodes(model)
-    builder = StateGraph(TutorState, context_schema=GraphContext, input_schema=TutorInput)
+    builder = StateGraph(TutorState, input_schema=TutorInput)
     builder.add_node("analyze_message", nodes.analyze_message)
     builder.add_node("answer_question", nodes.answer_question)
     builder.add_node("search_notes", nodes.search_notes)

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from consentry_graphs.context import AppliedDeletion, AppliedEdit, NoteHit, NoteSnapshot
+from consentry_graphs.services import AppliedDeletion, AppliedEdit, NoteHit, NoteSnapshot
 
 __all__ = ["EffectCall", "InMemoryNotesStore"]
 

@@ -13,12 +13,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
-from langgraph.runtime import Runtime
 from pydantic import BaseModel, ValidationError
 
-from consentry_graphs.context import GraphContext, NoteHit, NoteSnapshot
 from consentry_graphs.models import json_mode
 from consentry_graphs.models.offline import classify
+from consentry_graphs.services import NoteHit, NoteSnapshot, graph_services
 from consentry_graphs.tutor import prompts
 from consentry_graphs.tutor.consents import NoteCreateProposal, NoteDeleteProposal, NoteEditProposal
 from consentry_graphs.tutor.line_merge import removed_lines
@@ -85,10 +84,10 @@ def unified_diff(*, title: str, base: str, proposed: str, base_version: int) -> 
     )
 
 
-async def _open_note(state: TutorState, runtime: Runtime[GraphContext]) -> NoteSnapshot | None:
+async def _open_note(state: TutorState) -> NoteSnapshot | None:
     """The note the user has open, if there is one and it still exists."""
     note_id = state.get("note_id")
-    return await runtime.context.notes.get_note(note_id) if note_id else None
+    return await graph_services().notes.get_note(note_id) if note_id else None
 
 
 def report_no_open_note(state: TutorState) -> dict[str, Any]:
@@ -119,9 +118,7 @@ class TutorNodes:
         self.model = model
         self.classifier = json_mode(model)
 
-    async def analyze_message(
-        self, state: TutorState, runtime: Runtime[GraphContext]
-    ) -> dict[str, Any]:
+    async def analyze_message(self, state: TutorState) -> dict[str, Any]:
         """Route the new message, and let the oldest messages go past the conversation window."""
         text = _last_user_text(state)
         reply = await self.classifier.ainvoke(
@@ -137,16 +134,14 @@ class TutorNodes:
             "nothing_to_draft": None,
             "drafted_summary": None,
             "messages": outside_window(
-                state.get("messages", []), runtime.context.conversation_window
+                state.get("messages", []), graph_services().conversation_window
             ),
         }
 
-    async def answer_question(
-        self, state: TutorState, runtime: Runtime[GraphContext]
-    ) -> dict[str, Any]:
+    async def answer_question(self, state: TutorState) -> dict[str, Any]:
         """Answer from the notes the question finds, best first, and the open note (last, if
         the search did not find it)."""
-        notes = runtime.context.notes
+        notes = graph_services().notes
         query = state.get("query") or _last_user_text(state)
         hits = await notes.search_notes(state["project_id"], query, limit=GROUNDING_LIMIT)
         note_ids = [hit.note_id for hit in hits]
@@ -159,11 +154,9 @@ class TutorNodes:
         reply = await self.model.ainvoke([system, *state["messages"]])
         return {"messages": [reply]}
 
-    async def search_notes(
-        self, state: TutorState, runtime: Runtime[GraphContext]
-    ) -> dict[str, Any]:
+    async def search_notes(self, state: TutorState) -> dict[str, Any]:
         """Search the project; each hit shows the note's own sentences about the query."""
-        notes = runtime.context.notes
+        notes = graph_services().notes
         query = state.get("query") or _last_user_text(state)
         found = []
         for hit in await notes.search_notes(state["project_id"], query, limit=SEARCH_LIMIT):
@@ -197,13 +190,11 @@ class TutorNodes:
         )
         return as_summary_section(reply.text)
 
-    async def draft_note_edit(
-        self, state: TutorState, runtime: Runtime[GraphContext]
-    ) -> dict[str, Any]:
+    async def draft_note_edit(self, state: TutorState) -> dict[str, Any]:
         """Propose the open note with a summary of the discussion merged into its summary
         section, else added at its end (``summaries.with_summary``): nothing a person wrote is
         removed. Nothing is proposed when nothing was discussed or the note has it all."""
-        note = await _open_note(state, runtime)
+        note = await _open_note(state)
         if note is None:
             return {"proposal": None}
         section = await self._summary_section(state)
@@ -243,11 +234,9 @@ class TutorNodes:
         )
         return {"proposal": proposal.model_dump(), "drafted_summary": section}
 
-    async def draft_note_deletion(
-        self, state: TutorState, runtime: Runtime[GraphContext]
-    ) -> dict[str, Any]:
+    async def draft_note_deletion(self, state: TutorState) -> dict[str, Any]:
         """Propose deleting the open note, as it is now."""
-        note = await _open_note(state, runtime)
+        note = await _open_note(state)
         if note is None:
             return {"proposal": None}
         proposal = NoteDeleteProposal(

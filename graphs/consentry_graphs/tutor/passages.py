@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from html import escape
 
 from consentry_graphs import sentences
-from consentry_graphs.context import NoteSnapshot
+from consentry_graphs.services import NoteSnapshot
 from consentry_graphs.tutor.summaries import without_summary
 
 __all__ = ["PROMPT_CHARS", "SEARCH_EXCERPT_CHARS", "notes_block", "search_excerpt"]

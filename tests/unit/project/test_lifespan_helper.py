@@ -45,3 +45,17 @@ async def test_a_stop_that_stalls_reports_too_and_a_quick_one_says_nothing(
     async with lifespan.running(_slow_app(start=0, stop=0)):
         pass
     assert capsys.readouterr().err == ""
+
+
+async def test_a_start_that_times_out_fails_with_the_report_in_its_message(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(lifespan, "STALL_REPORT_SECONDS", 0.05)
+    monkeypatch.setattr(lifespan, "PHASE_SECONDS", 0.2)
+    with pytest.raises(lifespan.AppStalledError) as stalled:
+        async with lifespan.running(_slow_app(start=5, stop=0)):
+            pass
+    message = str(stalled.value)
+    assert message.startswith("The app's start-up did not end within 0 s.\n")
+    assert "in slow_lifespan" in message
+    assert stalled.value.__suppress_context__  # the head of the failure is the report

@@ -38,9 +38,9 @@ from langgraph.types import Command
 from pydantic import BaseModel
 
 from consentry_graphs.consent import ConsentDecision, InMemoryEffectLedger
-from consentry_graphs.context import GraphContext
 from consentry_graphs.examples.consent_flow import build_consent_flow_graph
 from consentry_graphs.models.offline import OfflineChatModel
+from consentry_graphs.services import GraphServices, serving
 from consentry_graphs.tutor.graph import build_tutor_graph
 from consentry_graphs.tutor.memory_notes import InMemoryNotesStore
 from consentry_tools.bench.databases import libpq_url
@@ -75,7 +75,7 @@ def create_baseline_app(database: Path | str) -> FastAPI:
                 "consent_flow": build_consent_flow_graph(None, saver),
             }
             state["thread_graphs"] = {}
-            state["context"] = GraphContext(
+            state["services"] = GraphServices(
                 notes=InMemoryNotesStore(), effects=InMemoryEffectLedger(), user="bench"
             )
             yield
@@ -103,7 +103,7 @@ def create_baseline_app(database: Path | str) -> FastAPI:
         # A thread keeps the graph that started it (a resume names only the thread), in memory.
         graph = state["graphs"][state["thread_graphs"].setdefault(thread_id, body.graph)]
         return StreamingResponse(
-            _events(graph, state["context"], thread_id, graph_input),
+            _events(graph, state["services"], thread_id, graph_input),
             media_type="text/event-stream",
         )
 
@@ -126,32 +126,37 @@ async def _postgres_saver(url: str) -> AsyncIterator[BaseCheckpointSaver[Any]]:
 
 async def _events(
     graph: CompiledStateGraph[Any, Any, Any, Any],
-    context: GraphContext,
+    services: GraphServices,
     thread_id: str,
     graph_input: Any,
 ) -> AsyncIterator[str]:
     reason = "completed"
-    async for item in graph.astream(
-        graph_input,
-        {"configurable": {"thread_id": thread_id}},
-        context=context,
-        stream_mode=["messages", "updates", "custom"],
-    ):
-        mode, chunk = cast(tuple[str, Any], item)
-        if mode == "messages" and isinstance(chunk[0], AIMessageChunk):
-            if chunk[0].text:
-                yield _frame({"type": "token", "delta": chunk[0].text})
-        elif mode == "messages" and isinstance(chunk[0], AIMessage) and chunk[0].text:
-            # A node's whole message (not streamed from a model): consent_flow's answer.
-            said = {"type": "message", "message_id": chunk[0].id, "content": chunk[0].text}
-            yield _frame(said)
-        elif mode == "custom" and chunk.get("event") == "note":
-            yield _frame({"type": "note", "note_id": chunk["note_id"]})
-        elif mode == "updates" and "__interrupt__" in chunk:
-            reason = "interrupted"
-            for interrupt in chunk["__interrupt__"]:
-                consent = {"type": "consent", "thread_id": thread_id, "approval_id": interrupt.id}
-                yield _frame(consent)
+    # The response's body is read in one task: the services stay set across its yields.
+    with serving(services):
+        async for item in graph.astream(
+            graph_input,
+            {"configurable": {"thread_id": thread_id}},
+            stream_mode=["messages", "updates", "custom"],
+        ):
+            mode, chunk = cast(tuple[str, Any], item)
+            if mode == "messages" and isinstance(chunk[0], AIMessageChunk):
+                if chunk[0].text:
+                    yield _frame({"type": "token", "delta": chunk[0].text})
+            elif mode == "messages" and isinstance(chunk[0], AIMessage) and chunk[0].text:
+                # A node's whole message (not streamed from a model): consent_flow's answer.
+                said = {"type": "message", "message_id": chunk[0].id, "content": chunk[0].text}
+                yield _frame(said)
+            elif mode == "custom" and chunk.get("event") == "note":
+                yield _frame({"type": "note", "note_id": chunk["note_id"]})
+            elif mode == "updates" and "__interrupt__" in chunk:
+                reason = "interrupted"
+                for interrupt in chunk["__interrupt__"]:
+                    consent = {
+                        "type": "consent",
+                        "thread_id": thread_id,
+                        "approval_id": interrupt.id,
+                    }
+                    yield _frame(consent)
     yield _frame({"type": "final", "thread_id": thread_id, "reason": reason})
 
 

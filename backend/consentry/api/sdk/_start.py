@@ -220,11 +220,13 @@ class RunStart:
 
     def _check(self, body: RunCreate) -> None:
         """What is refused before anything is stored."""
-        if body.config or body.context:
+        unserved = sorted(set(body.config or {}) - {"configurable"})
+        if unserved:
             raise InvalidRequestError(
-                "`config` and `context` are not served: graphs get Consentry's runtime context.",
+                "Of a run's `config` only `configurable` is served (Consentry bounds runs with "
+                "its own limits and callbacks).",
                 code="unsupported_field",
-                details={"fields": [f for f in ("config", "context") if getattr(body, f)]},
+                details={"fields": [f"config.{key}" for key in unserved]},
             )
         no_input = body.input is None or (body.command is not None and not body.input)
         if no_input == (body.command is None):
@@ -285,12 +287,15 @@ class RunStart:
             }
             return chat_request(
                 {"thread_id": thread_id, "graph": graph, "input": body.input, **named}
+                | _options(body)
             )
         if thread_id is None:
             raise ConflictError("A `command` resumes a thread: name it.", code="no_pending_consent")
         pending = await self.threads.pending_consents(self.owner, thread_id)
         decisions = decisions_for(body.command.resume, pending)
-        return ChatRequest(thread_id=thread_id, graph=graph, resume=decisions)
+        return chat_request(
+            {"thread_id": thread_id, "graph": graph, "resume": decisions} | _options(body)
+        )
 
 
 @asynccontextmanager
@@ -332,6 +337,17 @@ async def open_run_queue(services: Services, run_requests: RunRequests) -> Async
         yield queue
     finally:
         await queue.stop()
+
+
+def _options(body: RunCreate) -> dict[str, Any]:
+    """The run's own ``context`` and ``configurable`` values, as the run service takes them
+    (those it is not sent, the thread keeps from its earlier runs)."""
+    options: dict[str, Any] = {}
+    if body.context is not None:
+        options["context"] = body.context
+    if body.config is not None and body.config.get("configurable") is not None:
+        options["configurable"] = body.config["configurable"]
+    return options
 
 
 def _queued(body: RunCreate, thread_id: str | None) -> bool:

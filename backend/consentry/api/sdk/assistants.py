@@ -93,6 +93,7 @@ async def get_assistant_schemas(
         input_schema=io.input_schema if io else None,
         output_schema=io.output_schema if io else None,
         state_schema=io.state_schema if io else None,
+        context_schema=io.context_schema if io else None,
     )
 
 

@@ -7,13 +7,13 @@ from consentry.runtime.clock import Clock
 from consentry.storage import note_effects, note_search
 from consentry.storage import notes as notes_repo
 from consentry.storage.db.database import Database
-from consentry_graphs.context import AppliedDeletion, AppliedEdit, NoteHit, NoteSnapshot
+from consentry_graphs.services import AppliedDeletion, AppliedEdit, NoteHit, NoteSnapshot
 
 __all__ = ["OwnerNotesStore"]
 
 
 class OwnerNotesStore:
-    """Implements :class:`consentry_graphs.context.NotesStore` for one owner."""
+    """Implements :class:`consentry_graphs.services.NotesStore` for one owner."""
 
     def __init__(self, db: Database, owner: Principal, clock: Clock) -> None:
         self._db = db

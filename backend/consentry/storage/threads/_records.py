@@ -43,6 +43,8 @@ class ThreadRecord:
     updated_at: datetime
     metadata: dict[str, Any] | None
     """The client's metadata (``PATCH /threads/{id}`` merges into it); None: none given."""
+    run_options: dict[str, Any] | None
+    """The options its client's last run gave (``runtime.runs.execute.RunOptions``)."""
 
 
 _COLUMNS = tuple(threads.c[field.name] for field in fields(ThreadRecord))

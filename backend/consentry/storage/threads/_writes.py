@@ -186,3 +186,10 @@ async def remember_note(conn: DbConnection, thread_id: str, note_id: str) -> Non
         .values(note_id=note_id),
         {},
     )
+
+
+async def keep_run_options(conn: DbConnection, thread_id: str, options: dict[str, Any]) -> None:
+    """The options a client's run gave: what the thread's runs given none get from now on."""
+    await execute_unread(
+        conn, threads.update().where(threads.c.id == thread_id).values(run_options=options), {}
+    )

@@ -12,9 +12,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from consentry_graphs.consent import ConsentDecision, ConsentRequest, InMemoryEffectLedger, Outcome
-from consentry_graphs.context import GraphContext
 from consentry_graphs.examples.consent_flow import CHANGE, build_consent_flow_graph
 from consentry_graphs.registry import load_graphs
+from consentry_graphs.services import GraphServices, serving
 
 MESSAGE = "Add a summary of our discussion to my note"  # nine words
 PROPOSAL = {"words": 9, "summary": "Record a message of 9 words"}
@@ -31,12 +31,11 @@ class Thread:
     async def run(self, graph_input: Any) -> list[tuple[str, Any]]:
         """Run until the graph stops: every update as (node, what it wrote)."""
         # The graph reads no notes: its one effect goes through the ledger.
-        context = GraphContext(notes=None, effects=self.ledger, user="test/alice")
+        services = GraphServices(notes=None, effects=self.ledger, user="test/alice")
         updates: list[tuple[str, Any]] = []
-        async for chunk in self.graph.astream(
-            graph_input, self.config, context=context, stream_mode="updates"
-        ):
-            updates += list(chunk.items())
+        with serving(services):
+            async for chunk in self.graph.astream(graph_input, self.config, stream_mode="updates"):
+                updates += list(chunk.items())
         return updates
 
     async def ask(self) -> str:

@@ -16,12 +16,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from consentry_graphs.consent import ConsentDecision, ConsentRequest, InMemoryEffectLedger, Outcome
-from consentry_graphs.context import GraphContext
 from consentry_graphs.examples.parallel_consents import (
     Outbox,
     Published,
     build_parallel_consents_graph,
 )
+from consentry_graphs.services import GraphServices, serving
 
 POST = "We shipped consent that holds."
 PUBLISH, NOTIFY = "request_publish_consent", "request_notify_consent"
@@ -40,13 +40,12 @@ class Thread:
     async def run(self, graph_input: Any) -> list[Step]:
         """Run until the graph stops; every step as the set of what its nodes did."""
         # The example reads no notes: its effects go through the ledger to the outbox.
-        context = GraphContext(notes=None, effects=self.ledger, user="test/alice")
+        services = GraphServices(notes=None, effects=self.ledger, user="test/alice")
         steps: dict[int, set[tuple[str, str, str]]] = {}
-        async for event in self.graph.astream(
-            graph_input, self.config, context=context, stream_mode="debug"
-        ):
-            if event["type"] == "task_result":
-                steps.setdefault(event["step"], set()).add(_what(event["payload"]))
+        with serving(services):
+            async for event in self.graph.astream(graph_input, self.config, stream_mode="debug"):
+                if event["type"] == "task_result":
+                    steps.setdefault(event["step"], set()).add(_what(event["payload"]))
         return [frozenset(steps[number]) for number in sorted(steps)]
 
     async def pending(self) -> dict[str, tuple[str, ConsentRequest]]:

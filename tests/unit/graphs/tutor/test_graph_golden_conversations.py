@@ -7,7 +7,7 @@ tests/integration/test_offline_answers_served.py.)"""
 
 from __future__ import annotations
 
-from consentry_graphs.context import NoteSnapshot
+from consentry_graphs.services import NoteSnapshot
 from tests.tutor import PROJECT, Tutor
 
 INTRO = "I'm the offline model, so I answer from your notes rather than from general knowledge."

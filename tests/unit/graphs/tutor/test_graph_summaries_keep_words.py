@@ -5,7 +5,7 @@ earlier conversation's summary instead of replacing it."""
 
 from __future__ import annotations
 
-from consentry_graphs.context import NoteSnapshot
+from consentry_graphs.services import NoteSnapshot
 from tests.tutor import INTERRUPTED, PROJECT, Tutor
 
 ASK_FOR_SUMMARY = "Add a summary of our discussion to my note"

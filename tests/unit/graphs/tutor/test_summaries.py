@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from consentry_graphs.context import NoteSnapshot
 from consentry_graphs.models.offline import OfflineChatModel
+from consentry_graphs.services import NoteSnapshot
 from consentry_graphs.tutor import prompts
 from consentry_graphs.tutor.passages import PROMPT_CHARS, notes_block, search_excerpt
 from consentry_graphs.tutor.replies import is_outcome, say, say_outcome

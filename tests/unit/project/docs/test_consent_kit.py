@@ -18,9 +18,9 @@ from langgraph.types import Command
 
 from consentry.schemas.events import ConsentEvent, FinalEvent, MessageEvent
 from consentry_graphs.consent import ConsentDecision, ConsentRequest, InMemoryEffectLedger
-from consentry_graphs.context import GraphContext
 from consentry_graphs.examples import refund_consent
 from consentry_graphs.examples.refund_consent import PaymentProvider, Refund, build_refund_graph
+from consentry_graphs.services import GraphServices, serving
 from tests.paths import ROOT
 from tests.sse import chat, kinds
 
@@ -65,9 +65,10 @@ async def test_the_refund_example_asks_then_refunds_the_edited_amount_once(
 ) -> None:
     graph = build_refund_graph(checkpointer=InMemorySaver())
     ledger = InMemoryEffectLedger()
-    context = GraphContext(notes=None, effects=ledger, user="test/alice")  # reads no notes
+    services = GraphServices(notes=None, effects=ledger, user="test/alice")  # reads no notes
     config: RunnableConfig = {"configurable": {"thread_id": "order-7"}}
-    await graph.ainvoke({"messages": [HumanMessage(ASK)]}, config, context=context)
+    with serving(services):
+        await graph.ainvoke({"messages": [HumanMessage(ASK)]}, config)
     (interrupt,) = (await graph.aget_state(config)).interrupts
 
     decision = ConsentDecision(
@@ -76,9 +77,8 @@ async def test_the_refund_example_asks_then_refunds_the_edited_amount_once(
         edited={"amount_cents": 900},
         decided_by="test/alice",
     )
-    await graph.ainvoke(
-        Command(resume={interrupt.id: decision.model_dump()}), config, context=context
-    )
+    with serving(services):
+        await graph.ainvoke(Command(resume={interrupt.id: decision.model_dump()}), config)
 
     request = ConsentRequest.model_validate(interrupt.value)
     assert (request.kind, request.proposal, request.ttl_seconds) == (
@@ -95,7 +95,8 @@ async def test_the_refund_example_asks_then_refunds_the_edited_amount_once(
 
     history = [snapshot async for snapshot in graph.aget_state_history(config)]
     before_refund = next(s for s in history if s.next == ("issue_refund",))
-    replayed = await graph.ainvoke(None, before_refund.config, context=context)
+    with serving(services):
+        replayed = await graph.ainvoke(None, before_refund.config)
 
     assert replayed["messages"][-1].content == "Refunded 900 cents for order 7 (re_1)."
     assert payments.calls == [interrupt.id]  # the ledger answered; the provider was not asked

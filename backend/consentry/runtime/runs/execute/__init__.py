@@ -19,6 +19,7 @@ from consentry.runtime.runs.execute._event_stream import (
 from consentry.runtime.runs.execute._executor import RunExecutor
 from consentry.runtime.runs.execute._graph_outputs import split_output
 from consentry.runtime.runs.execute._inputs import dump_inputs, load_inputs
+from consentry.runtime.runs.execute._run_options import RunOptions
 from consentry.runtime.runs.execute._run_types import (
     NOWHERE,
     SEQ_RESERVATION,
@@ -47,6 +48,7 @@ __all__ = [
     "RunEventStream",
     "RunExecutor",
     "RunLimits",
+    "RunOptions",
     "RunSuspendedError",
     "RunWorker",
     "checkpoint_transcript",

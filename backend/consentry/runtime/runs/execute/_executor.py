@@ -43,6 +43,7 @@ from consentry.runtime.runs.execute._event_stream import RunEventStream
 from consentry.runtime.runs.execute._failures import describe_failure
 from consentry.runtime.runs.execute._graph_stream import GraphStreamer
 from consentry.runtime.runs.execute._run_consents import RunConsents
+from consentry.runtime.runs.execute._run_options import RunOptions
 from consentry.runtime.runs.execute._run_store import RunStore
 from consentry.runtime.runs.execute._run_types import (
     SEQ_RESERVATION,
@@ -69,8 +70,8 @@ from consentry.schemas.events import (
 from consentry.storage.checkpoints import CheckpointFence, ConsentrySaver
 from consentry.storage.db.database import Database, DbConnection
 from consentry.storage.leases import Claim, LeaseLostError
-from consentry_graphs.context import GraphContext
 from consentry_graphs.registry import CompiledGraph, GraphSpec
+from consentry_graphs.services import GraphServices, serving
 
 __all__ = [
     "SHUTDOWN_GRACE_SECONDS",
@@ -190,6 +191,7 @@ class RunExecutor:
         graph_inputs: list[GraphInput],
         resumed: frozenset[str] = frozenset(),
         new_thread: bool = False,
+        options: RunOptions | None = None,
     ) -> ActiveRun:
         """Start the run as a task. ``resumed``: the nodes that asked the consents its input
         answers (their first step gets the trigger's ``RESUMED_LABELS`` label). ``new_thread``:
@@ -203,7 +205,7 @@ class RunExecutor:
         )
         # Sent with the run's first stored chunk (store before send, like every durable event).
         events.record(events.make(RunStartedEvent, graph=spec.name, trigger=trigger))
-        context = GraphContext(
+        services = GraphServices(
             notes=OwnerNotesStore(self._db, owner, self._clock),
             effects=OwnerEffectLedger(self._db, owner, self._clock),
             user=owner.display,
@@ -225,7 +227,8 @@ class RunExecutor:
             owner,
             spec,
             events,
-            context,
+            services,
+            options or RunOptions(),
             trigger,
             consent_policy,
             meter,
@@ -254,6 +257,11 @@ class RunExecutor:
         return ActiveRun(thread_id=thread_id, run_id=run_id, events=events)
 
     async def _execute(self, run: RunContext, graph_inputs: list[GraphInput]) -> None:
+        # The graph's nodes (tasks LangGraph starts from this one) read them: graph_services().
+        with serving(run.services):
+            await self._execute_served(run, graph_inputs)
+
+    async def _execute_served(self, run: RunContext, graph_inputs: list[GraphInput]) -> None:
         events = run.events
         bind_run(thread=events.thread_id, run=events.run_id)  # this task's log lines name it
         outcome = Outcome()

@@ -136,7 +136,7 @@ class GraphStreamer:
         """Stream the run's graph input number ``index``: its checkpoints name the run and the
         input (``RUN_MARK``, ``INPUT_MARK``)."""
         events = run.events
-        config = _config(events.thread_id)
+        config = _config(events.thread_id, run.options.configurable)
         config["recursion_limit"] = self._limits.max_steps
         config["metadata"] = {RUN_MARK: events.run_id, INPUT_MARK: index}
         # The run's checkpoint writes: fenced by its lease, each step's in one transaction with
@@ -194,7 +194,7 @@ class GraphStreamer:
         async for item in graph.astream(
             graph_input,
             config,
-            context=run.context,
+            context=run.options.context,
             stream_mode=STREAM_MODES,
             durability="sync",
             subgraphs=bool(subgraph_modes),
@@ -275,5 +275,7 @@ def _asking(snapshot: StateSnapshot, interrupt_id: str) -> tuple[StateSnapshot, 
     return None
 
 
-def _config(thread_id: str) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id}}
+def _config(thread_id: str, configurable: Mapping[str, Any] | None = None) -> RunnableConfig:
+    """The thread's config, with the run's own ``configurable`` values (``RunOptions``: never
+    one the server sets)."""
+    return {"configurable": {**(configurable or {}), "thread_id": thread_id}}

@@ -16,12 +16,13 @@ from consentry.principal import Principal
 from consentry.runtime.guards import TokenMeter
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.runs.execute._event_stream import RunEventStream
+from consentry.runtime.runs.execute._run_options import RunOptions
 from consentry.runtime.runs.execute._step_batching import ProgressBatcher
 from consentry.schemas.chat import ConsentPolicy
 from consentry.schemas.events import ConsentEvent, TerminalReason, Trigger
 from consentry.storage.db.database import DbConnection
-from consentry_graphs.context import GraphContext
 from consentry_graphs.registry import GraphSpec
+from consentry_graphs.services import GraphServices
 from consentry_graphs.window import DEFAULT_CONVERSATION_WINDOW
 
 __all__ = [
@@ -108,7 +109,8 @@ class RunContext:
     owner: Principal
     spec: GraphSpec
     events: RunEventStream
-    context: GraphContext
+    services: GraphServices
+    options: RunOptions
     trigger: Trigger
     consent_policy: ConsentPolicy
     meter: TokenMeter

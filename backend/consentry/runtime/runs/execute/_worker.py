@@ -20,6 +20,7 @@ from consentry.runtime.background import BackgroundLoop
 from consentry.runtime.clock import Clock
 from consentry.runtime.runs.execute._executor import RunExecutor
 from consentry.runtime.runs.execute._inputs import load_inputs
+from consentry.runtime.runs.execute._run_options import RunOptions
 from consentry.runtime.runs.execute._run_types import SEQ_RESERVATION
 from consentry.storage import runs as runs_repo
 from consentry.storage.db.database import Database
@@ -86,6 +87,7 @@ class RunWorker(BackgroundLoop):
             trigger=run.trigger,
             consent_policy=run.consent_policy,
             graph_inputs=load_inputs(run.inputs or []),
+            options=RunOptions.stored(run.run_options),
         )
         started.events.detach()  # the replica that queued it follows the stored log
         return 1

@@ -28,6 +28,7 @@ from consentry.runtime.runs.start._claims import claim_run
 from consentry.runtime.runs.start._targets import RunTarget, run_in_progress
 from consentry.schemas.events import Trigger
 from consentry.storage import runs as runs_repo
+from consentry.storage import threads as threads_repo
 from consentry.storage.approvals import ApprovalRecord
 from consentry.storage.db.database import Database, DbConnection
 from consentry.storage.leases import Claim
@@ -108,6 +109,11 @@ class Launcher:
             now=now,
             expected=expected,
         )
+        if claim is not None and target.run_options.given:
+            # The thread's runs given none (an inbox decision, an expiry) get these from now on.
+            await threads_repo.keep_run_options(
+                conn, target.thread_id, target.run_options.to_store()
+            )
         if claim is not None and not target.transcript_kept:
             # A thread from before the transcript table: its messages so far are in its
             # checkpoint only. They go first, before anything this run says.
@@ -171,6 +177,7 @@ class Launcher:
             graph_inputs=inputs,
             resumed=resumed,
             new_thread=target.is_new,
+            options=target.run_options,
         )
 
     def count_decisions(

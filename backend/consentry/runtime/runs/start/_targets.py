@@ -4,13 +4,14 @@ before anything is written (unknown ids are 404, mismatches 422, a busy thread 4
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from uuid import uuid4
 
 from consentry.errors import ConflictError, InvalidRequestError, NotFoundError
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
 from consentry.runtime.notes import SampleNote, default_project_id
+from consentry.runtime.runs.execute import RunOptions
 from consentry.schemas.chat import ChatRequest, ConsentPolicy
 from consentry.schemas.events import TerminalReason
 from consentry.schemas.threads import ThreadStatus
@@ -45,6 +46,8 @@ class RunTarget:
     it."""
     chosen_id: bool = False
     """A new thread under the id the client chose (AG-UI's ``threadId``), created by its run."""
+    run_options: RunOptions = field(default_factory=RunOptions)
+    """What the run gets beside its input: the request's (checked), else the thread's."""
 
     @property
     def stopped_half_way(self) -> bool:
@@ -112,7 +115,18 @@ class RunTargets:
     ) -> RunTarget:
         """The thread ``request`` is for: checked (404, 422) and read once; a new thread's
         default project is created on first use. ``creates``: a ``thread_id`` no thread has is
-        a new thread under that id (one of another owner: 409 ``thread_exists``)."""
+        a new thread under that id (one of another owner: 409 ``thread_exists``). With the
+        options its run gets (``RunOptions.checked``: 422 before anything is written)."""
+        target = await self._resolve(owner, request, creates=creates)
+        options = RunOptions.checked(
+            target.spec,
+            context=request.context,
+            configurable=request.configurable,
+            kept=target.run_options,
+        )
+        return target if options is target.run_options else replace(target, run_options=options)
+
+    async def _resolve(self, owner: Principal, request: ChatRequest, *, creates: bool) -> RunTarget:
         binding: str | None = None
         if request.thread_id is None and request.project_id is None and request.note_id is None:
             known = self._default_projects.get(owner)
@@ -195,12 +209,12 @@ class RunTargets:
             ("project_id", "project_mismatch", request.project_id, row.project_id),
             ("consent_policy", "policy_mismatch", request.consent_policy, row.consent_policy),
         ]
-        for field, code, asked, actual in mismatches:
-            if field in fields and asked is not None and asked != actual:
+        for name, code, asked, actual in mismatches:
+            if name in fields and asked is not None and asked != actual:
                 raise InvalidRequestError(
-                    f"Thread {row.id!r} keeps its {field.replace('_', ' ')}: {actual!r}.",
+                    f"Thread {row.id!r} keeps its {name.replace('_', ' ')}: {actual!r}.",
                     code=code,
-                    details={field: actual},
+                    details={name: actual},
                 )
 
     def of(
@@ -220,6 +234,7 @@ class RunTargets:
             transcript_kept=row.transcript_kept,
             remembered_note_id=row.note_id,
             never_ran=_never_ran(row),
+            run_options=RunOptions.stored(row.run_options),
         )
 
     def spec(self, name: str) -> GraphSpec:

@@ -1,12 +1,20 @@
-"""What a graph receives through LangGraph's runtime context (``GraphContext``): the caller's
-notes store, the ledger of effects already applied, who the user is, and the conversation window.
+"""What Consentry gives the graphs it serves (``GraphServices``): the caller's notes store, the
+ledger of effects already applied, who the user is, and the conversation window.
+
+A node reads them with :func:`graph_services`, as it reads its config with LangGraph's
+``get_config()``: they travel beside the run, not in LangGraph's runtime context, which stays the
+graph's own (its ``context_schema``, filled from the run's ``context``). The server sets them for
+the task that runs the graph (:func:`serving`); LangGraph's node tasks inherit them.
 
 Graphs depend on these small protocols, never on the server: the server passes an implementation
-scoped to the caller (tenant + user), and a test can pass its own.
+scoped to the caller (tenant + user), and a test passes its own with ``serving(...)``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -18,7 +26,7 @@ from consentry_graphs.window import DEFAULT_CONVERSATION_WINDOW
 __all__ = [
     "AppliedDeletion",
     "AppliedEdit",
-    "GraphContext",
+    "GraphServices",
     "NoteHit",
     "NoteSnapshot",
     "NotesStore",
@@ -89,8 +97,8 @@ class NotesStore(Protocol):
 
 
 @dataclass(frozen=True)
-class GraphContext:
-    """LangGraph runtime context for every graph Consentry serves."""
+class GraphServices:
+    """What every graph Consentry serves may use, scoped to the run's caller."""
 
     notes: NotesStore
     effects: EffectLedger
@@ -98,3 +106,32 @@ class GraphContext:
     conversation_window: int = DEFAULT_CONVERSATION_WINDOW
     """Messages the graph keeps in its state (``consentry_graphs.window``); older ones live only in
     the server's transcript."""
+
+
+class GraphServicesMissingError(LookupError):
+    """A node asked for :func:`graph_services` outside a run that Consentry (or a test's
+    :func:`serving`) gave them to."""
+
+
+_CURRENT: ContextVar[GraphServices | None] = ContextVar("consentry_graph_services", default=None)
+
+
+def graph_services() -> GraphServices:
+    """The services of the run executing this node."""
+    services = _CURRENT.get()
+    if services is None:
+        raise GraphServicesMissingError(
+            "No Consentry services here: a node reads them while Consentry runs its graph; "
+            "outside the server, run the graph inside `with serving(GraphServices(...)):`."
+        )
+    return services
+
+
+@contextmanager
+def serving(services: GraphServices) -> Iterator[GraphServices]:
+    """Give ``services`` to the graph runs started inside the block (and their node tasks)."""
+    token = _CURRENT.set(services)
+    try:
+        yield services
+    finally:
+        _CURRENT.reset(token)
