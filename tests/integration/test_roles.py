@@ -23,12 +23,13 @@ from tests.sse import ASK_FOR_SUMMARY, QUESTION, chat, kinds, parse_events
 
 @asynccontextmanager
 async def _serve(
-    database_url: str, clock: ManualClock, *roles: str
+    database_url: str, clock: ManualClock, *roles: str, **settings: Any
 ) -> AsyncIterator[list[tuple[httpx.AsyncClient, Services]]]:
     async with AsyncExitStack() as stack:
         started = []
         for role in roles:
-            app = create_app(Settings(database_url=database_url, role=role), clock=clock)
+            given = Settings(database_url=database_url, role=role, **settings)
+            app = create_app(given, clock=clock)
             base_url = await stack.enter_async_context(serve_app(app))
             http = await stack.enter_async_context(httpx.AsyncClient(base_url=base_url, timeout=30))
             started.append((http, app.state.services))
@@ -98,6 +99,25 @@ async def test_an_api_replica_queues_runs_that_a_worker_executes_through_a_conse
     assert [v["version"] for v in versions] == [1, 2]
     runs_started = [r for r in audit if r["action"] == "run_started"]
     assert [r["data"]["trigger"] for r in runs_started] == ["message", "message", "resume"]
+
+
+async def test_a_worker_runs_a_queued_run_with_the_options_its_thread_keeps(
+    postgres: PostgresCluster, clock: ManualClock
+) -> None:
+    own = "own=tests.graph_forms:own_context"
+    async with _serve(postgres.new_database(), clock, "api", "worker", graphs=own) as replicas:
+        (api, _), (_, worker_services) = replicas
+        hi = {"messages": [{"role": "user", "content": "Hi"}]}
+        body = {"graph": "own", "input": hi, "context": {"model": "large"}}
+        asked = await chat(api, {**body, "configurable": {"persona": "owl"}})
+        consent = asked[-2]
+        resume = {"approval_id": consent.approval_id, "value": "yes"}  # sent without options
+        resumed = await chat(api, {"thread_id": consent.thread_id, "resume": resume})
+        await worker_services.executor.wait_for_runs()
+
+    told = "large model, 50 words, persona owl, for local/local"
+    said = [[e.content for e in run if e.type == "message"] for run in (asked, resumed)]
+    assert said == [[told], [told]]
 
 
 @pytest.mark.parametrize("role", ["api", "worker"])

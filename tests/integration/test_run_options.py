@@ -56,6 +56,28 @@ async def test_the_graph_gets_its_context_and_configurable_and_a_decision_keeps_
     assert _said(changed) == ["tiny model, 5 words, persona None, for local/local"]
 
 
+async def test_the_inbox_of_another_process_resumes_under_the_options_of_the_consent(
+    open_client: Callable[..., Any],
+) -> None:
+    async with open_client(graphs=OWN) as client:
+        asked = await chat(
+            client,
+            {"graph": "own", "input": HI, "context": {"max_words": 7}, "configurable": {"a": 1}},
+        )
+    (consent,) = [e for e in asked if isinstance(e, ConsentEvent)]
+    async with open_client(graphs=OWN) as client:  # the next process: nothing in memory
+        decided = await client.post(
+            f"/v1/approvals/{consent.approval_id}/decision", json={"value": "yes"}
+        )
+        await client.services.executor.wait_for_runs()  # type: ignore[attr-defined]
+        thread = f"/v1/threads/{consent.thread_id}/messages"
+        messages = (await client.get(thread)).json()["messages"]
+
+    assert decided.status_code == 202, decided.text
+    told = "small model, 7 words, persona None, for local/local"
+    assert [m["content"] for m in messages] == ["Hi", told, told]
+
+
 @pytest.mark.parametrize(
     ("options", "code", "loc"),
     [
