@@ -50,6 +50,8 @@ class OwnedObjects:
     """The ``id:`` of the thread's first event: a valid ``Last-Event-ID``."""
     inbox_thread_id: str
     inbox_approval_id: str
+    assistant_id: str
+    """An assistant of the owner's own over the tutor."""
 
     def ids(self) -> dict[str, str]:
         """The owner's ids by name (the placeholders of request templates)."""
@@ -60,6 +62,7 @@ class OwnedObjects:
             "approval_id": self.approval_id,
             "inbox_thread_id": self.inbox_thread_id,
             "inbox_approval_id": self.inbox_approval_id,
+            "assistant_id": self.assistant_id,
         }
 
 
@@ -92,6 +95,10 @@ async def build_owned_objects(client: httpx.AsyncClient, headers: dict[str, str]
     note_id = str(note.json()["note_id"])
     first = await ask_for_summary(client, headers, project_id=project_id, note_id=note_id)
     inbox = await ask_for_summary(client, headers, project_id=project_id, note_id=note_id)
+    assistant = await client.post(
+        "/assistants", json={"graph_id": "tutor", "name": "Alice's tutor"}, headers=headers
+    )
+    assert assistant.status_code == 200, assistant.text
     stored = await client.get(f"/v1/threads/{first.thread_id}/stream", headers=headers)
     first_seq = parse_events(stored.text)[0].seq
     return OwnedObjects(
@@ -102,6 +109,7 @@ async def build_owned_objects(client: httpx.AsyncClient, headers: dict[str, str]
         first_seq=first_seq,
         inbox_thread_id=inbox.thread_id,
         inbox_approval_id=inbox.approval_id,
+        assistant_id=str(assistant.json()["assistant_id"]),
     )
 
 
@@ -123,6 +131,7 @@ async def visible_state(
         urls += [f"/v1/threads/{thread_id}{part}" for part in ("", "/messages", "/audit")]
     for approval_id in (owned.approval_id, owned.inbox_approval_id):
         urls.append(f"/v1/approvals/{approval_id}")
+    urls.append(f"/assistants/{owned.assistant_id}")
     state: dict[str, Any] = {}
     for url in urls:
         response = await client.get(url, headers=headers)

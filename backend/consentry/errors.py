@@ -10,6 +10,7 @@ stream the same information arrives as an ``error`` event followed by the run's 
     ├── NotFoundError              404 <thing>_not_found (another owner's id answers the same)
     ├── RequestTimeoutError        408 request_timeout
     ├── ConflictError              409 run_in_progress, consent_pending, no_pending_consent,
+    │                                  assistant_exists, assistant_read_only,
     │                                  approval_not_pending, already_decided,
     │                                  request_in_progress, version_conflict
     ├── GoneError                  410 consent_expired

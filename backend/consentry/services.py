@@ -241,7 +241,11 @@ async def _open(
                             sample_notes=sample_notes,
                         ),
                         assistants=Assistants(
-                            graphs=graphs, compiled=executor.graph, created_at=clock()
+                            graphs=graphs,
+                            compiled=executor.graph,
+                            created_at=clock(),
+                            db=db,
+                            clock=clock,
                         ),
                         run_records=RunRecords(db=db),
                     )

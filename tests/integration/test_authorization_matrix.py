@@ -176,12 +176,17 @@ CALLS: tuple[Call, ...] = (
     Call("GET", "/v1/consent-kinds"),
     Call("GET", "/v1/graphs"),
     Call("GET", "/v1/me"),
-    # The LangGraph SDK's face: assistants are the served graphs (nobody's objects).
+    # The LangGraph SDK's face: the served graphs' assistants (nobody's objects), and the
+    # owner's own.
     Call("POST", "/assistants/search", json={}),
     Call("POST", "/assistants/count", json={}),
     Call("GET", "/assistants/{assistant_id}", url="/assistants/tutor"),
     Call("GET", "/assistants/{assistant_id}/graph", url="/assistants/tutor/graph"),
     Call("GET", "/assistants/{assistant_id}/schemas", url="/assistants/tutor/schemas"),
+    Call("GET", "/assistants/{assistant_id}"),
+    Call("GET", "/assistants/{assistant_id}/graph"),
+    Call("GET", "/assistants/{assistant_id}/schemas"),
+    Call("POST", "/assistants/{assistant_id}/versions", json={}),
     Call("POST", "/threads/search", json={"status": "interrupted"}),
     Call("POST", "/threads/count", json={"status": "interrupted"}),
     Call("GET", "/threads/{thread_id}"),
@@ -301,9 +306,13 @@ CALLS: tuple[Call, ...] = (
         },
     ),
     Call("POST", "/threads", json={"metadata": {"k": "v"}}),
+    Call("POST", "/assistants", json={"graph_id": "tutor"}),
+    Call("PATCH", "/assistants/{assistant_id}", json={"name": "Renamed"}),
+    Call("POST", "/assistants/{assistant_id}/latest", json={"version": 1}),
     Call("PATCH", "/threads/{thread_id}", json={"metadata": {"k": "v"}}),
     # Last: the inbox thread, idle again once its consent was decided above.
     Call("DELETE", "/threads/{thread_id}", url="/threads/{inbox_thread_id}", owner_status=204),
+    Call("DELETE", "/assistants/{assistant_id}", owner_status=204),
 )
 
 PUBLIC_OPERATIONS = {
@@ -513,7 +522,7 @@ async def test_a_request_without_a_valid_key_is_refused_before_its_body_is_read(
     complaint about the body (nobody without a key learns how a body is checked)."""
     client = keyed_client
     first_rows = {(call.method, call.route): call for call in reversed(CALLS) if call.json}
-    nobody = {name: str(uuid4()) for name in ("project_id", "note_id", "thread_id")}
+    nobody = {name: str(uuid4()) for name in ("project_id", "note_id", "thread_id", "assistant_id")}
     nobody |= {"approval_id": uuid4().hex, "inbox_approval_id": uuid4().hex}
     answers: dict[str, tuple[int, str | None]] = {}
 

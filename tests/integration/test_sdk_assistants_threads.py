@@ -527,16 +527,15 @@ async def test_sdk_methods_consentry_does_not_serve_are_refused_by_status_and_co
     open_live: Any, sdk_client: SdkClients
 ) -> None:
     """The refusals ``docs/langgraph-sdk.md`` lists: a route not served is 404 ``not_found`` or
-    405 ``method_not_allowed``; a field not served is 422 ``request_invalid`` naming it."""
+    405 ``method_not_allowed``; a field not served is 422 ``request_invalid`` naming it; a served
+    graph's own assistant is not changed (409 ``assistant_read_only``)."""
     async with open_live() as (client, _):
         sdk = sdk_client(client)
         tid = (await sdk.threads.create())["thread_id"]
         at = {"thread_id": tid, "checkpoint_ns": "", "checkpoint_id": "x"}
         calls = {
-            "assistants.create": lambda: sdk.assistants.create("tutor"),
             "assistants.update": lambda: sdk.assistants.update("tutor", metadata={"a": 1}),
             "assistants.delete": lambda: sdk.assistants.delete("tutor"),
-            "assistants.get_versions": lambda: sdk.assistants.get_versions("tutor"),
             "assistants.set_latest": lambda: sdk.assistants.set_latest("tutor", 1),
             "assistants.get_subgraphs": lambda: sdk.assistants.get_subgraphs("tutor"),
             "assistants.search(select)": lambda: sdk.assistants.search(select=["graph_id"]),
@@ -561,11 +560,9 @@ async def test_sdk_methods_consentry_does_not_serve_are_refused_by_status_and_co
             answers[name] = (response.status_code, response.json()["error"]["code"])
 
     assert answers == {
-        "assistants.create": (404, "not_found"),
-        "assistants.update": (405, "method_not_allowed"),
-        "assistants.delete": (405, "method_not_allowed"),
-        "assistants.get_versions": (404, "not_found"),
-        "assistants.set_latest": (404, "not_found"),
+        "assistants.update": (409, "assistant_read_only"),  # a served graph's own
+        "assistants.delete": (409, "assistant_read_only"),
+        "assistants.set_latest": (409, "assistant_read_only"),
         "assistants.get_subgraphs": (404, "not_found"),
         "assistants.search(select)": (422, "request_invalid"),
         "threads.copy": (404, "not_found"),

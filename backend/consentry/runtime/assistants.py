@@ -1,21 +1,40 @@
-"""The served graphs as the LangGraph SDK's assistants: one per graph, never created, changed or
-deleted by a client. An assistant's id is its graph's name, or the UUID the LangGraph Agent Server
-gives a graph's default assistant (``uuid5(NAMESPACE_URL, name)``): an app that kept either id
-finds the same assistant here. Its drawing is made once per graph (and ``xray`` depth)."""
+"""The LangGraph SDK's assistants: each served graph's own, and those a client creates.
+
+A served graph's assistant is never created, changed or deleted by a client. Its id is its
+graph's name, or the UUID the LangGraph Agent Server gives a graph's default assistant
+(``uuid5(NAMESPACE_URL, name)``): an app that kept either id finds the same assistant here.
+
+An assistant a client creates (``storage.assistants``) is the owner's configuration of a served
+graph: a ``config`` (its ``configurable`` values) and a ``context`` its runs start with (a run's
+own values win, key by key), a name, a description and metadata. Each change is a new version;
+``set_latest`` goes back to one. Like threads, an owner sees only its own. Its ``context`` is
+checked against its graph's ``context_schema`` when it is stored, as a run's is.
+
+A graph's drawing is made once per graph (and ``xray`` depth).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
-from uuid import NAMESPACE_URL, uuid5
+from typing import Any, Literal
+from uuid import NAMESPACE_URL, UUID, uuid4, uuid5
 
-from consentry.errors import NotFoundError
+from consentry.errors import ConflictError, InvalidRequestError, NotFoundError
+from consentry.principal import Principal
+from consentry.runtime.clock import Clock
 from consentry.runtime.graph_state import as_json
+from consentry.runtime.runs.execute import RunOptions
+from consentry.storage import assistants as assistants_repo
+from consentry.storage.assistants import AssistantFields, AssistantRecord, AssistantVersionRecord
+from consentry.storage.db.database import Database, is_duplicate_key
+from consentry.storage.metadata_filters import MetadataValue
 from consentry_graphs.registry import CompiledGraph, GraphSpec
 
-__all__ = ["Assistant", "Assistants", "assistant_uuid"]
+__all__ = ["Assistant", "AssistantChanges", "Assistants", "assistant_uuid"]
+
+SortKey = Literal["assistant_id", "graph_id", "name", "created_at", "updated_at"]
 
 
 def assistant_uuid(graph: str) -> str:
@@ -26,14 +45,35 @@ def assistant_uuid(graph: str) -> str:
 @dataclass(frozen=True)
 class Assistant:
     assistant_id: str
-    """The UUID (``assistant_uuid``); the graph's name is accepted wherever an id is."""
+    """A UUID; a served graph's name is accepted wherever its assistant's id is."""
     graph: str
     created_at: datetime
-    """When this server started serving it."""
+    """A served graph's: when this server started serving it."""
+    updated_at: datetime
+    name: str
+    description: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    context: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=lambda: {"created_by": "system"})
+    version: int = 1
+    stored: bool = False
+    """Created by a client (False: a served graph's own)."""
+
+
+@dataclass(frozen=True)
+class AssistantChanges:
+    """What a client gives an assistant: ``None`` leaves a field as it is."""
+
+    graph: str | None = None
+    name: str | None = None
+    description: str | None = None
+    config: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
 
 
 class Assistants:
-    """The served graphs by assistant id (their name or UUID)."""
+    """The served graphs' assistants (by name or UUID) and the owners' own (by UUID)."""
 
     def __init__(
         self,
@@ -41,40 +81,300 @@ class Assistants:
         graphs: Mapping[str, GraphSpec],
         compiled: Callable[[str], CompiledGraph],
         created_at: datetime,
+        db: Database,
+        clock: Clock,
     ) -> None:
         self._graphs = graphs
         self._compiled = compiled
+        self._db = db
+        self._clock = clock
         self._by_id = {
-            key: Assistant(assistant_uuid(name), name, created_at)
+            key: Assistant(assistant_uuid(name), name, created_at, created_at, name)
             for name in sorted(graphs)
             for key in (name, assistant_uuid(name))
         }
         self._drawings: dict[tuple[str, int | bool], dict[str, Any]] = {}
 
-    def all(self) -> list[Assistant]:
+    def served(self) -> list[Assistant]:
         """Every served graph's assistant, by graph name."""
         return [self._by_id[name] for name in sorted(self._graphs)]
 
-    def get(self, assistant_id: str) -> Assistant:
-        """The assistant named by its graph or its UUID; ``NotFoundError`` otherwise."""
+    async def get(self, owner: Principal, assistant_id: str) -> Assistant:
+        """The served graph's assistant (by its graph or UUID) or the owner's own;
+        ``NotFoundError`` otherwise (another owner's answers the same)."""
         found = self._by_id.get(assistant_id)
-        if found is None:
-            raise NotFoundError.of("assistant", assistant_id)
-        return found
+        if found is not None:
+            return found
+        if _uuid(assistant_id) is not None:
+            async with self._db.read() as conn:
+                row = await assistants_repo.get_assistant(conn, owner, assistant_id)
+            if row is not None:
+                return _of(row)
+        raise NotFoundError.of("assistant", assistant_id)
 
-    def spec(self, assistant_id: str) -> GraphSpec:
-        return self._graphs[self.get(assistant_id).graph]
+    def spec(self, assistant: Assistant) -> GraphSpec:
+        return self._graphs[assistant.graph]
 
-    def drawing(self, assistant_id: str, *, xray: int | bool = False) -> dict[str, Any]:
+    async def create(
+        self,
+        owner: Principal,
+        given: AssistantChanges,
+        *,
+        assistant_id: str | None,
+        if_exists: Literal["raise", "do_nothing"],
+    ) -> Assistant:
+        """A new assistant of the owner's over a served graph (``if_exists="do_nothing"``: the
+        owner's own of that id, as it is)."""
+        chosen = _uuid(assistant_id) if assistant_id is not None else str(uuid4())
+        if chosen is None or chosen in self._by_id:
+            raise InvalidRequestError(
+                "An assistant's id is a UUID that no served graph's assistant has.",
+                code="invalid_assistant_id",
+                details={"assistant_id": assistant_id},
+            )
+        graph = given.graph or ""
+        fields = self._checked(
+            AssistantFields(
+                graph=graph,
+                name=given.name or graph,
+                description=given.description,
+                config=given.config or {},
+                context=given.context or {},
+                metadata=given.metadata or {},
+            )
+        )
+        async with self._db.write() as conn:
+            existing = await assistants_repo.get_assistant(conn, owner, chosen)
+            if existing is not None and if_exists == "do_nothing":
+                return _of(existing)
+            if existing is not None or await assistants_repo.assistant_id_taken(conn, chosen):
+                raise _exists(chosen)
+            try:
+                row = await assistants_repo.insert_assistant(
+                    conn, owner, chosen, fields, now=self._clock()
+                )
+            except Exception as exc:
+                if is_duplicate_key(exc):  # created meanwhile
+                    raise _exists(chosen) from None
+                raise
+        return _of(row)
+
+    async def update(
+        self, owner: Principal, assistant_id: str, given: AssistantChanges
+    ) -> Assistant:
+        """A new version of the owner's assistant with ``given`` (metadata merged into its
+        metadata, every other field given replacing its own), now the one in use."""
+        async with self._db.write() as conn:
+            current = await self._own(conn, owner, assistant_id)
+            fields = self._checked(
+                AssistantFields(
+                    graph=given.graph or current.graph,
+                    name=given.name or current.name,
+                    description=(
+                        given.description if given.description is not None else current.description
+                    ),
+                    config=given.config if given.config is not None else current.config,
+                    context=given.context if given.context is not None else current.context,
+                    metadata={**current.metadata, **(given.metadata or {})},
+                )
+            )
+            row = await assistants_repo.add_version(conn, owner, current, fields, now=self._clock())
+        return _of(row)
+
+    async def set_latest(self, owner: Principal, assistant_id: str, version: int) -> Assistant:
+        async with self._db.write() as conn:
+            current = await self._own(conn, owner, assistant_id)
+            row = await assistants_repo.set_version(
+                conn, owner, current, version, now=self._clock()
+            )
+        if row is None:
+            raise NotFoundError(
+                f"Assistant {assistant_id!r} has no version {version}.",
+                code="assistant_version_not_found",
+                details={"assistant_id": assistant_id, "version": version},
+            )
+        return _of(row)
+
+    async def delete(self, owner: Principal, assistant_id: str) -> None:
+        async with self._db.write() as conn:
+            await self._own(conn, owner, assistant_id)
+            await assistants_repo.delete_assistant(conn, owner, assistant_id)
+
+    async def versions(
+        self,
+        owner: Principal,
+        assistant_id: str,
+        *,
+        metadata: Mapping[str, MetadataValue] | None,
+        limit: int,
+        offset: int,
+    ) -> list[AssistantVersionRecord]:
+        """The assistant's versions, newest first (a served graph's: its one version)."""
+        async with self._db.read() as conn:
+            if assistant_id in self._by_id:
+                return []
+            await self._own(conn, owner, assistant_id)
+            return await assistants_repo.assistant_versions_of(
+                conn, assistant_id, metadata=metadata, limit=limit, offset=offset
+            )
+
+    async def search(
+        self,
+        owner: Principal,
+        *,
+        graph: str | None,
+        name: str | None,
+        metadata: Mapping[str, MetadataValue] | None,
+        limit: int,
+        offset: int,
+        sort_by: SortKey | None,
+        descending: bool,
+    ) -> list[Assistant]:
+        """The served graphs' assistants and the owner's own that match every filter: the
+        served ones first by graph name, then the owner's newest first (or all by
+        ``sort_by``)."""
+        served = [a for a in self.served() if _matches(a, graph, name, metadata)]
+        async with self._db.read() as conn:
+            own = await assistants_repo.search_assistants(
+                conn,
+                owner,
+                graph=graph,
+                name=name,
+                metadata=metadata,
+                limit=offset + limit,
+                order_by=sort_by or "created_at",
+                descending=descending if sort_by is not None else True,
+            )
+        found = served + [_of(row) for row in own]
+        if sort_by is not None:
+            found.sort(key=lambda a: _sort_value(a, sort_by), reverse=descending)
+        elif descending:
+            found.reverse()
+        return found[offset : offset + limit]
+
+    async def count(
+        self,
+        owner: Principal,
+        *,
+        graph: str | None,
+        name: str | None,
+        metadata: Mapping[str, MetadataValue] | None,
+    ) -> int:
+        served = sum(_matches(a, graph, name, metadata) for a in self.served())
+        async with self._db.read() as conn:
+            own = await assistants_repo.count_assistants(
+                conn, owner, graph=graph, name=name, metadata=metadata
+            )
+        return served + own
+
+    def drawing(self, assistant: Assistant, *, xray: int | bool = False) -> dict[str, Any]:
         """The graph's nodes and edges (LangGraph's ``get_graph(xray=...).to_json()``), made
         once per graph and depth."""
-        graph = self.get(assistant_id).graph
-        key = (graph, xray)
+        key = (assistant.graph, xray)
         if key not in self._drawings:
-            drawn = as_json(self._compiled(graph).get_graph(xray=xray).to_json())
+            drawn = as_json(self._compiled(assistant.graph).get_graph(xray=xray).to_json())
             for node in drawn.get("nodes", []):
                 data = node.get("data")
                 if isinstance(data, dict):
                     data.pop("id", None)  # the Python import path of a node's runnable
             self._drawings[key] = drawn
         return self._drawings[key]
+
+    async def _own(self, conn: Any, owner: Principal, assistant_id: str) -> AssistantRecord:
+        if assistant_id in self._by_id:
+            raise ConflictError(
+                "A served graph's own assistant is the server's: create one of your own over "
+                "its graph (`assistants.create`) to configure it.",
+                code="assistant_read_only",
+                details={"assistant_id": assistant_id},
+            )
+        row = None
+        if _uuid(assistant_id) is not None:
+            row = await assistants_repo.get_assistant(conn, owner, assistant_id)
+        if row is None:
+            raise NotFoundError.of("assistant", assistant_id)
+        return row
+
+    def _checked(self, given: AssistantFields) -> AssistantFields:
+        """``given``, its graph served and its ``context`` and ``configurable`` what a run on
+        that graph takes (422 ``unknown_graph``, ``invalid_context``, ``invalid_config``)."""
+        spec = self._graphs.get(given.graph)
+        if spec is None:
+            raise InvalidRequestError(
+                f"No graph named {given.graph!r}; available: {', '.join(sorted(self._graphs))}.",
+                code="unknown_graph",
+                details={"graph_id": given.graph},
+            )
+        unserved = sorted(set(given.config) - {"configurable"})
+        if unserved:
+            raise InvalidRequestError(
+                "Of an assistant's `config` only `configurable` is served.",
+                code="unsupported_field",
+                details={"fields": [f"config.{key}" for key in unserved]},
+            )
+        RunOptions.checked(
+            spec,
+            context=given.context,
+            configurable=given.config.get("configurable") or {},
+            kept=RunOptions(),
+        )
+        return given
+
+
+def _uuid(value: str) -> str | None:
+    try:
+        return str(UUID(value))
+    except ValueError:
+        return None
+
+
+def _exists(assistant_id: str) -> ConflictError:
+    return ConflictError(
+        f"An assistant with id {assistant_id!r} exists.",
+        code="assistant_exists",
+        details={"assistant_id": assistant_id},
+    )
+
+
+def _of(row: AssistantRecord) -> Assistant:
+    return Assistant(
+        assistant_id=row.id,
+        graph=row.graph,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        name=row.name,
+        description=row.description,
+        config=row.config,
+        context=row.context,
+        metadata=row.metadata,
+        version=row.version,
+        stored=True,
+    )
+
+
+def _matches(
+    assistant: Assistant,
+    graph: str | None,
+    name: str | None,
+    metadata: Mapping[str, MetadataValue] | None,
+) -> bool:
+    return (
+        graph in (None, assistant.graph)
+        and name in (None, assistant.name)
+        and all(
+            key in assistant.metadata
+            and type(assistant.metadata[key]) is type(value)
+            and assistant.metadata[key] == value
+            for key, value in (metadata or {}).items()
+        )
+    )
+
+
+def _sort_value(assistant: Assistant, sort_by: SortKey) -> Any:
+    return {
+        "assistant_id": assistant.assistant_id,
+        "graph_id": assistant.graph,
+        "name": assistant.name,
+        "created_at": assistant.created_at,
+        "updated_at": assistant.updated_at,
+    }[sort_by]

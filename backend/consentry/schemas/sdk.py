@@ -24,8 +24,13 @@ from consentry.schemas.requests import RequestModel
 __all__ = [
     "Assistant",
     "AssistantCountRequest",
+    "AssistantCreateRequest",
+    "AssistantLatestRequest",
     "AssistantSchemas",
     "AssistantSearchRequest",
+    "AssistantUpdateRequest",
+    "AssistantVersion",
+    "AssistantVersionsRequest",
     "CheckpointRef",
     "SdkThread",
     "SdkThreadState",
@@ -104,14 +109,15 @@ _OFFSET = Field(default=0, ge=0, le=1_000_000, description="Skip this many first
 
 
 class AssistantSearchRequest(RequestModel):
-    """``POST /assistants/search``: the served graphs' assistants that match every filter."""
+    """``POST /assistants/search``: the served graphs' assistants and the caller's own that match
+    every filter."""
 
     graph_id: str | None = Field(default=None, max_length=64)
-    name: str | None = Field(default=None, max_length=64)
-    metadata: dict[str, JsonValue] | None = Field(
+    name: str | None = Field(default=None, max_length=200)
+    metadata: MetadataFilter | None = Field(
         default=None,
-        description='Each key equals the assistant\'s (every assistant has `{"created_by": '
-        '"system"}`).',
+        description="Each key equals the assistant's (a served graph's has `{\"created_by\": "
+        '"system"}`), as a thread search compares them.',
     )
     limit: Count = _LIMIT
     offset: Count = _OFFSET
@@ -123,18 +129,96 @@ class AssistantCountRequest(RequestModel):
     """``POST /assistants/count``: how many assistants ``search`` finds with these filters."""
 
     graph_id: str | None = Field(default=None, max_length=64)
-    name: str | None = Field(default=None, max_length=64)
+    name: str | None = Field(default=None, max_length=200)
+    metadata: MetadataFilter | None = None
+
+
+_ASSISTANT_CONFIG = Field(
+    default=None,
+    description='`configurable`: the values its runs\' `config["configurable"]` starts with '
+    "(a run's own win, key by key; not the server's keys: 422 `invalid_config`). Any other "
+    "key: 422 `unsupported_field`.",
+)
+_ASSISTANT_CONTEXT = Field(
+    default=None,
+    description="The runtime context its runs start with (a run's own keys win), checked "
+    "against the graph's `context_schema` (422 `invalid_context`).",
+)
+
+
+class AssistantCreateRequest(RequestModel):
+    """``POST /assistants``: an assistant of the caller's own over a served graph."""
+
+    graph_id: str = Field(min_length=1, max_length=64, description="A served graph's name.")
+    assistant_id: str | None = Field(
+        default=None, max_length=64, description="A UUID (default: a new one)."
+    )
+    if_exists: Literal["raise", "do_nothing"] = Field(
+        default="raise",
+        description="`raise`: an id taken is 409 `assistant_exists`; `do_nothing`: the caller's "
+        "own assistant of that id is answered as it is.",
+    )
+    name: str | None = Field(
+        default=None, min_length=1, max_length=200, description="Default: the graph's name."
+    )
+    description: str | None = Field(default=None, max_length=2000)
+    config: dict[str, Any] | None = _ASSISTANT_CONFIG
+    context: dict[str, Any] | None = _ASSISTANT_CONTEXT
     metadata: dict[str, JsonValue] | None = None
 
 
-class Assistant(BaseModel):
-    """A served graph, as the SDK's ``Assistant``."""
+class AssistantUpdateRequest(RequestModel):
+    """``PATCH /assistants/{id}``: a new version of the caller's assistant, in use at once."""
 
-    assistant_id: str = Field(description="Stable per graph: `uuid5(NAMESPACE_URL, graph_id)`.")
+    graph_id: str | None = Field(default=None, min_length=1, max_length=64)
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    description: str | None = Field(default=None, max_length=2000)
+    config: dict[str, Any] | None = _ASSISTANT_CONFIG
+    context: dict[str, Any] | None = _ASSISTANT_CONTEXT
+    metadata: dict[str, JsonValue] | None = Field(
+        default=None, description="Merged into the assistant's."
+    )
+
+
+class AssistantVersionsRequest(RequestModel):
+    """``POST /assistants/{id}/versions``: the assistant's versions, newest first."""
+
+    metadata: MetadataFilter | None = None
+    limit: Count = _LIMIT
+    offset: Count = _OFFSET
+
+
+class AssistantLatestRequest(RequestModel):
+    """``POST /assistants/{id}/latest``: use one of the assistant's versions."""
+
+    version: Count = Field(ge=1, le=1_000_000)
+
+
+class AssistantVersion(BaseModel):
+    """One version of an assistant, as the SDK's ``AssistantVersion``."""
+
+    assistant_id: str
+    graph_id: str
+    config: dict[str, Any]
+    context: dict[str, Any]
+    created_at: datetime
+    metadata: dict[str, Any]
+    version: int
+    name: str
+    description: str | None = None
+
+
+class Assistant(BaseModel):
+    """An assistant, as the SDK's ``Assistant``: a served graph's own or the caller's."""
+
+    assistant_id: str = Field(
+        description="A served graph's own: `uuid5(NAMESPACE_URL, graph_id)`; the caller's: the "
+        "UUID it was created with."
+    )
     graph_id: str
     config: dict[str, Any] = Field(default_factory=dict)
     context: dict[str, Any] = Field(default_factory=dict)
-    created_at: datetime = Field(description="When this server started.")
+    created_at: datetime = Field(description="A served graph's own: when this server started.")
     updated_at: datetime
     metadata: dict[str, Any]
     version: int = 1

@@ -10,6 +10,8 @@ from sqlalchemy.engine import Dialect
 
 __all__ = [
     "approvals",
+    "assistant_versions",
+    "assistants",
     "audit",
     "effects",
     "events",
@@ -138,6 +140,9 @@ threads = sa.Table(
     # The options its client's last run gave (``{"context": …, "configurable": …}``, migration
     # 0022): what a run started without any (an inbox decision, an expiry, a recovery) gets.
     sa.Column("run_options", sa.JSON(none_as_null=True), nullable=True),
+    # The stored assistant its latest run was started on (the LangGraph SDK's
+    # `metadata.assistant_id`, migration 0023); None: its graph's own assistant.
+    sa.Column("assistant_id", sa.String(36), nullable=True),
     sa.Index("ix_threads_owner_updated", "tenant", "user_id", "updated_at"),
     sa.Index("ix_threads_owner_note", "tenant", "user_id", "note_id", "updated_at"),
     sa.Index("ix_threads_lease", "status", "lease_expires_at"),
@@ -354,4 +359,43 @@ tenant_usage = sa.Table(
     metadata,
     sa.Column("tenant", sa.String(128), primary_key=True),
     sa.Column("tokens_used", sa.Integer, nullable=False),
+)
+
+
+# Assistants a client created over a served graph (the LangGraph SDK's `assistants.create`,
+# migration 0023): the version in use, each of its versions kept in `assistant_versions`.
+assistants = sa.Table(
+    "assistants",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    *_owner(),
+    sa.Column("graph", sa.String(64), nullable=False),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("description", sa.Text, nullable=True),
+    sa.Column("config", sa.JSON, nullable=False),
+    sa.Column("context", sa.JSON, nullable=False),
+    sa.Column("metadata", sa.JSON, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+    sa.Index("ix_assistants_owner", "tenant", "user_id", "created_at"),
+)
+
+assistant_versions = sa.Table(
+    "assistant_versions",
+    metadata,
+    sa.Column(
+        "assistant_id",
+        sa.String(36),
+        sa.ForeignKey("assistants.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("version", sa.Integer, primary_key=True),
+    sa.Column("graph", sa.String(64), nullable=False),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("description", sa.Text, nullable=True),
+    sa.Column("config", sa.JSON, nullable=False),
+    sa.Column("context", sa.JSON, nullable=False),
+    sa.Column("metadata", sa.JSON, nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
 )

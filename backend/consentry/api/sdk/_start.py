@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 from uuid import uuid4
@@ -25,7 +25,7 @@ from consentry.api.sdk._resume import decisions_for
 from consentry.api.sdk._stream import SdkStream
 from consentry.errors import ConflictError, InvalidRequestError
 from consentry.principal import Principal
-from consentry.runtime.assistants import Assistants
+from consentry.runtime.assistants import Assistant, Assistants
 from consentry.runtime.guards import KeyHold
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.runs import (
@@ -68,6 +68,8 @@ class RunStart:
     run_requests: RunRequests
     queue: RunQueue
     idempotency_key: str | None
+    _found: dict[str, Assistant] = field(default_factory=dict, repr=False)
+    """The request's assistant, once looked up."""
 
     async def stream(
         self, body: RunCreate, thread_id: str | None, *, route: str
@@ -77,7 +79,7 @@ class RunStart:
             self.threads,
             self.owner,
             body.modes,
-            graph=self._graph(body),
+            graph=(await self._assistant(body)).graph,
             subgraphs=body.stream_subgraphs,
         )
         if _queued(body, thread_id):
@@ -102,6 +104,7 @@ class RunStart:
             cancel_on_disconnect=body.on_disconnect == "cancel",
         )
         await self._keep_metadata(body, response.headers["X-Run-Id"])
+        await self._keep_assistant(body, response.headers["X-Thread-Id"])
         return response
 
     async def background(self, body: RunCreate, thread_id: str | None, *, route: str) -> ActiveRun:
@@ -111,6 +114,7 @@ class RunStart:
             self.owner, request, idempotency_key=self.idempotency_key, route=route
         )
         await self._keep_metadata(body, run.run_id)
+        await self._keep_assistant(body, run.thread_id)
         return run
 
     async def create(
@@ -163,6 +167,7 @@ class RunStart:
         self._check(body)
         await self._create_thread(body, thread_id)
         await self._check_checkpoint(body, thread_id)
+        await self._keep_assistant(body, thread_id)
         run_id = str(uuid4())
 
         async def add(key: KeyHold | None) -> Queued:
@@ -215,8 +220,20 @@ class RunStart:
         if body.metadata:
             await self.run_records.keep_metadata(run_id, body.metadata)
 
-    def _graph(self, body: RunCreate) -> str:
-        return self.assistants.get(body.assistant_id).graph
+    async def _assistant(self, body: RunCreate) -> Assistant:
+        """The assistant the run is on: a served graph's own, or one of the caller's."""
+        found = self._found.get(body.assistant_id)
+        if found is None:
+            found = await self.assistants.get(self.owner, body.assistant_id)
+            self._found[body.assistant_id] = found
+        return found
+
+    async def _keep_assistant(self, body: RunCreate, thread_id: str | None) -> None:
+        """A run on one of the caller's assistants makes it the thread's (its
+        ``metadata.assistant_id``, what ``threads.search`` and ``delete_threads`` find)."""
+        assistant = await self._assistant(body)
+        if assistant.stored and thread_id is not None:
+            await self.writer.set_assistant(thread_id, assistant.assistant_id)
 
     def _check(self, body: RunCreate) -> None:
         """What is refused before anything is stored."""
@@ -261,7 +278,7 @@ class RunStart:
             await self.writer.create(
                 self.owner,
                 thread_id=thread_id,
-                metadata={"graph_id": self._graph(body)},
+                metadata={"graph_id": (await self._assistant(body)).graph},
                 if_exists="do_nothing",
             )
 
@@ -272,7 +289,8 @@ class RunStart:
         decisions on the consents the thread waits for now). ``queued``: a run that waited
         for its turn, whose ``checkpoint`` was checked when it was queued (the runs before it
         have moved the thread on since)."""
-        graph = self._graph(body)
+        assistant = await self._assistant(body)
+        graph = assistant.graph
         self._check(body)
         await self._create_thread(body, thread_id)
         if not queued:
@@ -287,14 +305,15 @@ class RunStart:
             }
             return chat_request(
                 {"thread_id": thread_id, "graph": graph, "input": body.input, **named}
-                | _options(body)
+                | _options(body, assistant)
             )
         if thread_id is None:
             raise ConflictError("A `command` resumes a thread: name it.", code="no_pending_consent")
         pending = await self.threads.pending_consents(self.owner, thread_id)
         decisions = decisions_for(body.command.resume, pending)
         return chat_request(
-            {"thread_id": thread_id, "graph": graph, "resume": decisions} | _options(body)
+            {"thread_id": thread_id, "graph": graph, "resume": decisions}
+            | _options(body, assistant)
         )
 
 
@@ -339,14 +358,17 @@ async def open_run_queue(services: Services, run_requests: RunRequests) -> Async
         await queue.stop()
 
 
-def _options(body: RunCreate) -> dict[str, Any]:
-    """The run's own ``context`` and ``configurable`` values, as the run service takes them
-    (those it is not sent, the thread keeps from its earlier runs)."""
+def _options(body: RunCreate, assistant: Assistant) -> dict[str, Any]:
+    """The run's ``context`` and ``configurable`` values as the run service takes them: the
+    assistant's, the run's own winning key by key (none sent: the thread keeps its earlier
+    runs')."""
     options: dict[str, Any] = {}
-    if body.context is not None:
-        options["context"] = body.context
-    if body.config is not None and body.config.get("configurable") is not None:
-        options["configurable"] = body.config["configurable"]
+    if assistant.context or body.context is not None:
+        options["context"] = {**assistant.context, **(body.context or {})}
+    configurable = (body.config or {}).get("configurable")
+    kept = assistant.config.get("configurable") or {}
+    if kept or configurable is not None:
+        options["configurable"] = {**kept, **(configurable or {})}
     return options
 
 

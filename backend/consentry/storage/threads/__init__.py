@@ -4,7 +4,7 @@ client's metadata, and the model tokens they used.
 A thread's run-related columns (status, active run, lease, seq) belong to ``storage.leases``;
 its runs to ``storage.runs``; its stored events to ``storage.events``.
 
-The row and its summary (``_records``: :class:`ThreadRecord`, :data:`MetadataValue`,
+The row and its summary (``_records``: :class:`ThreadRecord`,
 :func:`summarize`), the reads (``_reads``: get, list, search, whether an id is taken), the
 writes (``_writes``: create, metadata, graph, title, note, delete) and the token totals
 (``_usage``) are private modules.
@@ -12,7 +12,9 @@ writes (``_writes``: create, metadata, graph, title, note, delete) and the token
 
 from __future__ import annotations
 
+from consentry.storage.metadata_filters import MetadataValue
 from consentry.storage.threads._reads import (
+    ThreadFilter,
     count_threads,
     get_thread,
     get_thread_or_taken,
@@ -20,27 +22,31 @@ from consentry.storage.threads._reads import (
     search_threads,
     thread_id_taken,
 )
-from consentry.storage.threads._records import MetadataValue, ThreadRecord, summarize
+from consentry.storage.threads._records import ThreadRecord, summarize
 from consentry.storage.threads._usage import add_tenant_usage, token_usage
 from consentry.storage.threads._writes import (
     bind_graph,
     create_thread,
     delete_thread,
+    delete_threads_of_assistant,
     insert_thread_unless_taken,
     keep_run_options,
     remember_note,
+    set_assistant,
     set_first_title,
     set_metadata,
 )
 
 __all__ = [
     "MetadataValue",
+    "ThreadFilter",
     "ThreadRecord",
     "add_tenant_usage",
     "bind_graph",
     "count_threads",
     "create_thread",
     "delete_thread",
+    "delete_threads_of_assistant",
     "get_thread",
     "get_thread_or_taken",
     "insert_thread_unless_taken",
@@ -48,6 +54,7 @@ __all__ = [
     "list_threads",
     "remember_note",
     "search_threads",
+    "set_assistant",
     "set_first_title",
     "set_metadata",
     "summarize",

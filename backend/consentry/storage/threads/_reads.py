@@ -17,13 +17,9 @@ from consentry.schemas.threads import ThreadStatus, ThreadSummary
 from consentry.storage.approvals import live_at
 from consentry.storage.db.database import DbConnection, execute
 from consentry.storage.db.direct import direct
+from consentry.storage.metadata_filters import MetadataValue, metadata_equals
 from consentry.storage.tables import approvals, threads
-from consentry.storage.threads._records import (
-    _COLUMNS,
-    MetadataValue,
-    ThreadRecord,
-    summarize,
-)
+from consentry.storage.threads._records import _COLUMNS, ThreadRecord, summarize
 
 
 async def thread_id_taken(conn: DbConnection, thread_id: str) -> bool:
@@ -126,6 +122,8 @@ class ThreadFilter(TypedDict, total=False):
     ids: Sequence[str] | None
     metadata: Mapping[str, MetadataValue] | None
     """Each key's value equals the one given."""
+    assistant: str | None
+    """The stored assistant its latest run was on (given as None: none, its graph's own)."""
 
 
 async def search_threads(
@@ -175,33 +173,15 @@ def _matching(
         )
     if (graph := filters.get("graph")) is not None:
         query = query.where(threads.c.graph == graph)
+    if "assistant" in filters:
+        assistant = filters["assistant"]
+        query = query.where(
+            threads.c.assistant_id.is_(None)
+            if assistant is None
+            else threads.c.assistant_id == assistant
+        )
     if (ids := filters.get("ids")) is not None:
         query = query.where(threads.c.id.in_(list(ids)))
     for key, value in (filters.get("metadata") or {}).items():
-        query = query.where(_metadata_equals(conn.dialect.name, key, value))
+        query = query.where(metadata_equals(threads.c.metadata, conn.dialect.name, key, value))
     return query
-
-
-def _metadata_equals(dialect: str, key: str, value: MetadataValue) -> sa.ColumnElement[bool]:
-    """The metadata's ``key`` holds ``value``: the same JSON type (text, number, boolean) and
-    value. SQLite's ``json_type`` and ``json_extract``, PostgreSQL's ``json_typeof`` and ``->>``
-    (a number compared as ``numeric`` only when it is one). Keys hold no ``"``
-    (``schemas.sdk``)."""
-    column = threads.c.metadata
-    kind = "boolean" if isinstance(value, bool) else "text" if isinstance(value, str) else "number"
-    if dialect == "postgresql":
-        typeof = sa.func.json_typeof(column.op("->")(key))
-        text = column.op("->>")(key)
-        if kind == "boolean":
-            return sa.and_(typeof == "boolean", text == ("true" if value else "false"))
-        if kind == "text":
-            return sa.and_(typeof == "string", text == value)
-        return sa.case((typeof == "number", sa.cast(text, sa.Numeric) == value), else_=sa.false())
-    path = f'$."{key}"'
-    sqlite_type = sa.func.json_type(column, path)
-    if kind == "boolean":
-        return sqlite_type == ("true" if value else "false")
-    extracted = sa.func.json_extract(column, path)
-    if kind == "text":
-        return sa.and_(sqlite_type == "text", extracted == value)
-    return sa.and_(sqlite_type.in_(["integer", "real"]), extracted == value)

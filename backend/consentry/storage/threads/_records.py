@@ -1,6 +1,5 @@
-"""A thread's row (:class:`ThreadRecord`), the columns it is read with, the value a metadata
-search compares (:data:`MetadataValue`), and the summary a thread list shows
-(:func:`summarize`)."""
+"""A thread's row (:class:`ThreadRecord`), the columns it is read with, and the summary a thread
+list shows (:func:`summarize`)."""
 
 from __future__ import annotations
 
@@ -12,9 +11,6 @@ from consentry.schemas.chat import ConsentPolicy
 from consentry.schemas.events import TerminalReason
 from consentry.schemas.threads import ThreadStatus, ThreadSummary
 from consentry.storage.tables import threads
-
-MetadataValue = str | int | float | bool
-"""A value a metadata search compares (``search_threads``): a JSON scalar."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +41,8 @@ class ThreadRecord:
     """The client's metadata (``PATCH /threads/{id}`` merges into it); None: none given."""
     run_options: dict[str, Any] | None
     """The options its client's last run gave (``runtime.runs.execute.RunOptions``)."""
+    assistant_id: str | None
+    """The stored assistant its latest run was started on (None: its graph's own)."""
 
 
 _COLUMNS = tuple(threads.c[field.name] for field in fields(ThreadRecord))

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+import sqlalchemy as sa
+
 from consentry.errors import NotFoundError
 from consentry.principal import Principal
 from consentry.schemas.chat import ConsentPolicy
@@ -193,3 +195,36 @@ async def keep_run_options(conn: DbConnection, thread_id: str, options: dict[str
     await execute_unread(
         conn, threads.update().where(threads.c.id == thread_id).values(run_options=options), {}
     )
+
+
+async def set_assistant(conn: DbConnection, thread_id: str, assistant_id: str | None) -> None:
+    """The assistant the thread's latest run was started on (None: its graph's own)."""
+    await execute_unread(
+        conn,
+        threads.update()
+        .where(threads.c.id == thread_id, threads.c.assistant_id.is_distinct_from(assistant_id))
+        .values(assistant_id=assistant_id),
+        {},
+    )
+
+
+async def delete_threads_of_assistant(
+    conn: DbConnection, owner: Principal, assistant_id: str
+) -> list[str] | str:
+    """Delete the owner's threads whose latest run was on ``assistant_id`` (as
+    :func:`delete_thread` does): their ids, or (nothing deleted) the id of one a run is active
+    on."""
+    rows = await conn.execute(
+        sa.select(threads.c.id, threads.c.status).where(
+            threads.c.tenant == owner.tenant,
+            threads.c.user_id == owner.user,
+            threads.c.assistant_id == assistant_id,
+        )
+    )
+    found = list(rows)
+    running = [row.id for row in found if row.status == "running"]
+    if running:
+        return str(running[0])
+    for row in found:
+        await delete_thread(conn, owner, row.id)
+    return [str(row.id) for row in found]

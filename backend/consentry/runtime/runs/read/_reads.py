@@ -35,7 +35,7 @@ from consentry.storage import approvals as approvals_repo
 from consentry.storage import threads as threads_repo
 from consentry.storage.audit import list_audit
 from consentry.storage.db.database import Database
-from consentry.storage.threads import MetadataValue, ThreadRecord
+from consentry.storage.threads import MetadataValue, ThreadFilter, ThreadRecord
 from consentry.storage.tool_calls import list_tool_calls
 from consentry.storage.transcript import read_transcript
 
@@ -163,7 +163,6 @@ class ThreadReader:
         matched = self._by_graph(metadata)
         if matched is None:
             return []
-        filters, graph = matched
         async with self._db.read() as conn:
             rows = await threads_repo.search_threads(
                 conn,
@@ -171,11 +170,9 @@ class ThreadReader:
                 now=self._clock(),
                 limit=limit,
                 offset=offset,
-                graph=graph,
-                ids=ids,
-                metadata=filters,
                 order_by=order_by,
                 descending=descending,
+                **(matched | ThreadFilter(ids=ids)),
                 **_status_filter(status),
             )
         return [await self.sdk_view(row) for row in rows]
@@ -191,27 +188,36 @@ class ThreadReader:
         matched = self._by_graph(metadata)
         if matched is None:
             return 0
-        filters, graph = matched
         async with self._db.read() as conn:
             return await threads_repo.count_threads(
-                conn,
-                owner,
-                now=self._clock(),
-                graph=graph,
-                metadata=filters,
-                **_status_filter(status),
+                conn, owner, now=self._clock(), **matched, **_status_filter(status)
             )
 
-    def _by_graph(
-        self, metadata: Mapping[str, MetadataValue] | None
-    ) -> tuple[dict[str, MetadataValue], str | None] | None:
-        """The metadata filters but those derived from the thread's graph, and the graph those
-        name; None when no thread can match (a graph not served here, or two different ones)."""
+    def _by_graph(self, metadata: Mapping[str, MetadataValue] | None) -> ThreadFilter | None:
+        """The thread filters a metadata filter makes: ``graph_id`` (a graph's name or its
+        assistant's UUID) the thread's graph, ``assistant_id`` the thread's assistant (a graph's
+        own: the graph's threads whose runs were not on an assistant of the caller's), the other
+        keys the client's metadata. None when no thread can match (a graph not served here, or
+        two different ones)."""
         filters = dict(metadata or {})
-        graphs = {self._graph_named(filters.pop(key)) for key in DERIVED_METADATA if key in filters}
+        matched = ThreadFilter(metadata=filters)
+        graphs = set()
+        if "graph_id" in filters:
+            graphs.add(self._graph_named(filters.pop("graph_id")))
+        if "assistant_id" in filters:
+            assistant = filters.pop("assistant_id")
+            graph = self._graph_named(assistant)
+            if graph is not None:
+                graphs.add(graph)
+                matched["assistant"] = None
+            elif isinstance(assistant, str):
+                matched["assistant"] = assistant  # one of the caller's own, or none
+            else:
+                return None
         if None in graphs or len(graphs) > 1:
             return None
-        return filters, next(iter(graphs), None)
+        matched["graph"] = next(iter(graphs), None)
+        return matched
 
     async def sdk_view(self, row: ThreadRecord) -> SdkThread:
         """A thread's row (its status as a reader sees it now) as the SDK reads it."""
@@ -226,7 +232,7 @@ class ThreadReader:
             metadata={
                 **(row.metadata or {}),
                 "graph_id": row.graph,
-                "assistant_id": assistant_uuid(row.graph),
+                "assistant_id": row.assistant_id or assistant_uuid(row.graph),
             },
             status=status,
             values=state.values if state is not None else {},

@@ -127,6 +127,21 @@ class ThreadWriter:
                 raise run_in_progress(thread_id)
         await self._checkpointer.adelete_thread(thread_id)
 
+    async def delete_all(self, owner: Principal, *, assistant_id: str) -> None:
+        """Delete the owner's threads whose latest run was on ``assistant_id``, as
+        :meth:`delete` does; none while a run is active on one of them (409)."""
+        async with self._db.write() as conn:
+            deleted = await threads_repo.delete_threads_of_assistant(conn, owner, assistant_id)
+        if isinstance(deleted, str):
+            raise run_in_progress(deleted)
+        for thread_id in deleted:
+            await self._checkpointer.adelete_thread(thread_id)
+
+    async def set_assistant(self, thread_id: str, assistant_id: str | None) -> None:
+        """The assistant the thread's latest run was started on (None: its graph's own)."""
+        async with self._db.write() as conn:
+            await threads_repo.set_assistant(conn, thread_id, assistant_id)
+
     def _graph_of(self, metadata: Mapping[str, Any]) -> str:
         asked = metadata.get("graph_id")
         if asked is None:
