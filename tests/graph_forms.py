@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import typing
 from dataclasses import dataclass
+from datetime import date
 from typing import Annotated, Any
 from uuid import uuid4
 
@@ -156,10 +157,12 @@ def build_fails(model: BaseChatModel, checkpointer: BaseCheckpointSaver[Any]) ->
 
 @dataclass
 class ModelChoice:
-    """The graph's ``context_schema``: which model, and how many words at most."""
+    """The graph's ``context_schema``: which model, how many words at most, and since when
+    (a date, which a node formats as one)."""
 
     model: str = "small"
     max_words: int = 50
+    since: date | None = None
 
 
 def _tell_options(
@@ -170,6 +173,8 @@ def _tell_options(
         f"{runtime.context.model} model, {runtime.context.max_words} words, persona {persona}, "
         f"for {graph_services().user}"
     )
+    if runtime.context.since is not None:
+        told += f", since {runtime.context.since:%d %B %Y}"  # a date's format: text would fail
     return {"messages": [AIMessage(told, id=f"msg-{uuid4().hex}")]}
 
 

@@ -25,8 +25,8 @@ A graph whose input is one value rather than fields (``StateGraph(int)``, a func
 
 The context check (:meth:`GraphIO.check_context`): a run's ``context`` is validated against the
 graph's ``context_schema`` (a dataclass, a TypedDict or a pydantic model), absent fields taking
-their defaults, and given to LangGraph as JSON (which makes it the schema's type); a graph with no
-``context_schema`` gets the object as sent.
+their defaults, and kept as JSON; the run gets it as the schema's type
+(:meth:`GraphIO.context_value`). A graph with no ``context_schema`` gets the object as sent.
 """
 
 from __future__ import annotations
@@ -120,6 +120,13 @@ class GraphIO:
             raise InputMismatchError([InputProblem((), _said(exc), "invalid_type")]) from None
         dumped: dict[str, Any] = self.context_check.dump_python(checked, mode="json")
         return dumped
+
+    def context_value(self, value: Mapping[str, Any] | None) -> Any:
+        """A checked context (JSON, :meth:`check_context`) as the graph's ``context_schema``
+        makes it: a dataclass or model with its fields' own types (a date a date, not text)."""
+        if self.context_check is None or value is None:
+            return value
+        return self.context_check.validate_json(json.dumps(dict(value)))
 
     def takes(self, name: str) -> bool:
         """Whether the graph's input has the field ``name``."""

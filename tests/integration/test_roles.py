@@ -113,11 +113,12 @@ async def test_a_worker_runs_a_queued_run_with_the_options_its_thread_keeps(
         consent = asked[-2]
         resume = {"approval_id": consent.approval_id, "value": "yes"}  # sent without options
         resumed = await chat(api, {"thread_id": consent.thread_id, "resume": resume})
+        plain = await chat(api, {"graph": "own", "input": hi})  # no options ever: the defaults
         await worker_services.executor.wait_for_runs()
 
     told = "large model, 50 words, persona owl, for local/local"
-    said = [[e.content for e in run if e.type == "message"] for run in (asked, resumed)]
-    assert said == [[told], [told]]
+    said = [[e.content for e in run if e.type == "message"] for run in (asked, resumed, plain)]
+    assert said == [[told], [told], ["small model, 50 words, persona None, for local/local"]]
 
 
 @pytest.mark.parametrize("role", ["api", "worker"])

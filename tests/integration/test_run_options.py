@@ -78,6 +78,26 @@ async def test_the_inbox_of_another_process_resumes_under_the_options_of_the_con
     assert [m["content"] for m in messages] == ["Hi", told, told]
 
 
+async def test_a_graph_given_no_options_gets_its_defaults_on_every_path_and_typed_fields_typed(
+    open_client: Callable[..., Any],
+) -> None:
+    async with open_client(graphs=OWN) as client:
+        plain = await chat(client, {"graph": "own", "input": HI})
+        dated = await chat(
+            client, {"graph": "own", "input": HI, "context": {"since": "2026-03-04"}}
+        )
+    (consent,) = [e for e in plain if isinstance(e, ConsentEvent)]
+    async with open_client(graphs=OWN) as client:  # the inbox of the next process
+        await client.post(f"/v1/approvals/{consent.approval_id}/decision", json={"value": "yes"})
+        await client.services.executor.wait_for_runs()  # type: ignore[attr-defined]
+        thread = f"/v1/threads/{consent.thread_id}/messages"
+        messages = (await client.get(thread)).json()["messages"]
+
+    told = "small model, 50 words, persona None, for local/local"
+    assert [m["content"] for m in messages] == ["Hi", told, told]
+    assert _said(dated) == [f"{told}, since 04 March 2026"]  # a date, not the text sent
+
+
 @pytest.mark.parametrize(
     ("options", "code", "loc"),
     [
@@ -151,7 +171,7 @@ async def test_the_sdk_sends_context_and_config_and_reads_the_context_schema(
     told = "large model, 9 words, persona owl, for local/local"
     assert [m["content"] for m in done["messages"]] == ["Hi", told, told]  # type: ignore[index]
     assert schemas["context_schema"] is not None
-    assert set(schemas["context_schema"]["properties"]) == {"model", "max_words"}
+    assert set(schemas["context_schema"]["properties"]) == {"model", "max_words", "since"}
     assert schemas["config_schema"] is None
     assert unserved.value.response.json()["error"]["code"] == "unsupported_field"
     assert unserved.value.response.json()["error"]["details"] == {

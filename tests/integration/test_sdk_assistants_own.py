@@ -7,6 +7,7 @@ served graph's own assistant stays read-only."""
 from __future__ import annotations
 
 from typing import Any
+from uuid import NAMESPACE_URL, uuid5
 
 import httpx
 import pytest
@@ -174,3 +175,51 @@ async def test_deleting_an_assistant_keeps_or_deletes_its_threads(open_live: Any
         left = [t["thread_id"] for t in await sdk.threads.search()]
 
     assert left == [before[0]["thread_id"]]  # the kept one's thread: the other's went with it
+
+
+async def test_a_resume_keeps_the_options_of_its_consent_and_a_thread_follows_its_runs(
+    open_live: Any,
+) -> None:
+    async with open_live(graphs=OWN) as (client, _), sdk_client(client) as sdk:
+        mine = (await sdk.assistants.create("own", context={"model": "large"}))["assistant_id"]
+        thread = (await sdk.threads.create())["thread_id"]
+        # The run's own context beside the assistant's, then a resume that sends none.
+        await sdk.runs.wait(thread, mine, input=HI, context={"max_words": 3})
+        await sdk.assistants.update(mine, context={"model": "tiny"})  # changed meanwhile
+        (interrupt,) = (await sdk.threads.get_state(thread))["interrupts"]
+        done = await sdk.runs.wait(thread, mine, command={"resume": {interrupt["id"]: "yes"}})
+        named = (await sdk.threads.get(thread))["metadata"]["assistant_id"]
+        await sdk.runs.wait(thread, "own", input=HI)  # the graph's own, this time
+        renamed = (await sdk.threads.get(thread))["metadata"]["assistant_id"]
+        by_upper = await sdk.assistants.get(mine.upper())
+
+    told = "large model, 3 words, persona None, for local/local"
+    assert _said(done) == [told, told]  # type: ignore[arg-type]
+    assert named == mine
+    assert renamed == str(uuid5(NAMESPACE_URL, "own"))
+    assert by_upper["assistant_id"] == mine
+
+
+async def test_a_search_pages_through_every_assistant_once_in_either_order(
+    open_live: Any,
+) -> None:
+    async with open_live(graphs=OWN) as (client, _), sdk_client(client) as sdk:
+        made = [
+            (await sdk.assistants.create("own", name=f"a{i}"))["assistant_id"] for i in range(3)
+        ]
+        pages = {
+            order: [
+                a["assistant_id"]
+                for offset in range(6)
+                for a in await sdk.assistants.search(limit=1, offset=offset, sort_order=order)
+            ]
+            for order in ("asc", "desc")
+        }
+        by_name = await sdk.assistants.search(sort_by="name", sort_order="desc", limit=10)
+        first_page = await sdk.assistants.search(limit=2)
+
+    assert set(made) <= set(pages["asc"])
+    for order, seen in pages.items():
+        assert len(seen) == len(set(seen)) == 5, order  # the two graphs' own and the three
+    assert [a["name"] for a in by_name] == ["tutor", "own", "a2", "a1", "a0"]
+    assert [a["graph_id"] for a in first_page] == ["own", "tutor"]  # served ones first

@@ -105,9 +105,9 @@ class Assistants:
         found = self._by_id.get(assistant_id)
         if found is not None:
             return found
-        if _uuid(assistant_id) is not None:
+        if (uuid := _uuid(assistant_id)) is not None:
             async with self._db.read() as conn:
-                row = await assistants_repo.get_assistant(conn, owner, assistant_id)
+                row = await assistants_repo.get_assistant(conn, owner, uuid)
             if row is not None:
                 return _of(row)
         raise NotFoundError.of("assistant", assistant_id)
@@ -143,20 +143,25 @@ class Assistants:
                 metadata=given.metadata or {},
             )
         )
-        async with self._db.write() as conn:
-            existing = await assistants_repo.get_assistant(conn, owner, chosen)
-            if existing is not None and if_exists == "do_nothing":
-                return _of(existing)
-            if existing is not None or await assistants_repo.assistant_id_taken(conn, chosen):
-                raise _exists(chosen)
-            try:
+        try:
+            async with self._db.write() as conn:
+                existing = await assistants_repo.get_assistant(conn, owner, chosen)
+                if existing is not None and if_exists == "do_nothing":
+                    return _of(existing)
+                if existing is not None or await assistants_repo.assistant_id_taken(conn, chosen):
+                    raise _exists(chosen)
                 row = await assistants_repo.insert_assistant(
                     conn, owner, chosen, fields, now=self._clock()
                 )
-            except Exception as exc:
-                if is_duplicate_key(exc):  # created meanwhile
-                    raise _exists(chosen) from None
+        except Exception as exc:
+            if not is_duplicate_key(exc):
                 raise
+            # Created meanwhile by another request: the owner's, answered as it is, or 409.
+            async with self._db.read() as conn:
+                existing = await assistants_repo.get_assistant(conn, owner, chosen)
+            if existing is not None and if_exists == "do_nothing":
+                return _of(existing)
+            raise _exists(chosen) from None
         return _of(row)
 
     async def update(
@@ -197,8 +202,8 @@ class Assistants:
 
     async def delete(self, owner: Principal, assistant_id: str) -> None:
         async with self._db.write() as conn:
-            await self._own(conn, owner, assistant_id)
-            await assistants_repo.delete_assistant(conn, owner, assistant_id)
+            row = await self._own(conn, owner, assistant_id)
+            await assistants_repo.delete_assistant(conn, owner, row.id)
 
     async def versions(
         self,
@@ -210,12 +215,24 @@ class Assistants:
         offset: int,
     ) -> list[AssistantVersionRecord]:
         """The assistant's versions, newest first (a served graph's: its one version)."""
+        served = self._by_id.get(assistant_id)
+        if served is not None:
+            only = AssistantVersionRecord(
+                assistant_id=served.assistant_id,
+                version=1,
+                graph=served.graph,
+                name=served.name,
+                description=None,
+                config={},
+                context={},
+                metadata=dict(served.metadata),
+                created_at=served.created_at,
+            )
+            return [only][offset : offset + limit] if _matches(served, None, None, metadata) else []
         async with self._db.read() as conn:
-            if assistant_id in self._by_id:
-                return []
-            await self._own(conn, owner, assistant_id)
+            row = await self._own(conn, owner, assistant_id, lock=False)
             return await assistants_repo.assistant_versions_of(
-                conn, assistant_id, metadata=metadata, limit=limit, offset=offset
+                conn, row.id, metadata=metadata, limit=limit, offset=offset
             )
 
     async def search(
@@ -231,8 +248,10 @@ class Assistants:
         descending: bool,
     ) -> list[Assistant]:
         """The served graphs' assistants and the owner's own that match every filter: the
-        served ones first by graph name, then the owner's newest first (or all by
-        ``sort_by``)."""
+        served ones first by graph name, then the owner's newest first; or all by ``sort_by``
+        (``created_at`` when only the order is given), ties by id."""
+        if sort_by is None and descending:
+            sort_by = "created_at"
         served = [a for a in self.served() if _matches(a, graph, name, metadata)]
         async with self._db.read() as conn:
             own = await assistants_repo.search_assistants(
@@ -243,13 +262,12 @@ class Assistants:
                 metadata=metadata,
                 limit=offset + limit,
                 order_by=sort_by or "created_at",
-                descending=descending if sort_by is not None else True,
+                descending=descending or sort_by is None,
             )
         found = served + [_of(row) for row in own]
         if sort_by is not None:
-            found.sort(key=lambda a: _sort_value(a, sort_by), reverse=descending)
-        elif descending:
-            found.reverse()
+            key = sort_by
+            found.sort(key=lambda a: (_sort_value(a, key), a.assistant_id), reverse=descending)
         return found[offset : offset + limit]
 
     async def count(
@@ -280,7 +298,10 @@ class Assistants:
             self._drawings[key] = drawn
         return self._drawings[key]
 
-    async def _own(self, conn: Any, owner: Principal, assistant_id: str) -> AssistantRecord:
+    async def _own(
+        self, conn: Any, owner: Principal, assistant_id: str, *, lock: bool = True
+    ) -> AssistantRecord:
+        """The owner's own assistant (``lock``: for a change in this write transaction)."""
         if assistant_id in self._by_id:
             raise ConflictError(
                 "A served graph's own assistant is the server's: create one of your own over "
@@ -289,8 +310,8 @@ class Assistants:
                 details={"assistant_id": assistant_id},
             )
         row = None
-        if _uuid(assistant_id) is not None:
-            row = await assistants_repo.get_assistant(conn, owner, assistant_id)
+        if (uuid := _uuid(assistant_id)) is not None:
+            row = await assistants_repo.get_assistant(conn, owner, uuid, lock=lock)
         if row is None:
             raise NotFoundError.of("assistant", assistant_id)
         return row

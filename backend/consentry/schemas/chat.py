@@ -5,7 +5,7 @@ from __future__ import annotations
 from copy import deepcopy
 from typing import Annotated, Any, Literal, Self, cast
 
-from pydantic import ConfigDict, Field, JsonValue, model_validator
+from pydantic import ConfigDict, Field, JsonValue, PrivateAttr, model_validator
 from pydantic.config import JsonDict
 
 from consentry.schemas.approvals import DecisionFields
@@ -116,6 +116,23 @@ class ChatRequest(RequestModel):
         description="A message while a consent is pending: `fail` (409 `consent_pending`) or "
         "`reject` (reject the pending consents first, in the same transaction).",
     )
+
+    _assistant: tuple[str | None] | None = PrivateAttr(default=None)
+    """Set by the LangGraph SDK face (never sent by a client): the owner's assistant the run is
+    on, or None for a graph's own."""
+
+    def on_assistant(self, assistant_id: str | None) -> Self:
+        """This request, as a run on ``assistant_id`` (the thread names it from its claim)."""
+        self._assistant = (assistant_id,)
+        return self
+
+    @property
+    def assistant_named(self) -> bool:
+        return self._assistant is not None
+
+    @property
+    def assistant_id(self) -> str | None:
+        return self._assistant[0] if self._assistant is not None else None
 
     @model_validator(mode="after")
     def _exactly_one_input(self) -> Self:

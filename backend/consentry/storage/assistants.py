@@ -143,13 +143,12 @@ async def insert_assistant(
 
 
 async def get_assistant(
-    conn: DbConnection, owner: Principal, assistant_id: str
+    conn: DbConnection, owner: Principal, assistant_id: str, *, lock: bool = False
 ) -> AssistantRecord | None:
-    row = (
-        await conn.execute(
-            sa.select(*_COLUMNS).where(_owned(owner), assistants.c.id == assistant_id)
-        )
-    ).first()
+    """The owner's assistant. ``lock``: for a change in this transaction (PostgreSQL's ``FOR
+    UPDATE``: two changes to one assistant take their turns; SQLite has one writer)."""
+    query = sa.select(*_COLUMNS).where(_owned(owner), assistants.c.id == assistant_id)
+    row = (await conn.execute(query.with_for_update() if lock else query)).first()
     return AssistantRecord(*row) if row is not None else None
 
 

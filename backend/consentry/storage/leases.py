@@ -119,6 +119,7 @@ def _claim_thread(expected: tuple[str, ...]) -> sa.Update:
             lease_expires_at=sa.bindparam("p_expires"),
             fencing_token=threads.c.fencing_token + 1,
             updated_at=sa.bindparam("p_now"),
+            assistant_id=sa.bindparam("p_assistant"),
         )
         .returning(threads.c.last_seq, threads.c.fencing_token)
     )
@@ -134,10 +135,12 @@ async def claim_thread(
     lease_owner: str,
     lease_expires_at: datetime,
     now: datetime,
+    assistant_id: str | None = None,
 ) -> Claim | None:
     """Mark the thread running if its status is one of ``expected``, lease it to ``lease_owner``
     with a new fencing token, and reserve the next ``reserve`` sequence numbers for the run.
-    None when another run got there first.
+    ``assistant_id``: the assistant of the owner's the run is on (None: its graph's own). None
+    when another run got there first.
 
     The stored ``last_seq`` stays at the end of the reservation until the run ends, so a run that
     dies mid-way never has its numbers handed out again."""
@@ -154,6 +157,7 @@ async def claim_thread(
                 "p_owner": lease_owner,
                 "p_expires": lease_expires_at,
                 "p_now": now,
+                "p_assistant": assistant_id,
             },
         )
     ).first()

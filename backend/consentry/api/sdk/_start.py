@@ -104,7 +104,6 @@ class RunStart:
             cancel_on_disconnect=body.on_disconnect == "cancel",
         )
         await self._keep_metadata(body, response.headers["X-Run-Id"])
-        await self._keep_assistant(body, response.headers["X-Thread-Id"])
         return response
 
     async def background(self, body: RunCreate, thread_id: str | None, *, route: str) -> ActiveRun:
@@ -114,7 +113,6 @@ class RunStart:
             self.owner, request, idempotency_key=self.idempotency_key, route=route
         )
         await self._keep_metadata(body, run.run_id)
-        await self._keep_assistant(body, run.thread_id)
         return run
 
     async def create(
@@ -167,7 +165,6 @@ class RunStart:
         self._check(body)
         await self._create_thread(body, thread_id)
         await self._check_checkpoint(body, thread_id)
-        await self._keep_assistant(body, thread_id)
         run_id = str(uuid4())
 
         async def add(key: KeyHold | None) -> Queued:
@@ -227,13 +224,6 @@ class RunStart:
             found = await self.assistants.get(self.owner, body.assistant_id)
             self._found[body.assistant_id] = found
         return found
-
-    async def _keep_assistant(self, body: RunCreate, thread_id: str | None) -> None:
-        """A run on one of the caller's assistants makes it the thread's (its
-        ``metadata.assistant_id``, what ``threads.search`` and ``delete_threads`` find)."""
-        assistant = await self._assistant(body)
-        if assistant.stored and thread_id is not None:
-            await self.writer.set_assistant(thread_id, assistant.assistant_id)
 
     def _check(self, body: RunCreate) -> None:
         """What is refused before anything is stored."""
@@ -303,18 +293,20 @@ class RunStart:
                 for name in ("project_id", "note_id")
                 if isinstance(value := (body.input or {}).get(name), str)
             }
-            return chat_request(
+            request = chat_request(
                 {"thread_id": thread_id, "graph": graph, "input": body.input, **named}
                 | _options(body, assistant)
             )
+            return request.on_assistant(_stored_id(assistant))
         if thread_id is None:
             raise ConflictError("A `command` resumes a thread: name it.", code="no_pending_consent")
         pending = await self.threads.pending_consents(self.owner, thread_id)
         decisions = decisions_for(body.command.resume, pending)
-        return chat_request(
+        request = chat_request(
             {"thread_id": thread_id, "graph": graph, "resume": decisions}
             | _options(body, assistant)
         )
+        return request.on_assistant(_stored_id(assistant))
 
 
 @asynccontextmanager
@@ -358,11 +350,19 @@ async def open_run_queue(services: Services, run_requests: RunRequests) -> Async
         await queue.stop()
 
 
+def _stored_id(assistant: Assistant) -> str | None:
+    """What the thread names as its assistant (``metadata.assistant_id``): one of the owner's,
+    or None for a graph's own."""
+    return assistant.assistant_id if assistant.stored else None
+
+
 def _options(body: RunCreate, assistant: Assistant) -> dict[str, Any]:
     """The run's ``context`` and ``configurable`` values as the run service takes them: the
-    assistant's, the run's own winning key by key (none sent: the thread keeps its earlier
-    runs')."""
+    assistant's, the run's own winning key by key. A resume that sends none sends nothing: the
+    consent is answered under the options it was asked under, which the thread keeps."""
     options: dict[str, Any] = {}
+    if body.command is not None and body.context is None and body.config is None:
+        return options
     if assistant.context or body.context is not None:
         options["context"] = {**assistant.context, **(body.context or {})}
     configurable = (body.config or {}).get("configurable")

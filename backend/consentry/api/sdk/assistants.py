@@ -138,9 +138,6 @@ async def list_assistant_versions(
     assistants: AssistantsDep,
 ) -> list[AssistantVersion]:
     """The assistant's versions, newest first (a served graph's own has its one)."""
-    found = await assistants.get(owner, assistant_id)
-    if not found.stored:
-        return [_version_of(found)][body.offset : body.offset + body.limit]
     versions = await assistants.versions(
         owner, assistant_id, metadata=body.metadata, limit=body.limit, offset=body.offset
     )
@@ -209,20 +206,6 @@ def _assistant(found: FoundAssistant) -> Assistant:
         context=found.context,
         created_at=found.created_at,
         updated_at=found.updated_at,
-        metadata=found.metadata,
-        version=found.version,
-        name=found.name,
-        description=found.description,
-    )
-
-
-def _version_of(found: FoundAssistant) -> AssistantVersion:
-    return AssistantVersion(
-        assistant_id=found.assistant_id,
-        graph_id=found.graph,
-        config=found.config,
-        context=found.context,
-        created_at=found.created_at,
         metadata=found.metadata,
         version=found.version,
         name=found.name,

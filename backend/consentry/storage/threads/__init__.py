@@ -32,7 +32,6 @@ from consentry.storage.threads._writes import (
     insert_thread_unless_taken,
     keep_run_options,
     remember_note,
-    set_assistant,
     set_first_title,
     set_metadata,
 )
@@ -54,7 +53,6 @@ __all__ = [
     "list_threads",
     "remember_note",
     "search_threads",
-    "set_assistant",
     "set_first_title",
     "set_metadata",
     "summarize",

@@ -197,17 +197,6 @@ async def keep_run_options(conn: DbConnection, thread_id: str, options: dict[str
     )
 
 
-async def set_assistant(conn: DbConnection, thread_id: str, assistant_id: str | None) -> None:
-    """The assistant the thread's latest run was started on (None: its graph's own)."""
-    await execute_unread(
-        conn,
-        threads.update()
-        .where(threads.c.id == thread_id, threads.c.assistant_id.is_distinct_from(assistant_id))
-        .values(assistant_id=assistant_id),
-        {},
-    )
-
-
 async def delete_threads_of_assistant(
     conn: DbConnection, owner: Principal, assistant_id: str
 ) -> list[str] | str:
@@ -225,6 +214,5 @@ async def delete_threads_of_assistant(
     running = [row.id for row in found if row.status == "running"]
     if running:
         return str(running[0])
-    for row in found:
-        await delete_thread(conn, owner, row.id)
-    return [str(row.id) for row in found]
+    # A run claimed one meanwhile (PostgreSQL): that thread stays, with its checkpoints.
+    return [str(row.id) for row in found if await delete_thread(conn, owner, row.id)]

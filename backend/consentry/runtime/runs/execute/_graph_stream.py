@@ -194,7 +194,9 @@ class GraphStreamer:
         async for item in graph.astream(
             graph_input,
             config,
-            context=run.options.context,
+            context=run.spec.io.context_value(run.options.context)
+            if run.spec.io is not None
+            else run.options.context,
             stream_mode=STREAM_MODES,
             durability="sync",
             subgraphs=bool(subgraph_modes),

@@ -41,6 +41,15 @@ class RunOptions:
             return cls()
         return cls(context=value.get("context"), configurable=value.get("configurable") or {})
 
+    @classmethod
+    def for_thread(cls, spec: GraphSpec, value: Mapping[str, Any] | None) -> RunOptions:
+        """What a run sent no options gets on a thread that keeps ``value``: those, and for a
+        graph with a ``context_schema`` a context always (its defaults, when none is kept)."""
+        kept = cls.stored(value)
+        if kept.context is None and spec.io is not None and spec.io.context_check is not None:
+            return cls.checked(spec, context=None, configurable=None, kept=kept)
+        return kept
+
     def to_store(self) -> dict[str, Any]:
         return {"context": self.context, "configurable": dict(self.configurable)}
 

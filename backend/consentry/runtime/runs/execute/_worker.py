@@ -87,7 +87,7 @@ class RunWorker(BackgroundLoop):
             trigger=run.trigger,
             consent_policy=run.consent_policy,
             graph_inputs=load_inputs(run.inputs or []),
-            options=RunOptions.stored(run.run_options),
+            options=RunOptions.for_thread(spec, run.run_options),
         )
         started.events.detach()  # the replica that queued it follows the stored log
         return 1

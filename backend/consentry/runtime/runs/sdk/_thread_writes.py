@@ -137,11 +137,6 @@ class ThreadWriter:
         for thread_id in deleted:
             await self._checkpointer.adelete_thread(thread_id)
 
-    async def set_assistant(self, thread_id: str, assistant_id: str | None) -> None:
-        """The assistant the thread's latest run was started on (None: its graph's own)."""
-        async with self._db.write() as conn:
-            await threads_repo.set_assistant(conn, thread_id, assistant_id)
-
     def _graph_of(self, metadata: Mapping[str, Any]) -> str:
         asked = metadata.get("graph_id")
         if asked is None:

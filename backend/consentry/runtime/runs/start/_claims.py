@@ -46,6 +46,7 @@ async def claim_run(
         lease_owner=leases.owner,
         lease_expires_at=leases.expires_at(now),
         now=now,
+        assistant_id=target.assistant_id,
     )
     if claim is None:
         return None

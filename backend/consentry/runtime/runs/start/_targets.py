@@ -48,6 +48,8 @@ class RunTarget:
     """A new thread under the id the client chose (AG-UI's ``threadId``), created by its run."""
     run_options: RunOptions = field(default_factory=RunOptions)
     """What the run gets beside its input: the request's (checked), else the thread's."""
+    assistant_id: str | None = None
+    """The owner's assistant the run is on (``threads.assistant_id``; None: its graph's own)."""
 
     @property
     def stopped_half_way(self) -> bool:
@@ -124,7 +126,12 @@ class RunTargets:
             configurable=request.configurable,
             kept=target.run_options,
         )
-        return target if options is target.run_options else replace(target, run_options=options)
+        assistant_id = target.assistant_id
+        if request.assistant_named:  # the LangGraph SDK face's run: on this assistant
+            assistant_id = request.assistant_id
+        if options is target.run_options and assistant_id == target.assistant_id:
+            return target
+        return replace(target, run_options=options, assistant_id=assistant_id)
 
     async def _resolve(self, owner: Principal, request: ChatRequest, *, creates: bool) -> RunTarget:
         binding: str | None = None
@@ -234,7 +241,8 @@ class RunTargets:
             transcript_kept=row.transcript_kept,
             remembered_note_id=row.note_id,
             never_ran=_never_ran(row),
-            run_options=RunOptions.stored(row.run_options),
+            run_options=RunOptions.for_thread(self.spec(graph or row.graph), row.run_options),
+            assistant_id=row.assistant_id,
         )
 
     def spec(self, name: str) -> GraphSpec:
