@@ -74,6 +74,33 @@ async def test_cancel_stops_the_active_run_at_the_next_step(
         assert (again.status_code, again.json()["error"]["code"]) == (409, "no_active_run")
 
 
+async def test_a_cancel_cuts_a_slow_step_short_and_the_thread_goes_on(
+    open_client: Any, stub: OpenAIStub
+) -> None:
+    """The model never answers: the cancel does not wait for it (the node's task is cancelled
+    after ``CANCEL_GRACE_SECONDS``), the run ends ``cancelled`` with nothing of the cut step
+    said, and the next message runs from the last step the thread kept."""
+    stub.reply('{"intent": "answer", "query": "x"}')
+    stub.hold("Never said.")
+    async with open_client(**stub.app_settings()) as client:
+        running = asyncio.create_task(client.post("/v1/chat", json={"message": "What is x?"}))
+        await asyncio.wait_for(stub.holding.wait(), 10)
+        thread_id = (await client.get("/v1/threads")).json()["threads"][0]["thread_id"]
+        await client.post(f"/v1/threads/{thread_id}/cancel")
+        # Far less than forever: the held answer is released only after the run has ended.
+        events = parse_events((await asyncio.wait_for(running, 10)).text)
+        stub.release()
+        stub.reply('{"intent": "answer", "query": "y"}')
+        stub.reply("Said this time.")
+        again = await chat(client, {"thread_id": thread_id, "message": "What is y?"})
+        messages = (await client.get(f"/v1/threads/{thread_id}/messages")).json()["messages"]
+
+    assert events[-1].reason == "cancelled"  # type: ignore[union-attr]
+    assert "Never said." not in [e.content for e in events if e.type == "message"]
+    assert again[-1].reason == "completed"  # type: ignore[union-attr]
+    assert [m["content"] for m in messages] == ["What is x?", "What is y?", "Said this time."]
+
+
 async def test_cancelling_someone_elses_thread_is_not_found(open_client: Any) -> None:
     async with open_client(api_keys="ka=acme:alice,kb=acme:bob") as client:
         events = await chat(

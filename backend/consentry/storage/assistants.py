@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Literal
 
@@ -47,38 +47,33 @@ class AssistantFields:
 
 
 @dataclass(frozen=True, slots=True)
-class AssistantRecord:
+class AssistantRecord(AssistantFields):
     """An assistant's row: the version in use."""
 
     id: str
     tenant: str
     user_id: str
-    graph: str
-    name: str
-    description: str | None
-    config: dict[str, Any]
-    context: dict[str, Any]
-    metadata: dict[str, Any]
     version: int
     created_at: datetime
     updated_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
-class AssistantVersionRecord:
+class AssistantVersionRecord(AssistantFields):
+    """One of an assistant's versions."""
+
     assistant_id: str
     version: int
-    graph: str
-    name: str
-    description: str | None
-    config: dict[str, Any]
-    context: dict[str, Any]
-    metadata: dict[str, Any]
     created_at: datetime
 
 
 _COLUMNS = tuple(assistants.c[f.name] for f in fields(AssistantRecord))
 _VERSION_COLUMNS = tuple(assistant_versions.c[f.name] for f in fields(AssistantVersionRecord))
+
+
+def _fields_of(version: AssistantFields) -> dict[str, Any]:
+    """The fields of a version (of a record too, which has more)."""
+    return {f.name: getattr(version, f.name) for f in fields(AssistantFields)}
 
 
 def _changed(
@@ -114,7 +109,7 @@ async def insert_assistant(
     now: datetime,
 ) -> AssistantRecord:
     """A new assistant at version 1 (a taken id raises the database's duplicate-key error)."""
-    values = asdict(given)
+    values = _fields_of(given)
     await conn.execute(
         assistants.insert().values(
             id=assistant_id,
@@ -167,7 +162,7 @@ async def add_version(
         )
     )
     version = int(newest.scalar_one() or 0) + 1
-    values = asdict(given)
+    values = _fields_of(given)
     await conn.execute(
         assistant_versions.insert().values(
             assistant_id=current.id, version=version, created_at=now, **values
@@ -196,7 +191,7 @@ async def set_version(
     if row is None:
         return None
     chosen = AssistantVersionRecord(*row)
-    values = {f.name: getattr(chosen, f.name) for f in fields(AssistantFields)}
+    values = _fields_of(chosen)
     await conn.execute(
         assistants.update()
         .where(_owned(owner), assistants.c.id == current.id)

@@ -364,17 +364,24 @@ tenant_usage = sa.Table(
 
 # Assistants a client created over a served graph (the LangGraph SDK's `assistants.create`,
 # migration 0023): the version in use, each of its versions kept in `assistant_versions`.
+def _assistant_fields() -> list[sa.Column[Any]]:
+    """What each version of an assistant says (``storage.assistants.AssistantFields``)."""
+    return [
+        sa.Column("graph", sa.String(64), nullable=False),
+        sa.Column("name", sa.String(200), nullable=False),
+        sa.Column("description", sa.Text, nullable=True),
+        sa.Column("config", sa.JSON, nullable=False),
+        sa.Column("context", sa.JSON, nullable=False),
+        sa.Column("metadata", sa.JSON, nullable=False),
+    ]
+
+
 assistants = sa.Table(
     "assistants",
     metadata,
     sa.Column("id", sa.String(36), primary_key=True),
     *_owner(),
-    sa.Column("graph", sa.String(64), nullable=False),
-    sa.Column("name", sa.String(200), nullable=False),
-    sa.Column("description", sa.Text, nullable=True),
-    sa.Column("config", sa.JSON, nullable=False),
-    sa.Column("context", sa.JSON, nullable=False),
-    sa.Column("metadata", sa.JSON, nullable=False),
+    *_assistant_fields(),
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
@@ -391,11 +398,6 @@ assistant_versions = sa.Table(
         primary_key=True,
     ),
     sa.Column("version", sa.Integer, primary_key=True),
-    sa.Column("graph", sa.String(64), nullable=False),
-    sa.Column("name", sa.String(200), nullable=False),
-    sa.Column("description", sa.Text, nullable=True),
-    sa.Column("config", sa.JSON, nullable=False),
-    sa.Column("context", sa.JSON, nullable=False),
-    sa.Column("metadata", sa.JSON, nullable=False),
+    *_assistant_fields(),
     sa.Column("created_at", UTCDateTime, nullable=False),
 )

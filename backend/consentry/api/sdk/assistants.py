@@ -36,17 +36,7 @@ async def create_assistant(
 ) -> Assistant:
     """An assistant of the caller's own over a served graph, at version 1."""
     created = await assistants.create(
-        owner,
-        AssistantChanges(
-            graph=body.graph_id,
-            name=body.name,
-            description=body.description,
-            config=body.config,
-            context=body.context,
-            metadata=body.metadata,
-        ),
-        assistant_id=body.assistant_id,
-        if_exists=body.if_exists,
+        owner, _changes(body), assistant_id=body.assistant_id, if_exists=body.if_exists
     )
     return _assistant(created)
 
@@ -97,15 +87,7 @@ async def update_assistant(
 ) -> Assistant:
     """A new version of the caller's assistant, in use at once: each field given replaces its
     own, `metadata` is merged. A served graph's assistant: 409 `assistant_read_only`."""
-    changes = AssistantChanges(
-        graph=body.graph_id,
-        name=body.name,
-        description=body.description,
-        config=body.config,
-        context=body.context,
-        metadata=body.metadata,
-    )
-    return _assistant(await assistants.update(owner, assistant_id, changes))
+    return _assistant(await assistants.update(owner, assistant_id, _changes(body)))
 
 
 @router.delete(f"/{{assistant_id:{SDK_ID}}}", status_code=204, response_class=Response)
@@ -195,6 +177,17 @@ async def get_assistant_schemas(
         output_schema=io.output_schema if io else None,
         state_schema=io.state_schema if io else None,
         context_schema=io.context_schema if io else None,
+    )
+
+
+def _changes(body: AssistantCreateRequest | AssistantUpdateRequest) -> AssistantChanges:
+    return AssistantChanges(
+        graph=body.graph_id,
+        name=body.name,
+        description=body.description,
+        config=body.config,
+        context=body.context,
+        metadata=body.metadata,
     )
 
 

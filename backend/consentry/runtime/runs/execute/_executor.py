@@ -46,6 +46,7 @@ from consentry.runtime.runs.execute._run_consents import RunConsents
 from consentry.runtime.runs.execute._run_options import RunOptions
 from consentry.runtime.runs.execute._run_store import RunStore
 from consentry.runtime.runs.execute._run_types import (
+    CANCEL_GRACE_SECONDS,
     SEQ_RESERVATION,
     SHUTDOWN_GRACE_SECONDS,
     ActiveRun,
@@ -296,9 +297,15 @@ class RunExecutor:
             elif run.trigger == "expiry":
                 outcome.reason = "expired"
         except asyncio.CancelledError:
-            # Only shutdown (past its grace) and a lost lease cancel a run's task.
-            await asyncio.shield(self._store.suspend(run))
-            raise
+            if not run.cut:
+                # Shutdown (past its grace) and a lost lease: the next process continues it.
+                await asyncio.shield(self._store.suspend(run))
+                raise
+            # A cancel that cut the step: the run ends `cancelled` as at a step boundary.
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            outcome = Outcome(reason="cancelled")
         except LeaseLostError:
             log.warning(
                 "a run lost its lease (another process took it over); it stops, storing nothing",
@@ -360,13 +367,29 @@ class RunExecutor:
         return run.events if run is not None else None
 
     def cancel(self, thread_id: str) -> str | None:
-        """Ask the thread's active run to stop at its next step boundary; its run id, or None
-        when the thread has no active run here."""
+        """Ask the thread's active run to stop at its next step boundary, or (still in its
+        step after ``CANCEL_GRACE_SECONDS``) to cut the step short; its run id, or None when
+        the thread has no active run here."""
         run = self._active.get(thread_id)
         if run is None:
             return None
-        run.stop = run.stop or "cancel"
+        if run.stop is None:
+            run.stop = "cancel"
+            asyncio.get_running_loop().call_later(CANCEL_GRACE_SECONDS, self._cut, run)
         return run.events.run_id
+
+    def _cut(self, run: RunContext) -> None:
+        """A cancelled run still in its step: the step's tasks are cancelled; what its finished
+        tasks wrote is kept, and the thread goes on from there. Never the run's closing work
+        (the consents its graph asked are recorded whatever the cancel): a run past its graph,
+        or between its graph's invocations, stops at the next step boundary."""
+        if run.stop != "cancel" or run.task is None or run.task.done():
+            return
+        if not run.streaming:
+            asyncio.get_running_loop().call_later(CANCEL_GRACE_SECONDS, self._cut, run)
+            return
+        run.cut = True
+        run.task.cancel()
 
     def cancel_run(self, run_id: str) -> None:
         """``cancel`` by run id, for a cancel another process received (a notification)."""

@@ -157,10 +157,17 @@ class GraphStreamer:
         graph = self.graph(run.spec.name)
         saver = graph.checkpointer
         try:
-            await self._stream(run, mapper, graph, graph_input, config)
+            run.streaming = True
+            try:
+                await self._stream(run, mapper, graph, graph_input, config)
+            finally:
+                run.streaming = False
         except (asyncio.CancelledError, LeaseLostError):
             if isinstance(saver, ConsentrySaver):
-                saver.forget_held(run.progress)  # the run stores nothing more
+                if run.cut:  # a cancel cut the step: as a failure in it, what finished is kept
+                    await self._commit_unfinished(saver, run)
+                else:
+                    saver.forget_held(run.progress)  # the run stores nothing more
             raise
         except BaseException:
             if isinstance(saver, ConsentrySaver):

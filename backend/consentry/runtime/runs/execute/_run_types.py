@@ -26,6 +26,7 @@ from consentry_graphs.services import GraphServices
 from consentry_graphs.window import DEFAULT_CONVERSATION_WINDOW
 
 __all__ = [
+    "CANCEL_GRACE_SECONDS",
     "INPUT_MARK",
     "NOWHERE",
     "RUN_MARK",
@@ -45,6 +46,10 @@ __all__ = [
 ]
 
 SHUTDOWN_GRACE_SECONDS = 10.0
+CANCEL_GRACE_SECONDS = 0.5
+"""How long a cancelled run may take to reach its next step boundary before its step is cut
+(the node's task cancelled, as the LangGraph Agent Server does): a cancel ends a run within about
+this long, however slow its node."""
 
 
 class ClaimHold(Protocol):
@@ -118,6 +123,10 @@ class RunContext:
     observer: RunObserver
     resumed: frozenset[str] = frozenset()
     stop: StopReason | None = None
+    streaming: bool = False
+    """The graph is running (a cancel may cut its step), not the run's closing work."""
+    cut: bool = False
+    """A cancel cut the run's step short (``CANCEL_GRACE_SECONDS``): its task was cancelled."""
     task: asyncio.Task[None] | None = field(default=None, repr=False)
     progress: ProgressBatcher = field(init=False, repr=False)
 
