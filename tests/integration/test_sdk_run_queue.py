@@ -202,3 +202,26 @@ async def test_a_wait_that_asked_to_cancel_on_disconnect_cancels_its_run_when_it
     assert cancelled == held_run["run_id"]  # (the queued one never reached the run service)
     assert ended == [("interrupted", "cancelled"), ("interrupted", "cancelled")]
     assert (raw.status_code, raw.json()["error"]["code"]) == (422, "unsupported_field")
+
+
+async def test_an_interrupting_run_cuts_the_active_one_short_and_starts_after_it(
+    open_live: Any, gate: asyncio.Event
+) -> None:
+    async with open_live(graphs=SERVED) as (client, _), sdk_client(client) as sdk:
+        thread_id, held = await _held_run(sdk)
+        await asyncio.wait_for(gate_graph.REACHED.wait(), 10)
+        gate_graph.REACHED.clear()
+        cutting = await sdk.runs.create(
+            thread_id, "gate", input=AGAIN, multitask_strategy="interrupt"
+        )
+        # The held run never passed its gate: the new one waits at it in its turn.
+        await asyncio.wait_for(gate_graph.REACHED.wait(), 10)
+        cut = await sdk.runs.get(thread_id, held)
+        gate.set()
+        done = await sdk.runs.join(thread_id, cutting["run_id"])
+        runs = {run["run_id"]: run for run in await sdk.runs.list(thread_id)}
+
+    assert (cut["status"], cut["reason"]) == ("interrupted", "cancelled")
+    assert runs[cutting["run_id"]]["status"] == "interrupted"  # it asked "Go on?"
+    assert runs[cutting["run_id"]]["reason"] == "interrupted"
+    assert done["__interrupt__"][0]["value"] == {"question": "Go on?"}  # type: ignore[index]

@@ -172,7 +172,7 @@ async def test_what_the_face_does_not_serve_is_refused_by_name(open_live: Any) -
         with pytest.raises(UnprocessableEntityError):
             await parts(sdk.runs.stream(None, "city", input=body, stream_mode="debug"))
         with pytest.raises(UnprocessableEntityError):
-            await parts(sdk.runs.stream(None, "city", input=body, multitask_strategy="interrupt"))
+            await parts(sdk.runs.stream(None, "city", input=body, multitask_strategy="rollback"))
 
 
 async def test_a_run_cancelled_through_the_sdk_ends_cancelled_and_a_restart_keeps_an_interrupt(

@@ -23,7 +23,7 @@ __all__ = [
     "StreamMode",
 ]
 
-MultitaskStrategy = Literal["reject", "enqueue"]
+MultitaskStrategy = Literal["reject", "enqueue", "interrupt"]
 
 SdkRunStatus = Literal["pending", "running", "error", "success", "timeout", "interrupted"]
 """A run's status as the SDK reads it (``docs/langgraph-sdk.md`` maps Consentry's terminal
@@ -90,7 +90,8 @@ class RunCreate(RequestModel):
         default="reject",
         description="`reject`: one run per thread (409 `run_in_progress` while one runs); "
         "`enqueue`: the run waits for the thread's active run (and those queued before it) and "
-        "starts after it (`pending` until then). `interrupt` and `rollback` are refused (422).",
+        "starts after it (`pending` until then); `interrupt`: as `enqueue`, and the active run is "
+        "cancelled (its step cut within half a second). `rollback` is refused (422).",
     )
     on_disconnect: Literal["continue", "cancel"] = Field(
         default="continue",

@@ -188,6 +188,8 @@ class RunStart:
             self.queue.forget(waiter)
             raise
         if queued_id == run_id:
+            if body.multitask_strategy == "interrupt":  # the active run makes way for it
+                await self.queue.interrupt(self.owner, thread_id)
             return waiter
         self.queue.forget(waiter)  # a repeat: the first request's run
         return self.queue.expect(thread_id, queued_id, graph_modes=modes)
@@ -374,4 +376,4 @@ def _options(body: RunCreate, assistant: Assistant) -> dict[str, Any]:
 
 def _queued(body: RunCreate, thread_id: str | None) -> bool:
     """Whether the run waits in its thread's queue (a new thread has nothing to wait for)."""
-    return body.multitask_strategy == "enqueue" and thread_id is not None
+    return body.multitask_strategy in ("enqueue", "interrupt") and thread_id is not None

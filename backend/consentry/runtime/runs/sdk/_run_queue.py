@@ -223,6 +223,12 @@ class RunQueue:
             if not await self.cancel(owner, thread_id, run_id):
                 await self._runs.cancel(owner, thread_id, run_id=run_id)
 
+    async def interrupt(self, owner: Principal, thread_id: str) -> None:
+        """Cancel the thread's active run, if any (``multitask_strategy="interrupt"``): the runs
+        queued after it start once it has ended (within about ``CANCEL_GRACE_SECONDS``)."""
+        with contextlib.suppress(ConflictError):  # none runs, or it ended meanwhile
+            await self._runs.cancel(owner, thread_id)
+
     async def cancel(self, owner: Principal, thread_id: str, run_id: str) -> bool:
         """Cancel a run still waiting (False when it is not)."""
         async with self._db.write() as conn:
