@@ -187,6 +187,12 @@ CALLS: tuple[Call, ...] = (
     Call("GET", "/assistants/{assistant_id}/graph"),
     Call("GET", "/assistants/{assistant_id}/schemas"),
     Call("POST", "/assistants/{assistant_id}/versions", json={}),
+    Call("GET", "/assistants/{assistant_id}/subgraphs"),
+    Call(
+        "GET",
+        "/assistants/{assistant_id}/subgraphs/{namespace}",
+        url="/assistants/{assistant_id}/subgraphs/plan",
+    ),
     Call("POST", "/threads/search", json={"status": "interrupted"}),
     Call("POST", "/threads/count", json={"status": "interrupted"}),
     Call("GET", "/threads/{thread_id}"),

@@ -62,6 +62,8 @@ async def test_openapi_describes_every_route_and_the_event_union(
         ("/assistants/{assistant_id}", "delete"),
         ("/assistants/{assistant_id}/versions", "post"),
         ("/assistants/{assistant_id}/latest", "post"),
+        ("/assistants/{assistant_id}/subgraphs", "get"),
+        ("/assistants/{assistant_id}/subgraphs/{namespace}", "get"),
         ("/threads", "post"),
         ("/threads/search", "post"),
         ("/threads/count", "post"),

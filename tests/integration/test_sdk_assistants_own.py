@@ -223,3 +223,19 @@ async def test_a_search_pages_through_every_assistant_once_in_either_order(
         assert len(seen) == len(set(seen)) == 5, order  # the two graphs' own and the three
     assert [a["name"] for a in by_name] == ["tutor", "own", "a2", "a1", "a0"]
     assert [a["graph_id"] for a in first_page] == ["own", "tutor"]  # served ones first
+
+
+async def test_a_graph_s_subgraphs_are_described_by_namespace(open_live: Any) -> None:
+    trip = "trip=consentry_graphs.examples.trip_subgraph:graph"
+    async with open_live(graphs=f"{OWN},{trip}") as (client, _), sdk_client(client) as sdk:
+        mine = (await sdk.assistants.create("trip"))["assistant_id"]
+        every = await sdk.assistants.get_subgraphs("trip", recurse=True)
+        named = await sdk.assistants.get_subgraphs(mine, namespace="plan")
+        unknown = await sdk.assistants.get_subgraphs("trip", namespace="nowhere")
+        none = await sdk.assistants.get_subgraphs("own")
+
+    assert list(every) == ["plan"]
+    assert every["plan"]["graph_id"] == "trip"
+    assert every["plan"]["state_schema"] is not None
+    assert named == every
+    assert (unknown, none) == ({}, {})

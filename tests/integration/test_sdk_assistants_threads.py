@@ -537,7 +537,6 @@ async def test_sdk_methods_consentry_does_not_serve_are_refused_by_status_and_co
             "assistants.update": lambda: sdk.assistants.update("tutor", metadata={"a": 1}),
             "assistants.delete": lambda: sdk.assistants.delete("tutor"),
             "assistants.set_latest": lambda: sdk.assistants.set_latest("tutor", 1),
-            "assistants.get_subgraphs": lambda: sdk.assistants.get_subgraphs("tutor"),
             "assistants.search(select)": lambda: sdk.assistants.search(select=["graph_id"]),
             "threads.copy": lambda: sdk.threads.copy(tid),
             "threads.prune": lambda: sdk.threads.prune([tid]),
@@ -563,7 +562,6 @@ async def test_sdk_methods_consentry_does_not_serve_are_refused_by_status_and_co
         "assistants.update": (409, "assistant_read_only"),  # a served graph's own
         "assistants.delete": (409, "assistant_read_only"),
         "assistants.set_latest": (409, "assistant_read_only"),
-        "assistants.get_subgraphs": (404, "not_found"),
         "assistants.search(select)": (422, "request_invalid"),
         "threads.copy": (404, "not_found"),
         "threads.prune": (405, "method_not_allowed"),

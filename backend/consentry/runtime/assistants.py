@@ -18,8 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 from uuid import NAMESPACE_URL, UUID, uuid4, uuid5
+
+from langgraph.pregel import Pregel
 
 from consentry.errors import ConflictError, InvalidRequestError, NotFoundError
 from consentry.principal import Principal
@@ -30,6 +32,7 @@ from consentry.storage import assistants as assistants_repo
 from consentry.storage.assistants import AssistantFields, AssistantRecord, AssistantVersionRecord
 from consentry.storage.db.database import Database, is_duplicate_key
 from consentry.storage.metadata_filters import MetadataValue
+from consentry_graphs.graph_io import GraphIO, describe_graph
 from consentry_graphs.registry import CompiledGraph, GraphSpec
 
 __all__ = ["Assistant", "AssistantChanges", "Assistants", "assistant_uuid"]
@@ -94,6 +97,7 @@ class Assistants:
             for key in (name, assistant_uuid(name))
         }
         self._drawings: dict[tuple[str, int | bool], dict[str, Any]] = {}
+        self._subgraphs: dict[tuple[str, str | None, bool], dict[str, GraphIO]] = {}
 
     def served(self) -> list[Assistant]:
         """Every served graph's assistant, by graph name."""
@@ -284,6 +288,22 @@ class Assistants:
                 conn, owner, graph=graph, name=name, metadata=metadata
             )
         return served + own
+
+    def subgraphs(
+        self, assistant: Assistant, *, namespace: str | None, recurse: bool
+    ) -> dict[str, GraphIO]:
+        """The graph's subgraphs by namespace (LangGraph's ``get_subgraphs``), each described
+        as a served graph is (its schemas), made once per graph, namespace and depth."""
+        key = (assistant.graph, namespace, recurse)
+        if key not in self._subgraphs:
+            found = self._compiled(assistant.graph).get_subgraphs(
+                namespace=namespace, recurse=recurse
+            )
+            self._subgraphs[key] = {
+                name: describe_graph(cast(Pregel[Any, Any, Any, Any], graph))
+                for name, graph in found
+            }
+        return self._subgraphs[key]
 
     def drawing(self, assistant: Assistant, *, xray: int | bool = False) -> dict[str, Any]:
         """The graph's nodes and edges (LangGraph's ``get_graph(xray=...).to_json()``), made

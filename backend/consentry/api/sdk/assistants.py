@@ -24,6 +24,7 @@ from consentry.schemas.sdk import (
     AssistantVersion,
     AssistantVersionsRequest,
 )
+from consentry_graphs.graph_io import GraphIO
 
 __all__ = ["router"]
 
@@ -164,15 +165,36 @@ async def get_assistant_graph(
     return assistants.drawing(await assistants.get(owner, assistant_id), xray=xray)
 
 
+@router.get("/{assistant_id}/subgraphs")
+@router.get("/{assistant_id}/subgraphs/{namespace}")
+async def get_assistant_subgraphs(
+    assistant_id: str,
+    owner: PrincipalDep,
+    assistants: AssistantsDep,
+    namespace: str | None = None,
+    recurse: Annotated[
+        bool, Query(description="Also the subgraphs of subgraphs (namespaces joined by `|`).")
+    ] = False,
+) -> dict[str, AssistantSchemas]:
+    """The graph's subgraphs (those of `namespace` only, when given), each with its JSON
+    Schemas, by namespace."""
+    found = await assistants.get(owner, assistant_id)
+    described = assistants.subgraphs(found, namespace=namespace, recurse=recurse)
+    return {name: _schemas(found.graph, io) for name, io in described.items()}
+
+
 @router.get("/{assistant_id}/schemas")
 async def get_assistant_schemas(
     assistant_id: str, owner: PrincipalDep, assistants: AssistantsDep
 ) -> AssistantSchemas:
     """The graph's JSON Schemas (those of `GET /v1/graphs`)."""
     found = await assistants.get(owner, assistant_id)
-    io = assistants.spec(found).io
+    return _schemas(found.graph, assistants.spec(found).io)
+
+
+def _schemas(graph_id: str, io: GraphIO | None) -> AssistantSchemas:
     return AssistantSchemas(
-        graph_id=found.graph,
+        graph_id=graph_id,
         input_schema=io.input_schema if io else None,
         output_schema=io.output_schema if io else None,
         state_schema=io.state_schema if io else None,

@@ -84,7 +84,7 @@ def _context(spec: GraphSpec, value: Mapping[str, Any] | None) -> dict[str, Any]
         return spec.io.check_context(value)
     except InputMismatchError as exc:
         raise InvalidRequestError(
-            f"The run's `context` does not fit graph {spec.name!r}'s context schema: {exc}.",
+            f"The run's `context` does not fit the context schema of graph {spec.name!r}: {exc}.",
             code="invalid_context",
             details={
                 "errors": [
