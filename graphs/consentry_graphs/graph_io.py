@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from functools import cached_property, lru_cache, partial
 from inspect import isclass
 from typing import Any
 from uuid import uuid4
@@ -105,8 +105,19 @@ class GraphIO:
         does not fit."""
         if self.context_check is None:
             return None if value is None else dict(value)
+        if value is None:
+            return dict(self._default_context)
+        return self._checked_context(value)
+
+    @cached_property
+    def _default_context(self) -> dict[str, Any]:
+        """The context a run given none gets (its schema's defaults), made once."""
+        return self._checked_context({})
+
+    def _checked_context(self, value: Mapping[str, Any]) -> dict[str, Any]:
+        assert self.context_check is not None
         try:
-            checked = self.context_check.validate_json(json.dumps(dict(value or {})))
+            checked = self.context_check.validate_json(json.dumps(dict(value)))
         except ValidationError as exc:
             raise InputMismatchError(
                 [

@@ -2,7 +2,8 @@
 and what each chunk becomes (``_graph_stream``, ``_stream_mapping``, ``_graph_outputs``), the
 run's events (``_event_stream``, ``_step_batching``), the consents it meets (``_run_consents``),
 what it stores (``_run_store``), how a failure is reported (``_failures``); what a run is made
-of (``_run_types``), what it starts with (``_inputs``, ``_transcripts``), and the worker that
+of (``_run_types``), the runs active here and how each stops early (``_active_runs``), what it
+starts with (``_inputs``, ``_transcripts``), and the worker that
 executes the runs API-only replicas queue (``_worker``). The lowest room of ``runs``: it
 imports none of the others."""
 

@@ -39,6 +39,7 @@ from consentry.runtime.consents import ConsentDeadlines, ExpiryAlarm, OwnerEffec
 from consentry.runtime.guards import BudgetExhaustedError, TokenMeter
 from consentry.runtime.notes import OwnerNotesStore
 from consentry.runtime.replicas import LeaseKeeper
+from consentry.runtime.runs.execute._active_runs import ActiveRuns
 from consentry.runtime.runs.execute._event_stream import RunEventStream
 from consentry.runtime.runs.execute._failures import describe_failure
 from consentry.runtime.runs.execute._graph_stream import GraphStreamer
@@ -46,7 +47,6 @@ from consentry.runtime.runs.execute._run_consents import RunConsents
 from consentry.runtime.runs.execute._run_options import RunOptions
 from consentry.runtime.runs.execute._run_store import RunStore
 from consentry.runtime.runs.execute._run_types import (
-    CANCEL_GRACE_SECONDS,
     SEQ_RESERVATION,
     SHUTDOWN_GRACE_SECONDS,
     ActiveRun,
@@ -115,11 +115,11 @@ class RunExecutor:
             if checkpoint_retention == "latest"
             and not any(isinstance(c, DeltaChannel) for c in graph.channels.values())
         )
+        self._active = ActiveRuns()
         self.leases = LeaseKeeper(
-            db=db, clock=clock, lease_seconds=lease_seconds, on_lost=self._leases_lost
+            db=db, clock=clock, lease_seconds=lease_seconds, on_lost=self._active.leases_lost
         )
         self._limits = limits or RunLimits()
-        self._active: dict[str, RunContext] = {}
         self._graphs = graphs
         self._clock = clock
         self._deadlines = ConsentDeadlines(
@@ -349,66 +349,23 @@ class RunExecutor:
 
     def _ended(self, thread_id: str, run_id: str) -> None:
         self.leases.forget(run_id)
-        run = self._active.get(thread_id)
-        if run is not None and run.events.run_id == run_id:
-            del self._active[thread_id]
-
-    def _leases_lost(self, run_ids: set[str]) -> None:
-        """Another process took these runs over (or their leases could not be renewed in time):
-        stop them now, mid-step, storing nothing."""
-        for run in list(self._active.values()):
-            if run.events.run_id in run_ids and run.task is not None:
-                run.stop = "lease_lost"
-                run.task.cancel()
+        self._active.ended(thread_id, run_id)
 
     def active_stream(self, thread_id: str) -> RunEventStream | None:
         """The events of the thread's run active in this process, if any."""
-        run = self._active.get(thread_id)
-        return run.events if run is not None else None
+        return self._active.stream(thread_id)
 
     def cancel(self, thread_id: str) -> str | None:
-        """Ask the thread's active run to stop at its next step boundary, or (still in its
-        step after ``CANCEL_GRACE_SECONDS``) to cut the step short; its run id, or None when
-        the thread has no active run here."""
-        run = self._active.get(thread_id)
-        if run is None:
-            return None
-        if run.stop is None:
-            run.stop = "cancel"
-            asyncio.get_running_loop().call_later(CANCEL_GRACE_SECONDS, self._cut, run)
-        return run.events.run_id
-
-    def _cut(self, run: RunContext) -> None:
-        """A cancelled run still in its step: the step's tasks are cancelled; what its finished
-        tasks wrote is kept, and the thread goes on from there. Never the run's closing work
-        (the consents its graph asked are recorded whatever the cancel): a run past its graph,
-        or between its graph's invocations, stops at the next step boundary."""
-        if run.stop != "cancel" or run.task is None or run.task.done():
-            return
-        if not run.streaming:
-            asyncio.get_running_loop().call_later(CANCEL_GRACE_SECONDS, self._cut, run)
-            return
-        run.cut = True
-        run.task.cancel()
+        """Stop the thread's run (``ActiveRuns.cancel``); its run id, or None."""
+        return self._active.cancel(thread_id)
 
     def cancel_run(self, run_id: str) -> None:
         """``cancel`` by run id, for a cancel another process received (a notification)."""
-        for thread_id, run in list(self._active.items()):
-            if run.events.run_id == run_id:
-                self.cancel(thread_id)
+        self._active.cancel_run(run_id)
 
     def suspend_all(self) -> None:
-        """The server is shutting down: every run stops at its next step boundary, for the next
-        process to continue (idempotent)."""
-        stopping = [run for run in self._active.values() if run.stop is None]
-        for run in stopping:
-            run.stop = "suspend"
-        if stopping:
-            log.warning(
-                "shutting down: %d run(s) stop at their next step boundary, to be continued "
-                "by the next process",
-                len(stopping),
-            )
+        """The server is shutting down: every run stops at its next step boundary."""
+        self._active.suspend_all()
 
     async def wait_for_runs(self) -> None:
         """Wait until every run this process started has ended (and been stored)."""

@@ -1,30 +1,28 @@
-"""The LangGraph SDK's assistants: each served graph's own, and those a client creates.
-
-A served graph's assistant is never created, changed or deleted by a client. Its id is its
-graph's name, or the UUID the LangGraph Agent Server gives a graph's default assistant
-(``uuid5(NAMESPACE_URL, name)``): an app that kept either id finds the same assistant here.
-
-An assistant a client creates (``storage.assistants``) is the owner's configuration of a served
-graph: a ``config`` (its ``configurable`` values) and a ``context`` its runs start with (a run's
-own values win, key by key), a name, a description and metadata. Each change is a new version;
-``set_latest`` goes back to one. Like threads, an owner sees only its own. Its ``context`` is
-checked against its graph's ``context_schema`` when it is stored, as a run's is.
-
-A graph's drawing is made once per graph (and ``xray`` depth).
-"""
+"""The served graphs' assistants and the owners' own (:class:`Assistants`): look-ups, changes
+as versions, search, and each graph's drawing and subgraphs, made once."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, cast
-from uuid import NAMESPACE_URL, UUID, uuid4, uuid5
+from uuid import uuid4
 
 from langgraph.pregel import Pregel
 
 from consentry.errors import ConflictError, InvalidRequestError, NotFoundError
 from consentry.principal import Principal
+from consentry.runtime.assistants._assistant import (
+    Assistant,
+    AssistantChanges,
+    SortKey,
+    as_uuid,
+    assistant_exists,
+    assistant_uuid,
+    from_record,
+    matches,
+    sort_value,
+)
 from consentry.runtime.clock import Clock
 from consentry.runtime.graph_state import as_json
 from consentry.runtime.runs.execute import RunOptions
@@ -35,44 +33,7 @@ from consentry.storage.metadata_filters import MetadataValue
 from consentry_graphs.graph_io import GraphIO, describe_graph
 from consentry_graphs.registry import CompiledGraph, GraphSpec
 
-__all__ = ["Assistant", "AssistantChanges", "Assistants", "assistant_uuid"]
-
-SortKey = Literal["assistant_id", "graph_id", "name", "created_at", "updated_at"]
-
-
-def assistant_uuid(graph: str) -> str:
-    """The stable UUID of a graph's assistant (the LangGraph Agent Server's for that graph)."""
-    return str(uuid5(NAMESPACE_URL, graph))
-
-
-@dataclass(frozen=True)
-class Assistant:
-    assistant_id: str
-    """A UUID; a served graph's name is accepted wherever its assistant's id is."""
-    graph: str
-    created_at: datetime
-    """A served graph's: when this server started serving it."""
-    updated_at: datetime
-    name: str
-    description: str | None = None
-    config: dict[str, Any] = field(default_factory=dict)
-    context: dict[str, Any] = field(default_factory=dict)
-    metadata: dict[str, Any] = field(default_factory=lambda: {"created_by": "system"})
-    version: int = 1
-    stored: bool = False
-    """Created by a client (False: a served graph's own)."""
-
-
-@dataclass(frozen=True)
-class AssistantChanges:
-    """What a client gives an assistant: ``None`` leaves a field as it is."""
-
-    graph: str | None = None
-    name: str | None = None
-    description: str | None = None
-    config: dict[str, Any] | None = None
-    context: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
+__all__ = ["Assistants"]
 
 
 class Assistants:
@@ -109,11 +70,11 @@ class Assistants:
         found = self._by_id.get(assistant_id)
         if found is not None:
             return found
-        if (uuid := _uuid(assistant_id)) is not None:
+        if (uuid := as_uuid(assistant_id)) is not None:
             async with self._db.read() as conn:
                 row = await assistants_repo.get_assistant(conn, owner, uuid)
             if row is not None:
-                return _of(row)
+                return from_record(row)
         raise NotFoundError.of("assistant", assistant_id)
 
     def spec(self, assistant: Assistant) -> GraphSpec:
@@ -129,7 +90,7 @@ class Assistants:
     ) -> Assistant:
         """A new assistant of the owner's over a served graph (``if_exists="do_nothing"``: the
         owner's own of that id, as it is)."""
-        chosen = _uuid(assistant_id) if assistant_id is not None else str(uuid4())
+        chosen = as_uuid(assistant_id) if assistant_id is not None else str(uuid4())
         if chosen is None or chosen in self._by_id:
             raise InvalidRequestError(
                 "An assistant's id is a UUID that no served graph's assistant has.",
@@ -151,9 +112,9 @@ class Assistants:
             async with self._db.write() as conn:
                 existing = await assistants_repo.get_assistant(conn, owner, chosen)
                 if existing is not None and if_exists == "do_nothing":
-                    return _of(existing)
+                    return from_record(existing)
                 if existing is not None or await assistants_repo.assistant_id_taken(conn, chosen):
-                    raise _exists(chosen)
+                    raise assistant_exists(chosen)
                 row = await assistants_repo.insert_assistant(
                     conn, owner, chosen, fields, now=self._clock()
                 )
@@ -164,9 +125,9 @@ class Assistants:
             async with self._db.read() as conn:
                 existing = await assistants_repo.get_assistant(conn, owner, chosen)
             if existing is not None and if_exists == "do_nothing":
-                return _of(existing)
-            raise _exists(chosen) from None
-        return _of(row)
+                return from_record(existing)
+            raise assistant_exists(chosen) from None
+        return from_record(row)
 
     async def update(
         self, owner: Principal, assistant_id: str, given: AssistantChanges
@@ -188,7 +149,7 @@ class Assistants:
                 )
             )
             row = await assistants_repo.add_version(conn, owner, current, fields, now=self._clock())
-        return _of(row)
+        return from_record(row)
 
     async def set_latest(self, owner: Principal, assistant_id: str, version: int) -> Assistant:
         async with self._db.write() as conn:
@@ -202,7 +163,7 @@ class Assistants:
                 code="assistant_version_not_found",
                 details={"assistant_id": assistant_id, "version": version},
             )
-        return _of(row)
+        return from_record(row)
 
     async def delete(self, owner: Principal, assistant_id: str) -> None:
         async with self._db.write() as conn:
@@ -232,7 +193,7 @@ class Assistants:
                 metadata=dict(served.metadata),
                 created_at=served.created_at,
             )
-            return [only][offset : offset + limit] if _matches(served, None, None, metadata) else []
+            return [only][offset : offset + limit] if matches(served, None, None, metadata) else []
         async with self._db.read() as conn:
             row = await self._own(conn, owner, assistant_id, lock=False)
             return await assistants_repo.assistant_versions_of(
@@ -256,7 +217,7 @@ class Assistants:
         (``created_at`` when only the order is given), ties by id."""
         if sort_by is None and descending:
             sort_by = "created_at"
-        served = [a for a in self.served() if _matches(a, graph, name, metadata)]
+        served = [a for a in self.served() if matches(a, graph, name, metadata)]
         async with self._db.read() as conn:
             own = await assistants_repo.search_assistants(
                 conn,
@@ -268,10 +229,10 @@ class Assistants:
                 order_by=sort_by or "created_at",
                 descending=descending or sort_by is None,
             )
-        found = served + [_of(row) for row in own]
+        found = served + [from_record(row) for row in own]
         if sort_by is not None:
             key = sort_by
-            found.sort(key=lambda a: (_sort_value(a, key), a.assistant_id), reverse=descending)
+            found.sort(key=lambda a: (sort_value(a, key), a.assistant_id), reverse=descending)
         return found[offset : offset + limit]
 
     async def count(
@@ -282,7 +243,7 @@ class Assistants:
         name: str | None,
         metadata: Mapping[str, MetadataValue] | None,
     ) -> int:
-        served = sum(_matches(a, graph, name, metadata) for a in self.served())
+        served = sum(matches(a, graph, name, metadata) for a in self.served())
         async with self._db.read() as conn:
             own = await assistants_repo.count_assistants(
                 conn, owner, graph=graph, name=name, metadata=metadata
@@ -330,7 +291,7 @@ class Assistants:
                 details={"assistant_id": assistant_id},
             )
         row = None
-        if (uuid := _uuid(assistant_id)) is not None:
+        if (uuid := as_uuid(assistant_id)) is not None:
             row = await assistants_repo.get_assistant(conn, owner, uuid, lock=lock)
         if row is None:
             raise NotFoundError.of("assistant", assistant_id)
@@ -360,62 +321,3 @@ class Assistants:
             kept=RunOptions(),
         )
         return given
-
-
-def _uuid(value: str) -> str | None:
-    try:
-        return str(UUID(value))
-    except ValueError:
-        return None
-
-
-def _exists(assistant_id: str) -> ConflictError:
-    return ConflictError(
-        f"An assistant with id {assistant_id!r} exists.",
-        code="assistant_exists",
-        details={"assistant_id": assistant_id},
-    )
-
-
-def _of(row: AssistantRecord) -> Assistant:
-    return Assistant(
-        assistant_id=row.id,
-        graph=row.graph,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        name=row.name,
-        description=row.description,
-        config=row.config,
-        context=row.context,
-        metadata=row.metadata,
-        version=row.version,
-        stored=True,
-    )
-
-
-def _matches(
-    assistant: Assistant,
-    graph: str | None,
-    name: str | None,
-    metadata: Mapping[str, MetadataValue] | None,
-) -> bool:
-    return (
-        graph in (None, assistant.graph)
-        and name in (None, assistant.name)
-        and all(
-            key in assistant.metadata
-            and type(assistant.metadata[key]) is type(value)
-            and assistant.metadata[key] == value
-            for key, value in (metadata or {}).items()
-        )
-    )
-
-
-def _sort_value(assistant: Assistant, sort_by: SortKey) -> Any:
-    return {
-        "assistant_id": assistant.assistant_id,
-        "graph_id": assistant.graph,
-        "name": assistant.name,
-        "created_at": assistant.created_at,
-        "updated_at": assistant.updated_at,
-    }[sort_by]
