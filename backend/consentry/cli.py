@@ -197,7 +197,16 @@ def _add_client_commands(commands: argparse._SubParsersAction[argparse.ArgumentP
     listing = actions.add_parser("list", help="list approvals, newest first")
     listing.add_argument(
         "--status",
-        choices=["pending", "approved", "edited", "rejected", "answered", "expired", "cancelled"],
+        choices=[
+            "pending",
+            "approved",
+            "edited",
+            "rejected",
+            "answered",
+            "expired",
+            "cancelled",
+            "superseded",
+        ],
     )
     show = actions.add_parser("show", help="one approval, with its proposal as a diff")
     show.add_argument("approval_id")

@@ -236,6 +236,7 @@ async def _open(
                             db=db,
                             graphs=graphs,
                             checkpointer=checkpointer,
+                            compiled=executor.graph,
                             reader=threads,
                             clock=clock,
                             sample_notes=sample_notes,

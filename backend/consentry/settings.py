@@ -245,11 +245,12 @@ class Settings(BaseSettings):
         description="Messages a graph keeps in its state and sends to the model; the full "
         "transcript is kept apart (`GET /v1/threads/{id}/messages`).",
     )
-    checkpoint_retention: Literal["latest", "all"] = Field(
-        default="latest",
-        description="`latest`: keep only the thread's newest checkpoint (what a resume, a retry "
-        "and a takeover read); each step's write replaces the one before, in its transaction. "
-        "`all`: keep every checkpoint of every step.",
+    checkpoint_retention: Literal["latest", "turns", "all"] = Field(
+        default="turns",
+        description="`turns`: keep the thread's newest checkpoint and the one each run started "
+        "from (a turn's state: what time travel forks from); each step's write replaces the "
+        "run's own before it, in its transaction. `latest`: keep only the newest (what a "
+        "resume, a retry and a takeover read). `all`: keep every checkpoint of every step.",
     )
     event_retention_hours: float = Field(
         default=168.0, ge=24.0, description="How long stored events stay replayable."

@@ -35,6 +35,7 @@ from consentry_graphs.wire_types import Decision
 __all__ = [
     "ConsentDecision",
     "ConsentKind",
+    "ConsentNotGrantedError",
     "ConsentRequest",
     "Decision",
     "EffectLedger",
@@ -181,10 +182,23 @@ class ConsentKind(Generic[ProposalT, EditT]):
         }
 
 
+class ConsentNotGrantedError(Exception):
+    """An effect was asked for an approval no person or policy approved (or edited): nothing is
+    applied. The server's ledger raises it from ``recall`` when the decision is not on record,
+    whatever the graph's state says (a state written by hand, a decision that was never made)."""
+
+    def __init__(self, approval_id: str) -> None:
+        super().__init__(f"no approved consent {approval_id!r} is on record: nothing was applied")
+        self.approval_id = approval_id
+
+
 class EffectLedger(Protocol):
     """Results of effects, by approval id: what makes an effect node safe to re-run."""
 
-    async def recall(self, approval_id: str) -> dict[str, Any] | None: ...
+    async def recall(self, approval_id: str) -> dict[str, Any] | None:
+        """The effect's recorded result, or None when it has not run (the server's ledger
+        raises :class:`ConsentNotGrantedError` when the approval was not granted)."""
+        ...
 
     async def remember(self, approval_id: str, kind: str, result: dict[str, Any]) -> None: ...
 

@@ -80,6 +80,8 @@ class Call:
                 return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
             if isinstance(template, dict):
                 return {key: fill(value) for key, value in template.items()}
+            if isinstance(template, list):
+                return [fill(value) for value in template]
             return template
 
         request = client.build_request(
@@ -222,6 +224,17 @@ CALLS: tuple[Call, ...] = (
         owner_code="run_not_found",
     ),
     # Writes: the owner's calls change the owner's objects, so they run last, in this order.
+    # The thread waits for its consent here: neither an update the graph refuses nor a copy
+    # changes it; a prune keeps its newest checkpoint (and the consent it waits on).
+    Call(
+        "POST",
+        "/threads/{thread_id}/state",
+        json={"values": {}, "as_node": "no_such_node"},
+        owner_status=422,
+        owner_code="invalid_update",
+    ),
+    Call("POST", "/threads/{thread_id}/copy", owner_status=409, owner_code="consent_pending"),
+    Call("POST", "/threads/prune", json={"thread_ids": ["{thread_id}"], "strategy": "keep_latest"}),
     Call("POST", "/v1/projects", json={"name": "Another project"}, owner_status=201),
     Call(
         "POST",

@@ -123,10 +123,13 @@ async def test_threads_paused_under_the_old_checkpointer_resume_after_the_upgrad
         assert follow_up[-1].reason == "completed"  # type: ignore[union-attr]
         state = (await client.get(f"/threads/{finished['thread_id']}/state")).json()
         assert len(state["values"]["messages"]) == finished["checkpoint"]["state_message_count"] + 2
+        # The old saver's checkpoints are the thread's history; the resume adds its turn.
+        kept = await _copied(client, tutor["thread_id"])
+        assert kept == len(tutor["checkpoint"]["history_checkpoint_ids"]) + 1
 
     # A second start copies nothing again (the copy is recorded), and loses nothing.
     async with open_app() as client:
-        assert await _copied(client, tutor["thread_id"]) == 1  # only the newest kept since
+        assert await _copied(client, tutor["thread_id"]) == kept
         done = (await client.get(f"/v1/threads/{tutor['thread_id']}")).json()
         assert done["status"] == "idle"
         assert done["pending_consents"] == []

@@ -110,6 +110,8 @@ BODIES: tuple[Body, ...] = (
     Body("POST", "/threads/search", {"status": "interrupted"}),
     Body("POST", "/threads/count", {"status": "interrupted"}),
     Body("POST", "/threads/{thread_id}/state/checkpoint", {"checkpoint": {}}),
+    Body("POST", "/threads/{thread_id}/state", {"values": {}, "as_node": "no_such_node"}),
+    Body("POST", "/threads/prune", {"thread_ids": ["{thread_id}"], "strategy": "keep_latest"}),
     Body("PATCH", "/threads/{thread_id}", {"metadata": {"topic": "rag"}}),
     Body("POST", "/threads/{thread_id}/history", {"limit": 2}),
     Body(
@@ -151,6 +153,7 @@ FREE_FORM = {
     "ChatRequest.input",
     "ChatRequest.context",
     "ChatRequest.configurable",
+    "ThreadStateUpdateRequest.values",
     "AssistantSearchRequest.metadata",
     "AssistantCountRequest.metadata",
     "AssistantVersionsRequest.metadata",

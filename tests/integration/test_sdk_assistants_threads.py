@@ -538,9 +538,6 @@ async def test_sdk_methods_consentry_does_not_serve_are_refused_by_status_and_co
             "assistants.delete": lambda: sdk.assistants.delete("tutor"),
             "assistants.set_latest": lambda: sdk.assistants.set_latest("tutor", 1),
             "assistants.search(select)": lambda: sdk.assistants.search(select=["graph_id"]),
-            "threads.copy": lambda: sdk.threads.copy(tid),
-            "threads.prune": lambda: sdk.threads.prune([tid]),
-            "threads.update_state": lambda: sdk.threads.update_state(tid, {"messages": []}),
             "threads.get_state(checkpoint_id)": lambda: sdk.threads.get_state(
                 tid, checkpoint_id="x"
             ),
@@ -563,9 +560,6 @@ async def test_sdk_methods_consentry_does_not_serve_are_refused_by_status_and_co
         "assistants.delete": (409, "assistant_read_only"),
         "assistants.set_latest": (409, "assistant_read_only"),
         "assistants.search(select)": (422, "request_invalid"),
-        "threads.copy": (404, "not_found"),
-        "threads.prune": (405, "method_not_allowed"),
-        "threads.update_state": (405, "method_not_allowed"),
         "threads.get_state(checkpoint_id)": (404, "checkpoint_not_found"),
         "threads.get_state(checkpoint)": (404, "checkpoint_not_found"),
         "threads.create(ttl)": (422, "request_invalid"),

@@ -64,7 +64,7 @@ async def test_content_blocks_are_read_as_text_and_the_tutor_asks_its_consent(
     assert [a["kind"] for a in pending["approvals"]] == ["note_create"]
 
 
-async def test_a_run_that_names_the_newest_checkpoint_continues_and_an_older_one_is_refused(
+async def test_a_run_that_names_the_newest_checkpoint_continues_and_a_command_only_that(
     open_live: Any,
 ) -> None:
     async with open_live() as (client, _), sdk_client(client) as sdk:
@@ -90,11 +90,13 @@ async def test_a_run_that_names_the_newest_checkpoint_continues_and_an_older_one
             )
         )
         stale = head["checkpoint_id"]
-        with pytest.raises(ConflictError) as older:
+        with pytest.raises(ConflictError) as older:  # a decision answers the newest's consents
             await parts(
-                sdk.runs.stream(thread_id, "tutor", input=_human("And then?"), checkpoint_id=stale)
+                sdk.runs.stream(
+                    thread_id, "tutor", input={}, command={"resume": "yes"}, checkpoint_id=stale
+                )
             )
-        with pytest.raises(ConflictError) as queued:  # a queued run's is checked as it is queued
+        with pytest.raises(ConflictError) as queued:  # a fork is not queued
             await sdk.runs.create(
                 thread_id,
                 "tutor",
@@ -102,7 +104,7 @@ async def test_a_run_that_names_the_newest_checkpoint_continues_and_an_older_one
                 multitask_strategy="enqueue",
                 checkpoint_id=stale,
             )
-        with pytest.raises(ConflictError) as on_a_new_thread:
+        with pytest.raises(NotFoundError) as on_a_new_thread:
             await parts(
                 sdk.runs.stream(
                     None, "tutor", input=_human("Hi"), checkpoint_id=head["checkpoint_id"]
@@ -116,8 +118,8 @@ async def test_a_run_that_names_the_newest_checkpoint_continues_and_an_older_one
     assert refused["code"] == "checkpoint_not_head"
     assert refused["details"]["checkpoint_id"] == head["checkpoint_id"]
     assert refused["details"]["head_checkpoint_id"] not in (None, head["checkpoint_id"])
-    assert queued.value.response.json()["error"]["code"] == "checkpoint_not_head"
-    assert on_a_new_thread.value.response.json()["error"]["details"]["head_checkpoint_id"] is None
+    assert queued.value.response.json()["error"]["code"] == "fork_not_queued"
+    assert on_a_new_thread.value.response.json()["error"]["code"] == "checkpoint_not_found"
     said = [m["content"] for m in transcript["messages"] if m["role"] == "user"]
     assert said == ["What is retrieval?", "What is chunking?", "Why does spacing help memory?"]
 
@@ -162,10 +164,10 @@ async def test_the_state_at_any_kept_checkpoint_is_read_and_one_not_kept_is_404(
     assert unknown.value.response.json()["error"]["code"] == "checkpoint_not_found"
 
 
-async def test_with_the_default_retention_only_the_newest_checkpoint_is_kept(
+async def test_with_retention_latest_only_the_newest_checkpoint_is_kept(
     open_live: Any,
 ) -> None:
-    async with open_live() as (client, _), sdk_client(client) as sdk:
+    async with open_live(checkpoint_retention="latest") as (client, _), sdk_client(client) as sdk:
         first = await parts(sdk.runs.stream(None, "tutor", input=_human("What is retrieval?")))
         thread_id = first[0].data["thread_id"]
         before = (await sdk.threads.get_state(thread_id))["checkpoint"]

@@ -44,6 +44,8 @@ class _DiesBeforeCommit:
         self._run = run
         self.fence = run.fence
         self.latest_only = run.latest_only
+        self.keep_turns = run.keep_turns
+        self.turn = run.turn
         self.new_thread = run.new_thread
 
     async def commit_step(self, write: Callable[[DbConnection], Awaitable[None]]) -> None:
@@ -192,6 +194,8 @@ async def test_a_checkpoint_written_under_a_lease_that_moved_on_is_refused_and_n
 
         fence = CheckpointFence(thread_id, run_id, 1)
         latest_only = True
+        keep_turns = False
+        turn = None
         new_thread = False
 
         async def commit_step(self, write: Callable[[DbConnection], Awaitable[None]]) -> None:
@@ -226,6 +230,8 @@ async def test_pending_writes_are_fenced_and_each_key_keeps_the_value_the_graph_
         class Run:
             fence = CheckpointFence(thread_id, run_id, token)
             latest_only = True
+            keep_turns = False
+            turn = None
             new_thread = False
 
         return {"configurable": {**saved.config["configurable"], RUN_KEY: Run()}}

@@ -155,6 +155,18 @@ async def _checkpoints(client: httpx.AsyncClient, thread_id: str) -> int:
     return int(found)
 
 
+async def _three_turns(client: httpx.AsyncClient) -> tuple[str, list[int]]:
+    """A thread asked three questions, and its checkpoints after each answer."""
+    thread_id = await _answered(client, _question(1))
+    await _settled(client)
+    counts = [await _checkpoints(client, thread_id)]
+    for n in (2, 3):
+        await _answered(client, _question(n), thread_id)
+        await _settled(client)
+        counts.append(await _checkpoints(client, thread_id))
+    return thread_id, counts
+
+
 async def _graph_messages(client: httpx.AsyncClient, thread_id: str) -> list[Any]:
     graph = _services(client).executor.graph("tutor")
     state = await graph.aget_state({"configurable": {"thread_id": thread_id}})
@@ -279,24 +291,44 @@ async def test_a_message_that_rejects_the_pending_consent_comes_after_the_reject
 # Checkpoint retention
 
 
-async def test_only_the_newest_checkpoint_of_a_thread_is_kept_after_each_run(
+async def test_with_retention_latest_only_the_newest_checkpoint_is_kept_after_each_run(
+    open_client: Callable[..., Any],
+) -> None:
+    async with open_client(checkpoint_retention="latest") as client:
+        thread_id, counts = await _three_turns(client)
+
+        assert counts == [1, 1, 1]
+        assert _texts(await _transcript(client, thread_id))[::2] == [
+            ("user", _question(n)) for n in (1, 2, 3)
+        ]
+        assert [m.text for m in await _graph_messages(client, thread_id)][::2] == [
+            _question(n) for n in (1, 2, 3)
+        ]
+
+
+async def test_by_default_a_thread_keeps_one_checkpoint_a_run_each_the_parent_of_the_next(
     client: httpx.AsyncClient,
 ) -> None:
-    thread_id = await _answered(client, _question(1))
-    await _settled(client)
-    counts = [await _checkpoints(client, thread_id)]
-    for n in (2, 3):
-        await _answered(client, _question(n), thread_id)
-        await _settled(client)
-        counts.append(await _checkpoints(client, thread_id))
+    """Retention ``turns``: a run's steps replace each other, and the checkpoint it started from
+    stays; each kept checkpoint names the one before it as its parent, so the history is one
+    unbroken chain of turns (what a fork starts from)."""
+    thread_id, counts = await _three_turns(client)
 
-    assert counts == [1, 1, 1]
-    assert _texts(await _transcript(client, thread_id))[::2] == [
-        ("user", _question(n)) for n in (1, 2, 3)
+    assert counts == [1, 2, 3]
+    graph = _services(client).executor.graph("tutor")
+    history = [
+        s async for s in graph.aget_state_history({"configurable": {"thread_id": thread_id}})
     ]
-    assert [m.text for m in await _graph_messages(client, thread_id)][::2] == [
-        _question(n) for n in (1, 2, 3)
+    ids = [s.config["configurable"]["checkpoint_id"] for s in history]
+    parents = [
+        s.parent_config["configurable"]["checkpoint_id"] if s.parent_config else None
+        for s in history
     ]
+    assert parents == [*ids[1:], None]
+    questions = [
+        [m.text for m in s.values["messages"] if isinstance(m, HumanMessage)] for s in history
+    ]
+    assert questions == [[_question(n) for n in range(1, k + 1)] for k in (3, 2, 1)]
 
 
 async def test_a_thread_waiting_for_a_consent_keeps_its_turn_until_the_decision_ran(
@@ -307,9 +339,9 @@ async def test_a_thread_waiting_for_a_consent_keeps_its_turn_until_the_decision_
     assert await _checkpoints(client, thread_id) == 1
     consent = await _asked_to_create_a_note(client, thread_id)
     await _settled(client)
-    # Each step's write replaced the one before: the newest (which holds the interrupt) is all
-    # a decision resumes from.
-    assert await _checkpoints(client, thread_id) == 1
+    # Each step's write replaced the run's own before it: the newest (which holds the
+    # interrupt) is what a decision resumes from, beside the turn before.
+    assert await _checkpoints(client, thread_id) == 2
 
     events = await _decide(client, consent, "approve")
     await _settled(client)
@@ -334,7 +366,7 @@ async def test_a_thread_waiting_for_a_consent_keeps_its_turn_until_the_decision_
         "completed",
         [],
     )
-    assert await _checkpoints(client, thread_id) == 1
+    assert await _checkpoints(client, thread_id) == 3
     # The thread goes on from the kept checkpoint.
     await _answered(client, _question(2), thread_id)
     assert _texts(await _transcript(client, thread_id))[-3:-1] == [
@@ -352,7 +384,8 @@ async def test_a_rejection_changes_nothing_ends_the_consent_and_prunes_the_threa
     events = await _decide(client, consent, "reject")
     await _settled(client)
 
-    assert await _checkpoints(client, consent.thread_id) == 1
+    # A turn each: the question, the request, the decision.
+    assert await _checkpoints(client, consent.thread_id) == 3
 
     assert kinds(events) == DECIDED
     assert _reason(events) == "completed"
@@ -366,13 +399,7 @@ async def test_with_retention_all_every_checkpoint_is_kept(
     open_client: Callable[..., Any],
 ) -> None:
     async with open_client(checkpoint_retention="all") as client:
-        thread_id = await _answered(client, _question(1))
-        await _settled(client)
-        counts = [await _checkpoints(client, thread_id)]
-        for n in (2, 3):
-            await _answered(client, _question(n), thread_id)
-            await _settled(client)
-            counts.append(await _checkpoints(client, thread_id))
+        _, counts = await _three_turns(client)
 
     # At least one checkpoint per step: the input, analyze_message, answer_question.
     assert counts[0] >= 3
@@ -482,7 +509,9 @@ def test_a_window_of_fewer_than_two_messages_is_refused(monkeypatch: pytest.Monk
     assert Settings().conversation_window == 2
 
 
-def test_checkpoint_retention_is_latest_unless_set_to_all(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_checkpoint_retention_is_turns_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Settings().checkpoint_retention == "turns"
+    monkeypatch.setenv("CONSENTRY_CHECKPOINT_RETENTION", "latest")
     assert Settings().checkpoint_retention == "latest"
     monkeypatch.setenv("CONSENTRY_CHECKPOINT_RETENTION", "all")
     assert Settings().checkpoint_retention == "all"

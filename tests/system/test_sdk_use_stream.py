@@ -4,8 +4,9 @@ CDN) drives a real Consentry server from another origin (``CONSENTRY_CORS_ORIGIN
 Chromium: a message and its answer growing token by token (the offline model), a consent shown
 with its approval id and approved with ``submit(undefined, {command: {resume}})``, a raw
 ``interrupt()`` answered, a page with ``useStream``'s defaults (no ``reconnectOnMount``), the
-thread's state at an interrupt, and a reload in the middle of a run that rejoins it
-(``reconnectOnMount``: the run id kept in sessionStorage, ``joinStream``).
+thread's state at an interrupt, a reload in the middle of a run that rejoins it
+(``reconnectOnMount``: the run id kept in sessionStorage, ``joinStream``), and a past message
+edited and sent again (a fork), its branches switched, and a consent left on another branch.
 
 What the page shows is asserted, and what the server recorded beside it (``/v1/approvals``, the
 thread's audit trail). Screenshots: ``test-artifacts/screenshots/<test>.png``, and
@@ -88,9 +89,20 @@ def server(tmp_path_factory: pytest.TempPathFactory, frontend: str, held: Path) 
 
 
 def open_page(
-    page: Page, frontend: str, server: str, assistant: str, *, reconnect: bool = True
+    page: Page,
+    frontend: str,
+    server: str,
+    assistant: str,
+    *,
+    reconnect: bool = True,
+    history: bool = False,
 ) -> None:
-    query = {"api": server, "assistant": assistant, "reconnect": "1" if reconnect else "0"}
+    query = {
+        "api": server,
+        "assistant": assistant,
+        "reconnect": "1" if reconnect else "0",
+        "history": "1" if history else "0",
+    }
     page.goto(f"{frontend}/index.html?{urlencode(query)}")
     expect(page.locator("#thread")).to_have_text("no thread yet")
 
@@ -103,6 +115,14 @@ def send(page: Page, text: str) -> None:
 def expect_idle(page: Page) -> None:
     expect(page.locator("#status")).to_have_attribute("data-loading", "false", timeout=WAIT_MS)
     expect(page.locator("#error")).to_have_count(0)
+
+
+def resend(page: Page, index: int, text: str) -> None:
+    """Edit the page's person's message ``index`` and send it again."""
+    human = page.locator(".msg.human").nth(index)
+    human.locator(".edit").click()
+    human.locator(".edit-text").fill(text)
+    human.locator(".resend").click()
 
 
 def shown_state(page: Page) -> dict[str, Any]:
@@ -296,3 +316,69 @@ def test_a_reload_mid_run_rejoins_the_run_and_shows_its_end(
     expect_idle(page)
     stored = page.evaluate("(id) => sessionStorage.getItem(`lg:stream:${id}`)", thread_id)
     assert stored is None, "the run's id is forgotten once it ended"
+
+
+def test_a_past_message_is_edited_and_sent_again_and_the_branches_switch(
+    watched: WatchedPage,
+    api: httpx.Client,
+    frontend: str,
+    server: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Agent Chat UI's edit: the new text is sent from the state the message was first asked
+    in (its first seen state's parent checkpoint); the server forks the thread there, and the
+    message's branches are switched on the page. Editing a message while a consent waits
+    leaves the consent's branch: the card goes, and the consent ends ``superseded``. (A
+    thread's first message has no state before it, on the Agent Server too: `useStream` sends
+    no checkpoint for it.)"""
+    page = watched.page
+    humans = page.locator(".msg.human")
+    open_page(page, frontend, server, "tutor", history=True)
+    send(page, QUESTION)
+    expect(page.locator(".msg.ai")).to_have_count(1, timeout=WAIT_MS)
+    expect_idle(page)
+    send(page, "What is chunking?")
+    expect(page.locator(".msg.ai")).to_have_count(2, timeout=WAIT_MS)
+    expect_idle(page)
+    thread_id = page.locator("#thread").inner_text()
+
+    resend(page, 1, "What is spaced repetition?")
+
+    expect(page.locator(".msg.human .text")).to_have_text(
+        [QUESTION, "What is spaced repetition?"], timeout=WAIT_MS
+    )
+    expect(page.locator(".msg.ai")).to_have_count(2, timeout=WAIT_MS)
+    expect_idle(page)
+    expect(humans.nth(1).locator(".branch")).to_have_text("2/2", timeout=WAIT_MS)
+    snapshot(page, request, "edited")
+    head = api.get(f"/threads/{thread_id}/state").json()
+    assert [m["content"] for m in head["values"]["messages"] if m["type"] == "human"] == [
+        QUESTION,
+        "What is spaced repetition?",
+    ]
+
+    humans.nth(1).locator(".previous").click()
+
+    expect(page.locator(".msg.human .text")).to_have_text([QUESTION, "What is chunking?"])
+    expect(humans.nth(1).locator(".branch")).to_have_text("1/2")
+    snapshot(page, request, "first-branch")
+    humans.nth(1).locator(".next").click()
+    expect(page.locator(".msg.human .text")).to_have_text([QUESTION, "What is spaced repetition?"])
+
+    send(page, SUMMARIZE)
+    card = page.locator("#interrupt")
+    expect(card).to_be_visible(timeout=WAIT_MS)
+    interrupt_id = card.get_attribute("data-interrupt-id")
+    resend(page, 1, "What is recall?")
+
+    expect(page.locator(".msg.human .text")).to_have_text(
+        [QUESTION, "What is recall?"], timeout=WAIT_MS
+    )
+    expect(page.locator(".msg.ai")).to_have_count(2, timeout=WAIT_MS)
+    expect_idle(page)
+    expect(card).to_have_count(0)
+    expect(humans.nth(1).locator(".branch")).to_have_text("3/3", timeout=WAIT_MS)
+    snapshot(page, request, "superseded")
+    assert api.get(f"/v1/approvals/{interrupt_id}").json()["status"] == "superseded"
+    pending = api.get("/v1/approvals", params={"status": "pending"}).json()["approvals"]
+    assert [a for a in pending if a["thread_id"] == thread_id] == []

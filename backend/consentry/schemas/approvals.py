@@ -35,7 +35,7 @@ TOOL_CALL = "tool_call"
 review (``approve``, ``edit`` its args, ``reject``, ``respond`` in the tool's place)."""
 
 ApprovalStatus = Literal[
-    "pending", "approved", "edited", "rejected", "answered", "expired", "cancelled"
+    "pending", "approved", "edited", "rejected", "answered", "expired", "cancelled", "superseded"
 ]
 
 
@@ -195,7 +195,7 @@ class DecisionAccepted(BaseModel):
     status: ApprovalStatus
 
 
-ApprovalChangeKind = Literal["requested", "decided", "expired", "cancelled"]
+ApprovalChangeKind = Literal["requested", "decided", "expired", "cancelled", "superseded"]
 
 
 class ApprovalChange(BaseModel):

@@ -14,7 +14,8 @@ class AuditRecord(BaseModel):
     seq: int = Field(description="Position in the whole audit log; grows with time.")
     action: str = Field(
         description="`run_started`, `run_ended`, `consent_requested`, `consent_decided`, "
-        "`consent_expired`, `consent_cancelled`, `effect_applied` or `error`."
+        "`consent_expired`, `consent_cancelled`, `consent_superseded`, `state_updated`, "
+        "`thread_copied`, `effect_applied` or `error`."
     )
     actor: str = Field(description="`tenant/user`, `policy` or `system`.")
     run_id: str | None

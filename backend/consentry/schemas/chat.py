@@ -126,6 +126,32 @@ class ChatRequest(RequestModel):
         self._assistant = (assistant_id,)
         return self
 
+    _fork: str | None = PrivateAttr(default=None)
+    """Set by the LangGraph SDK face (never sent by a client): an older checkpoint of the thread
+    this run's ``input`` branches from (a fork; None: the thread's newest)."""
+
+    def forked_from(self, checkpoint_id: str | None) -> Self:
+        """This request, as a run from ``checkpoint_id`` of its thread (None: its head)."""
+        self._fork = checkpoint_id
+        return self
+
+    @property
+    def fork_point(self) -> str | None:
+        return self._fork
+
+    _continues: bool = PrivateAttr(default=False)
+    """Set by the LangGraph SDK face (a run with neither ``input`` nor ``command``): the graph
+    goes on from the thread's newest checkpoint with no new input (``input`` is ``{}``)."""
+
+    def continuing(self) -> Self:
+        """This request, as a run that continues the thread's graph with no input."""
+        self._continues = True
+        return self
+
+    @property
+    def continues(self) -> bool:
+        return self._continues
+
     @property
     def assistant_named(self) -> bool:
         return self._assistant is not None

@@ -42,6 +42,7 @@ __all__ = [
     "ThreadSearchRequest",
     "ThreadStateAtRequest",
     "ThreadUpdateRequest",
+    "named_checkpoint",
 ]
 
 SdkThreadStatus = Literal["idle", "busy", "interrupted", "error"]
@@ -294,6 +295,13 @@ class CheckpointRef(RequestModel):
         default=None,
         description="Subgraphs' checkpoints: none are named (`useStream` sends `null`).",
     )
+
+
+def named_checkpoint(checkpoint: CheckpointRef | None, checkpoint_id: str | None) -> str | None:
+    """The id of the checkpoint a request names (by ``checkpoint_id``, else ``checkpoint``)."""
+    if checkpoint_id is not None:
+        return checkpoint_id
+    return checkpoint.checkpoint_id if checkpoint is not None else None
 
 
 class ThreadStateAtRequest(RequestModel):

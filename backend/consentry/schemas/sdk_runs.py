@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from consentry.schemas.events import TerminalReason
 from consentry.schemas.requests import RequestModel
-from consentry.schemas.sdk import CheckpointRef
+from consentry.schemas.sdk import CheckpointRef, named_checkpoint
 
 __all__ = [
     "STREAM_MODES",
@@ -105,9 +105,11 @@ class RunCreate(RequestModel):
     durability: Literal["sync"] | None = None
     checkpoint: CheckpointRef | None = Field(
         default=None,
-        description="The checkpoint the run continues from (`useStream` sends the thread's "
-        "newest): the thread's newest, or none. An older one (a fork) is 409 "
-        "`checkpoint_not_head`.",
+        description="The checkpoint the run starts from (`useStream` sends the thread's "
+        "newest): the thread's newest (or none) continues it; an older one the thread keeps "
+        "forks it (a new branch from there; the consents pending on the branch it leaves end "
+        "`superseded`). A `command` answers the newest only (else 409 `checkpoint_not_head`); "
+        "a fork is not queued (409 `fork_not_queued`).",
     )
     checkpoint_id: str | None = Field(
         default=None, max_length=64, description="The same as `checkpoint`, by its id alone."
@@ -115,10 +117,8 @@ class RunCreate(RequestModel):
 
     @property
     def from_checkpoint(self) -> str | None:
-        """The id of the checkpoint the client asks the run to continue from, if it names one."""
-        if self.checkpoint_id is not None:
-            return self.checkpoint_id
-        return self.checkpoint.checkpoint_id if self.checkpoint is not None else None
+        """The id of the checkpoint the client asks the run to start from, if it names one."""
+        return named_checkpoint(self.checkpoint, self.checkpoint_id)
 
     @property
     def modes(self) -> frozenset[str]:

@@ -38,6 +38,9 @@ AuditAction = Literal[
     "consent_decided",
     "consent_expired",
     "consent_cancelled",
+    "consent_superseded",
+    "state_updated",
+    "thread_copied",
     "effect_applied",
     "error",
 ]
@@ -52,6 +55,7 @@ APPROVAL_CHANGES: dict[AuditAction, ApprovalChangeKind] = {
     "consent_decided": "decided",
     "consent_expired": "expired",
     "consent_cancelled": "cancelled",
+    "consent_superseded": "superseded",
 }
 """The audit actions that change an approval, and the change each is on the approvals feed."""
 

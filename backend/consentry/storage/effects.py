@@ -14,6 +14,7 @@ from consentry.storage.audit import record_audit
 from consentry.storage.db.database import DbConnection, execute
 from consentry.storage.db.direct import direct
 from consentry.storage.tables import approvals, effects, threads
+from consentry_graphs.consent import ConsentNotGrantedError
 
 __all__ = ["apply_once", "recall_effect", "remember_effect"]
 
@@ -21,15 +22,19 @@ ResultT = TypeVar("ResultT", bound=BaseModel)
 
 
 # On the path of every approved effect: built once, run on the driver (``storage.db.direct``).
+# The approval's status and its effect's result, if it ran: one read for both.
 _RECALL = direct(
-    sa.select(effects.c.result)
-    .join(approvals, approvals.c.id == effects.c.approval_id)
+    sa.select(approvals.c.status, effects.c.result)
+    .select_from(approvals)
+    .outerjoin(effects, effects.c.approval_id == approvals.c.id)
     .where(
-        effects.c.approval_id == sa.bindparam("p_id"),
+        approvals.c.id == sa.bindparam("p_id"),
         approvals.c.tenant == sa.bindparam("p_tenant"),
         approvals.c.user_id == sa.bindparam("p_user"),
     )
 )
+_GRANTED = frozenset({"approved", "edited"})
+"""The statuses of an approval whose effect may run."""
 _REMEMBER = direct(effects.insert())
 _DOER = direct(
     sa.select(
@@ -68,10 +73,16 @@ async def apply_once(
 async def recall_effect(
     conn: DbConnection, owner: Principal, approval_id: str
 ) -> dict[str, Any] | None:
-    """The recorded result of the effect behind one of the owner's approvals, if it ran."""
+    """The recorded result of the effect behind one of the owner's approvals, if it ran; None
+    when it has not and may (the approval was approved or edited). ``ConsentNotGrantedError``
+    otherwise: an effect runs only behind a decision on record, whatever a graph's state says."""
     params = {"p_id": approval_id, "p_tenant": owner.tenant, "p_user": owner.user}
-    found = (await execute(conn, _RECALL, params)).scalar()
-    return dict(found) if found is not None else None
+    found = (await execute(conn, _RECALL, params)).first()
+    if found is not None and found[1] is not None:
+        return dict(found[1])
+    if found is None or found[0] not in _GRANTED:
+        raise ConsentNotGrantedError(approval_id)
+    return None
 
 
 async def remember_effect(

@@ -37,7 +37,7 @@ export interface Approval {
    * @format date-time
    */
   expires_at: string | null;
-  status: "pending" | "approved" | "edited" | "rejected" | "answered" | "expired" | "cancelled";
+  status: "pending" | "approved" | "edited" | "rejected" | "answered" | "expired" | "cancelled" | "superseded";
   /** None while pending. */
   decided: RecordedDecision | null;
 }
@@ -47,7 +47,7 @@ export interface Approval {
  * ``approval`` is as it is when the frame was read (apply frames by ``approval_id``).
  */
 export interface ApprovalChange {
-  change: "requested" | "decided" | "expired" | "cancelled";
+  change: "requested" | "decided" | "expired" | "cancelled" | "superseded";
   approval: Approval;
 }
 
@@ -69,7 +69,7 @@ export interface ApprovalsReady {
 export interface AuditRecord {
   /** Position in the whole audit log; grows with time. */
   seq: number;
-  /** `run_started`, `run_ended`, `consent_requested`, `consent_decided`, `consent_expired`, `consent_cancelled`, `effect_applied` or `error`. */
+  /** `run_started`, `run_ended`, `consent_requested`, `consent_decided`, `consent_expired`, `consent_cancelled`, `consent_superseded`, `state_updated`, `thread_copied`, `effect_applied` or `error`. */
   action: string;
   /** `tenant/user`, `policy` or `system`. */
   actor: string;
@@ -279,7 +279,7 @@ export interface DecisionAccepted {
   approval_id: string;
   thread_id: string;
   run_id: string;
-  status: "pending" | "approved" | "edited" | "rejected" | "answered" | "expired" | "cancelled";
+  status: "pending" | "approved" | "edited" | "rejected" | "answered" | "expired" | "cancelled" | "superseded";
 }
 
 /**
@@ -595,7 +595,7 @@ export interface NoteVersionList {
 
 /** What was decided, by whom and when. */
 export interface RecordedDecision {
-  status: "pending" | "approved" | "edited" | "rejected" | "answered" | "expired" | "cancelled";
+  status: "pending" | "approved" | "edited" | "rejected" | "answered" | "expired" | "cancelled" | "superseded";
   /** `approve`, `edit`, `reject`, `answer`, or `expire`. */
   decision: string | null;
   /** `tenant/user`, `policy` or `system`. */

@@ -2,9 +2,10 @@
 ``/threads/count`` beside ``GET|PATCH|DELETE /threads/{thread_id}`` (and the same for
 assistants): with a plain ``{thread_id}``, ``GET /threads/search`` would be a read of a thread
 named "search" and a 405's ``Allow`` would name methods the path does not document. The
-``sdk_id`` convertor matches any id but ``search`` and ``count``, so routing says what the
-OpenAPI document says (a thread or assistant is never named so: thread ids are UUIDs, assistant
-ids graph names or UUIDs, and a graph of that name would still be read at ``GET /v1/graphs``).
+``sdk_id`` convertor matches any id but ``search``, ``count`` and ``prune``, so routing says
+what the OpenAPI document says (a thread or assistant is never named so: thread ids are UUIDs,
+assistant ids graph names or UUIDs, and a graph of that name would still be read at ``GET
+/v1/graphs``).
 The same for ``POST /threads/{id}/state/checkpoint`` beside ``GET
 /threads/{id}/state/{checkpoint_id}`` (checkpoint ids are UUIDs)."""
 
@@ -26,7 +27,7 @@ RUN_ID = "sdk_run_id"
 
 
 class _SdkId(Convertor[str]):
-    regex: ClassVar[str] = "(?!(?:search|count)$)[^/]+"
+    regex: ClassVar[str] = "(?!(?:search|count|prune)$)[^/]+"
 
     def convert(self, value: str) -> str:
         return value

@@ -164,7 +164,13 @@ class RunStart:
         ``Idempotency-Key``: the first request's run)."""
         self._check(body)
         await self._create_thread(body, thread_id)
-        await self._check_checkpoint(body, thread_id)
+        if await self._fork_point(body, thread_id) is not None:
+            raise ConflictError(
+                "A run from an older checkpoint (a fork) is not queued: send it when the "
+                "thread has no active run, or send the thread's newest checkpoint.",
+                code="fork_not_queued",
+                details={"checkpoint_id": body.from_checkpoint},
+            )
         run_id = str(uuid4())
 
         async def add(key: KeyHold | None) -> Queued:
@@ -237,31 +243,35 @@ class RunStart:
                 code="unsupported_field",
                 details={"fields": [f"config.{key}" for key in unserved]},
             )
-        no_input = body.input is None or (body.command is not None and not body.input)
-        if no_input == (body.command is None):
+        if body.command is not None and body.input:
             raise InvalidRequestError(
-                "Send exactly one of `input` or `command` (beside a `command`, `input` may be "
-                "empty).",
+                "Send one of `input` or `command` (beside a `command`, `input` may be empty; "
+                "with neither, the graph goes on from the thread's newest checkpoint).",
                 code="invalid_input",
             )
 
-    async def _check_checkpoint(self, body: RunCreate, thread_id: str | None) -> None:
-        """A run continues from the thread's newest checkpoint: a client may name it (as
-        ``useStream`` does), not an older one (a fork, not served yet: 409
-        ``checkpoint_not_head``, with the newest's id)."""
+    async def _fork_point(self, body: RunCreate, thread_id: str | None) -> str | None:
+        """The older checkpoint of the thread a run branches from (a fork), or None: it names
+        none, or the thread's newest (as ``useStream`` sends it), and continues. A decision
+        answers what the newest waits for, and a run with no input goes on from it: with an
+        older one, 409 ``checkpoint_not_head``."""
         asked = body.from_checkpoint
         if asked is None:
-            return
+            return None
         head = None
         if thread_id is not None:
             head = await self.threads.head_checkpoint_id(self.owner, thread_id)
-        if asked != head:
+        if asked == head:
+            return None
+        if body.command is not None or body.input is None:
             raise ConflictError(
-                "A run continues from the thread's newest checkpoint; running from an older one "
-                "(a fork) is not served yet. Send the newest, or none.",
+                "A `command` answers the consents the thread's newest checkpoint waits for, "
+                "and a run with no `input` goes on from it: send that checkpoint, or none (a "
+                "fork from an older one starts with an `input`).",
                 code="checkpoint_not_head",
                 details={"checkpoint_id": asked, "head_checkpoint_id": head},
             )
+        return asked
 
     async def _create_thread(self, body: RunCreate, thread_id: str | None) -> None:
         """``if_not_exists="create"``: the thread the path names, if it has none."""
@@ -280,13 +290,22 @@ class RunStart:
         """The ``/v1/chat`` request this run is, on the assistant's graph (a ``command`` as
         decisions on the consents the thread waits for now). ``queued``: a run that waited
         for its turn, whose ``checkpoint`` was checked when it was queued (the runs before it
-        have moved the thread on since)."""
+        have moved the thread on since). An ``input`` from an older checkpoint is a fork."""
         assistant = await self._assistant(body)
         graph = assistant.graph
         self._check(body)
         await self._create_thread(body, thread_id)
-        if not queued:
-            await self._check_checkpoint(body, thread_id)
+        fork = None if queued else await self._fork_point(body, thread_id)
+        if body.command is None and body.input is None:  # the graph goes on as it stands
+            if thread_id is None:
+                raise ConflictError(
+                    "A run with no `input` goes on with a thread's graph: name the thread.",
+                    code="nothing_to_continue",
+                )
+            request = chat_request(
+                {"thread_id": thread_id, "graph": graph, "input": {}} | _options(body, assistant)
+            )
+            return request.on_assistant(_stored_id(assistant)).continuing()
         if body.command is None:
             # The note and project the thread is about, when its graph takes them as input (the
             # tutor): checked and remembered as `/v1/chat`'s fields are (404 `note_not_found`).
@@ -299,7 +318,7 @@ class RunStart:
                 {"thread_id": thread_id, "graph": graph, "input": body.input, **named}
                 | _options(body, assistant)
             )
-            return request.on_assistant(_stored_id(assistant))
+            return request.on_assistant(_stored_id(assistant)).forked_from(fork)
         if thread_id is None:
             raise ConflictError("A `command` resumes a thread: name it.", code="no_pending_consent")
         pending = await self.threads.pending_consents(self.owner, thread_id)

@@ -1,5 +1,6 @@
 """The LangGraph SDK's threads (``client.threads.create``, ``get``, ``search``, ``update``,
-``delete``, ``count``, ``get_state`` at the newest checkpoint or a kept one, ``get_history``):
+``delete``, ``count``, ``prune``, ``copy``, ``get_state`` at the newest checkpoint or a kept one,
+``update_state``, ``get_history``):
 Consentry's threads, with their status as the SDK names it (``idle``, ``busy``, ``interrupted``
 while a consent waits, ``error``) and their graph's state read from its checkpoints."""
 
@@ -22,6 +23,12 @@ from consentry.schemas.sdk import (
     ThreadSearchRequest,
     ThreadStateAtRequest,
     ThreadUpdateRequest,
+)
+from consentry.schemas.sdk_branches import (
+    PruneResult,
+    ThreadPruneRequest,
+    ThreadStateUpdate,
+    ThreadStateUpdateRequest,
 )
 
 __all__ = ["router"]
@@ -63,6 +70,18 @@ async def search_threads(
     )
 
 
+@router.post("/prune")
+async def prune_threads(
+    body: ThreadPruneRequest, owner: PrincipalDep, writer: ThreadWriterDep
+) -> PruneResult:
+    """Delete the caller's threads (`strategy: "delete"`, as `DELETE /threads/{id}`), or cut
+    each to its newest checkpoint (`"keep_latest"`). A thread with an active run is left as it
+    is and not counted; an id that is not one of the caller's threads is 404 `thread_not_found`
+    (nothing is pruned)."""
+    pruned = await writer.prune(owner, body.thread_ids, strategy=body.strategy)
+    return PruneResult(pruned_count=pruned)
+
+
 @router.post("/count")
 async def count_threads(body: ThreadCountRequest, owner: PrincipalDep, threads: ThreadsDep) -> int:
     """How many of the caller's threads match every filter (those of `search`)."""
@@ -88,6 +107,33 @@ async def delete_thread(thread_id: str, owner: PrincipalDep, writer: ThreadWrite
     """Delete the thread with its runs, events, consents and checkpoints (its audit records
     stay); 409 `run_in_progress` while a run is active."""
     await writer.delete(owner, thread_id)
+
+
+@router.post(f"/{{thread_id:{SDK_ID}}}/copy")
+async def copy_thread(thread_id: str, owner: PrincipalDep, writer: ThreadWriterDep) -> SdkThread:
+    """A copy of the thread under a new id: its graph, note, metadata, transcript and every
+    checkpoint it keeps; no runs, events or consents. 409 `run_in_progress` while a run is
+    active, `consent_pending` while it waits for a consent (the copy would wait for the same
+    one)."""
+    return await writer.copy(owner, thread_id)
+
+
+@router.post("/{thread_id}/state")
+async def update_thread_state(
+    thread_id: str, body: ThreadStateUpdateRequest, owner: PrincipalDep, writer: ThreadWriterDep
+) -> ThreadStateUpdate:
+    """Update the thread's graph state as node `as_node` would (LangGraph's `update_state`),
+    at its newest checkpoint or an older one it keeps (a new branch). The consents pending on
+    the branch its head leaves end `superseded`; 409 `run_in_progress` while a run is active;
+    422 `invalid_update` for values or a node the graph does not take."""
+    checkpoint = await writer.update_state(
+        owner,
+        thread_id,
+        values=body.values,
+        as_node=body.as_node,
+        checkpoint_id=body.from_checkpoint,
+    )
+    return ThreadStateUpdate(checkpoint=checkpoint)
 
 
 @router.get("/{thread_id}/state")

@@ -27,14 +27,17 @@ from consentry.runtime.consents._gate import (
     is_expired,
     record_decision,
     reopen_consent,
+    supersede_consent,
 )
 from consentry.runtime.consents._inbox import ApprovalInbox, accepted
 from consentry.runtime.consents._records import (
+    SettledConsents,
     consent_event,
     record_consent,
     recorded_decisions,
     settle_pending,
     store_consent,
+    supersede_pending,
 )
 
 __all__ = [
@@ -46,6 +49,7 @@ __all__ = [
     "ExpiryAlarm",
     "ExpirySweeper",
     "OwnerEffectLedger",
+    "SettledConsents",
     "accepted",
     "already_decided",
     "cancel_consent",
@@ -64,4 +68,6 @@ __all__ = [
     "reopen_consent",
     "settle_pending",
     "store_consent",
+    "supersede_consent",
+    "supersede_pending",
 ]

@@ -2,7 +2,8 @@
 
 A request decides each consent once (422 ``duplicate_decision``). Then, for each decision,
 checks in order, each with its own answer: the approval exists and is the caller's (404
-``approval_not_found``); it belongs to the thread (409 ``approval_not_pending``); it is still
+``approval_not_found``); it belongs to the thread (409 ``approval_not_pending``); it was not
+left behind on another branch of the thread's history (409 ``consent_superseded``); it is still
 pending (409 ``already_decided``, naming the winning decision; 410 ``consent_expired``); its
 deadline has not passed (410); the decision is allowed and the edit fits the kind's edit schema
 (422, the consent stays pending), and an answer to a raw ``interrupt()`` fits its
@@ -44,6 +45,7 @@ __all__ = [
     "is_expired",
     "record_decision",
     "reopen_consent",
+    "supersede_consent",
 ]
 
 STATUS_OF: dict[str, ApprovalStatus] = {
@@ -88,6 +90,15 @@ def expired(row: ApprovalRecord) -> GoneError:
     )
 
 
+def superseded(row: ApprovalRecord) -> ConflictError:
+    return ConflictError(
+        "This consent was asked on a branch of the thread's history that is no longer its "
+        "head (a fork or a state update moved it on); nothing was applied.",
+        code="consent_superseded",
+        details={"approval_id": row.id, "status": row.status},
+    )
+
+
 def check_each_consent_once(resumes: list[ResumeDecision]) -> None:
     """Refuse a list of decisions that names a consent twice. A rule of the product, not of the
     request's schema: JSON Schema cannot say that the items of a list differ in one field."""
@@ -121,6 +132,8 @@ def check_decision(
             code="approval_not_pending",
             details={"approval_id": row.id, "thread_id": thread_id},
         )
+    if row.status == "superseded":
+        raise superseded(row)
     if is_expired(row, now):
         raise expired(row)
     if row.status != "pending":
@@ -269,3 +282,33 @@ async def cancel_consent(
             now=now,
             data={"reason": "the graph no longer waits for it"},
         )
+
+
+async def supersede_consent(
+    conn: DbConnection,
+    owner: Principal,
+    *,
+    row: ApprovalRecord,
+    run_id: str | None,
+    checkpoint_id: str,
+    now: datetime,
+) -> bool:
+    """A pending approval on a branch the thread's head left (for the branch from
+    ``checkpoint_id``) becomes ``superseded``, audited; False when it was no longer pending."""
+    if not await approvals_repo.supersede_approval(conn, row.id, now=now):
+        return False
+    await record_audit(
+        conn,
+        owner,
+        action="consent_superseded",
+        thread_id=row.thread_id,
+        run_id=run_id,
+        approval_id=row.id,
+        actor=owner.display,
+        now=now,
+        data={
+            "reason": "the thread's head moved to another branch",
+            "from_checkpoint": checkpoint_id,
+        },
+    )
+    return True

@@ -22,6 +22,7 @@ from consentry.runtime.consents._gate import (
     expire_consent,
     is_expired,
     record_decision,
+    supersede_consent,
 )
 from consentry.schemas.chat import ChatRequest
 from consentry.schemas.events import ConsentEvent, Event
@@ -40,6 +41,7 @@ __all__ = [
     "recorded_decisions",
     "settle_pending",
     "store_consent",
+    "supersede_pending",
 ]
 
 
@@ -191,3 +193,24 @@ async def settle_pending(
             await record_decision(conn, owner, row=row, decision=rejection, run_id=run_id, now=now)
             settled.add(row, rejection)
     return settled
+
+
+async def supersede_pending(
+    conn: DbConnection,
+    owner: Principal,
+    thread_id: str,
+    *,
+    run_id: str | None,
+    checkpoint_id: str,
+    now: datetime,
+) -> list[str]:
+    """Before the thread's head moves to a branch from ``checkpoint_id`` (a fork, a state
+    update), each consent still pending on the branch it leaves ends ``superseded``, audited:
+    never left pending, never decided later. Returns their ids."""
+    superseded: list[str] = []
+    for row in await approvals_repo.pending_approvals(conn, thread_id):
+        if await supersede_consent(
+            conn, owner, row=row, run_id=run_id, checkpoint_id=checkpoint_id, now=now
+        ):
+            superseded.append(row.id)
+    return superseded

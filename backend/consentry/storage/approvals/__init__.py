@@ -1,5 +1,6 @@
 """Approval records: one per consent request. Every transition is a compare-and-set on
-``status`` (``pending → approved | edited | rejected | answered | expired | cancelled``), so
+``status`` (``pending → approved | edited | rejected | answered | expired | cancelled |
+superseded``), so
 exactly one decision, expiry or cancellation wins however many race for it. A consent with no
 deadline (``expires_at`` null: a raw ``interrupt()`` when no TTL is configured) never expires.
 
@@ -23,6 +24,7 @@ from consentry.storage.approvals._decisions import (
     expire_approval,
     insert_approval,
     reopen_approval,
+    supersede_approval,
 )
 from consentry.storage.approvals._reads import (
     closed_approvals,
@@ -63,5 +65,6 @@ __all__ = [
     "pending_approvals",
     "recorded_decision",
     "reopen_approval",
+    "supersede_approval",
     "to_approval",
 ]

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import sqlalchemy as sa
 
@@ -137,10 +137,26 @@ async def reopen_approval(conn: DbConnection, approval_id: str) -> bool:
 
 async def cancel_approval(conn: DbConnection, approval_id: str, *, now: datetime) -> bool:
     """``pending → cancelled``: the graph no longer waits for it."""
+    return await _close(conn, approval_id, "cancelled", now=now)
+
+
+async def supersede_approval(conn: DbConnection, approval_id: str, *, now: datetime) -> bool:
+    """``pending → superseded``: the thread's head moved to another branch of its history."""
+    return await _close(conn, approval_id, "superseded", now=now)
+
+
+async def _close(
+    conn: DbConnection,
+    approval_id: str,
+    status: Literal["cancelled", "superseded"],
+    *,
+    now: datetime,
+) -> bool:
+    """``pending → status``, by the system; False when it was not pending."""
     result = await conn.execute(
         approvals.update()
         .where(approvals.c.id == approval_id, approvals.c.status == "pending")
-        .values(status="cancelled", decided_by="system", decided_at=now)
+        .values(status=status, decided_by="system", decided_at=now)
     )
     return result.rowcount == 1
 

@@ -1,11 +1,11 @@
 """Consentry's own LangGraph checkpointer (``ConsentrySaver``), on the app's database.
 
 Public: :class:`ConsentrySaver`, what a run hands it (:data:`RUN_KEY`, :class:`StepCommitter`,
-:class:`CheckpointFence`) and :func:`open_checkpointer`, which the server's lifespan calls once.
-The statements (``_sql``), what each call does (``_operations``), the drivers that run it
-(``_drivers``) and the saver's own parts (``_saver`` with ``_pending``, ``_serialized`` and
-``_sync_connection``) are private; ``legacy`` copies the checkpoints of LangGraph's own savers
-once.
+:class:`CheckpointFence`, :class:`TurnStart`) and :func:`open_checkpointer`, which the server's
+lifespan calls once. The statements (``_sql``), what each call does (``_operations``), the
+drivers that run it (``_drivers``) and the saver's own parts (``_saver`` with ``_pending``,
+``_serialized``, ``_turns`` (retention ``turns`` and forks) and ``_sync_connection``) are
+private; ``legacy`` copies the checkpoints of LangGraph's own savers once.
 """
 
 from __future__ import annotations
@@ -14,11 +14,23 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from consentry.storage.checkpoints._operations import CheckpointFence
-from consentry.storage.checkpoints._saver import RUN_KEY, ConsentrySaver, StepCommitter
+from consentry.storage.checkpoints._saver import (
+    RUN_KEY,
+    ConsentrySaver,
+    StepCommitter,
+    TurnStart,
+)
 from consentry.storage.checkpoints.legacy import import_legacy_checkpoints
 from consentry.storage.db.database import Database
 
-__all__ = ["RUN_KEY", "CheckpointFence", "ConsentrySaver", "StepCommitter", "open_checkpointer"]
+__all__ = [
+    "RUN_KEY",
+    "CheckpointFence",
+    "ConsentrySaver",
+    "StepCommitter",
+    "TurnStart",
+    "open_checkpointer",
+]
 
 
 @asynccontextmanager

@@ -29,6 +29,7 @@ from consentry.storage.leases import LeaseLostError
 
 __all__ = [
     "CheckpointFence",
+    "Droppable",
     "Operation",
     "Query",
     "Result",
@@ -52,6 +53,17 @@ class CheckpointFence(NamedTuple):
     thread_id: str
     run_id: str
     fencing_token: int
+
+
+class Droppable(NamedTuple):
+    """Which older checkpoints a write with ``latest_only`` drops: those after ``after`` and
+    ``also`` (``""``: none more). ``Droppable("", "")``: all of them."""
+
+    after: str = ""
+    also: str = ""
+
+
+_ALL_OLDER = Droppable()
 
 
 @dataclass(frozen=True)
@@ -106,9 +118,11 @@ def put_checkpoint(
     *,
     fence: CheckpointFence | None,
     latest_only: bool,
+    droppable: Droppable = _ALL_OLDER,
 ) -> Operation:
     """Write a checkpoint (fenced when a run writes it). ``latest_only``: the namespace's older
-    checkpoints and their pending writes go in the same transaction (no prune pass later)."""
+    checkpoints ``droppable`` names, and their pending writes, go in the same transaction (no
+    prune pass later)."""
     row = (
         saved.thread_id,
         saved.checkpoint_ns,
@@ -120,7 +134,7 @@ def put_checkpoint(
         saved.metadata,
     )
     if sql.put_fenced is not None and sql.put_fenced_latest is not None and fence is not None:
-        older = (saved.thread_id, saved.checkpoint_ns, saved.checkpoint_id)
+        older = (saved.thread_id, saved.checkpoint_ns, saved.checkpoint_id, *droppable)
         written = yield Query(
             sql.put_fenced_latest if latest_only else sql.put_fenced,
             (*fence, *row, *(older * 2 if latest_only else ())),
@@ -133,7 +147,8 @@ def put_checkpoint(
     yield Query(sql.put, row)
     if latest_only:
         for statement in sql.drop_older:
-            yield Query(statement, (saved.thread_id, saved.checkpoint_ns, saved.checkpoint_id))
+            older = (saved.thread_id, saved.checkpoint_ns, saved.checkpoint_id, *droppable)
+            yield Query(statement, older)
 
 
 def put_writes(

@@ -7,7 +7,13 @@ contending for the write lock), on PostgreSQL the app's pool. A run hands the gr
 its lease, and each checkpoint is committed in the transaction the run opens for it, with the
 step's events (``StepCommitter.commit_step``). ``latest_only``
 (``CONSENTRY_CHECKPOINT_RETENTION=latest``) drops the namespace's older checkpoints in that same
-transaction.
+transaction; with ``keep_turns`` (``turns``) only those the run wrote itself (``TurnStart``,
+read with the run's first read of its thread): the checkpoint its turn started from is kept, so a
+thread keeps one checkpoint a run, and each checkpoint the run writes names that one as its
+parent (the one it replaced is gone). A fork's anchor (``afork_in``) is a copy of an older
+checkpoint written as the thread's newest; the run from it keeps the checkpoint it copies as its
+turn's start and drops the anchor with its first write, so the new branch hangs from the
+checkpoint it forked and the other branches keep their turns.
 
 The synchronous methods (for code that runs a graph with ``invoke``) use a connection of their
 own, opened on first use. Nothing here is fenced or batched without a run's committer.
@@ -23,6 +29,7 @@ import random
 import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any, Protocol, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -38,7 +45,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from consentry.storage.checkpoints import _operations as ops
 from consentry.storage.checkpoints._drivers import run_on
-from consentry.storage.checkpoints._operations import CheckpointFence, Operation
+from consentry.storage.checkpoints._operations import CheckpointFence, Droppable, Operation
 from consentry.storage.checkpoints._pending import WriteRows, holds, put_task_writes, write_rows
 from consentry.storage.checkpoints._serialized import copied_in, saved_config, serialized
 from consentry.storage.checkpoints._sql import sql_for
@@ -47,9 +54,16 @@ from consentry.storage.checkpoints._sync_connection import (
     connect_sync,
     run_in_transaction,
 )
+from consentry.storage.checkpoints._turns import (
+    FORK_MARK,
+    TurnStart,
+    fork_anchor,
+    is_head_read,
+    turn_start,
+)
 from consentry.storage.db.database import Database, DbConnection
 
-__all__ = ["RUN_KEY", "ConsentrySaver", "StepCommitter"]
+__all__ = ["FORK_MARK", "RUN_KEY", "ConsentrySaver", "StepCommitter", "TurnStart"]
 
 RUN_KEY = "__consentry_run__"
 """The ``configurable`` key of a run's ``StepCommitter`` (``__``-prefixed: LangGraph keeps it out
@@ -61,6 +75,10 @@ class StepCommitter(Protocol):
 
     fence: CheckpointFence
     latest_only: bool
+    keep_turns: bool
+    """With ``latest_only``: keep the checkpoint the run's turn started from (``turn``)."""
+    turn: TurnStart | None
+    """Where the run's turn started, once its first read of its thread told (None: not yet)."""
     new_thread: bool
     """The run's thread was created with the run: until the run writes, the thread has no
     checkpoint to read (the saver answers without a read, and clears it at the run's first
@@ -93,14 +111,16 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         run: StepCommitter | None = config["configurable"].get(RUN_KEY)
-        if (
-            run is not None
-            and run.new_thread
-            and config["configurable"].get("thread_id") == run.fence.thread_id
-        ):
+        if run is not None and config["configurable"].get("thread_id") != run.fence.thread_id:
+            run = None  # another thread's read in the run (its graph reads another thread)
+        if run is not None and run.new_thread:
+            run.turn = run.turn or TurnStart(None)
             return None  # a thread created with its run: nothing to read before it writes
         async with self._db.read() as conn:
-            return cast(CheckpointTuple | None, await run_on(conn, self._get_tuple(config)))
+            found = cast(CheckpointTuple | None, await run_on(conn, self._get_tuple(config)))
+        if run is not None and run.turn is None and is_head_read(config):
+            run.turn = turn_start(found)  # the run's first read of its thread
+        return found
 
     async def alist(
         self,
@@ -127,6 +147,14 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         saved = serialized(self.serde, config, checkpoint, metadata)
         run: StepCommitter | None = config["configurable"].get(RUN_KEY)
+        droppable = Droppable()  # retention `latest`: every older checkpoint of the namespace
+        if run is not None and run.latest_only and run.keep_turns and not saved.checkpoint_ns:
+            if run.turn is None:  # not known (LangGraph reads before it writes): keep them all
+                run.turn = TurnStart(None, anchor="", unknown=True)
+            droppable = run.turn.droppable
+            parent = saved.parent_checkpoint_id
+            if parent is not None and run.turn.owns(parent):  # dropped: the turn's start instead
+                saved = replace(saved, parent_checkpoint_id=run.turn.kept)
         if run is None:
             await self._write(ops.put_checkpoint(self._sql, saved, fence=None, latest_only=False))
             return saved_config(saved)
@@ -140,7 +168,9 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
             # Unread: on SQLite the step's whole transaction is then one hop (its commit's). The
             # last write of the step's transaction (its events went before it): on PostgreSQL
             # the transaction commits in the same message, unless held writes follow.
-            put = ops.put_checkpoint(self._sql, saved, fence=run.fence, latest_only=run.latest_only)
+            put = ops.put_checkpoint(
+                self._sql, saved, fence=run.fence, latest_only=run.latest_only, droppable=droppable
+            )
             await run_on(conn, put, unread=True, commit=not held)
             if held:
                 writes = ops.put_held_writes(self._sql, held, fence=None)
@@ -204,6 +234,46 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
         """Delete the thread's checkpoints in the caller's write transaction (unread: on SQLite
         with its next statement, after what it deferred before)."""
         await run_on(conn, ops.delete_thread(self._sql, str(thread_id)), unread=True)
+
+    async def afork_in(self, conn: DbConnection, source: CheckpointTuple) -> str:
+        """Write, in the caller's write transaction, a fork's anchor (``_turns.fork_anchor``)
+        as the thread's newest checkpoint; its id."""
+        config, anchor, metadata = fork_anchor(source)
+        await self.aput_in(conn, config, anchor, metadata)
+        return anchor["id"]
+
+    async def aput_in(
+        self,
+        conn: DbConnection,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+    ) -> None:
+        """:meth:`aput` in the caller's write transaction (a state update made apart: the
+        thread's row is held by that transaction)."""
+        saved = serialized(self.serde, config, checkpoint, metadata)
+        put = ops.put_checkpoint(self._sql, saved, fence=None, latest_only=False)
+        await run_on(conn, put, unread=True)
+
+    async def aput_writes_in(
+        self,
+        conn: DbConnection,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """:meth:`aput_writes` in the caller's write transaction, as it is."""
+        put = put_task_writes(self._sql, self.serde, config, writes, task_id, task_path, fence=None)
+        await run_on(conn, put, unread=True)
+
+    async def aprune_in(self, conn: DbConnection, thread_id: str) -> None:
+        """:meth:`aprune` (``keep_latest``) of one thread in the caller's write transaction."""
+        await run_on(conn, ops.prune(self._sql, [thread_id], strategy="keep_latest"), unread=True)
+
+    async def acopy_thread_in(self, conn: DbConnection, source: str, target: str) -> None:
+        """:meth:`acopy_thread` in the caller's write transaction."""
+        await run_on(conn, ops.copy_thread(self._sql, source, target), unread=True)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         await self._write(ops.delete_runs(self._sql, list(run_ids)))

@@ -102,7 +102,12 @@ class CheckpointSql:
 def _statements(dialect: Literal["sqlite", "postgresql"]) -> CheckpointSql:
     pg = dialect == "postgresql"
     metadata = "?::jsonb" if pg else "?"
-    older = "thread_id = ? AND checkpoint_ns = ? AND checkpoint_id < ?"
+    # The namespace's checkpoints before the new one that its run may drop: after a bound, and
+    # one more (a fork's anchor); `_operations.Droppable`.
+    older = (
+        "thread_id = ? AND checkpoint_ns = ? AND checkpoint_id < ? "
+        "AND (checkpoint_id > ? OR checkpoint_id = ?)"
+    )
     sql = CheckpointSql(
         dialect=dialect,
         fence=_FENCE + (" FOR KEY SHARE" if pg else ""),

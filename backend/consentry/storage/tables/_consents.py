@@ -44,7 +44,8 @@ effects = sa.Table(
 )
 
 _CONSENT_RECORDS = sa.text(
-    "action IN ('consent_requested', 'consent_decided', 'consent_expired', 'consent_cancelled')"
+    "action IN ('consent_requested', 'consent_decided', 'consent_expired', 'consent_cancelled', "
+    "'consent_superseded')"
 )
 
 audit = sa.Table(

@@ -6,13 +6,15 @@ its runs to ``storage.runs``; its stored events to ``storage.events``.
 
 The row and its summary (``_records``: :class:`ThreadRecord`,
 :func:`summarize`), the reads (``_reads``: get, list, search, whether an id is taken), the
-writes (``_writes``: create, metadata, graph, title, note, delete) and the token totals
-(``_usage``) are private modules.
+writes (``_writes``: create, metadata, graph, title, note, delete), a change of its graph
+state outside a run and its copy (``_branches``) and the token totals (``_usage``) are private
+modules.
 """
 
 from __future__ import annotations
 
 from consentry.storage.metadata_filters import MetadataValue
+from consentry.storage.threads._branches import copy_thread, hold_thread
 from consentry.storage.threads._reads import (
     ThreadFilter,
     count_threads,
@@ -42,12 +44,14 @@ __all__ = [
     "ThreadRecord",
     "add_tenant_usage",
     "bind_graph",
+    "copy_thread",
     "count_threads",
     "create_thread",
     "delete_thread",
     "delete_threads_of_assistant",
     "get_thread",
     "get_thread_or_taken",
+    "hold_thread",
     "insert_thread_unless_taken",
     "keep_run_options",
     "list_threads",

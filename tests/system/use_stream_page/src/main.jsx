@@ -2,6 +2,11 @@
 // @langchain/langgraph-sdk, pointed at a Consentry server on another origin
 // (tests/system/test_sdk_use_stream.py bundles it with esbuild and drives it).
 //
+// With `&history=1`, a person's message can be edited and sent again from the state it was first
+// asked in (`getMessagesMetadata(...).firstSeenState.parent_checkpoint`, as
+// Agent Chat UI does: the server forks the thread there), and the branches of
+// a message are switched with `setBranch`.
+//
 // The page's URL names the server and the assistant: `?api=http://…&assistant=tutor`.
 // The thread id is kept in sessionStorage, so a reload shows the same thread;
 // `reconnectOnMount` keeps the running run's id there too, and rejoins it.
@@ -15,6 +20,7 @@ const ASSISTANT = params.get("assistant") ?? "tutor";
 const THREAD_KEY = "consentry:thread";
 // `&reconnect=0`: useStream's defaults, without `reconnectOnMount`.
 const RECONNECT = params.get("reconnect") !== "0";
+const HISTORY = params.get("history") === "1";
 
 // What the page rendered, in order, for the test to read: the assistant's
 // texts and whether a run was streaming (tokens shown before the run ended).
@@ -48,6 +54,63 @@ function Interrupt({ interrupt, onApprove, onAnswer }) {
   );
 }
 
+function Branches({ meta, onSwitch }) {
+  const options = meta?.branchOptions ?? [];
+  if (options.length < 2) return null;
+  const at = options.indexOf(meta.branch);
+  return (
+    <span className="branches">
+      <button className="previous" disabled={at <= 0} onClick={() => onSwitch(options[at - 1])}>
+        ‹
+      </button>
+      <span className="branch">
+        {at + 1}/{options.length}
+      </span>
+      <button
+        className="next"
+        disabled={at >= options.length - 1}
+        onClick={() => onSwitch(options[at + 1])}
+      >
+        ›
+      </button>
+    </span>
+  );
+}
+
+function Human({ message, meta, onResend, onSwitch }) {
+  const [editing, setEditing] = useState(null);
+  if (editing !== null) {
+    return (
+      <span className="editing">
+        <input
+          className="edit-text"
+          aria-label="Edit message"
+          value={editing}
+          onChange={(event) => setEditing(event.target.value)}
+        />
+        <button
+          className="resend"
+          onClick={() => {
+            onResend(editing.trim());
+            setEditing(null);
+          }}
+        >
+          Send again
+        </button>
+      </span>
+    );
+  }
+  return (
+    <>
+      <span className="text">{text(message)}</span>
+      <button className="edit" onClick={() => setEditing(text(message))}>
+        Edit
+      </button>
+      <Branches meta={meta} onSwitch={onSwitch} />
+    </>
+  );
+}
+
 function App() {
   const [threadId, setThreadId] = useState(() => sessionStorage.getItem(THREAD_KEY));
   const [draft, setDraft] = useState("");
@@ -61,6 +124,9 @@ function App() {
       setThreadId(id);
     },
     reconnectOnMount: RECONNECT,
+    // `&history=1`: the thread's history (its turns), for a message's first state and its
+    // branches, as Agent Chat UI asks for them.
+    fetchStateHistory: HISTORY,
     onCreated: (run) => setRuns((seen) => [...seen, run.run_id]),
   });
   const messages = stream.messages;
@@ -86,6 +152,21 @@ function App() {
     );
   };
   const resume = (value) => stream.submit(undefined, { command: { resume: value } });
+  // Agent Chat UI's edit: the new text, from the state the message was first asked in.
+  const resend = (message, index, content) => {
+    const meta = stream.getMessagesMetadata(message, index);
+    const human = { type: "human", content };
+    stream.submit(
+      { messages: [human] },
+      {
+        checkpoint: meta?.firstSeenState?.parent_checkpoint,
+        optimisticValues: (prev) => ({
+          ...prev,
+          messages: [...(prev.messages ?? []).slice(0, index), human],
+        }),
+      },
+    );
+  };
   const { messages: _, ...rest } = stream.values ?? {};
 
   return (
@@ -103,7 +184,17 @@ function App() {
       <ul id="messages">
         {messages.map((message, index) => (
           <li key={message.id ?? index} className={`msg ${message.type}`}>
-            <b>{message.type}</b> <span className="text">{text(message)}</span>
+            <b>{message.type}</b>{" "}
+            {message.type === "human" ? (
+              <Human
+                message={message}
+                meta={stream.getMessagesMetadata(message, index)}
+                onResend={(content) => resend(message, index, content)}
+                onSwitch={(branch) => stream.setBranch(branch)}
+              />
+            ) : (
+              <span className="text">{text(message)}</span>
+            )}
           </li>
         ))}
       </ul>

@@ -98,7 +98,7 @@ class RunExecutor:
         limits: RunLimits | None = None,
         lease_seconds: float = 30.0,
         alarm: ExpiryAlarm,
-        checkpoint_retention: Literal["latest", "all"] = "latest",
+        checkpoint_retention: Literal["latest", "turns", "all"] = "turns",
         metrics: Metrics | None = None,
         tracing: Tracing | None = None,
     ) -> None:
@@ -107,14 +107,16 @@ class RunExecutor:
         self._tracing = tracing
         self._metrics = metrics or Metrics()
         # Decided once, not per run: which graphs keep only their newest checkpoint (each write
-        # drops the older ones, in its transaction). Not a graph with a DeltaChannel, whose
-        # checkpoints hold only changes (the older are needed).
+        # drops the older ones, in its transaction), or (`turns`) that and the one each run
+        # started from. Not a graph with a DeltaChannel, whose checkpoints hold only changes
+        # (the older are needed).
         self._latest_only = frozenset(
             name
             for name, graph in graphs.items()
-            if checkpoint_retention == "latest"
+            if checkpoint_retention != "all"
             and not any(isinstance(c, DeltaChannel) for c in graph.channels.values())
         )
+        self._keep_turns = checkpoint_retention == "turns"
         self._active = ActiveRuns()
         self.leases = LeaseKeeper(
             db=db, clock=clock, lease_seconds=lease_seconds, on_lost=self._active.leases_lost
@@ -243,6 +245,7 @@ class RunExecutor:
             db=self._db,
             fence=CheckpointFence(thread_id, run_id, claim.fencing_token),
             latest_only=spec.name in self._latest_only,
+            keep_turns=self._keep_turns,
             new_thread=new_thread,
         )
         self._active[thread_id] = run

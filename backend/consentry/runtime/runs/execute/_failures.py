@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from consentry.storage.db.database import is_database_unavailable
+from consentry_graphs.consent import ConsentNotGrantedError
 from consentry_graphs.declared_kinds import GraphDefinitionError
 from consentry_graphs.models import ModelFaultCode, classify_fault
 
@@ -18,6 +19,11 @@ class RunFailure:
     retryable: bool
     """Whether sending the same thing again later may work (``POST /v1/threads/{id}/retry``)."""
 
+
+_NOT_GRANTED = (
+    "The graph went to apply a consent's effect, but no approval of it is on record; nothing "
+    "was applied."
+)
 
 _MODEL_FAULTS: dict[ModelFaultCode, str] = {
     "model_rate_limited": "The model provider is rate limiting us; try again in a moment.",
@@ -34,6 +40,8 @@ def describe_failure(exc: BaseException) -> RunFailure:
     graph's developer (``GraphDefinitionError``: its kind names, nothing of the run)."""
     if isinstance(exc, GraphDefinitionError):
         return RunFailure(exc.code, str(exc), False)
+    if isinstance(exc, ConsentNotGrantedError):
+        return RunFailure("consent_not_granted", _NOT_GRANTED, False)
     fault = classify_fault(exc)
     if fault is not None:
         return RunFailure(fault.code, _MODEL_FAULTS[fault.code], fault.retryable)

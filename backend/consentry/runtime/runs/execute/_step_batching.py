@@ -29,7 +29,7 @@ from typing import Protocol
 
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.runs.execute._event_stream import RunEventStream
-from consentry.storage.checkpoints import CheckpointFence
+from consentry.storage.checkpoints import CheckpointFence, TurnStart
 from consentry.storage.db.database import Database, DbConnection
 from consentry.storage.leases import LeaseLostError
 
@@ -61,17 +61,20 @@ class ProgressBatcher:
         db: Database,
         fence: CheckpointFence,
         latest_only: bool,
+        keep_turns: bool = False,
         new_thread: bool = False,
         delay: float = PROGRESS_DELAY_SECONDS,
     ) -> None:
         """``store(conn, rows)``: insert the run's events in the caller's transaction. ``fence``,
-        ``latest_only`` and ``new_thread``: what the run's checkpointer is told
+        ``latest_only``, ``keep_turns`` and ``new_thread``: what the run's checkpointer is told
         (``StepCommitter``)."""
         self._events = events
         self._store_in = store
         self._db = db
         self.fence = fence
         self.latest_only = latest_only
+        self.keep_turns = keep_turns
+        self.turn: TurnStart | None = None
         self.new_thread = new_thread
         self._delay = delay
         self._lock = asyncio.Lock()

@@ -1,5 +1,5 @@
 """Writing threads outside a run, for the LangGraph SDK face: create one before its first run,
-merge its metadata, delete it.
+merge its metadata, delete it; update its graph state and copy it (``_branches``).
 
 - **Create** (``POST /threads``): an idle thread that has never run, in the owner's default
   project, with the graph ``metadata.graph_id`` names (else the default) and the client's
@@ -15,24 +15,25 @@ merge its metadata, delete it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 from uuid import uuid4
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from consentry.errors import InvalidRequestError, NotFoundError
+from consentry.errors import ConflictError, InvalidRequestError, NotFoundError
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
 from consentry.runtime.notes import SampleNote, default_project_id
 from consentry.runtime.runs.read import DERIVED_METADATA, ThreadReader
+from consentry.runtime.runs.sdk._branches import ThreadBranches
 from consentry.runtime.runs.start import run_in_progress, thread_exists
 from consentry.schemas.sdk import SdkThread
 from consentry.storage import projects as projects_repo
 from consentry.storage import threads as threads_repo
 from consentry.storage.checkpoints import ConsentrySaver
 from consentry.storage.db.database import Database
-from consentry_graphs.registry import GraphSpec
+from consentry_graphs.registry import CompiledGraph, GraphSpec
 
 __all__ = ["DEFAULT_GRAPH", "ThreadWriter"]
 
@@ -48,11 +49,14 @@ class ThreadWriter:
         db: Database,
         graphs: Mapping[str, GraphSpec],
         checkpointer: BaseCheckpointSaver[Any],
+        compiled: Callable[[str], CompiledGraph],
         reader: ThreadReader,
         clock: Clock,
         sample_notes: Sequence[SampleNote] = (),
     ) -> None:
+        """``compiled``: the served graph of a name (its state is updated as LangGraph does)."""
         self._db = db
+        self._branches = ThreadBranches(db=db, compiled=compiled, clock=clock)
         self._graphs = graphs
         self._checkpointer = checkpointer
         self._reader = reader
@@ -120,12 +124,58 @@ class ThreadWriter:
             )
         return await self._reader.sdk_thread(owner, thread_id)
 
+    async def update_state(
+        self,
+        owner: Principal,
+        thread_id: str,
+        *,
+        values: Any,
+        as_node: str | None,
+        checkpoint_id: str | None,
+    ) -> dict[str, Any]:
+        """The thread's graph state updated outside a run (``ThreadBranches.update_state``):
+        the new checkpoint's config."""
+        return await self._branches.update_state(
+            owner, thread_id, values=values, as_node=as_node, checkpoint_id=checkpoint_id
+        )
+
+    async def copy(self, owner: Principal, thread_id: str) -> SdkThread:
+        """A copy of the owner's thread under a new id (``ThreadBranches.copy``)."""
+        copy_id = await self._branches.copy(owner, thread_id)
+        return await self._reader.sdk_thread(owner, copy_id)
+
     async def delete(self, owner: Principal, thread_id: str) -> None:
         """Delete the thread, its records but the audit trail, and its checkpoints."""
         async with self._db.write() as conn:
             if not await threads_repo.delete_thread(conn, owner, thread_id):
                 raise run_in_progress(thread_id)
         await self._checkpointer.adelete_thread(thread_id)
+
+    async def prune(
+        self,
+        owner: Principal,
+        thread_ids: Sequence[str],
+        *,
+        strategy: Literal["delete", "keep_latest"],
+    ) -> int:
+        """``threads.prune``: each of the owner's threads deleted (as :meth:`delete` does) or
+        cut to its newest checkpoint; one with an active run is left as it is. How many were
+        pruned. An id that is not one of the owner's threads is 404 (nothing is pruned)."""
+        named = list(dict.fromkeys(thread_ids))
+        async with self._db.read() as conn:
+            for thread_id in named:
+                await threads_repo.get_thread(conn, owner, thread_id)
+        pruned = 0
+        for thread_id in named:
+            if strategy == "keep_latest":
+                pruned += await self._branches.keep_latest(owner, thread_id)
+                continue
+            try:
+                await self.delete(owner, thread_id)
+            except (NotFoundError, ConflictError):  # deleted meanwhile, or a run started
+                continue
+            pruned += 1
+        return pruned
 
     async def delete_all(self, owner: Principal, *, assistant_id: str) -> None:
         """Delete the owner's threads whose latest run was on ``assistant_id``, as

@@ -12,7 +12,8 @@ Everything that can be refused is refused before the run starts, as an HTTP erro
 message (422 ``message_too_long``, also for each message of an ``input``), an input that does not
 fit (422 ``invalid_input``; a ``message`` to a graph whose input has no ``messages`` too), a
 message while a consent waits (409 ``consent_pending``, unless the request says to reject it),
-another run on the thread (409 ``run_in_progress``).
+another run on the thread (409 ``run_in_progress``). A run from an older checkpoint (a fork,
+``_forks``) supersedes the consents instead: it leaves their branch.
 """
 
 from __future__ import annotations
@@ -23,11 +24,17 @@ from datetime import datetime
 from typing import Any
 
 from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.types import Command
 
-from consentry.errors import ConsentryError, InvalidRequestError
+from consentry.errors import ConflictError, ConsentryError, InvalidRequestError
 from consentry.principal import Principal
-from consentry.runtime.consents import recorded_decisions, settle_pending
+from consentry.runtime.consents import (
+    SettledConsents,
+    recorded_decisions,
+    settle_pending,
+    supersede_pending,
+)
 from consentry.runtime.runs.execute import (
     NOWHERE,
     ActiveRun,
@@ -36,6 +43,7 @@ from consentry.runtime.runs.execute import (
     GraphPosition,
     run_id_for,
 )
+from consentry.runtime.runs.start._forks import fork_source, write_fork
 from consentry.runtime.runs.start._launcher import Launcher
 from consentry.runtime.runs.start._targets import (
     RunTarget,
@@ -46,7 +54,7 @@ from consentry.runtime.runs.start._targets import (
 from consentry.schemas.chat import ChatRequest
 from consentry.storage import runs as runs_repo
 from consentry.storage import threads as threads_repo
-from consentry.storage.db.database import is_duplicate_key
+from consentry.storage.db.database import DbConnection, is_duplicate_key
 from consentry.storage.threads import ThreadRecord
 from consentry_graphs.graph_io import InputMismatchError, new_message_id
 
@@ -64,19 +72,49 @@ async def start_message(
     *,
     max_message_chars: int,
 ) -> ActiveRun:
+    if request.continues:
+        return await _continue(launcher, owner, target, key)
     graph_input = _graph_input(target, request, max_message_chars=max_message_chars)
     run_id, now = run_id_for(key), launcher.clock()
     refuse_if_running(target)
+    fork = None
+    if request.fork_point is not None:
+        fork = await fork_source(launcher.executor, target, request.fork_point)
     position = NOWHERE
-    if target.status == "awaiting_consent" or target.stopped_half_way:
+    if fork is None and (target.status == "awaiting_consent" or target.stopped_half_way):
         position = await launcher.executor.position(target.spec, target.thread_id)
     try:
-        started = (graph_input, run_id, now, position)
+        started = (graph_input, run_id, now, position, fork)
         return await _start(launcher, owner, target, request, key, *started)
     except Exception as exc:
         if target.chosen_id and is_duplicate_key(exc):  # created meanwhile by another request
             raise await _created_meanwhile(launcher, owner, target.thread_id) from None
         raise
+
+
+async def _continue(
+    launcher: Launcher, owner: Principal, target: RunTarget, key: ClaimHold | None
+) -> ActiveRun:
+    """A run with no input: the graph goes on from the thread's newest checkpoint, whose next
+    nodes (a state update's, say) have not run. 409 ``consent_pending`` while it waits for a
+    consent (a decision goes on from there), ``nothing_to_continue`` when no node is next."""
+    refuse_if_running(target)
+    position = NOWHERE
+    if not target.is_new:
+        position = await launcher.executor.position(target.spec, target.thread_id)
+    if position.waiting:
+        raise ConflictError(
+            "This thread waits for a consent: decide it (a `command`) to go on.",
+            code="consent_pending",
+            details={"thread_id": target.thread_id, "pending": sorted(position.waiting)},
+        )
+    if not position.unfinished:
+        raise ConflictError(
+            "The thread's graph has no node to run next: send an `input`.",
+            code="nothing_to_continue",
+            details={"thread_id": target.thread_id},
+        )
+    return await launcher.continue_with(owner, target, [None], "message", key)
 
 
 async def _created_meanwhile(
@@ -101,8 +139,8 @@ async def _start(
     run_id: str,
     now: datetime,
     position: GraphPosition,
+    fork: CheckpointTuple | None,
 ) -> ActiveRun:
-    waiting = position.waiting
     async with launcher.db.write() as conn:
         if target.is_new:
             await threads_repo.create_thread(
@@ -123,27 +161,55 @@ async def _start(
             await threads_repo.set_first_title(conn, target.thread_id, title)
         if not target.is_new and target.note_id is not None and target.remembered_note_id is None:
             await threads_repo.remember_note(conn, target.thread_id, target.note_id)
-        recorded = await recorded_decisions(conn, target, waiting)
-        settled = await settle_pending(
-            conn, owner, target, request, run_id, waiting - recorded.keys(), now
-        )
-        continue_decision = (
-            target.stopped_half_way
-            and await runs_repo.last_run_trigger(conn, target.thread_id) == "resume"
-        )
-        inputs: list[GraphInput] = []
-        if recorded or settled.resumes:
-            inputs.append(Command(resume={**recorded, **settled.resumes}))
-        # A decided consent whose run stopped half-way is honoured before the new message.
-        elif continue_decision and position.unfinished:
-            inputs.append(None)
-        inputs.append(graph_input)
+        settled = SettledConsents()
+        if fork is not None:  # the head leaves the branch its consents wait on
+            forked = str(fork.config["configurable"]["checkpoint_id"])
+            await supersede_pending(
+                conn, owner, target.thread_id, run_id=run_id, checkpoint_id=forked, now=now
+            )
+            await write_fork(launcher.executor, conn, target, fork)
+            inputs: list[GraphInput] = [graph_input]
+        else:
+            settled, inputs = await _before_message(
+                conn, owner, target, request, run_id, now, position
+            )
+            inputs.append(graph_input)
         # The claim expects the status this request was checked against: if another run
         # started or ended in between, this one gets `run_in_progress` instead of acting on
         # stale facts (e.g. cancelling a consent that was asked a moment ago).
         claim = await launcher.claim(conn, owner, target, run_id, "message", now, inputs, key)
     launcher.count_decisions(settled.closed, now)
     return await launcher.launch(owner, target, run_id, claim, "message", inputs)
+
+
+async def _before_message(
+    conn: DbConnection,
+    owner: Principal,
+    target: RunTarget,
+    request: ChatRequest,
+    run_id: str,
+    now: datetime,
+    position: GraphPosition,
+) -> tuple[SettledConsents, list[GraphInput]]:
+    """The thread's consents closed before a message on its head, and what the graph is given
+    before the message: the decisions (and expiries) that take it past them, or the rest of a
+    decided consent's run that stopped half-way."""
+    waiting = position.waiting
+    recorded = await recorded_decisions(conn, target, waiting)
+    settled = await settle_pending(
+        conn, owner, target, request, run_id, waiting - recorded.keys(), now
+    )
+    continue_decision = (
+        target.stopped_half_way
+        and await runs_repo.last_run_trigger(conn, target.thread_id) == "resume"
+    )
+    inputs: list[GraphInput] = []
+    if recorded or settled.resumes:
+        inputs.append(Command(resume={**recorded, **settled.resumes}))
+    # A decided consent whose run stopped half-way is honoured before the new message.
+    elif continue_decision and position.unfinished:
+        inputs.append(None)
+    return settled, inputs
 
 
 def _graph_input(
