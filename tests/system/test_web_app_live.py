@@ -248,3 +248,37 @@ def test_a_notes_conversations_follow_it_to_another_browser_and_can_be_switched(
     threads = api.get("/v1/threads", params={"note_id": note["note_id"]}).json()["threads"]
     titles = [t["title"] for t in threads]
     assert titles == ["And what do tokens carry?", "What does attention weigh?"]
+
+
+def test_a_consent_left_on_another_branch_shows_as_superseded_in_the_open_inbox(
+    watched: WatchedPage, api: httpx.Client, server: str
+) -> None:
+    """A LangGraph SDK client forks the conversation from before its consent (Agent Chat UI's
+    edit and resend): the open inbox's card says so, and nothing can be decided on it."""
+    page = watched.page
+    open_app(page, server, "#/inbox")
+    expect(page.locator("#inbox-list > *").first).to_be_visible()  # loaded
+    note = create_note(api, "Forked", "Asked, then left behind.")
+    consent = ask_for_a_summary_over_the_api(api, note)[-2]
+    card = page.locator(f'#inbox-view .consent-card[data-approval-id="{consent.approval_id}"]')
+    expect(card).to_be_visible(timeout=LIVE_MS)
+    history = api.post(f"/threads/{consent.thread_id}/history", json={"limit": 10}).json()
+    answered = history[1]["checkpoint"]  # the turn before the request
+
+    forked = api.post(
+        f"/threads/{consent.thread_id}/runs/wait",
+        json={
+            "assistant_id": "tutor",
+            "input": {"messages": [{"type": "human", "content": "What is chunking?"}]},
+            "checkpoint": answered,
+        },
+    )
+
+    assert forked.status_code == 200, forked.text
+    expect(card.locator(".consent-status")).to_have_text(
+        "Superseded: the conversation went on from an earlier point; nothing was changed.",
+        timeout=LIVE_MS,
+    )
+    expect(card.locator(".approve")).to_be_disabled()
+    expect(page.locator(f'#inbox-list [data-approval-id="{consent.approval_id}"]')).to_have_count(0)
+    assert api.get(f"/v1/approvals/{consent.approval_id}").json()["status"] == "superseded"

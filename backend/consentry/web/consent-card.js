@@ -139,7 +139,8 @@ export function consentCard(consent, { send, note = null, batch = null, settled 
     status.classList.remove("error");
     card.dataset.decidedBy = approval.decided?.decided_by ?? "";
     status.textContent = outcomeText(approval.status, approval.decided, { elsewhere });
-    finish(approval.status === "cancelled" ? "expired" : "decided", approval.status, approval.decided);
+    const closed = ["cancelled", "superseded"].includes(approval.status);
+    finish(closed ? "expired" : "decided", approval.status, approval.decided);
     batch?.changed();
   };
   tick(card);

@@ -30,6 +30,9 @@ export const EXPIRED_TEXT = "This request expired: nothing was changed.";
 export function outcomeText(statusName, decided, { elsewhere = false } = {}) {
   if (statusName === "expired") return EXPIRED_TEXT;
   if (statusName === "cancelled") return "Cancelled: the conversation moved on; nothing was changed.";
+  if (statusName === "superseded") {
+    return "Superseded: the conversation went on from an earlier point; nothing was changed.";
+  }
   const who = capitalized(personName(decided?.decided_by, decided?.decided_by_name));
   const where = elsewhere && isCurrentUser(decided?.decided_by) ? " elsewhere" : "";
   if (statusName === "approved") return `${who} approved this${where}.`;

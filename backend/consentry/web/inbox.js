@@ -63,7 +63,8 @@ export class Inbox {
     return approvals;
   }
 
-  /** The newest approvals that wait no more (decided, expired, cancelled), newest first. */
+  /** The newest approvals that wait no more (decided, expired, cancelled, superseded), newest
+   * first. */
   async recentlyDecided() {
     const { approvals } = await this.client.request("GET", `/v1/approvals?limit=${RECENT}`);
     return approvals.filter((approval) => approval.status !== "pending").slice(0, DECIDED_SHOWN);
