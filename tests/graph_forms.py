@@ -7,7 +7,8 @@ taking ``(model, checkpointer)``, a ``GraphSpec`` factory. ``plain_typing_state`
 state is a ``typing.TypedDict`` (pydantic cannot describe it on Python 3.11), ``opaque_field``
 one with a field of a type pydantic knows nothing about, ``context_graph`` one whose input has
 the thread's ``project_id`` and ``note_id`` and says what it got, ``own_context`` one with its own
-``context_schema`` that also reads Consentry's services.
+``context_schema`` that also reads Consentry's services, ``delta_items`` one whose state is kept
+as deltas.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import typing_extensions
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
@@ -194,3 +196,24 @@ _options.add_edge("tell_after", END)
 own_context = _options.compile()
 """Says the context and ``configurable`` values it runs with, asks to go on, and says them
 again: what a resume runs with."""
+
+
+# A graph whose state is kept as deltas (LangGraph's ``DeltaChannel``): a checkpoint holds no
+# value of ``items``, which is rebuilt from its ancestors' writes. ``step_a`` then ``step_b``.
+
+
+def _appended(state: list[str], writes: list[list[str]]) -> list[str]:
+    return [*state, *(item for written in writes for item in written)]
+
+
+class DeltaState(typing_extensions.TypedDict, total=False):
+    items: Annotated[list[str], DeltaChannel(_appended)]
+
+
+_delta = StateGraph(DeltaState)
+_delta.add_node("step_a", lambda state: {"items": ["a"]})
+_delta.add_node("step_b", lambda state: {"items": ["b"]})
+_delta.add_edge(START, "step_a")
+_delta.add_edge("step_a", "step_b")
+_delta.add_edge("step_b", END)
+delta_items = _delta.compile()

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import httpx
+import pytest
 import pytest_asyncio
 
 from consentry.app import create_app
@@ -15,6 +16,7 @@ from consentry.principal import LOCAL_PRINCIPAL
 from consentry.runtime.notes import OwnerNotesStore
 from consentry.services import Services
 from consentry.settings import Settings
+from consentry_graphs.consent import ConsentNotGrantedError
 from consentry_graphs.services import AppliedDeletion
 from tests.conftest import ManualClock
 from tests.lifespan import running
@@ -26,10 +28,11 @@ class App:
     client: httpx.AsyncClient
     services: Services
 
-    @property
-    def notes(self) -> OwnerNotesStore:
-        """The store the tutor's effect nodes get for the local user."""
-        return OwnerNotesStore(self.services.db, LOCAL_PRINCIPAL, self.services.clock)
+    def notes(self, thread_id: str) -> OwnerNotesStore:
+        """The store the tutor's effect nodes get for the local user's run on ``thread_id``."""
+        return OwnerNotesStore(
+            self.services.db, LOCAL_PRINCIPAL, self.services.clock, thread_id=thread_id
+        )
 
 
 @pytest_asyncio.fixture
@@ -41,9 +44,9 @@ async def app(db_url: str, clock: ManualClock) -> AsyncIterator[App]:
             yield App(client, fastapi_app.state.services)
 
 
-async def _approve(client: httpx.AsyncClient, body: dict[str, str]) -> str:
+async def _approve(client: httpx.AsyncClient, body: dict[str, str]) -> tuple[str, str]:
     """Ask the tutor (in a thread that discussed a question first), approve its consent; return
-    the approval id."""
+    the approval id and the thread's."""
     asked = await after_a_question(client, body)
     consent = asked[-2]
     assert consent.type == "consent"
@@ -54,7 +57,7 @@ async def _approve(client: httpx.AsyncClient, body: dict[str, str]) -> str:
             "resume": {"approval_id": consent.approval_id, "decision": "approve"},
         },
     )
-    return consent.approval_id
+    return consent.approval_id, consent.thread_id
 
 
 async def test_a_deletion_applied_again_returns_its_outcome_and_deletes_nothing(app: App) -> None:
@@ -64,12 +67,12 @@ async def test_a_deletion_applied_again_returns_its_outcome_and_deletes_nothing(
             f"/v1/projects/{project['project_id']}/notes", json={"title": "RAG", "content": "x"}
         )
     ).json()
-    approval_id = await _approve(
+    approval_id, thread_id = await _approve(
         app.client, {"message": "delete this note", "note_id": note["note_id"]}
     )
     assert (await app.client.get(f"/v1/notes/{note['note_id']}")).status_code == 404
 
-    again = await app.notes.apply_note_deletion(
+    again = await app.notes(thread_id).apply_note_deletion(
         approval_id=approval_id, note_id=note["note_id"], version=1
     )
 
@@ -79,11 +82,13 @@ async def test_a_deletion_applied_again_returns_its_outcome_and_deletes_nothing(
 async def test_a_creation_applied_again_returns_the_same_note_and_creates_nothing(
     app: App,
 ) -> None:
-    approval_id = await _approve(app.client, {"message": "Please save our discussion to a note"})
+    approval_id, thread_id = await _approve(
+        app.client, {"message": "Please save our discussion to a note"}
+    )
     project_id = (await app.client.get("/v1/projects")).json()["projects"][0]["project_id"]
     (created,) = (await app.client.get(f"/v1/projects/{project_id}/notes")).json()["notes"]
 
-    again = await app.notes.apply_note_creation(
+    again = await app.notes(thread_id).apply_note_creation(
         approval_id=approval_id, project_id=project_id, title="Other", content="Other."
     )
 
@@ -92,3 +97,30 @@ async def test_a_creation_applied_again_returns_the_same_note_and_creates_nothin
     assert (again.note.note_id, again.note.title) == (created["note_id"], created["title"])
     notes = (await app.client.get(f"/v1/projects/{project_id}/notes")).json()["notes"]
     assert [n["note_id"] for n in notes] == [created["note_id"]]
+
+
+async def test_an_effect_needs_an_approved_consent_of_its_own_thread(app: App) -> None:
+    """The ledger's guard: a run applies an effect only behind an approval of its own thread
+    that a person or a policy approved; another thread's (a copy's) or a pending one applies
+    nothing."""
+    project_id = (await app.client.get("/v1/projects")).json()["projects"][0]["project_id"]
+    approved, thread_id = await _approve(
+        app.client, {"message": "Please save our discussion to a note"}
+    )
+    asked = await after_a_question(app.client, {"message": "Please save our discussion to a note"})
+    pending = asked[-2]
+    assert pending.type == "consent"
+    notes_before = (await app.client.get(f"/v1/projects/{project_id}/notes")).json()["notes"]
+    create = {"project_id": project_id, "title": "Other", "content": "Other."}
+
+    with pytest.raises(ConsentNotGrantedError):  # approved, but in another thread
+        await app.notes(pending.thread_id).apply_note_creation(approval_id=approved, **create)
+    with pytest.raises(ConsentNotGrantedError):  # its own thread's, but not decided
+        await app.notes(pending.thread_id).apply_note_creation(
+            approval_id=pending.approval_id, **create
+        )
+    with pytest.raises(ConsentNotGrantedError):  # no such approval at all
+        await app.notes(thread_id).apply_note_creation(approval_id="made-up", **create)
+
+    notes_after = (await app.client.get(f"/v1/projects/{project_id}/notes")).json()["notes"]
+    assert notes_after == notes_before

@@ -337,7 +337,87 @@ async def test_with_every_checkpoint_kept_a_fork_hangs_from_the_step_it_names(
     assert {s["checkpoint"]["checkpoint_id"] for s in after[len(new) :]} == {
         s["checkpoint"]["checkpoint_id"] for s in before
     }
+    # A copy of the step beside it (as LangGraph's own copy), the new branch hanging from it.
     anchor = new[-1]
     assert anchor["metadata"]["source"] == "fork"
-    assert anchor["parent_checkpoint"]["checkpoint_id"] == step["checkpoint"]["checkpoint_id"]
+    assert anchor["parent_checkpoint"] == step["parent_checkpoint"]
     assert anchor["values"] == step["values"]
+    assert new[-2]["parent_checkpoint"]["checkpoint_id"] == anchor["checkpoint"]["checkpoint_id"]
+
+
+async def test_a_state_update_that_lost_a_race_writes_nothing(
+    open_live: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two updates made from the same state: the one written first stands, the other is
+    refused (``thread_changed``) rather than hung beside it as a branch nobody asked for."""
+    async with open_live(graphs=CITY) as (client, services), sdk_client(client) as sdk:
+        thread_id = (await sdk.threads.create(metadata={"graph_id": "city"}))["thread_id"]
+        await sdk.runs.wait(thread_id, "city", input={"messages": []})
+        # Its question passed by an update: the thread is idle, as both updates find it.
+        await sdk.threads.update_state(thread_id, {"city": "Rome"}, as_node="ask_city")
+        graph = services.executor.graph("city")
+        update = graph.aupdate_state
+        first: list[dict[str, Any]] = []
+        overtaken: list[bool] = []
+
+        async def made_then_overtaken(config: Any, values: Any, as_node: Any = None) -> Any:
+            made = await update(config, values, as_node=as_node)
+            if not overtaken:  # another update comes in and is written before this one
+                overtaken.append(True)
+                other = {"values": {"city": "Lisbon"}, "as_node": "ask_city"}
+                written = await client.post(f"/threads/{thread_id}/state", json=other)
+                first.append(written.json())
+            return made
+
+        monkeypatch.setattr(graph, "aupdate_state", made_then_overtaken)
+        with pytest.raises(ConflictError) as lost:
+            await sdk.threads.update_state(thread_id, {"city": "Porto"}, as_node="ask_city")
+        state = await sdk.threads.get_state(thread_id)
+        history = await sdk.threads.get_history(thread_id)
+
+    assert lost.value.response.json()["error"]["code"] == "thread_changed"
+    assert state["checkpoint"]["checkpoint_id"] == first[0]["checkpoint"]["checkpoint_id"]
+    assert state["values"]["city"] == "Lisbon"
+    assert [h["values"].get("city") for h in history].count("Porto") == 0
+
+
+async def test_a_fork_of_a_graph_kept_as_deltas_starts_from_the_state_it_names(
+    open_live: Any,
+) -> None:
+    """A ``DeltaChannel``'s value is rebuilt from the writes of a checkpoint's ancestors: the
+    fork's copy hangs beside the checkpoint it copies, so the old branch's next step is not
+    replayed into the new one."""
+    delta = "delta=tests.graph_forms:delta_items"
+    async with open_live(graphs=delta) as (client, _), sdk_client(client) as sdk:
+        thread_id = (await sdk.threads.create(metadata={"graph_id": "delta"}))["thread_id"]
+        done = await sdk.runs.wait(thread_id, "delta", input={"items": ["in"]})
+        history = await sdk.threads.get_history(thread_id, limit=100)
+        after_a = next(s for s in history if s["values"].get("items") == ["in", "a"])
+
+        forked = await sdk.runs.wait(
+            thread_id, "delta", input={"items": ["x"]}, checkpoint=after_a["checkpoint"]
+        )
+
+    assert done["items"] == ["in", "a", "b"]
+    assert forked["items"] == ["in", "a", "x", "a", "b"]
+
+
+async def test_a_copy_and_an_update_in_one_call_keep_the_state_they_copy(open_live: Any) -> None:
+    """LangGraph's ``as_node="__copy__"`` with updates: the copy, then each update on it (the
+    server holds both until their one transaction, and reads the copy it holds)."""
+    async with open_live(graphs=CITY) as (client, _), sdk_client(client) as sdk:
+        thread_id = (await sdk.threads.create(metadata={"graph_id": "city"}))["thread_id"]
+        trip = {"messages": [{"type": "human", "content": "Plan a trip"}]}
+        await sdk.runs.wait(thread_id, "city", input=trip)
+
+        await sdk.threads.update_state(
+            thread_id, [[{"city": "Oslo"}, "ask_city"]], as_node="__copy__"
+        )
+        state = await sdk.threads.get_state(thread_id)
+
+    assert [m["content"] for m in state["values"]["messages"]] == ["Plan a trip"]
+    assert (state["values"]["city"], state["next"], state["interrupts"]) == (
+        "Oslo",
+        ["book_trip"],
+        [],
+    )

@@ -29,6 +29,7 @@ _RECALL = direct(
     .outerjoin(effects, effects.c.approval_id == approvals.c.id)
     .where(
         approvals.c.id == sa.bindparam("p_id"),
+        approvals.c.thread_id == sa.bindparam("p_thread"),
         approvals.c.tenant == sa.bindparam("p_tenant"),
         approvals.c.user_id == sa.bindparam("p_user"),
     )
@@ -52,6 +53,7 @@ async def apply_once(
     conn: DbConnection,
     owner: Principal,
     *,
+    thread_id: str,
     approval_id: str,
     kind: str,
     result_model: type[ResultT],
@@ -60,7 +62,7 @@ async def apply_once(
 ) -> ResultT:
     """Run an effect on Consentry's own tables once per approval: the ledger row is written in
     the caller's transaction, with the effect; a second call returns the recorded result."""
-    recorded = await recall_effect(conn, owner, approval_id)
+    recorded = await recall_effect(conn, owner, approval_id, thread_id=thread_id)
     if recorded is not None:
         return result_model.model_validate(recorded)
     result = await act()
@@ -71,12 +73,18 @@ async def apply_once(
 
 
 async def recall_effect(
-    conn: DbConnection, owner: Principal, approval_id: str
+    conn: DbConnection, owner: Principal, approval_id: str, *, thread_id: str
 ) -> dict[str, Any] | None:
-    """The recorded result of the effect behind one of the owner's approvals, if it ran; None
-    when it has not and may (the approval was approved or edited). ``ConsentNotGrantedError``
-    otherwise: an effect runs only behind a decision on record, whatever a graph's state says."""
-    params = {"p_id": approval_id, "p_tenant": owner.tenant, "p_user": owner.user}
+    """The recorded result of the effect behind one of the owner's approvals in ``thread_id``
+    (the run's), if it ran; None when it has not and may (the approval was approved or edited).
+    ``ConsentNotGrantedError`` otherwise: an effect runs only behind a decision on record in its
+    own thread, whatever a graph's state says (a state written by hand, a copied thread)."""
+    params = {
+        "p_id": approval_id,
+        "p_thread": thread_id,
+        "p_tenant": owner.tenant,
+        "p_user": owner.user,
+    }
     found = (await execute(conn, _RECALL, params)).first()
     if found is not None and found[1] is not None:
         return dict(found[1])

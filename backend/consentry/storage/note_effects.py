@@ -37,6 +37,7 @@ async def apply_note_edit(
     conn: DbConnection,
     owner: Principal,
     *,
+    thread_id: str,
     approval_id: str,
     note_id: str,
     title: str,
@@ -68,7 +69,13 @@ async def apply_note_edit(
         return outcome
 
     return await _edit_once(
-        conn, owner, approval_id=approval_id, kind="note_edit", act=act, now=now
+        conn,
+        owner,
+        thread_id=thread_id,
+        approval_id=approval_id,
+        kind="note_edit",
+        act=act,
+        now=now,
     )
 
 
@@ -76,6 +83,7 @@ async def apply_note_creation(
     conn: DbConnection,
     owner: Principal,
     *,
+    thread_id: str,
     approval_id: str,
     project_id: str,
     title: str,
@@ -97,7 +105,13 @@ async def apply_note_creation(
         return AppliedEdit(outcome="applied", note=note_snapshot(note))
 
     return await _edit_once(
-        conn, owner, approval_id=approval_id, kind="note_create", act=act, now=now
+        conn,
+        owner,
+        thread_id=thread_id,
+        approval_id=approval_id,
+        kind="note_create",
+        act=act,
+        now=now,
     )
 
 
@@ -105,6 +119,7 @@ async def _edit_once(
     conn: DbConnection,
     owner: Principal,
     *,
+    thread_id: str,
     approval_id: str,
     kind: str,
     act: Callable[[], Awaitable[AppliedEdit]],
@@ -112,7 +127,14 @@ async def _edit_once(
 ) -> AppliedEdit:
     """``act`` once per approval (``apply_once``), its outcome an :class:`AppliedEdit`."""
     return await apply_once(
-        conn, owner, approval_id=approval_id, kind=kind, result_model=AppliedEdit, act=act, now=now
+        conn,
+        owner,
+        thread_id=thread_id,
+        approval_id=approval_id,
+        kind=kind,
+        result_model=AppliedEdit,
+        act=act,
+        now=now,
     )
 
 
@@ -120,6 +142,7 @@ async def apply_note_deletion(
     conn: DbConnection,
     owner: Principal,
     *,
+    thread_id: str,
     approval_id: str,
     note_id: str,
     version: int,
@@ -144,6 +167,7 @@ async def apply_note_deletion(
     return await apply_once(
         conn,
         owner,
+        thread_id=thread_id,
         approval_id=approval_id,
         kind="note_delete",
         result_model=AppliedDeletion,

@@ -28,6 +28,7 @@ from consentry.runtime.consents._gate import (
     record_decision,
     reopen_consent,
     supersede_consent,
+    superseded,
 )
 from consentry.runtime.consents._inbox import ApprovalInbox, accepted
 from consentry.runtime.consents._records import (
@@ -70,4 +71,5 @@ __all__ = [
     "store_consent",
     "supersede_consent",
     "supersede_pending",
+    "superseded",
 ]

@@ -46,6 +46,7 @@ __all__ = [
     "record_decision",
     "reopen_consent",
     "supersede_consent",
+    "superseded",
 ]
 
 STATUS_OF: dict[str, ApprovalStatus] = {

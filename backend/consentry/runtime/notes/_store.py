@@ -1,4 +1,5 @@
-"""The notes store a graph receives: the storage layer, scoped to one owner."""
+"""The notes store a graph receives: the storage layer, scoped to one owner and the run's
+thread."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ __all__ = ["OwnerNotesStore"]
 
 
 class OwnerNotesStore:
-    """Implements :class:`consentry_graphs.services.NotesStore` for one owner."""
+    """Implements :class:`consentry_graphs.services.NotesStore` for one owner's run on
+    ``thread_id``: its effects apply only approvals of that thread."""
 
-    def __init__(self, db: Database, owner: Principal, clock: Clock) -> None:
+    def __init__(self, db: Database, owner: Principal, clock: Clock, *, thread_id: str) -> None:
         self._db = db
         self._owner = owner
         self._clock = clock
+        self._thread_id = thread_id
 
     async def get_note(self, note_id: str) -> NoteSnapshot | None:
         async with self._db.read() as conn:
@@ -40,6 +43,7 @@ class OwnerNotesStore:
             return await note_effects.apply_note_edit(
                 conn,
                 self._owner,
+                thread_id=self._thread_id,
                 approval_id=approval_id,
                 note_id=note_id,
                 title=title,
@@ -55,6 +59,7 @@ class OwnerNotesStore:
             return await note_effects.apply_note_creation(
                 conn,
                 self._owner,
+                thread_id=self._thread_id,
                 approval_id=approval_id,
                 project_id=project_id,
                 title=title,
@@ -69,6 +74,7 @@ class OwnerNotesStore:
             return await note_effects.apply_note_deletion(
                 conn,
                 self._owner,
+                thread_id=self._thread_id,
                 approval_id=approval_id,
                 note_id=note_id,
                 version=version,

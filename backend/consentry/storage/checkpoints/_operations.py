@@ -38,6 +38,7 @@ __all__ = [
     "delete_runs",
     "delete_thread",
     "get_tuple",
+    "head_id",
     "list_tuples",
     "prune",
     "put_checkpoint",
@@ -324,6 +325,11 @@ def list_tuples(
         )
         for row in found.rows
     ]
+
+
+def head_id(sql: CheckpointSql, thread_id: str) -> Operation:
+    found = yield Query(sql.head_id, (thread_id,))
+    return found.rows[0][0] if found.rows else None
 
 
 def delete_thread(sql: CheckpointSql, thread_id: str) -> Operation:

@@ -148,13 +148,16 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
         saved = serialized(self.serde, config, checkpoint, metadata)
         run: StepCommitter | None = config["configurable"].get(RUN_KEY)
         droppable = Droppable()  # retention `latest`: every older checkpoint of the namespace
-        if run is not None and run.latest_only and run.keep_turns and not saved.checkpoint_ns:
-            if run.turn is None:  # not known (LangGraph reads before it writes): keep them all
-                run.turn = TurnStart(None, anchor="", unknown=True)
-            droppable = run.turn.droppable
-            parent = saved.parent_checkpoint_id
-            if parent is not None and run.turn.owns(parent):  # dropped: the turn's start instead
-                saved = replace(saved, parent_checkpoint_id=run.turn.kept)
+        drops = run is not None and run.latest_only
+        if run is not None and drops and run.keep_turns and not saved.checkpoint_ns:
+            # Where the turn started is known from the run's first read (LangGraph reads before
+            # it writes); if it were not, nothing older is dropped.
+            drops = run.turn is not None
+            if run.turn is not None:
+                droppable = run.turn.droppable
+                parent = saved.parent_checkpoint_id
+                if parent is not None and run.turn.owns(parent):  # dropped: the turn's start
+                    saved = replace(saved, parent_checkpoint_id=run.turn.kept)
         if run is None:
             await self._write(ops.put_checkpoint(self._sql, saved, fence=None, latest_only=False))
             return saved_config(saved)
@@ -169,7 +172,7 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
             # last write of the step's transaction (its events went before it): on PostgreSQL
             # the transaction commits in the same message, unless held writes follow.
             put = ops.put_checkpoint(
-                self._sql, saved, fence=run.fence, latest_only=run.latest_only, droppable=droppable
+                self._sql, saved, fence=run.fence, latest_only=drops, droppable=droppable
             )
             await run_on(conn, put, unread=True, commit=not held)
             if held:
@@ -266,6 +269,10 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
         """:meth:`aput_writes` in the caller's write transaction, as it is."""
         put = put_task_writes(self._sql, self.serde, config, writes, task_id, task_path, fence=None)
         await run_on(conn, put, unread=True)
+
+    async def ahead_id_in(self, conn: DbConnection, thread_id: str) -> str | None:
+        """The id of the thread's newest checkpoint, read in the caller's transaction."""
+        return cast(str | None, await run_on(conn, ops.head_id(self._sql, thread_id)))
 
     async def aprune_in(self, conn: DbConnection, thread_id: str) -> None:
         """:meth:`aprune` (``keep_latest``) of one thread in the caller's write transaction."""

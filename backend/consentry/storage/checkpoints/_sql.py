@@ -62,6 +62,8 @@ class CheckpointSql:
     copy_checkpoints: str
     copy_writes: str
     prune_older: tuple[str, ...]
+    head_id: str
+    """The id of the thread's newest checkpoint of its root graph (NULL: none)."""
 
     def put_writes_fenced(self, count: int, *, replace: bool) -> str | None:
         """PostgreSQL: the fence and ``count`` pending writes in one statement (one round trip,
@@ -171,6 +173,10 @@ def _statements(dialect: Literal["sqlite", "postgresql"]) -> CheckpointSql:
             "SELECT ?, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, "
             "value FROM graph_checkpoint_writes WHERE thread_id = ? "
             "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING"
+        ),
+        head_id=(
+            "SELECT MAX(checkpoint_id) FROM graph_checkpoints "
+            "WHERE thread_id = ? AND checkpoint_ns = ''"
         ),
         prune_older=tuple(
             f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_id < ("

@@ -32,14 +32,10 @@ class TurnStart:
     every checkpoint the run writes."""
     anchor: str = ""
     """A fork's anchor the run started on (``""``: none): dropped with the run's first write."""
-    unknown: bool = False
-    """The run wrote before it read its thread: nothing older is its own."""
 
     @property
     def droppable(self) -> Droppable:
         """The run's own checkpoints: after the one it started on (the anchor included)."""
-        if self.unknown:
-            return Droppable(after="~")  # no id sorts after "~" (ids are hex digits and "-")
         return Droppable(self.anchor or self.kept or "", self.anchor)
 
     def owns(self, checkpoint_id: str) -> bool:
@@ -50,10 +46,14 @@ class TurnStart:
 def fork_anchor(source: CheckpointTuple) -> tuple[RunnableConfig, Checkpoint, CheckpointMetadata]:
     """A fork's anchor: a copy of ``source`` (an older checkpoint of its thread's root graph,
     without its pending writes: a new input discards its unfinished tasks) under a new id, so
-    the thread's newest, its parent ``source``; the config, checkpoint and metadata to put. The
-    run that continues from it drops it with its first write when it keeps turns."""
+    the thread's newest; the config, checkpoint and metadata to put. As LangGraph's own copy
+    (``update_state(..., as_node="__copy__")``), it has ``source``'s parent: a channel kept as
+    deltas (``DeltaChannel``) is rebuilt from its ancestors' writes, and ``source``'s own are
+    the old branch's next step. The run that continues from it drops it with its first write
+    when it keeps turns, and hangs what it writes from ``source``."""
     configurable = source.config["configurable"]
     source_id = str(configurable["checkpoint_id"])
+    parent = (source.parent_config or {}).get("configurable", {}).get("checkpoint_id")
     step = source.metadata.get("step", -1)
     step = step + 1 if isinstance(step, int) else 0
     anchor = copy_checkpoint(source.checkpoint)
@@ -69,7 +69,7 @@ def fork_anchor(source: CheckpointTuple) -> tuple[RunnableConfig, Checkpoint, Ch
         "configurable": {
             "thread_id": configurable["thread_id"],
             "checkpoint_ns": "",
-            "checkpoint_id": source_id,
+            "checkpoint_id": parent,
         }
     }
     return config, anchor, metadata

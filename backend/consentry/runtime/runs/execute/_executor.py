@@ -209,8 +209,8 @@ class RunExecutor:
         # Sent with the run's first stored chunk (store before send, like every durable event).
         events.record(events.make(RunStartedEvent, graph=spec.name, trigger=trigger))
         services = GraphServices(
-            notes=OwnerNotesStore(self._db, owner, self._clock),
-            effects=OwnerEffectLedger(self._db, owner, self._clock),
+            notes=OwnerNotesStore(self._db, owner, self._clock, thread_id=thread_id),
+            effects=OwnerEffectLedger(self._db, owner, self._clock, thread_id=thread_id),
             user=owner.display,
             conversation_window=self._limits.conversation_window,
         )

@@ -3,10 +3,11 @@ and a thread copied under a new id (``threads.copy``).
 
 **An update** is made as LangGraph makes it (``aupdate_state``, with ``as_node``, at the
 thread's newest checkpoint or an older one it keeps), but what LangGraph would write is held
-(``_HeldWrites``) and written in one transaction with the rest: the thread's row held as it was
-read (no run active, none claimed since: else 409 ``run_in_progress``), each consent pending on
-the branch the head leaves ended ``superseded``, the thread ``idle``, and a ``state_updated``
-audit record. A refused update (an unknown node, values that do not fit) writes nothing.
+(``_HeldWrites``) and written in one transaction with the rest: each consent pending on the
+branch the head leaves ended ``superseded``, the thread's row held as it was read and its head
+checked unchanged (no run active, none claimed since, no other update first: else 409
+``thread_changed``, nothing written), the thread ``idle``, and a ``state_updated`` audit record.
+A refused update (an unknown node, values that do not fit) writes nothing.
 
 **Pruning** a thread to its newest checkpoint (``threads.prune(strategy="keep_latest")``)
 drops its history in a transaction that holds its row as well.
@@ -74,6 +75,8 @@ class ThreadBranches:
         graph = self._compiled(row.graph)
         saver = _saver(graph)
         config: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+        head = await saver.aget_tuple(config)
+        head_id = None if head is None else str(head.config["configurable"]["checkpoint_id"])
         if checkpoint_id is not None:
             config["configurable"]["checkpoint_id"] = checkpoint_id
             if await saver.aget_tuple(config) is None:
@@ -94,13 +97,16 @@ class ThreadBranches:
             ) from None
         now = self._clock()
         new_id = str(updated["configurable"]["checkpoint_id"])
+        base = checkpoint_id or head_id or new_id
         async with self._db.write() as conn:
-            if not await threads_repo.hold_thread(conn, owner, row, idle_at=now):
-                raise run_in_progress(thread_id)
-            base = checkpoint_id or new_id
+            # The consents first, then the thread's row: the order a decision and an expiry
+            # take them in (no deadlock between them on PostgreSQL).
             superseded = await supersede_pending(
                 conn, owner, thread_id, run_id=None, checkpoint_id=base, now=now
             )
+            held_row = await threads_repo.hold_thread(conn, owner, row, idle_at=now)
+            if not held_row or await saver.ahead_id_in(conn, thread_id) != head_id:
+                raise _changed(thread_id)
             await held.write(conn)
             await record_audit(
                 conn,
@@ -173,8 +179,9 @@ class ThreadBranches:
 
 
 class _HeldWrites(BaseCheckpointSaver[str]):
-    """The server's saver for LangGraph's ``aupdate_state``: it reads through, and what it would
-    write is held for :meth:`write`, in the caller's transaction."""
+    """The server's saver for LangGraph's ``aupdate_state``: what it would write is held for
+    :meth:`write`, in the caller's transaction; it reads what it holds (an update of several
+    steps reads the one before), else through."""
 
     def __init__(self, saver: ConsentrySaver) -> None:
         super().__init__(serde=saver.serde)
@@ -183,7 +190,31 @@ class _HeldWrites(BaseCheckpointSaver[str]):
         self._writes: list[tuple[RunnableConfig, Sequence[tuple[str, Any]], str, str]] = []
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        wanted = config["configurable"].get("checkpoint_id")
+        for put_config, checkpoint, metadata in self._puts:
+            if checkpoint["id"] == wanted:
+                return self._held(put_config, checkpoint, metadata)
         return await self._saver.aget_tuple(config)
+
+    def _held(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
+    ) -> CheckpointTuple:
+        configurable = config["configurable"]
+        named = {"thread_id": configurable["thread_id"], "checkpoint_ns": ""}
+        parent = configurable.get("checkpoint_id")
+        writes = [
+            (task_id, channel, value)
+            for written, task_writes, task_id, _ in self._writes
+            if written["configurable"].get("checkpoint_id") == checkpoint["id"]
+            for channel, value in task_writes
+        ]
+        return CheckpointTuple(
+            config={"configurable": {**named, "checkpoint_id": checkpoint["id"]}},
+            checkpoint=checkpoint,
+            metadata=metadata,
+            parent_config={"configurable": {**named, "checkpoint_id": parent}} if parent else None,
+            pending_writes=writes,
+        )
 
     async def alist(
         self,
@@ -230,6 +261,15 @@ class _HeldWrites(BaseCheckpointSaver[str]):
             await self._saver.aput_in(conn, config, checkpoint, metadata)
         for config, writes, task_id, task_path in self._writes:
             await self._saver.aput_writes_in(conn, config, writes, task_id, task_path)
+
+
+def _changed(thread_id: str) -> ConflictError:
+    return ConflictError(
+        "The thread changed while the update was made (a run started, or another update came "
+        "first): read its state again and send the update again.",
+        code="thread_changed",
+        details={"thread_id": thread_id},
+    )
 
 
 def _saver(graph: CompiledGraph) -> ConsentrySaver:

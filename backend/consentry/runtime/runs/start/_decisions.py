@@ -30,6 +30,7 @@ from consentry.runtime.consents import (
     is_expired,
     record_decision,
     recorded_decisions,
+    superseded,
 )
 from consentry.runtime.runs.execute import ActiveRun, ClaimHold, GraphPosition, run_id_for
 from consentry.runtime.runs.start._continuation import continuation
@@ -63,6 +64,8 @@ async def start_decisions(
                 row = await approvals_repo.find_approval(conn, owner, resume.approval_id)
                 if row is not None and row.status in DECIDED:
                     raise already_decided(row)  # approved, edited or rejected
+                if row is not None and row.status == "superseded":
+                    raise superseded(row)  # a fork left it behind (its run may be this one)
                 if row is not None and row.thread_id == target.thread_id and is_expired(row, now):
                     raise expired(row)
         refuse_if_running(target)

@@ -102,17 +102,23 @@ async def _continue(
     position = NOWHERE
     if not target.is_new:
         position = await launcher.executor.position(target.spec, target.thread_id)
-    if position.waiting:
+    async with launcher.db.read() as conn:  # decided, but the run that carried them stopped
+        recorded = await recorded_decisions(conn, target, position.waiting)
+    if undecided := position.waiting - recorded.keys():
         raise ConflictError(
             "This thread waits for a consent: decide it (a `command`) to go on.",
             code="consent_pending",
-            details={"thread_id": target.thread_id, "pending": sorted(position.waiting)},
+            details={"thread_id": target.thread_id, "pending": sorted(undecided)},
         )
-    if not position.unfinished:
+    if not position.unfinished and not recorded:
         raise ConflictError(
             "The thread's graph has no node to run next: send an `input`.",
             code="nothing_to_continue",
             details={"thread_id": target.thread_id},
+        )
+    if recorded:  # as the decision's own run would have
+        return await launcher.continue_with(
+            owner, target, [Command(resume=recorded)], "resume", key
         )
     return await launcher.continue_with(owner, target, [None], "message", key)
 
