@@ -235,6 +235,8 @@ CALLS: tuple[Call, ...] = (
     ),
     Call("POST", "/threads/{thread_id}/copy", owner_status=409, owner_code="consent_pending"),
     Call("POST", "/threads/prune", json={"thread_ids": ["{thread_id}"], "strategy": "keep_latest"}),
+    # Nothing of the owner's runs here (the run above ended waiting for its consent).
+    Call("POST", "/runs/cancel", json={"thread_id": "{thread_id}", "status": "pending"}),
     Call("POST", "/v1/projects", json={"name": "Another project"}, owner_status=201),
     Call(
         "POST",
@@ -305,6 +307,11 @@ CALLS: tuple[Call, ...] = (
             "runId": "matrix-run",
             "messages": [{"id": "m1", **QUESTION_PART}],
         },
+    ),
+    Call(
+        "POST",
+        "/runs/batch",
+        json=[{"assistant_id": "tutor", "input": {"messages": [QUESTION_PART]}}],
     ),
     *(
         Call("POST", route, json={"assistant_id": "tutor", "input": {"messages": [QUESTION_PART]}})

@@ -34,6 +34,7 @@ KEYED_ROUTES = {
     ("POST", "/threads/{thread_id}/runs"),
     ("POST", "/runs/wait"),
     ("POST", "/threads/{thread_id}/runs/wait"),
+    ("POST", "/runs/batch"),
     ("POST", "/v1/agui/{graph}"),
 }
 """The routes taking ``Idempotency-Key``; each has a test here."""
@@ -443,3 +444,28 @@ async def test_an_sdk_background_run_sent_again_with_its_key_is_the_same_run_for
     assert theirs.status_code == 200, who
     assert theirs.json()["run_id"] != created.json()["run_id"]
     assert (on_hers.status_code, _code(on_hers)) == (404, "thread_not_found")
+
+
+async def test_a_batch_key_names_its_runs_for_its_owner_only(
+    keyed_client: httpx.AsyncClient,
+) -> None:
+    client = keyed_client
+    body = [
+        {"assistant_id": "tutor", "input": {"messages": [{"role": "user", "content": q}]}}
+        for q in ("What is RAG?", "What is recall?")
+    ]
+    first = await client.post("/runs/batch", json=body, headers=_with_key(OWNER, "batch"))
+    await client.services.executor.wait_for_runs()  # type: ignore[attr-defined]
+    again = await client.post("/runs/batch", json=body, headers=_with_key(OWNER, "batch"))
+    (who, headers), *_ = STRANGERS.items()
+    theirs = await client.post("/runs/batch", json=body, headers=_with_key(headers, "batch"))
+    await client.services.executor.wait_for_runs()  # type: ignore[attr-defined]
+
+    def run_ids(response: httpx.Response) -> list[str]:
+        return [run["run_id"] for run in response.json()]
+
+    assert first.status_code == again.status_code == 200
+    assert run_ids(again) == run_ids(first)
+    assert len(set(run_ids(first))) == 2
+    assert theirs.status_code == 200, who
+    assert not set(run_ids(theirs)) & set(run_ids(first))

@@ -129,6 +129,13 @@ BODIES: tuple[Body, ...] = (
     ),
     Body(
         "POST",
+        "/runs/batch",
+        [{"assistant_id": "tutor", "input": {"messages": [{"role": "user", "content": "Hi"}]}}],
+        inside=(0,),
+    ),
+    Body("POST", "/runs/cancel", {"thread_id": "{thread_id}", "status": "pending"}),
+    Body(
+        "POST",
         "/threads/{thread_id}/runs",
         {"assistant_id": "tutor", "command": {"resume": {"decision": "approve"}}},
         inside=("command",),

@@ -86,6 +86,8 @@ async def test_openapi_describes_every_route_and_the_event_union(
         ("/runs", "post"),
         ("/threads/{thread_id}/runs/wait", "post"),
         ("/runs/wait", "post"),
+        ("/runs/batch", "post"),
+        ("/runs/cancel", "post"),
         ("/v1/agui/{graph}", "post"),
         ("/threads/{thread_id}/runs/{run_id}", "get"),
         ("/threads/{thread_id}/runs/{run_id}/join", "get"),

@@ -8,11 +8,9 @@ when its server stopped starts under the next one; ``on_disconnect="cancel"`` on
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import ConflictError, UnprocessableEntityError
 
@@ -23,14 +21,6 @@ from tests.langgraph_client import parts, sdk_client
 
 HELLO = {"messages": [{"role": "user", "content": "Hello"}]}
 AGAIN = {"messages": [{"role": "user", "content": "Again"}]}
-
-
-@pytest_asyncio.fixture
-async def gate() -> AsyncIterator[asyncio.Event]:
-    """The gate the graph's runs wait at, closed; opened at the end, so no run stays held."""
-    gate_graph.GATE, gate_graph.REACHED = asyncio.Event(), asyncio.Event()
-    yield gate_graph.GATE
-    gate_graph.GATE.set()
 
 
 async def _held_run(sdk: LangGraphClient) -> tuple[str, str]:

@@ -5,9 +5,9 @@ sends that Consentry does not serve is refused by name (422), never silently ign
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from consentry.schemas.events import TerminalReason
 from consentry.schemas.requests import RequestModel
@@ -15,7 +15,9 @@ from consentry.schemas.sdk import CheckpointRef, named_checkpoint
 
 __all__ = [
     "STREAM_MODES",
+    "CancelledRuns",
     "MultitaskStrategy",
+    "RunCancelManyRequest",
     "RunCommand",
     "RunCreate",
     "SdkRun",
@@ -143,3 +145,45 @@ class SdkRun(BaseModel):
         description="Consentry's terminal reason (null while it runs)."
     )
     error_code: str | None = Field(description="The stable code of the error that ended it.")
+
+
+def _names_runs_schema(schema: dict[str, Any]) -> None:
+    """The JSON Schema of ``RunCancelManyRequest`` says what its ``_names_runs`` checks."""
+    schema["anyOf"] = [
+        {"required": ["thread_id"], "properties": {"thread_id": {"type": "string"}}},
+        {
+            "required": ["status"],
+            "properties": {"status": {"type": "string"}, "run_ids": {"type": "null"}},
+        },
+    ]
+
+
+class RunCancelManyRequest(RequestModel):
+    """``POST /runs/cancel`` (``runs.cancel_many``): the caller's runs of one thread, or of all
+    its threads, by id or by status."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_names_runs_schema)
+
+    thread_id: str | None = Field(default=None, max_length=64)
+    run_ids: list[str] | None = Field(
+        default=None, max_length=1000, description="Only these (with `thread_id`)."
+    )
+    status: Literal["pending", "running", "all"] | None = Field(
+        default=None,
+        description="`pending`: runs waiting in a thread's queue; `running`: active ones; "
+        "`all`: both (the default with `thread_id`).",
+    )
+
+    @model_validator(mode="after")
+    def _names_runs(self) -> Self:
+        if self.thread_id is None and self.status is None:
+            raise ValueError("name a `thread_id` (with `run_ids`), or a `status`")
+        if self.run_ids is not None and self.thread_id is None:
+            raise ValueError("`run_ids` are a thread's: send its `thread_id` too")
+        return self
+
+
+class CancelledRuns(BaseModel):
+    """What ``runs.cancel_many`` answers: each run it cancelled."""
+
+    cancelled: list[dict[str, str]] = Field(description="`{thread_id, run_id}` of each.")

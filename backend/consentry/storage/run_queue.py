@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import sqlalchemy as sa
 
 from consentry.principal import Principal
 from consentry.storage.db.database import DbConnection
-from consentry.storage.tables import run_queue
+from consentry.storage.tables import run_queue, threads
 
 __all__ = [
     "QueueStatus",
@@ -24,6 +24,7 @@ __all__ = [
     "add_queued_run",
     "cancel_queued_run",
     "next_queued_run",
+    "owner_runs",
     "queued_run",
     "queued_runs",
     "refuse_queued_run",
@@ -112,6 +113,34 @@ async def queued_runs(
         .order_by(run_queue.c.created_at.desc(), run_queue.c.id)
     )
     return [QueuedRun(*row) for row in await conn.execute(query)]
+
+
+async def owner_runs(
+    conn: DbConnection, owner: Principal, *, thread_id: str | None, waiting: bool, running: bool
+) -> list[tuple[str, str, bool]]:
+    """The owner's runs that wait in a thread's queue (``waiting``) and the active ones
+    (``running``), of ``thread_id`` or of all the owner's threads: ``(thread_id, run_id,
+    queued)``, the queued first."""
+    owned = [threads.c.tenant == owner.tenant, threads.c.user_id == owner.user]
+    if thread_id is not None:
+        owned.append(threads.c.id == thread_id)
+    found: list[tuple[str, str, bool]] = []
+    if waiting:
+        query = (
+            sa.select(run_queue.c.thread_id, run_queue.c.id)
+            .join(threads, threads.c.id == run_queue.c.thread_id)
+            .where(run_queue.c.status == "waiting", *owned)
+            .order_by(run_queue.c.created_at, run_queue.c.id)
+        )
+        queued = cast(list[tuple[str, str]], (await conn.execute(query)).all())
+        found += [(thread, run, True) for thread, run in queued]
+    if running:
+        active = sa.select(threads.c.id, threads.c.active_run_id).where(
+            threads.c.status == "running", threads.c.active_run_id.is_not(None), *owned
+        )
+        running_now = cast(list[tuple[str, str]], (await conn.execute(active)).all())
+        found += [(thread, run, False) for thread, run in running_now]
+    return found
 
 
 async def threads_with_queued_runs(conn: DbConnection) -> list[str]:

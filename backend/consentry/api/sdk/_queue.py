@@ -1,14 +1,25 @@
-"""The run queue as a route dependency (made with the app's lifespan: ``_start.open_run_queue``)."""
+"""The run queue: made with the app's lifespan (:func:`open_run_queue`), and a route dependency."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
+from pydantic import ValidationError
 
-from consentry.runtime.runs import RunQueue
+from consentry.api.http.limits import check_chat_edits
+from consentry.api.run_requests import RunRequests
+from consentry.api.sdk._start import RunStart
+from consentry.errors import InvalidRequestError
+from consentry.principal import Principal
+from consentry.runtime.runs import ActiveRun, RunQueue
+from consentry.schemas.chat import ChatRequest
+from consentry.schemas.sdk_runs import RunCreate
+from consentry.services import Services
 
-__all__ = ["RunQueueDep"]
+__all__ = ["RunQueueDep", "open_run_queue"]
 
 
 async def _run_queue(request: Request) -> RunQueue:
@@ -17,3 +28,44 @@ async def _run_queue(request: Request) -> RunQueue:
 
 
 RunQueueDep = Annotated[RunQueue, Depends(_run_queue)]
+
+
+@asynccontextmanager
+async def open_run_queue(services: Services, run_requests: RunRequests) -> AsyncIterator[RunQueue]:
+    """The run queue of the app's lifespan, draining the threads runs wait on."""
+
+    async def prepare(owner: Principal, thread_id: str, sent: dict[str, Any]) -> ChatRequest:
+        start = RunStart(
+            owner,
+            services.threads,
+            services.thread_writer,
+            services.assistants,
+            services.run_records,
+            run_requests,
+            queue,
+            idempotency_key=None,
+        )
+        try:
+            body = RunCreate.model_validate(sent)
+        except ValidationError as exc:  # queued by a release that took what this one refuses
+            raise InvalidRequestError(
+                "The queued run's request is not one this server takes.",
+                code="request_invalid",
+                details={"errors": exc.errors(include_url=False, include_context=False)},
+            ) from None
+        request = await start.chat_request(body, thread_id, queued=True)
+        check_chat_edits(services.settings, request)
+        return request
+
+    async def started(metadata: dict[str, Any] | None, run: ActiveRun) -> None:
+        if metadata:
+            await services.run_records.keep_metadata(run.run_id, metadata)
+
+    queue = RunQueue(
+        db=services.db, runs=services.runs, clock=services.clock, prepare=prepare, started=started
+    )
+    await queue.start()
+    try:
+        yield queue
+    finally:
+        await queue.stop()

@@ -7,16 +7,12 @@ run service request when its turn comes."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 from uuid import uuid4
 
-from pydantic import ValidationError
-
 from consentry.api.chat_requests import chat_request
-from consentry.api.http.limits import check_chat_edits
 from consentry.api.http.sse_response import EventStreamResponse
 from consentry.api.new_thread_ids import check_uuid
 from consentry.api.run_requests import RunRequests
@@ -39,9 +35,8 @@ from consentry.runtime.runs import (
 )
 from consentry.schemas.chat import ChatRequest
 from consentry.schemas.sdk_runs import RunCreate
-from consentry.services import Services
 
-__all__ = ["RunStart", "Waited", "open_run_queue"]
+__all__ = ["RunStart", "Waited"]
 
 
 @dataclass(frozen=True)
@@ -156,6 +151,16 @@ class RunStart:
 
         outcome = partial(run_outcome, run.events.listen(), self.threads, self.owner)
         return Waited(run.thread_id, run.run_id, outcome, closed)
+
+    async def check(self, body: RunCreate) -> None:
+        """What a run of ``body`` is refused for before anything is stored: an unknown
+        assistant (404), fields not served, no input (422)."""
+        await self._assistant(body)
+        self._check(body)
+
+    def keyed(self, idempotency_key: str | None) -> RunStart:
+        """The same start under another ``Idempotency-Key`` (a batch's runs, one each)."""
+        return replace(self, idempotency_key=idempotency_key)
 
     async def _enqueue(
         self, body: RunCreate, thread_id: str, *, route: str, face: SdkStream | None = None
@@ -328,47 +333,6 @@ class RunStart:
             | _options(body, assistant)
         )
         return request.on_assistant(_stored_id(assistant))
-
-
-@asynccontextmanager
-async def open_run_queue(services: Services, run_requests: RunRequests) -> AsyncIterator[RunQueue]:
-    """The run queue of the app's lifespan, draining the threads runs wait on."""
-
-    async def prepare(owner: Principal, thread_id: str, sent: dict[str, Any]) -> ChatRequest:
-        start = RunStart(
-            owner,
-            services.threads,
-            services.thread_writer,
-            services.assistants,
-            services.run_records,
-            run_requests,
-            queue,
-            idempotency_key=None,
-        )
-        try:
-            body = RunCreate.model_validate(sent)
-        except ValidationError as exc:  # queued by a release that took what this one refuses
-            raise InvalidRequestError(
-                "The queued run's request is not one this server takes.",
-                code="request_invalid",
-                details={"errors": exc.errors(include_url=False, include_context=False)},
-            ) from None
-        request = await start.chat_request(body, thread_id, queued=True)
-        check_chat_edits(services.settings, request)
-        return request
-
-    async def started(metadata: dict[str, Any] | None, run: ActiveRun) -> None:
-        if metadata:
-            await services.run_records.keep_metadata(run.run_id, metadata)
-
-    queue = RunQueue(
-        db=services.db, runs=services.runs, clock=services.clock, prepare=prepare, started=started
-    )
-    await queue.start()
-    try:
-        yield queue
-    finally:
-        await queue.stop()
 
 
 def _stored_id(assistant: Assistant) -> str | None:

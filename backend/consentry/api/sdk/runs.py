@@ -6,10 +6,11 @@ leaves (``_outcome``). Reading runs back is ``run_records``."""
 
 from __future__ import annotations
 
+import hashlib
 from functools import partial
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Body, Depends, Query
 from fastapi.responses import StreamingResponse
 
 from consentry.api.http.deps import (
@@ -32,8 +33,8 @@ from consentry.api.sdk._start import RunStart
 from consentry.api.sdk._stream import SdkStream
 from consentry.api.sdk._wait import waiting
 from consentry.errors import InvalidRequestError
-from consentry.runtime.runs import RunQueue, Waiter
-from consentry.schemas.sdk_runs import RunCreate, SdkRun
+from consentry.runtime.runs import RunQueue, Waiter, cancel_many
+from consentry.schemas.sdk_runs import CancelledRuns, RunCancelManyRequest, RunCreate, SdkRun
 from consentry.schemas.threads import CancelAccepted
 from consentry.settings import Settings
 
@@ -96,6 +97,28 @@ async def create_threadless_run(
     """Start a run on a new thread in the background (its id is the run's ``thread_id``)."""
     run = await start.create(body, None, route="/runs")
     return await run_records.get(start.owner, run.thread_id, run.run_id)
+
+
+@router.post("/runs/batch", responses=ERROR_RESPONSES)
+async def create_run_batch(
+    body: Annotated[list[RunCreate], Body(min_length=1, max_length=100)],
+    start: RunStartDep,
+    run_records: RunRecordsDep,
+) -> list[SdkRun]:
+    """Start each run on a new thread, as `POST /runs` does, in order. Every run is checked
+    first (its assistant, its fields): one refused is the batch's answer, and none starts.
+    With an `Idempotency-Key`, each run is keyed by it and its place: sent again, the batch
+    answers with the same runs."""
+    for item in body:
+        await start.check(item)
+    batch = start.idempotency_key
+    digest = hashlib.sha256(batch.encode()).hexdigest()[:40] if batch else None
+    created: list[SdkRun] = []
+    for index, item in enumerate(body):
+        key = f"batch:{digest}:{index}" if digest else None  # within the keys' 255 characters
+        run = await start.keyed(key).create(item, None, route="/runs/batch")
+        created.append(await run_records.get(start.owner, run.thread_id, run.run_id))
+    return created
 
 
 @router.post(
@@ -209,13 +232,7 @@ async def cancel_run(
     """Stop the run at its next step boundary (final reason ``cancelled``), or take it out of
     the run queue while it waits; 409 ``no_active_run`` when it is neither running nor
     waiting. ``wait``: the answer comes once the run has ended."""
-    if action == "rollback":
-        raise InvalidRequestError(
-            '`action: "rollback"` is not served: a cancelled run and what it wrote are kept '
-            "(its records, and any consent it asked).",
-            code="unsupported_field",
-            details={"fields": ["action"]},
-        )
+    _refuse_rollback(action)
     if await queue.cancel(owner, thread_id, run_id):
         return CancelAccepted(thread_id=thread_id, run_id=run_id)
     accepted = await runs.cancel(owner, thread_id, run_id=run_id)
@@ -223,6 +240,43 @@ async def cancel_run(
         async for _ in await runs.replay(owner, thread_id, run_id):
             pass  # its events to its end: what was stored and, while it goes on, live
     return accepted
+
+
+@router.post("/runs/cancel", responses=ERROR_RESPONSES)
+async def cancel_runs(
+    body: RunCancelManyRequest,
+    owner: PrincipalDep,
+    runs: RunsDep,
+    queue: RunQueueDep,
+    action: Annotated[
+        Literal["interrupt", "rollback"],
+        Query(description="`interrupt` only: `rollback` (delete the runs) is refused, 422."),
+    ] = "interrupt",
+) -> CancelledRuns:
+    """Cancel the caller's runs: those of `thread_id` (only `run_ids`, when given; a thread
+    of another is 404), or of all its threads, by `status` (`pending`: waiting in a queue,
+    `running`: active, `all`). Each waiting one is taken out of its queue, each active one
+    stopped as `runs.cancel` stops it; a run that ended meanwhile is passed over."""
+    _refuse_rollback(action)
+    cancelled = await cancel_many(
+        queue,
+        runs,
+        owner,
+        thread_id=body.thread_id,
+        run_ids=body.run_ids,
+        status=body.status or "all",
+    )
+    return CancelledRuns(cancelled=[{"thread_id": t, "run_id": r} for t, r in cancelled])
+
+
+def _refuse_rollback(action: str) -> None:
+    if action == "rollback":
+        raise InvalidRequestError(
+            '`action: "rollback"` is not served: a cancelled run and what it wrote are kept '
+            "(its records, and any consent it asked).",
+            code="unsupported_field",
+            details={"fields": ["action"]},
+        )
 
 
 async def _wait(

@@ -35,7 +35,14 @@ from consentry.runtime.runs.execute import (
 )
 from consentry.runtime.runs.read import ThreadReader
 from consentry.runtime.runs.recover import RunTakeover
-from consentry.runtime.runs.sdk import Queued, RunQueue, RunRecords, ThreadWriter, Waiter
+from consentry.runtime.runs.sdk import (
+    Queued,
+    RunQueue,
+    RunRecords,
+    ThreadWriter,
+    Waiter,
+    cancel_many,
+)
 
 __all__ = [
     "GRAPH_OUTPUT_MODES",
@@ -55,6 +62,7 @@ __all__ = [
     "ThreadReader",
     "ThreadWriter",
     "Waiter",
+    "cancel_many",
     "graph_output_mode",
     "split_output",
 ]

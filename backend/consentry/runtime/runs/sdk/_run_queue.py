@@ -241,6 +241,18 @@ class RunQueue:
             self._settle(run_id, _Settled("cancelled"))
         return cancelled
 
+    async def owner_runs(
+        self, owner: Principal, *, thread_id: str | None, waiting: bool, running: bool
+    ) -> list[tuple[str, str, bool]]:
+        """The owner's waiting and active runs (``queue_repo.owner_runs``), of ``thread_id``
+        (404 for another's) or of all the owner's threads."""
+        async with self._db.read() as conn:
+            if thread_id is not None:
+                await threads_repo.get_thread(conn, owner, thread_id)
+            return await queue_repo.owner_runs(
+                conn, owner, thread_id=thread_id, waiting=waiting, running=running
+            )
+
     async def _outcome(self, waiter: Waiter) -> _Outcome:
         if not waiter.future.done():
             async with self._db.read() as conn:

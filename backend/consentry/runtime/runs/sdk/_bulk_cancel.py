@@ -1,0 +1,53 @@
+"""Cancelling many runs at once (the LangGraph SDK's ``runs.cancel_many``): the owner's runs
+waiting in a thread's queue, the active ones, or both, of one thread or of all the owner's.
+
+The waiting ones are taken out of their queues first, so that none starts when the run before
+it is cancelled; each active one is then cancelled as ``runs.cancel`` cancels one (its step cut
+within half a second). A run that ended meanwhile is passed over. A consent is never lost to
+it: a run waiting for a decision has ended, and is neither waiting nor active.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import Literal
+
+from consentry.errors import ConflictError
+from consentry.principal import Principal
+from consentry.runtime.runs._service import RunService
+from consentry.runtime.runs.sdk._run_queue import RunQueue
+
+__all__ = ["cancel_many"]
+
+
+async def cancel_many(
+    queue: RunQueue,
+    runs: RunService,
+    owner: Principal,
+    *,
+    thread_id: str | None,
+    run_ids: Sequence[str] | None,
+    status: Literal["pending", "running", "all"],
+) -> list[tuple[str, str]]:
+    """Cancel the owner's runs ``status`` names (of ``thread_id``, or of all the owner's
+    threads; only ``run_ids`` when given): ``(thread_id, run_id)`` of each cancelled."""
+    found = await queue.owner_runs(
+        owner,
+        thread_id=thread_id,
+        waiting=status in ("pending", "all"),
+        running=status in ("running", "all"),
+    )
+    wanted = None if run_ids is None else set(run_ids)
+    cancelled: list[tuple[str, str]] = []
+    for thread, run_id, queued in found:
+        if wanted is not None and run_id not in wanted:
+            continue
+        if queued:
+            if await queue.cancel(owner, thread, run_id):
+                cancelled.append((thread, run_id))
+            continue
+        with contextlib.suppress(ConflictError):  # it ended meanwhile
+            await runs.cancel(owner, thread, run_id=run_id)
+            cancelled.append((thread, run_id))
+    return cancelled
