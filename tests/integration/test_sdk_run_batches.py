@@ -10,7 +10,6 @@ import asyncio
 from typing import Any
 
 import httpx
-import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
@@ -95,7 +94,7 @@ async def test_cancel_many_by_id_cancels_only_those_and_refuses_what_it_cannot_n
         refused = {
             "no thread, no status": await client.post("/runs/cancel", json={}),
             "ids without a thread": await client.post("/runs/cancel", json={"run_ids": [held]}),
-            "another's thread": await client.post(
+            "no such thread": await client.post(
                 "/runs/cancel", json={"thread_id": "00000000-0000-4000-8000-000000000000"}
             ),
             "rollback": await client.post(
@@ -109,7 +108,7 @@ async def test_cancel_many_by_id_cancels_only_those_and_refuses_what_it_cannot_n
     assert {name: (r.status_code, r.json()["error"]["code"]) for name, r in refused.items()} == {
         "no thread, no status": (422, "request_invalid"),
         "ids without a thread": (422, "request_invalid"),
-        "another's thread": (404, "thread_not_found"),
+        "no such thread": (404, "thread_not_found"),
         "rollback": (422, "unsupported_field"),
     }
 
@@ -129,23 +128,43 @@ async def test_create_batch_starts_each_run_on_a_new_thread_once(open_live: Any)
         )
         ends = [await sdk.runs.join(run["thread_id"], run["run_id"]) for run in runs]
         before = await _thread_count(client)
-        with pytest.raises(httpx.HTTPStatusError) as refused:  # checked before any starts
-            await sdk.runs.create_batch(
-                [
-                    {"assistant_id": "tutor", "input": HELLO},
-                    {"assistant_id": "nobody", "input": HELLO},
-                ]
-            )
-        after_refusal = await _thread_count(client)
-        batch = [{"assistant_id": "tutor", "input": HELLO}] * 2
+        good = {"assistant_id": "tutor", "input": HELLO}
+        refused_first = {  # each checked before any run starts
+            name: await client.post("/runs/batch", json=[good, bad])
+            for name, bad in {
+                "unknown assistant": {"assistant_id": "nobody", "input": HELLO},
+                "a command": {"assistant_id": "tutor", "command": {"resume": "yes"}},
+                "no input": {"assistant_id": "tutor"},
+                "a client to watch": {**good, "on_disconnect": "cancel"},
+                "a checkpoint": {**good, "checkpoint_id": "1f0-none"},
+            }.items()
+        }
+        after_refusals = await _thread_count(client)
+        unknown_note = {"assistant_id": "tutor", "input": {**HELLO, "note_id": "no-such-note"}}
+        late = await client.post("/runs/batch", json=[good, unknown_note])
+        batch = [good, good]
         keyed = {"Idempotency-Key": "batch-1"}
         first = await client.post("/runs/batch", json=batch, headers=keyed)
         again = await client.post("/runs/batch", json=batch, headers=keyed)
+        other = await client.post("/runs/batch", json=[*batch, good], headers=keyed)
 
     assert len({run["thread_id"] for run in runs}) == 2
     assert [end["messages"][0]["content"] for end in ends] == ["What is retrieval?", "Hello"]
-    assert refused.value.response.status_code == 404
-    assert after_refusal == before
+    assert {
+        name: (r.status_code, r.json()["error"]["code"]) for name, r in refused_first.items()
+    } == {
+        "unknown assistant": (404, "assistant_not_found"),
+        "a command": (409, "no_pending_consent"),
+        "no input": (409, "nothing_to_continue"),
+        "a client to watch": (422, "unsupported_field"),
+        "a checkpoint": (404, "checkpoint_not_found"),
+    }
+    assert after_refusals == before
+    # Told only by its start: the runs before it started, and are named.
+    assert (late.status_code, late.json()["error"]["code"]) == (404, "note_not_found")
+    (started,) = late.json()["error"]["details"]["started"]
+    assert set(started) == {"thread_id", "run_id"}
     assert first.status_code == again.status_code == 200
     assert [r["run_id"] for r in again.json()] == [r["run_id"] for r in first.json()]
     assert len({r["run_id"] for r in first.json()}) == 2
+    assert (other.status_code, other.json()["error"]["code"]) == (422, "idempotency_key_reused")

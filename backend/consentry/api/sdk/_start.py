@@ -19,7 +19,7 @@ from consentry.api.run_requests import RunRequests
 from consentry.api.sdk._outcome import run_outcome
 from consentry.api.sdk._resume import decisions_for
 from consentry.api.sdk._stream import SdkStream
-from consentry.errors import ConflictError, InvalidRequestError
+from consentry.errors import ConflictError, InvalidRequestError, NotFoundError
 from consentry.principal import Principal
 from consentry.runtime.assistants import Assistant, Assistants
 from consentry.runtime.guards import KeyHold
@@ -115,11 +115,7 @@ class RunStart:
     ) -> ActiveRun | Queued:
         """``runs.create``: the run started in the background, or queued (``enqueue``)."""
         if body.on_disconnect == "cancel":
-            raise InvalidRequestError(
-                '`on_disconnect: "cancel"` needs a client to watch: `runs.stream` or `runs.wait`.',
-                code="unsupported_field",
-                details={"fields": ["on_disconnect"]},
-            )
+            raise _no_client_to_watch()
         if _queued(body, thread_id):
             assert thread_id is not None
             waiter = await self._enqueue(body, thread_id, route=route)
@@ -152,11 +148,27 @@ class RunStart:
         outcome = partial(run_outcome, run.events.listen(), self.threads, self.owner)
         return Waited(run.thread_id, run.run_id, outcome, closed)
 
-    async def check(self, body: RunCreate) -> None:
-        """What a run of ``body`` is refused for before anything is stored: an unknown
-        assistant (404), fields not served, no input (422)."""
+    async def check_threadless(self, body: RunCreate) -> None:
+        """What ``runs.create(None, ...)`` of ``body`` is refused for that the request alone
+        tells, before anything is stored: an unknown assistant (404), fields not served (422),
+        what only a thread takes (a ``command``, a ``checkpoint``, going on with no input)."""
         await self._assistant(body)
         self._check(body)
+        if body.on_disconnect == "cancel":
+            raise _no_client_to_watch()
+        if body.command is not None:
+            raise ConflictError("A `command` resumes a thread: name it.", code="no_pending_consent")
+        if body.input is None:
+            raise ConflictError(
+                "A run with no `input` goes on with a thread's graph: name the thread.",
+                code="nothing_to_continue",
+            )
+        if body.from_checkpoint is not None:
+            raise NotFoundError(
+                "A new thread has no checkpoint to start from.",
+                code="checkpoint_not_found",
+                details={"checkpoint_id": body.from_checkpoint},
+            )
 
     def keyed(self, idempotency_key: str | None) -> RunStart:
         """The same start under another ``Idempotency-Key`` (a batch's runs, one each)."""
@@ -333,6 +345,14 @@ class RunStart:
             | _options(body, assistant)
         )
         return request.on_assistant(_stored_id(assistant))
+
+
+def _no_client_to_watch() -> InvalidRequestError:
+    return InvalidRequestError(
+        '`on_disconnect: "cancel"` needs a client to watch: `runs.stream` or `runs.wait`.',
+        code="unsupported_field",
+        details={"fields": ["on_disconnect"]},
+    )
 
 
 def _stored_id(assistant: Assistant) -> str | None:

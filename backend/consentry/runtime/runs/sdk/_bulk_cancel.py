@@ -3,8 +3,10 @@ waiting in a thread's queue, the active ones, or both, of one thread or of all t
 
 The waiting ones are taken out of their queues first, so that none starts when the run before
 it is cancelled; each active one is then cancelled as ``runs.cancel`` cancels one (its step cut
-within half a second). A run that ended meanwhile is passed over. A consent is never lost to
-it: a run waiting for a decision has ended, and is neither waiting nor active.
+within half a second). A waiting run its queue started meanwhile is cancelled as an active one
+(when active ones are asked for); a run that ended meanwhile, or whose thread was deleted, is
+passed over. A consent is never lost to it: a run waiting for a decision has ended, and is
+neither waiting nor active.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import contextlib
 from collections.abc import Sequence
 from typing import Literal
 
-from consentry.errors import ConflictError
+from consentry.errors import ConflictError, NotFoundError
 from consentry.principal import Principal
 from consentry.runtime.runs._service import RunService
 from consentry.runtime.runs.sdk._run_queue import RunQueue
@@ -39,15 +41,16 @@ async def cancel_many(
         running=status in ("running", "all"),
     )
     wanted = None if run_ids is None else set(run_ids)
+    active_too = status in ("running", "all")
+    gone = (ConflictError, NotFoundError) if thread_id is None else (ConflictError,)
     cancelled: list[tuple[str, str]] = []
     for thread, run_id, queued in found:
         if wanted is not None and run_id not in wanted:
             continue
-        if queued:
-            if await queue.cancel(owner, thread, run_id):
+        with contextlib.suppress(*gone):  # it ended meanwhile, or its thread was deleted
+            if queued and await queue.cancel(owner, thread, run_id):
                 cancelled.append((thread, run_id))
-            continue
-        with contextlib.suppress(ConflictError):  # it ended meanwhile
-            await runs.cancel(owner, thread, run_id=run_id)
-            cancelled.append((thread, run_id))
+            elif not queued or active_too:  # active, or started by its queue meanwhile
+                await runs.cancel(owner, thread, run_id=run_id)
+                cancelled.append((thread, run_id))
     return cancelled
