@@ -96,6 +96,8 @@ async def test_a_run_that_names_the_newest_checkpoint_continues_and_a_command_on
                     thread_id, "tutor", input={}, command={"resume": "yes"}, checkpoint_id=stale
                 )
             )
+        with pytest.raises(ConflictError) as going_on:  # a run with no input goes on from it
+            await parts(sdk.runs.stream(thread_id, "tutor", input=None, checkpoint_id=stale))
         with pytest.raises(ConflictError) as queued:  # a fork is not queued
             await sdk.runs.create(
                 thread_id,
@@ -118,6 +120,7 @@ async def test_a_run_that_names_the_newest_checkpoint_continues_and_a_command_on
     assert refused["code"] == "checkpoint_not_head"
     assert refused["details"]["checkpoint_id"] == head["checkpoint_id"]
     assert refused["details"]["head_checkpoint_id"] not in (None, head["checkpoint_id"])
+    assert going_on.value.response.json()["error"]["code"] == "checkpoint_not_head"
     assert queued.value.response.json()["error"]["code"] == "fork_not_queued"
     assert on_a_new_thread.value.response.json()["error"]["code"] == "checkpoint_not_found"
     said = [m["content"] for m in transcript["messages"] if m["role"] == "user"]

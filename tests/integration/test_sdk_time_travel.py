@@ -246,6 +246,7 @@ async def test_a_copy_keeps_the_thread_its_history_and_transcript_under_a_new_id
         await parts(sdk.runs.stream(copy_id, "tutor", input=_human("What is chunking?")))
         source_after = await sdk.threads.get_state(thread_id)
         copy_after = await sdk.threads.get_state(copy_id)
+        copy_audit = (await client.get(f"/v1/threads/{copy_id}/audit")).json()["records"]
 
     assert waiting.value.response.json()["error"]["code"] == "consent_pending"
     assert copy.status_code == 200
@@ -258,6 +259,10 @@ async def test_a_copy_keeps_the_thread_its_history_and_transcript_under_a_new_id
     ]
     assert _asked(source_after) == ["What is retrieval?", ASK_FOR_SUMMARY]
     assert _asked(copy_after) == ["What is retrieval?", ASK_FOR_SUMMARY, "What is chunking?"]
+    assert (copy_audit[0]["action"], copy_audit[0]["data"]) == (
+        "thread_copied",
+        {"from_thread": thread_id},
+    )
 
 
 async def test_prune_deletes_threads_or_keeps_only_their_newest_checkpoint(

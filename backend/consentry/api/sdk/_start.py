@@ -6,6 +6,8 @@ run service request when its turn comes."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -19,7 +21,7 @@ from consentry.api.run_requests import RunRequests
 from consentry.api.sdk._outcome import run_outcome
 from consentry.api.sdk._resume import decisions_for
 from consentry.api.sdk._stream import SdkStream
-from consentry.errors import ConflictError, InvalidRequestError, NotFoundError
+from consentry.errors import ConflictError, ConsentryError, InvalidRequestError, NotFoundError
 from consentry.principal import Principal
 from consentry.runtime.assistants import Assistant, Assistants
 from consentry.runtime.guards import KeyHold
@@ -148,6 +150,30 @@ class RunStart:
         outcome = partial(run_outcome, run.events.listen(), self.threads, self.owner)
         return Waited(run.thread_id, run.run_id, outcome, closed)
 
+    async def batch(self, bodies: list[RunCreate], *, route: str) -> list[ActiveRun | Queued]:
+        """``runs.create_batch``: each a run on a new thread, in order, every one checked first
+        (:meth:`check_threadless`). A refusal only a start tells stops the batch there, its
+        ``details.started`` naming the runs before it. Under an ``Idempotency-Key`` each run is
+        keyed by it and its place, its fingerprint the whole batch's (``route``)."""
+        for body in bodies:
+            await self.check_threadless(body)
+        batch = self.idempotency_key
+        digest = hashlib.sha256(batch.encode()).hexdigest()[:40] if batch else None
+        dumped = [body.model_dump(mode="json") for body in bodies]
+        whole = hashlib.sha256(json.dumps(dumped, sort_keys=True).encode())
+        route = f"{route}#{len(bodies)}:{whole.hexdigest()[:32]}"
+        started: list[ActiveRun | Queued] = []
+        for index, body in enumerate(bodies):
+            key = f"batch:{digest}:{index}" if digest else None  # within the keys' 255 chars
+            try:
+                one = replace(self, idempotency_key=key)
+                started.append(await one.create(body, None, route=route))
+            except ConsentryError as exc:
+                runs = [{"thread_id": r.thread_id, "run_id": r.run_id} for r in started]
+                exc.details = {**exc.details, "started": runs}
+                raise
+        return started
+
     async def check_threadless(self, body: RunCreate) -> None:
         """What ``runs.create(None, ...)`` of ``body`` is refused for that the request alone
         tells, before anything is stored: an unknown assistant (404), fields not served (422),
@@ -156,23 +182,7 @@ class RunStart:
         self._check(body)
         if body.on_disconnect == "cancel":
             raise _no_client_to_watch()
-        if body.command is not None:
-            raise ConflictError("A `command` resumes a thread: name it.", code="no_pending_consent")
-        if body.input is None:
-            raise ConflictError(
-                "A run with no `input` goes on with a thread's graph: name the thread.",
-                code="nothing_to_continue",
-            )
-        if body.from_checkpoint is not None:
-            raise NotFoundError(
-                "A new thread has no checkpoint to start from.",
-                code="checkpoint_not_found",
-                details={"checkpoint_id": body.from_checkpoint},
-            )
-
-    def keyed(self, idempotency_key: str | None) -> RunStart:
-        """The same start under another ``Idempotency-Key`` (a batch's runs, one each)."""
-        return replace(self, idempotency_key=idempotency_key)
+        _refuse_without_thread(body)
 
     async def _enqueue(
         self, body: RunCreate, thread_id: str, *, route: str, face: SdkStream | None = None
@@ -309,42 +319,49 @@ class RunStart:
         for its turn, whose ``checkpoint`` was checked when it was queued (the runs before it
         have moved the thread on since). An ``input`` from an older checkpoint is a fork."""
         assistant = await self._assistant(body)
-        graph = assistant.graph
         self._check(body)
         await self._create_thread(body, thread_id)
-        fork = None if queued else await self._fork_point(body, thread_id)
-        if body.command is None and body.input is None:  # the graph goes on as it stands
-            if thread_id is None:
-                raise ConflictError(
-                    "A run with no `input` goes on with a thread's graph: name the thread.",
-                    code="nothing_to_continue",
-                )
-            request = chat_request(
-                {"thread_id": thread_id, "graph": graph, "input": {}} | _options(body, assistant)
-            )
-            return request.on_assistant(_stored_id(assistant)).continuing()
-        if body.command is None:
-            # The note and project the thread is about, when its graph takes them as input (the
-            # tutor): checked and remembered as `/v1/chat`'s fields are (404 `note_not_found`).
-            named = {
-                name: value
-                for name in ("project_id", "note_id")
-                if isinstance(value := (body.input or {}).get(name), str)
-            }
-            request = chat_request(
-                {"thread_id": thread_id, "graph": graph, "input": body.input, **named}
-                | _options(body, assistant)
-            )
-            return request.on_assistant(_stored_id(assistant)).forked_from(fork)
         if thread_id is None:
-            raise ConflictError("A `command` resumes a thread: name it.", code="no_pending_consent")
-        pending = await self.threads.pending_consents(self.owner, thread_id)
-        decisions = decisions_for(body.command.resume, pending)
-        request = chat_request(
-            {"thread_id": thread_id, "graph": graph, "resume": decisions}
-            | _options(body, assistant)
+            _refuse_without_thread(body)
+        fork = None if queued else await self._fork_point(body, thread_id)
+
+        def request(fields: dict[str, Any]) -> ChatRequest:
+            sent = {"thread_id": thread_id, "graph": assistant.graph, **fields}
+            return chat_request(sent | _options(body, assistant)).on_assistant(
+                _stored_id(assistant)
+            )
+
+        if body.command is not None:
+            assert thread_id is not None  # refused above
+            pending = await self.threads.pending_consents(self.owner, thread_id)
+            return request({"resume": decisions_for(body.command.resume, pending)})
+        if body.input is None:  # the graph goes on as it stands
+            return request({"input": {}}).continuing()
+        # The note and project the thread is about, when its graph takes them as input (the
+        # tutor): checked and remembered as `/v1/chat`'s fields are (404 `note_not_found`).
+        named = {
+            name: value
+            for name in ("project_id", "note_id")
+            if isinstance(value := body.input.get(name), str)
+        }
+        return request({"input": body.input, **named}).forked_from(fork)
+
+
+def _refuse_without_thread(body: RunCreate) -> None:
+    """What only a thread takes: a ``command``, going on with no ``input``, a ``checkpoint``."""
+    if body.command is not None:
+        raise ConflictError("A `command` resumes a thread: name it.", code="no_pending_consent")
+    if body.input is None:
+        raise ConflictError(
+            "A run with no `input` goes on with a thread's graph: name the thread.",
+            code="nothing_to_continue",
         )
-        return request.on_assistant(_stored_id(assistant))
+    if body.from_checkpoint is not None:
+        raise NotFoundError(
+            "A new thread has no checkpoint to start from.",
+            code="checkpoint_not_found",
+            details={"checkpoint_id": body.from_checkpoint},
+        )
 
 
 def _no_client_to_watch() -> InvalidRequestError:

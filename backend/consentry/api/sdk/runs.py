@@ -6,13 +6,10 @@ leaves (``_outcome``). Reading runs back is ``run_records``."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from functools import partial
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, Depends, Query
-from fastapi.encoders import jsonable_encoder
 from fastapi.responses import StreamingResponse
 
 from consentry.api.http.deps import (
@@ -34,7 +31,7 @@ from consentry.api.sdk._queue import RunQueueDep
 from consentry.api.sdk._start import RunStart
 from consentry.api.sdk._stream import SdkStream
 from consentry.api.sdk._wait import waiting
-from consentry.errors import ConsentryError, InvalidRequestError
+from consentry.errors import InvalidRequestError
 from consentry.runtime.runs import RunQueue, Waiter, cancel_many
 from consentry.schemas.sdk_runs import CancelledRuns, RunCancelManyRequest, RunCreate, SdkRun
 from consentry.schemas.threads import CancelAccepted
@@ -115,23 +112,8 @@ async def create_run_batch(
     `Idempotency-Key`, each run is keyed by it and its place, and checked against the whole
     batch: sent again, the batch answers with the same runs; another batch under the key is
     422 `idempotency_key_reused`."""
-    for item in body:
-        await start.check_threadless(item)
-    batch = start.idempotency_key
-    digest = hashlib.sha256(batch.encode()).hexdigest()[:40] if batch else None
-    whole = hashlib.sha256(json.dumps(jsonable_encoder(body), sort_keys=True).encode())
-    route = f"/runs/batch#{len(body)}:{whole.hexdigest()[:32]}"  # the batch, in each fingerprint
-    created: list[SdkRun] = []
-    for index, item in enumerate(body):
-        key = f"batch:{digest}:{index}" if digest else None  # within the keys' 255 characters
-        try:
-            run = await start.keyed(key).create(item, None, route=route)
-        except ConsentryError as exc:
-            started = [{"thread_id": r.thread_id, "run_id": r.run_id} for r in created]
-            exc.details = {**exc.details, "started": started}
-            raise
-        created.append(await run_records.get(start.owner, run.thread_id, run.run_id))
-    return created
+    started = await start.batch(body, route="/runs/batch")
+    return [await run_records.get(start.owner, run.thread_id, run.run_id) for run in started]
 
 
 @router.post(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from consentry.storage.checkpoints._operations import CheckpointFence
 from consentry.storage.checkpoints._saver import (
@@ -30,6 +31,7 @@ __all__ = [
     "StepCommitter",
     "TurnStart",
     "open_checkpointer",
+    "saver_of",
 ]
 
 
@@ -43,3 +45,10 @@ async def open_checkpointer(db: Database, database_url: str) -> AsyncIterator[Co
         yield saver
     finally:
         saver.close_sync()
+
+
+def saver_of(graph: Any) -> ConsentrySaver:
+    """A served graph's checkpointer: the server's (every served graph is compiled with it)."""
+    saver = graph.checkpointer
+    assert isinstance(saver, ConsentrySaver)
+    return saver

@@ -271,7 +271,8 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
         await run_on(conn, put, unread=True)
 
     async def ahead_id_in(self, conn: DbConnection, thread_id: str) -> str | None:
-        """The id of the thread's newest checkpoint, read in the caller's transaction."""
+        """The id of the thread's newest checkpoint (no state read), in the caller's
+        transaction."""
         return cast(str | None, await run_on(conn, ops.head_id(self._sql, thread_id)))
 
     async def aprune_in(self, conn: DbConnection, thread_id: str) -> None:

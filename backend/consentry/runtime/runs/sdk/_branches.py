@@ -42,7 +42,7 @@ from consentry.runtime.consents import supersede_pending
 from consentry.runtime.runs.start import run_in_progress
 from consentry.storage import threads as threads_repo
 from consentry.storage.audit import record_audit
-from consentry.storage.checkpoints import ConsentrySaver
+from consentry.storage.checkpoints import ConsentrySaver, saver_of
 from consentry.storage.db.database import Database, DbConnection
 from consentry_graphs.registry import CompiledGraph
 
@@ -70,13 +70,12 @@ class ThreadBranches:
         checkpoint, or ``checkpoint_id``): the new checkpoint's config."""
         async with self._db.read() as conn:
             row = await threads_repo.get_thread(conn, owner, thread_id)
+            graph = self._compiled(row.graph)
+            saver = saver_of(graph)
+            head_id = await saver.ahead_id_in(conn, thread_id)  # checked again when written
         if row.status == "running":
             raise run_in_progress(thread_id)
-        graph = self._compiled(row.graph)
-        saver = _saver(graph)
         config: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
-        head = await saver.aget_tuple(config)
-        head_id = None if head is None else str(head.config["configurable"]["checkpoint_id"])
         if checkpoint_id is not None:
             config["configurable"]["checkpoint_id"] = checkpoint_id
             if await saver.aget_tuple(config) is None:
@@ -142,7 +141,7 @@ class ThreadBranches:
                 code="consent_pending",
                 details={"thread_id": thread_id},
             )
-        saver = _saver(self._compiled(row.graph))
+        saver = saver_of(self._compiled(row.graph))
         copy_id, now = str(uuid4()), self._clock()
         async with self._db.write() as conn:
             if not await threads_repo.hold_thread(conn, owner, row, idle_at=None):
@@ -170,7 +169,7 @@ class ThreadBranches:
                 return False
         if row.status == "running":
             return False
-        saver = _saver(self._compiled(row.graph))
+        saver = saver_of(self._compiled(row.graph))
         async with self._db.write() as conn:
             if not await threads_repo.hold_thread(conn, owner, row, idle_at=None):
                 return False
@@ -270,12 +269,6 @@ def _changed(thread_id: str) -> ConflictError:
         code="thread_changed",
         details={"thread_id": thread_id},
     )
-
-
-def _saver(graph: CompiledGraph) -> ConsentrySaver:
-    saver = graph.checkpointer
-    assert isinstance(saver, ConsentrySaver)  # served graphs have the server's
-    return saver
 
 
 def _first_line(exc: BaseException) -> str:

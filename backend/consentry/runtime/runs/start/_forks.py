@@ -16,7 +16,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from consentry.errors import NotFoundError
 from consentry.runtime.runs.execute import RunExecutor
 from consentry.runtime.runs.start._targets import RunTarget
-from consentry.storage.checkpoints import ConsentrySaver
+from consentry.storage.checkpoints import saver_of
 from consentry.storage.db.database import DbConnection
 
 __all__ = ["fork_source", "write_fork"]
@@ -29,7 +29,9 @@ async def fork_source(
     found = None
     if not target.is_new:
         configurable = {"thread_id": target.thread_id, "checkpoint_id": checkpoint_id}
-        found = await _saver(executor, target).aget_tuple({"configurable": configurable})
+        found = await saver_of(executor.graph(target.spec.name)).aget_tuple(
+            {"configurable": configurable}
+        )
     if found is None:
         raise NotFoundError(
             "The thread keeps no checkpoint with this id (CONSENTRY_CHECKPOINT_RETENTION).",
@@ -43,10 +45,4 @@ async def write_fork(
     executor: RunExecutor, conn: DbConnection, target: RunTarget, source: CheckpointTuple
 ) -> str:
     """Make ``source`` the thread's head, in ``conn``'s transaction; the anchor's id."""
-    return await _saver(executor, target).afork_in(conn, source)
-
-
-def _saver(executor: RunExecutor, target: RunTarget) -> ConsentrySaver:
-    saver = executor.graph(target.spec.name).checkpointer
-    assert isinstance(saver, ConsentrySaver)  # served graphs have the server's
-    return saver
+    return await saver_of(executor.graph(target.spec.name)).afork_in(conn, source)
