@@ -8,7 +8,7 @@ state is a ``typing.TypedDict`` (pydantic cannot describe it on Python 3.11), ``
 one with a field of a type pydantic knows nothing about, ``context_graph`` one whose input has
 the thread's ``project_id`` and ``note_id`` and says what it got, ``own_context`` one with its own
 ``context_schema`` that also reads Consentry's services, ``delta_items`` one whose state is kept
-as deltas.
+as deltas, ``progress_writer`` one that writes to LangGraph's stream writer.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
@@ -217,3 +218,23 @@ _delta.add_edge(START, "step_a")
 _delta.add_edge("step_a", "step_b")
 _delta.add_edge("step_b", END)
 delta_items = _delta.compile()
+
+
+# A graph that reports its progress through LangGraph's stream writer, from a sync node (run in
+# a worker thread): ``report`` then ``finish``.
+
+
+def _report(state: MessagesState) -> dict[str, Any]:
+    write = get_stream_writer()
+    write({"progress": 50, "stage": "halfway"})
+    write({"progress": 100, "stage": "done"})
+    return {"messages": [AIMessage("Reported.", id=f"msg-{uuid4().hex}")]}
+
+
+_progress = StateGraph(MessagesState)
+_progress.add_node("report", _report)
+_progress.add_node("finish", lambda state: {})
+_progress.add_edge(START, "report")
+_progress.add_edge("report", "finish")
+_progress.add_edge("finish", END)
+progress_writer = _progress.compile()

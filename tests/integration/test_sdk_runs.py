@@ -170,8 +170,6 @@ async def test_what_the_face_does_not_serve_is_refused_by_name(open_live: Any) -
             await parts(sdk.runs.stream(None, "city", input=body, config={"tags": ["x"]}))
         assert refused.value.response.json()["error"]["code"] == "unsupported_field"
         with pytest.raises(UnprocessableEntityError):
-            await parts(sdk.runs.stream(None, "city", input=body, stream_mode="debug"))
-        with pytest.raises(UnprocessableEntityError):
             await parts(sdk.runs.stream(None, "city", input=body, multitask_strategy="rollback"))
 
 

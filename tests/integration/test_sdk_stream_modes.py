@@ -2,8 +2,9 @@
 real HTTP: ``values`` after every step (the last one the thread's state), ``updates`` naming each
 node and the interrupt by its approval id, ``tasks`` as each starts and ends, in LangGraph's order
 between the ``messages`` tuples; none of them stored, none reaching a ``/v1`` stream of the same
-run, nothing serialized for a run nobody asked them of; the modes Consentry does not serve are
-refused by name (422)."""
+run, nothing serialized for a run nobody asked them of; a mode the Agent Server does not have is
+refused by name (422). ``messages``, ``checkpoints``, ``debug``, ``events`` and a graph's own
+``custom`` output: ``test_sdk_more_stream_modes``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 from langgraph_sdk.errors import UnprocessableEntityError
 
-from consentry.runtime.runs.execute import _graph_stream
+from consentry.runtime.runs.execute import _output_recording
 from tests.langgraph_client import parts, sdk_client
 from tests.openai_stub import OpenAIStub
 from tests.sse import parse_events, parse_frames
@@ -212,7 +213,7 @@ async def test_a_v1_stream_of_the_run_an_sdk_client_joins_carries_no_per_step_ou
         stub.release()
         v1_chat, sdk_join, v1_join = (await started).text, await joined, (await followed).text
 
-    assert stream.graph_modes == {"values", "updates", "tasks"}  # what a join asks
+    assert stream.graph_modes == {"values", "updates", "tasks", "messages", "custom"}  # a join's
     # The SDK's join got the step that ended after it joined, as LangGraph streams it.
     assert _events(sdk_join)[-5:] == ["messages", "updates", "tasks", "values", "end"]
     assert list(_of(sdk_join, "updates")[-1]) == ["answer_question"]
@@ -228,23 +229,26 @@ async def test_a_run_nobody_asked_for_per_step_output_serializes_none(
     open_live: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     serialized: list[str] = []
-    graph_output_json = _graph_stream.graph_output_json
+    graph_output_json = _output_recording.graph_output_json
 
-    def counted(mode: str, chunk: Any, *, run_id: str) -> str | None:
+    def counted(mode: str, chunk: Any, **where: Any) -> str | None:
         serialized.append(mode)
-        return graph_output_json(mode, chunk, run_id=run_id)
+        return graph_output_json(mode, chunk, **where)
 
-    monkeypatch.setattr(_graph_stream, "graph_output_json", counted)
+    monkeypatch.setattr(_output_recording, "graph_output_json", counted)
     async with open_live() as (client, _), sdk_client(client) as sdk:
         v1 = await client.post("/v1/chat", json={"message": "What is retrieval?"})
         by_v1 = list(serialized)
-        await parts(sdk.runs.stream(None, "tutor", input=QUESTION, stream_mode=["messages-tuple"]))
-        by_sdk_without_step_modes = serialized[len(by_v1) :]
         await parts(sdk.runs.stream(None, "tutor", input=QUESTION, stream_mode=["updates"]))
+        by_updates = serialized[len(by_v1) :]
+        await parts(sdk.runs.stream(None, "tutor", input=QUESTION, stream_mode=["messages-tuple"]))
+        by_tuples = serialized[len(by_v1) + len(by_updates) :]
 
     assert v1.status_code == 200
-    assert by_v1 == by_sdk_without_step_modes == []
-    assert serialized == ["updates", "updates"]  # only the mode asked for, once a step
+    assert by_v1 == []
+    assert by_updates == ["updates", "updates"]  # only the mode asked for, once a step
+    assert len(by_tuples) > 3  # one a token
+    assert set(by_tuples) == {"messages"}
 
 
 async def test_stream_subgraphs_adds_the_subgraphs_outputs_named_by_their_namespace(
@@ -300,16 +304,13 @@ def _interrupts(frames: list[Any]) -> list[dict[str, Any]]:
     return interrupts
 
 
-@pytest.mark.parametrize("mode", ["debug", "events", "messages", "checkpoints"])
-async def test_the_modes_consentry_does_not_serve_are_refused_by_name(
-    open_live: Any, mode: str
-) -> None:
+async def test_a_mode_the_agent_server_does_not_have_is_refused_by_name(open_live: Any) -> None:
     async with open_live() as (client, _), sdk_client(client) as sdk:
         with pytest.raises(UnprocessableEntityError) as alone:
-            await parts(sdk.runs.stream(None, "tutor", input=QUESTION, stream_mode=mode))
+            await parts(sdk.runs.stream(None, "tutor", input=QUESTION, stream_mode="tokens"))  # type: ignore[arg-type]
         with pytest.raises(UnprocessableEntityError) as among:
             await parts(
-                sdk.runs.stream(None, "tutor", input=QUESTION, stream_mode=["values", mode])
+                sdk.runs.stream(None, "tutor", input=QUESTION, stream_mode=["values", "tokens"])  # type: ignore[list-item]
             )
         threads = (await client.get("/v1/threads")).json()["threads"]
 

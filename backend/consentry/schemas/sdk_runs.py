@@ -5,7 +5,7 @@ sends that Consentry does not serve is refused by name (422), never silently ign
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
@@ -31,11 +31,23 @@ SdkRunStatus = Literal["pending", "running", "error", "success", "timeout", "int
 """A run's status as the SDK reads it (``docs/langgraph-sdk.md`` maps Consentry's terminal
 reasons onto it)."""
 
-StreamMode = Literal["values", "updates", "tasks", "messages-tuple", "custom"]
-"""The served stream modes: ``values`` and ``updates`` after every step, ``tasks`` as each starts
-and ends, ``messages-tuple`` token by token, ``custom``. ``debug``, ``events``, ``messages`` and
-``checkpoints`` are refused (422 ``request_invalid`` naming ``stream_mode``)."""
-STREAM_MODES: tuple[str, ...] = ("values", "updates", "tasks", "messages-tuple", "custom")
+StreamMode = Literal[
+    "values",
+    "updates",
+    "tasks",
+    "messages-tuple",
+    "messages",
+    "custom",
+    "checkpoints",
+    "debug",
+    "events",
+]
+"""The stream modes, as the Agent Server serves them: ``values`` and ``updates`` after every
+step, ``tasks`` as each starts and ends, ``messages-tuple`` token by token with its metadata,
+``messages`` as the message so far (``messages/partial``...), ``custom`` (a graph's
+``get_stream_writer()``), ``checkpoints`` and ``debug`` as LangGraph streams them, ``events``
+LangChain's ``astream_events``."""
+STREAM_MODES: tuple[str, ...] = get_args(StreamMode)
 
 
 class RunCommand(RequestModel):

@@ -3,14 +3,19 @@
 The run service's events (the same stored log ``/v1`` streams) are projected, not copied:
 
 - ``run_started`` → ``metadata`` ``{"run_id", "thread_id"}``, first;
-- ``token`` → ``messages`` ``[AIMessageChunk, metadata]`` (``messages-tuple`` mode), and a whole
-  ``message`` whose tokens this stream did not carry → ``messages`` ``[ai message, metadata]``;
 - ``note`` and ``model_retry`` → ``custom``;
 - ``error`` → ``error`` ``{"error": code, "message"}``;
-- LangGraph's own outputs after each step, which this face asks the run for (``graph_modes``:
-  the modes asked among ``values``, ``updates``, ``tasks``; never stored, ``_graph_outputs``) →
-  ``values`` (the state, without ``__interrupt__``), ``updates`` (``{node: update}``, an
-  interrupt as ``{"__interrupt__": [{"value", "id"}]}``), ``tasks``, in LangGraph's order;
+- the graph's own outputs, which this face asks the run for (``graph_modes``: what the modes asked
+  are made of, ``_OUTPUTS``; never stored, ``_graph_outputs``), each as a frame of its name:
+  ``values`` (the state, without ``__interrupt__``), ``updates`` (``{node: update}``, an interrupt
+  as ``{"__interrupt__": [{"value", "id"}]}``), ``tasks``, ``messages`` (LangGraph's ``[message
+  chunk, metadata]``: ``messages-tuple``), ``messages/metadata`` / ``partial`` / ``complete``
+  (the ``messages`` mode), ``custom`` (a graph's own stream writer's), ``checkpoints``,
+  ``debug``, ``events``, in the order the run made them;
+- a ``message`` that no graph output of this stream carried (stored before the stream followed
+  the run live, or by a run of another process) → ``messages`` ``[ai message, metadata]`` and
+  ``messages/metadata`` + ``messages/complete``, whole; a ``token`` is never sent as such (the
+  graph's ``messages`` outputs carry it, with LangGraph's metadata);
 - ``final`` → ``values``: the graph's state from its checkpoint (always right, even for a stream
   that got no per-step state: a join read from the log, a run of another process), unless it
   equals the last per-step ``values`` this stream sent (not read at all for a run that completed
@@ -73,10 +78,10 @@ class SdkStream:
         self._modes = modes
         self._run_id = run_id
         self._graph = graph
-        self.graph_modes = modes & GRAPH_OUTPUT_MODES
-        """What the run is asked to record after each step for this stream."""
+        asked = frozenset(output for mode in modes for output in _OUTPUTS[mode])
+        self.graph_modes = asked & GRAPH_OUTPUT_MODES
+        """What the run is asked to record of its graph's outputs for this stream."""
         if subgraphs:
-            asked = {_SUBGRAPH_MODE.get(mode, mode) for mode in modes}
             self.graph_modes |= {SUBGRAPHS + m for m in asked} & SUBGRAPH_OUTPUT_MODES
 
     def headers(self, thread_id: str, run_id: str | None) -> dict[str, str]:
@@ -104,6 +109,8 @@ class SdkStream:
                         yield _raw_frame(mode, chunk, event.seq)
                         if mode == "values":
                             sent_values = chunk
+                    if "id" in head:  # a message this stream carried (or will: its tokens)
+                        streamed.add(head["id"])
                     continue
                 data: dict[str, Any] = json.loads(event.data)
                 if self._run_id is not None and data.get("run_id") != self._run_id:
@@ -124,15 +131,18 @@ class SdkStream:
     ) -> list[tuple[str, Any]]:
         if kind == "run_started":
             return [("metadata", {"run_id": data["run_id"], "thread_id": data["thread_id"]})]
-        if kind == "token" and "messages-tuple" in self._modes:
-            streamed.add(data["message_id"])
-            chunk = {"type": "AIMessageChunk", "id": data["message_id"], "content": data["delta"]}
-            return [("messages", [chunk, _meta(data, node)])]
-        if kind == "message" and "messages-tuple" in self._modes:
-            if data["message_id"] in streamed:
-                return []
+        if kind == "message" and data["message_id"] not in streamed:
+            # A message stored before this stream followed the run live (a join), or by a run
+            # this process does not run: whole, with the metadata the log knows.
             message = {"type": "ai", "id": data["message_id"], "content": data["content"]}
-            return [("messages", [message, _meta(data, node)])]
+            meta = _meta(data, node)
+            shown: list[tuple[str, Any]] = []
+            if "messages-tuple" in self._modes:
+                shown.append(("messages", [message, meta]))
+            if "messages" in self._modes:
+                shown.append(("messages/metadata", {message["id"]: {"metadata": meta}}))
+                shown.append(("messages/complete", [message]))
+            return shown
         if kind in ("note", "model_retry") and "custom" in self._modes:
             fields = {k: v for k, v in data.items() if k not in _ENVELOPE}
             return [("custom", {"event": kind, **fields})]
@@ -157,8 +167,19 @@ class SdkStream:
         yield _frame("end", {"run_id": final["run_id"], "status": status}, seq)
 
 
-_SUBGRAPH_MODE = {"messages-tuple": "messages"}
-"""A mode asked of a subgraph by the name its outputs go by (a token is a ``messages`` pair)."""
+_OUTPUTS: dict[str, tuple[str, ...]] = {
+    "values": ("values",),
+    "updates": ("updates",),
+    "tasks": ("tasks",),
+    "messages-tuple": ("messages",),
+    "messages": ("messages/metadata", "messages/partial", "messages/complete"),
+    "custom": ("custom",),
+    "checkpoints": ("checkpoints",),
+    "debug": ("debug",),
+    "events": ("events",),
+}
+"""The graph outputs (``runtime.runs.GRAPH_OUTPUT_MODES``) a stream mode is made of, each sent
+as a frame of its name."""
 
 _ENVELOPE = frozenset({"thread_id", "run_id", "seq", "ts", "type"})
 

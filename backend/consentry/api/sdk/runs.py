@@ -33,7 +33,13 @@ from consentry.api.sdk._stream import SdkStream
 from consentry.api.sdk._wait import waiting
 from consentry.errors import InvalidRequestError
 from consentry.runtime.runs import RunQueue, Waiter, cancel_many
-from consentry.schemas.sdk_runs import CancelledRuns, RunCancelManyRequest, RunCreate, SdkRun
+from consentry.schemas.sdk_runs import (
+    STREAM_MODES,
+    CancelledRuns,
+    RunCancelManyRequest,
+    RunCreate,
+    SdkRun,
+)
 from consentry.schemas.threads import CancelAccepted
 from consentry.settings import Settings
 
@@ -182,13 +188,21 @@ async def join_run_stream(
     run_requests: RunRequestsDep,
     queue: RunQueueDep,
     after: RunLastEventId,
+    stream_mode: Annotated[
+        list[str] | None,
+        Query(
+            description="The modes to send (`runs.stream`'s; none, or an empty value as the SDK "
+            "sends without one: `values`, `updates`, `tasks`, `messages-tuple`, `custom`)."
+        ),
+    ] = None,
 ) -> EventStreamResponse:
     """The run's frames after ``Last-Event-ID`` (without one: from the run's start), then live
-    while it goes on (every mode served, ``_JOIN_MODES``); a queued run's from its start, once
+    while it goes on (the modes asked, or ``_JOIN_MODES``); a queued run's from its start, once
     it starts."""
     run = await run_records.get(owner, thread_id, run_id)  # 404 for a run the thread lacks
+    modes = _join_modes(stream_mode)
     if run.multitask_strategy == "enqueue":  # it waits in the queue, or left it unstarted
-        face = SdkStream(threads, owner, _JOIN_MODES)
+        face = SdkStream(threads, owner, modes)
         waiter = queue.expect(thread_id, run_id, graph_modes=face.graph_modes)
         return await run_requests.follow(
             owner,
@@ -199,10 +213,20 @@ async def join_run_stream(
             on_close=partial(queue.forget, waiter),
         )
     if after is None:
-        face = SdkStream(threads, owner, _JOIN_MODES)
+        face = SdkStream(threads, owner, modes)
         return await run_requests.follow_run(owner, thread_id, run_id, face=face)
-    face = SdkStream(threads, owner, _JOIN_MODES, run_id=run_id)
+    face = SdkStream(threads, owner, modes, run_id=run_id)
     return await run_requests.join(owner, thread_id, after=after, face=face)
+
+
+def _join_modes(asked: list[str] | None) -> frozenset[str]:
+    modes = frozenset(mode for mode in asked or () if mode)  # the SDK sends ``stream_mode=``
+    if unknown := sorted(modes - frozenset(STREAM_MODES)):
+        raise InvalidRequestError(
+            f"Unknown stream mode {unknown[0]!r}.",
+            details={"stream_mode": unknown, "served": list(STREAM_MODES)},
+        )
+    return modes or _JOIN_MODES
 
 
 @router.post(

@@ -10,8 +10,9 @@ to the listening SSE responses. The executor flushes only after storing, so a cl
 an event the log could lose. A run never waits for its listeners: a client that goes away only
 stops the hand-off.
 
-A listener may also ask for LangGraph's own outputs after each step (``graph_modes``: ``values``,
-``updates``, ``tasks``, which the LangGraph SDK face streams). They are recorded only once some
+A listener may also ask for LangGraph's own outputs (``graph_modes``: ``values``, ``updates``,
+``tasks``, ``messages``, ``custom``, ``checkpoints``, ``debug``, ``events``..., which the LangGraph
+SDK face streams). They are recorded only once some
 listener of the run asked for them (``graph_modes``, the union of the wishes, sticky for the run:
 the graph streamer serializes nothing for a run nobody asked), as ephemeral events of private
 types (``graph:values``...): never stored, never in the history a joiner catches up with, numbered
@@ -45,17 +46,23 @@ __all__ = [
 
 _PROGRESS = frozenset({"run_started", "step"})
 
-GRAPH_OUTPUT_MODES = frozenset({"values", "updates", "tasks"})
-"""LangGraph's stream modes a listener may ask a run for (``listen``, ``join``)."""
+_MESSAGE_MODES = ("messages/metadata", "messages/partial", "messages/complete")
+STARTING_MODES = frozenset({"checkpoints", "debug", "events"})
+"""Outputs the graph makes only when asked before it starts streaming (the request that starts
+the run): LangGraph's ``checkpoints`` and ``debug`` modes, LangChain's events
+(``_event_outputs``)."""
+GRAPH_OUTPUT_MODES = frozenset(
+    {"values", "updates", "tasks", "messages", "custom", *_MESSAGE_MODES, *STARTING_MODES}
+)
+"""The graph outputs a listener may ask a run for (``listen``, ``join``): LangGraph's stream
+modes, ``messages`` being its ``(chunk, metadata)`` pairs and ``messages/...`` the SDK's
+``messages`` mode made of them (``_message_outputs``), ``events`` LangChain's."""
 SUBGRAPHS = "subgraphs:"
 """The prefix of a wish for a mode's outputs of the graph's subgraphs (``subgraphs:values``...:
 LangGraph's ``subgraphs=True``; each output names its namespace)."""
-SUBGRAPH_OUTPUT_MODES = frozenset(
-    SUBGRAPHS + mode for mode in (*GRAPH_OUTPUT_MODES, "messages", "custom")
-)
-"""The subgraph outputs a listener may ask for: the graph's own modes, and their tokens
-(``messages``) and custom events (``custom``), which the run's events carry only for the graph
-itself."""
+SUBGRAPH_OUTPUT_MODES = frozenset(SUBGRAPHS + mode for mode in GRAPH_OUTPUT_MODES - {"events"})
+"""The subgraph outputs a listener may ask for (``events`` has no namespace: a run's events are
+its subgraphs' too)."""
 _GRAPH_OUTPUT_TYPE = {mode: f"graph:{mode}" for mode in GRAPH_OUTPUT_MODES | SUBGRAPH_OUTPUT_MODES}
 _MODE_OF_TYPE = {event_type: mode for mode, event_type in _GRAPH_OUTPUT_TYPE.items()}
 _GRAPH_OUTPUTS = frozenset(_MODE_OF_TYPE)
@@ -243,6 +250,12 @@ class RunEventStream:
         self._listeners.add(queue)
         self._want(queue, graph_modes)
         return queue
+
+    @property
+    def starting_modes(self) -> frozenset[str]:
+        """The :data:`STARTING_MODES` some listener asked of the graph or of its subgraphs
+        (unprefixed): the graph makes them only when asked before it starts."""
+        return frozenset(m.removeprefix(SUBGRAPHS) for m in self.graph_modes) & STARTING_MODES
 
     @property
     def subgraph_modes(self) -> frozenset[str]:

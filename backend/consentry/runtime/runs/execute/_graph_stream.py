@@ -5,12 +5,13 @@ graph stands (``position``), streams one graph input at a time and maps each chu
 (stored before sent, batched by ``step_batching``), and tells a recovery what the runs it continues
 told already (so a message or a note edit is not told twice).
 
-A ``values``, ``updates`` or ``tasks`` chunk is also recorded as it is (``_graph_outputs``), for
-the listeners that asked for that mode, when some did (``RunEventStream.graph_modes``): for a run
-nobody asked, that is one set lookup per chunk, and nothing is serialized. When a listener asked
-for a subgraph's outputs before the graph started (``subgraphs:<mode>``), the graph streams with
-LangGraph's ``subgraphs=True``: a subgraph's chunks go to those listeners only, and the run's
-events are the same as without.
+A chunk is also recorded as it is (``_graph_outputs``), for the listeners that asked for its mode,
+when some did (``RunEventStream.graph_modes``): for a run nobody asked, that is one test per
+chunk, and nothing is serialized. When a listener asked before the graph started for a
+subgraph's outputs (``subgraphs:<mode>``), the graph streams with LangGraph's ``subgraphs=True``;
+for ``checkpoints`` or ``debug``, with those modes too; for ``events``, with LangChain's event
+handler among its callbacks (``_event_outputs``). Those chunks go to the listeners that asked
+only, and the run's events are the same as without.
 """
 
 from __future__ import annotations
@@ -25,13 +26,13 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.types import StateSnapshot
+from langgraph.types import StateSnapshot, StreamMode
 
 from consentry.errors import InvalidRequestError
 from consentry.observability.metrics import ModelCallMetrics
 from consentry.observability.tracing import ModelCallSpans
-from consentry.runtime.runs.execute._event_stream import SUBGRAPHS, RunEventStream
-from consentry.runtime.runs.execute._graph_outputs import graph_output_json
+from consentry.runtime.runs.execute._event_outputs import EventRecorder
+from consentry.runtime.runs.execute._output_recording import GraphOutputs
 from consentry.runtime.runs.execute._run_types import (
     INPUT_MARK,
     RUN_MARK,
@@ -56,6 +57,9 @@ from consentry_graphs.registry import CompiledGraph, GraphSpec
 __all__ = ["RESUME", "GraphStreamer"]
 
 log = logging.getLogger(__name__)
+
+_LANGGRAPH_STARTING: tuple[StreamMode, ...] = ("checkpoints", "debug")
+"""The modes LangGraph streams only when a listener asked for them before the graph started."""
 
 RESUME = "__resume__"
 """The channel of the resume values LangGraph gave a task (private in LangGraph 1.x:
@@ -145,6 +149,8 @@ class GraphStreamer:
         callbacks: list[BaseCallbackHandler] = [run.meter, self._model_metrics]
         if run.observer.spans is not None:
             callbacks.append(ModelCallSpans(run.observer.spans))
+        if "events" in events.graph_modes:  # asked by the request that starts the run
+            callbacks.append(EventRecorder(events))
         config["callbacks"] = callbacks
         if isinstance(graph_input, dict) and run.trigger == "message":
             # A message is the transcript's once, from the run the client started: a recovery
@@ -197,35 +203,40 @@ class GraphStreamer:
         config: RunnableConfig,
     ) -> None:
         events = run.events
-        subgraph_modes = events.subgraph_modes  # asked before the graph starts, or not at all
+        # Asked before the graph starts, or not at all: the subgraphs' outputs, the modes
+        # LangGraph streams only when asked.
+        subgraph_modes = events.subgraph_modes
+        starting = [m for m in _LANGGRAPH_STARTING if m in events.starting_modes]
+        outputs = GraphOutputs(events)
         async for item in graph.astream(
             graph_input,
             config,
             context=run.spec.io.context_value(run.options.context)
             if run.spec.io is not None
             else run.options.context,
-            stream_mode=STREAM_MODES,
+            stream_mode=[*STREAM_MODES, *starting] if starting else STREAM_MODES,
             durability="sync",
             subgraphs=bool(subgraph_modes),
         ):
             if subgraph_modes:
                 namespace, mode, chunk = cast(tuple[tuple[str, ...], str, Any], item)
                 if namespace:  # a subgraph's: for the listeners that asked, nothing else
-                    if mode in subgraph_modes:
-                        _record_subgraph_output(events, namespace, mode, chunk)
+                    outputs.record(subgraph_modes, mode, chunk, namespace=namespace)
                     await run.progress.after_chunk()
                     continue
             else:
                 mode, chunk = item
+            if mode in starting:  # only for the listeners that asked
+                outputs.record(events.graph_modes, mode, chunk)
+                await run.progress.after_chunk()
+                continue
             run.observer.chunk(mode, chunk)
             if mapper.wants_told(mode, chunk):
                 mapper.told(await self.told_before(run))
             for event_type, fields in mapper.map(mode, chunk):
                 events.record(events.make(event_type, **fields))
-            if mode in events.graph_modes:  # a listener asked for LangGraph's own output
-                output = graph_output_json(mode, chunk, run_id=events.run_id)
-                if output is not None:
-                    events.record_graph_output(mode, output)
+            if events.graph_modes:  # a listener asked for LangGraph's own outputs
+                outputs.record(events.graph_modes, mode, chunk)
             # Durable events are stored before they are sent (at most one transaction per chunk,
             # progress held for the next one: ``step_batching``; token chunks carry none and cost
             # no write), so a client that rejoins after a crash finds everything it saw.
@@ -262,14 +273,6 @@ class GraphStreamer:
         return frozenset(
             said for row in told if (said := said_by(row.type, json.loads(row.data))) is not None
         )
-
-
-def _record_subgraph_output(
-    events: RunEventStream, namespace: tuple[str, ...], mode: str, chunk: Any
-) -> None:
-    output = graph_output_json(mode, chunk, run_id=events.run_id, namespace=namespace)
-    if output is not None:
-        events.record_graph_output(SUBGRAPHS + mode, output)
 
 
 def _asking(snapshot: StateSnapshot, interrupt_id: str) -> tuple[StateSnapshot, str] | None:

@@ -115,7 +115,7 @@ async def test_graph_outputs_go_only_to_the_listeners_that_asked_for_their_mode(
 
 async def test_a_wish_asked_by_listen_holds_from_the_first_step_for_what_a_run_gives() -> None:
     events = _events()
-    main = events.listen(graph_modes=frozenset({"tasks", "updates", "debug"}))
+    main = events.listen(graph_modes=frozenset({"tasks", "updates", "unknown"}))
     assert events.graph_modes == {"tasks", "updates"}  # registered at the call, not at a read
     _record_a_step(events)
     events.flush()

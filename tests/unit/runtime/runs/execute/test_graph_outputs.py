@@ -54,19 +54,30 @@ def test_tasks_are_as_langgraph_gives_them() -> None:
     assert _shown("tasks", started) == {**started, "triggers": ["start"]}
 
 
-def test_a_subgraphs_output_names_its_namespace_and_its_tokens_their_node() -> None:
+def test_a_subgraphs_token_names_its_namespace_its_message_and_langgraphs_metadata() -> None:
     token = AIMessageChunk("Ber", id="m3")
-    metadata = {"langgraph_node": "summarize", "langgraph_checkpoint_ns": "plan:1|summarize:2"}
+    metadata = {
+        "langgraph_node": "summarize",
+        "langgraph_checkpoint_ns": "plan:1|summarize:2",
+        "langgraph_triggers": ("branch:to:summarize",),
+        "ls_model_name": "x",
+    }
+    own = {"consentry_run_id": "r1", "consentry_input": 0, "__pregel_secret": object()}
 
     output = graph_output_json(
-        "messages", (token, {**metadata, "ls_model": "x"}), run_id="r1", namespace=("plan:1",)
+        "messages",
+        (token, {**metadata, **own}),
+        run_id="r1",
+        namespace=("plan:1",),
+        message_id="m3",
     )
 
     assert output is not None
     assert json.loads(output) == {
         "run_id": "r1",
-        "chunk": [token.model_dump(), metadata],
         "ns": ["plan:1"],
+        "id": "m3",
+        "chunk": [token.model_dump(), {**metadata, "langgraph_triggers": ["branch:to:summarize"]}],
     }
 
 
@@ -79,3 +90,34 @@ def test_a_face_splits_an_output_into_its_run_and_its_chunk_as_sent() -> None:
 
     assert head == {"run_id": "r1", "ns": ["plan:1"]}
     assert json.loads(chunk) == {"messages": [tricky["messages"][0].model_dump()]}
+
+
+def test_a_checkpoint_names_only_its_thread_namespace_and_id() -> None:
+    run_objects = {"__consentry_run__": object(), "persona": "kind"}
+    config = {
+        "configurable": {"thread_id": "t1", "checkpoint_ns": "", "checkpoint_id": "c2"}
+        | run_objects
+    }
+    parent = {"configurable": {"thread_id": "t1", "checkpoint_ns": "", "checkpoint_id": "c1"}}
+    chunk = {
+        "config": config,
+        "parent_config": parent,
+        "values": {"messages": [HumanMessage("Plan", id="m1")]},
+        "metadata": {"source": "loop", "step": 1},
+        "next": ["book"],
+        "tasks": [{"id": "t", "name": "book", "interrupts": ()}],
+    }
+
+    shown = _shown("checkpoints", chunk)
+    debug = _shown("debug", {"type": "checkpoint", "step": 1, "timestamp": "now", "payload": chunk})
+
+    assert shown == {
+        "config": {"configurable": {"thread_id": "t1", "checkpoint_ns": "", "checkpoint_id": "c2"}},
+        "parent_config": parent,
+        "values": {"messages": [HumanMessage("Plan", id="m1").model_dump()]},
+        "metadata": {"source": "loop", "step": 1},
+        "next": ["book"],
+        "tasks": [{"id": "t", "name": "book", "interrupts": []}],
+    }
+    assert debug == {"type": "checkpoint", "step": 1, "timestamp": "now", "payload": shown}
+    assert _shown("checkpoints", {**chunk, "parent_config": None})["parent_config"] is None

@@ -1,0 +1,222 @@
+"""The rest of the LangGraph SDK's stream modes against Consentry, with the real ``langgraph-sdk``
+client over real HTTP: ``messages-tuple`` with LangGraph's metadata, ``messages`` (the message so
+far, as the Agent Server sends it), a graph's own ``custom`` output, ``checkpoints``, ``debug``
+and ``events``, each live, with ``stream_subgraphs``, and a join that names its modes."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from typing import Any
+
+import pytest
+from langgraph_sdk.errors import UnprocessableEntityError
+
+from tests.langgraph_client import parts, sdk_client
+
+CITY = "city=consentry_graphs.examples.ask_city:graph"
+TRIP = "trip=consentry_graphs.examples.trip_subgraph:graph"
+PROGRESS = "progress=tests.graph_forms:progress_writer"
+QUESTION = {"messages": [{"role": "user", "content": "What is retrieval?"}]}
+PLAN = {"messages": [{"role": "user", "content": "Plan a trip"}]}
+
+
+def _of(frames: list[Any], event: str) -> list[Any]:
+    return [p.data for p in frames if p.event == event]
+
+
+async def test_message_tuples_carry_langgraphs_metadata(open_live: Any) -> None:
+    async with open_live() as (client, _), sdk_client(client) as sdk:
+        frames = await parts(
+            sdk.runs.stream(None, "tutor", input=QUESTION, stream_mode="messages-tuple")
+        )
+
+    tuples = _of(frames, "messages")
+    assert len(tuples) > 3  # token by token
+    message_ids = {message["id"] for message, _ in tuples}
+    assert len(message_ids) == 1
+    for message, metadata in tuples:
+        assert message["type"] == "AIMessageChunk"
+        assert metadata["langgraph_node"] == "answer_question"
+        assert metadata["langgraph_step"] >= 1
+        assert metadata["langgraph_triggers"]
+        assert metadata["thread_id"] == frames[0].data["thread_id"]
+        assert metadata["ls_model_type"] == "chat"
+        # Consentry's own marks and private keys stay inside.
+        assert not [key for key in metadata if key.startswith(("consentry_", "__"))]
+
+
+async def test_messages_mode_sends_the_message_so_far_then_whole_ones_complete(
+    open_live: Any,
+) -> None:
+    async with open_live(graphs=CITY) as (client, _), sdk_client(client) as sdk:
+        answered = await parts(
+            sdk.runs.stream(None, "tutor", input=QUESTION, stream_mode=["messages", "values"])
+        )
+        asked = await parts(sdk.runs.stream(None, "city", input=PLAN, stream_mode="messages"))
+        thread_id = asked[0].data["thread_id"]
+        booked = await parts(
+            sdk.runs.stream(thread_id, "city", command={"resume": "Oslo"}, stream_mode="messages")
+        )
+
+    names = [p.event for p in answered]
+    assert "messages" not in names  # the tuples are another mode's
+    first = names.index("messages/metadata")
+    assert names[first + 1] == "messages/partial"
+    partials = _of(answered, "messages/partial")
+    texts = [message["content"] for (message,) in partials]
+    assert len(texts) > 3
+    for shorter, longer in pairwise(texts):
+        assert longer.startswith(shorter)  # it grows token by token
+    (metadata,) = _of(answered, "messages/metadata")
+    ((message_id, meta),) = metadata.items()
+    assert meta["metadata"]["langgraph_node"] == "answer_question"
+    assert {message["id"] for (message,) in partials} == {message_id}
+    assert partials[-1][0]["type"] == "ai"
+    assert _of(answered, "values")[-1]["messages"][-1]["content"] == texts[-1]
+    # A message a node wrote whole (its tokens never streamed) comes complete.
+    assert _of(asked, "messages/complete") == []
+    ((booking,),) = _of(booked, "messages/complete")
+    assert booking["type"] == "ai"
+    assert booking["content"] == "Booked a trip to Oslo."
+
+
+async def test_a_graphs_own_stream_writer_reaches_custom_frames(open_live: Any) -> None:
+    async with open_live(graphs=PROGRESS) as (client, _), sdk_client(client) as sdk:
+        written = await parts(
+            sdk.runs.stream(None, "progress", input=PLAN, stream_mode=["custom", "updates"])
+        )
+        without = await parts(sdk.runs.stream(None, "progress", input=PLAN, stream_mode="updates"))
+
+    assert _of(written, "custom") == [
+        {"progress": 50, "stage": "halfway"},
+        {"progress": 100, "stage": "done"},
+    ]
+    names = [p.event for p in written]
+    assert names.index("custom") < names.index("updates")  # as the node wrote it, before it ended
+    assert _of(without, "custom") == []
+
+
+async def test_checkpoints_are_each_steps_as_langgraph_streams_them(open_live: Any) -> None:
+    async with open_live(graphs=PROGRESS) as (client, _), sdk_client(client) as sdk:
+        frames = await parts(
+            sdk.runs.stream(None, "progress", input=PLAN, stream_mode="checkpoints")
+        )
+        thread_id = frames[0].data["thread_id"]
+        state = await sdk.threads.get_state(thread_id)
+
+    checkpoints = _of(frames, "checkpoints")
+    assert [c["next"] for c in checkpoints] == [["__start__"], ["report"], ["finish"], []]
+    assert [c["metadata"]["step"] for c in checkpoints] == [-1, 0, 1, 2]
+    for before, after in pairwise(checkpoints):
+        assert after["parent_config"] == before["config"]
+    last = checkpoints[-1]
+    # Only what names a checkpoint: no object of the run's own configuration.
+    assert last["config"] == {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": "",
+            "checkpoint_id": state["checkpoint"]["checkpoint_id"],  # the turn's, kept
+        }
+    }
+    assert last["values"]["messages"][-1]["content"] == "Reported."
+
+
+async def test_debug_tells_checkpoints_tasks_and_their_results(open_live: Any) -> None:
+    async with open_live(graphs=PROGRESS) as (client, _), sdk_client(client) as sdk:
+        frames = await parts(sdk.runs.stream(None, "progress", input=PLAN, stream_mode="debug"))
+
+    debug = _of(frames, "debug")
+    assert [(d["type"], d["step"]) for d in debug] == [
+        ("checkpoint", -1),
+        ("checkpoint", 0),
+        ("task", 1),
+        ("task_result", 1),
+        ("checkpoint", 1),
+        ("task", 2),
+        ("task_result", 2),
+        ("checkpoint", 2),
+    ]
+    assert [d["payload"]["name"] for d in debug if d["type"] == "task"] == ["report", "finish"]
+    assert all(d["timestamp"] for d in debug)
+    assert set(debug[-1]["payload"]["config"]["configurable"]) == {
+        "thread_id",
+        "checkpoint_ns",
+        "checkpoint_id",
+    }
+
+
+async def test_events_are_langchains_stream_events_of_the_run(open_live: Any) -> None:
+    async with open_live() as (client, _), sdk_client(client) as sdk:
+        frames = await parts(sdk.runs.stream(None, "tutor", input=QUESTION, stream_mode="events"))
+        progress = await parts(
+            sdk.runs.stream(None, "tutor", input=QUESTION, stream_mode="updates")
+        )
+
+    events = _of(frames, "events")
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "on_chain_start"
+    assert kinds[-1] == "on_chain_end"
+    assert events[0]["run_id"] == events[-1]["run_id"]  # the graph's own run
+    assert "on_chat_model_start" in kinds
+    assert "on_chat_model_end" in kinds
+    streamed = [e for e in events if e["event"] == "on_chat_model_stream"]
+    # Every model call's tokens, those tagged `nostream` (the classifier's) among them.
+    assert {e["metadata"]["langgraph_node"] for e in streamed} == {
+        "analyze_message",
+        "answer_question",
+    }
+    assert len(streamed) > 3
+    nodes = {e["name"] for e in events if e["event"] == "on_chain_start"}
+    assert {"tutor", "analyze_message", "answer_question"} <= nodes
+    assert _of(progress, "events") == []  # only the run that asked has them
+
+
+async def test_a_sync_nodes_events_come_from_its_worker_thread_in_order(open_live: Any) -> None:
+    async with open_live(graphs=PROGRESS) as (client, _), sdk_client(client) as sdk:
+        frames = await parts(sdk.runs.stream(None, "progress", input=PLAN, stream_mode="events"))
+
+    events = [(e["event"], e["name"]) for e in _of(frames, "events")]
+    report = [e for e in events if e[1] == "report"]
+    assert report[0] == ("on_chain_start", "report")
+    assert report[-1] == ("on_chain_end", "report")
+    assert ("on_custom_event", "progress") not in events  # a stream writer's is not an event
+    assert events.index(("on_chain_start", "finish")) > events.index(report[-1])
+
+
+async def test_stream_subgraphs_names_the_new_modes_by_namespace(open_live: Any) -> None:
+    async with open_live(graphs=TRIP) as (client, _), sdk_client(client) as sdk:
+        frames = await parts(
+            sdk.runs.stream(
+                None,
+                "trip",
+                input=PLAN,
+                stream_mode=["checkpoints", "debug"],
+                stream_subgraphs=True,
+            )
+        )
+
+    names = {p.event for p in frames}
+    own = [p.event for p in frames if "|" not in p.event]
+    assert {"checkpoints", "debug"} <= set(own)
+    nested = sorted(name.split("|")[0] for name in names if "|" in name)
+    assert set(nested) == {"checkpoints", "debug"}
+    namespaces = {name.split("|", 1)[1] for name in names if "|" in name}
+    assert len(namespaces) == 1
+    assert namespaces.pop().startswith("plan:")  # the subgraph's node and task, as LangGraph's
+
+
+async def test_a_join_sends_the_modes_it_names(open_live: Any) -> None:
+    async with open_live(graphs=CITY) as (client, _), sdk_client(client) as sdk:
+        asked = await parts(sdk.runs.stream(None, "city", input=PLAN))
+        thread_id, run_id = asked[0].data["thread_id"], asked[0].data["run_id"]
+        named = await parts(sdk.runs.join_stream(thread_id, run_id, stream_mode=["updates"]))
+        every = await parts(sdk.runs.join_stream(thread_id, run_id))
+        with pytest.raises(UnprocessableEntityError) as refused:
+            await parts(sdk.runs.join_stream(thread_id, run_id, stream_mode=["tokens"]))  # type: ignore[list-item]
+
+    # An ended run's join reads the log: the end state comes in `values`, which it did not name.
+    assert [p.event for p in named] == ["metadata", "end"]
+    assert [p.event for p in every] == ["metadata", "values", "values", "end"]
+    error = refused.value.response.json()["error"]
+    assert error["code"] == "request_invalid"
+    assert error["details"]["stream_mode"] == ["tokens"]
