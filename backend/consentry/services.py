@@ -186,6 +186,7 @@ async def _open(
                 clock=clock,
                 key_retention=KEY_RETENTION,
                 event_retention=timedelta(hours=settings.event_retention_hours),
+                kept_output_retention=timedelta(seconds=settings.resumable_stream_seconds),
                 graphs=executor.graph_names,
             )
             expiry.start()

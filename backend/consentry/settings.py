@@ -255,6 +255,14 @@ class Settings(BaseSettings):
     event_retention_hours: float = Field(
         default=168.0, ge=24.0, description="How long stored events stay replayable."
     )
+    resumable_stream_seconds: float = Field(
+        default=600.0,
+        gt=0,
+        description="How long a run streamed with the LangGraph SDK's `stream_resumable` keeps "
+        "its graph outputs (`values`, `messages`... of the modes its stream asked) for a join "
+        "to replay; after it a join replays the run's stored events alone (they are swept with "
+        "the expired consents, at least once an hour).",
+    )
     thread_token_budget: int | None = Field(
         default=None, gt=0, description="Model tokens one thread may use (unset: no limit)."
     )

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from langgraph_sdk.errors import UnprocessableEntityError
 
+from consentry.schemas.sdk_runs import STREAM_MODES
 from tests.langgraph_client import parts, sdk_client
 
 CITY = "city=consentry_graphs.examples.ask_city:graph"
@@ -220,3 +221,139 @@ async def test_a_join_sends_the_modes_it_names(open_live: Any) -> None:
     error = refused.value.response.json()["error"]
     assert error["code"] == "request_invalid"
     assert error["details"]["stream_mode"] == ["tokens"]
+
+
+EVERY_MODE = list(STREAM_MODES)
+
+
+def _sent(frames: list[Any]) -> list[tuple[str, str, Any]]:
+    return [(p.event, p.id, p.data) for p in frames]
+
+
+async def test_a_resumable_run_is_replayed_after_its_end_as_it_was_streamed(
+    open_live: Any,
+) -> None:
+    async with open_live() as (client, _), sdk_client(client) as sdk:
+        live = await parts(
+            sdk.runs.stream(
+                None, "tutor", input=QUESTION, stream_mode=EVERY_MODE, stream_resumable=True
+            )
+        )
+        thread_id, run_id = live[0].data["thread_id"], live[0].data["run_id"]
+        replayed = await parts(
+            sdk.runs.join_stream(thread_id, run_id, stream_mode=EVERY_MODE, last_event_id="-1")
+        )
+        tokens = await parts(
+            sdk.runs.join_stream(thread_id, run_id, stream_mode=["messages-tuple"])
+        )
+        plain = await parts(sdk.runs.stream(None, "tutor", input=QUESTION, stream_mode=EVERY_MODE))
+        plain_again = await parts(
+            sdk.runs.join_stream(
+                plain[0].data["thread_id"], plain[0].data["run_id"], stream_mode=EVERY_MODE
+            )
+        )
+
+    # Every frame again, in its order, with its id: each token, each step's state, each event.
+    assert {p.event for p in live} == {
+        "metadata",
+        *["values", "updates", "tasks", "messages", "checkpoints", "debug", "events"],
+        *["messages/metadata", "messages/partial"],
+        "end",
+    }
+    assert _sent(replayed) == _sent(live)
+    # A join that names fewer modes gets those of them.
+    assert [p.event for p in tokens] == [
+        "metadata",
+        *["messages"] * len(_of(live, "messages")),
+        "end",
+    ]
+    # A run that was not resumable kept nothing: its join reads the log alone.
+    assert [p.event for p in plain_again] == [
+        *["metadata", "messages", "messages/metadata", "messages/complete"],
+        *["values", "end"],
+    ]
+
+
+async def test_a_rejoin_after_an_id_gets_what_came_after_it_and_nothing_twice(
+    open_live: Any,
+) -> None:
+    modes = ["values", "updates", "tasks", "messages-tuple"]
+    async with open_live() as (client, _), sdk_client(client) as sdk:
+        live = await parts(
+            sdk.runs.stream(None, "tutor", input=QUESTION, stream_mode=modes, stream_resumable=True)
+        )
+        thread_id, run_id = live[0].data["thread_id"], live[0].data["run_id"]
+        ids = sorted({int(p.id) for p in live})
+        after = {
+            k: await parts(
+                sdk.runs.join_stream(thread_id, run_id, stream_mode=modes, last_event_id=str(k))
+            )
+            for k in ids[:-1]
+        }
+
+    def past(frames: list[Any], k: int, *, tokens: bool) -> list[tuple[str, str, Any]]:
+        return [f for f in _sent(frames) if int(f[1]) > k and (f[0] == "messages") == tokens]
+
+    for k, rejoined in after.items():
+        # What a client that had frame `k` lacks: every frame numbered past `k`. Those numbered
+        # `k` itself it may have had some of: none of them comes again (a message whose tokens
+        # were numbered `k` comes whole from the log instead).
+        assert all(int(p.id) > k for p in rejoined), k
+        expected = past(live, k, tokens=False)
+        if not [f for f in expected if f[0] == "values"]:  # it had them all: the end state
+            expected[-1:-1] = [("values", expected[-1][1], _of(live, "values")[-1])]
+        assert past(rejoined, k, tokens=False) == expected, k
+        tokens = past(live, k, tokens=True)
+        assert tokens == past(rejoined, k, tokens=True)[: len(tokens)] or not tokens, k
+    assert any(past(live, k, tokens=True) for k in after)  # the tokens were past some id
+
+
+async def test_a_queued_resumable_run_keeps_what_its_waiting_stream_asked(
+    open_live: Any,
+) -> None:
+    async with open_live(graphs=PROGRESS) as (client, _), sdk_client(client) as sdk:
+        first = await parts(sdk.runs.stream(None, "progress", input=PLAN))
+        thread_id = first[0].data["thread_id"]
+        queued = await parts(
+            sdk.runs.stream(
+                thread_id,
+                "progress",
+                input=PLAN,
+                stream_mode=["custom", "updates"],
+                stream_resumable=True,
+                multitask_strategy="enqueue",
+            )
+        )
+        again = await parts(
+            sdk.runs.join_stream(
+                thread_id, queued[0].data["run_id"], stream_mode=["custom", "updates"]
+            )
+        )
+
+    assert _sent(again) == _sent(queued)
+    assert len(_of(again, "custom")) == 2
+
+
+async def test_what_a_run_kept_is_forgotten_after_its_time_and_its_events_stay(
+    open_live: Any, clock: Any
+) -> None:
+    modes = ["values", "messages-tuple"]
+    async with (
+        open_live(resumable_stream_seconds=60) as (client, services),
+        sdk_client(client) as sdk,
+    ):
+        live = await parts(
+            sdk.runs.stream(None, "tutor", input=QUESTION, stream_mode=modes, stream_resumable=True)
+        )
+        thread_id, run_id = live[0].data["thread_id"], live[0].data["run_id"]
+        clock.advance(seconds=30)
+        await services.expiry.prune_events()
+        kept = await parts(sdk.runs.join_stream(thread_id, run_id, stream_mode=modes))
+        clock.advance(seconds=31)
+        await services.expiry.prune_events()
+        forgotten = await parts(sdk.runs.join_stream(thread_id, run_id, stream_mode=modes))
+
+    assert _sent(kept) == _sent(live)
+    # Past its time: the run's stored events alone, its message whole, its end state.
+    assert [p.event for p in forgotten] == ["metadata", "messages", "values", "end"]
+    assert forgotten[1].data[0]["content"] == _of(live, "values")[-1]["messages"][-1]["content"]

@@ -305,7 +305,8 @@ async def test_a_join_with_last_event_id_minus_one_reads_the_run_from_its_start(
         for m, meta in (p.data for p in second_again if p.event == "messages")
         if meta["langgraph_node"] == "book_trip"
     ]
-    assert live and all(
+    assert live
+    assert all(
         meta["langgraph_step"] > 0
         for _, meta in (p.data for p in answered if p.event == "messages")
     )

@@ -84,7 +84,10 @@ class RunCreate(RequestModel):
         "frames (for the request that starts the run).",
     )
     stream_resumable: bool = Field(
-        default=False, description="Accepted: every Consentry run can be joined (`id:` lines)."
+        default=False,
+        description="Every run can be joined (`id:` lines); with this, the run also keeps the "
+        "graph outputs this stream asks for (`values`, `messages`...) so that a join replays "
+        "them, for `CONSENTRY_RESUMABLE_STREAM_SECONDS` (`runs.stream` only).",
     )
     metadata: dict[str, Any] | None = None
     config: dict[str, Any] | None = Field(

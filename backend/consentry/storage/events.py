@@ -22,6 +22,7 @@ __all__ = [
     "StoredEvent",
     "events_after",
     "first_run_seq",
+    "forget_kept_outputs",
     "insert_events",
     "last_stored_seq",
     "prune_events",
@@ -46,16 +47,20 @@ class SerializedEvent(Protocol):
     def type(self) -> str: ...
     @property
     def data(self) -> str: ...
+    @property
+    def outputs(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)
 class StoredEvent:
-    """A stored event as read back: its seq, the run that stored it, its type and its JSON."""
+    """A stored event as read back: its seq, the run that stored it, its type and its JSON, and
+    the graph outputs kept with it (a run asked with ``stream_resumable``)."""
 
     seq: int
     run_id: str
     type: str
     data: str
+    outputs: str | None
 
 
 _COLUMNS = tuple(events.c[field.name] for field in fields(StoredEvent))
@@ -69,7 +74,7 @@ did before records (0.5 µs against 1.2 µs an event, SQLite in memory); by name
 # WHERE fencing_token = ?`` inserts nothing for a stale token, at no extra statement.
 _INSERT_EVENTS = direct(
     events.insert().from_select(
-        ["thread_id", "seq", "run_id", "type", "data", "created_at"],
+        ["thread_id", "seq", "run_id", "type", "data", "created_at", "outputs"],
         sa.select(
             threads.c.id,
             sa.bindparam("p_seq", type_=sa.Integer),
@@ -77,6 +82,7 @@ _INSERT_EVENTS = direct(
             sa.bindparam("p_type", type_=sa.String),
             sa.bindparam("p_data", type_=sa.Text),
             sa.bindparam("p_now", type_=events.c.created_at.type),
+            sa.bindparam("p_outputs", type_=sa.Text),
         ).where(
             threads.c.id == sa.bindparam("p_id"),
             threads.c.fencing_token == sa.bindparam("p_token"),
@@ -90,9 +96,10 @@ _INSERT_EVENTS = direct(
 # JSON).
 _INSERT_EVENTS_POSTGRES = direct(
     sa.text(
-        "INSERT INTO events (thread_id, seq, run_id, type, data, created_at) "
-        "SELECT t.id, e.seq, :p_run, e.type, e.data, :p_now FROM threads AS t, "
-        "json_to_recordset(CAST(:p_rows AS json)) AS e(seq integer, type text, data text) "
+        "INSERT INTO events (thread_id, seq, run_id, type, data, created_at, outputs) "
+        "SELECT t.id, e.seq, :p_run, e.type, e.data, :p_now, e.outputs FROM threads AS t, "
+        "json_to_recordset(CAST(:p_rows AS json)) "
+        "AS e(seq integer, type text, data text, outputs text) "
         "WHERE t.id = :p_id AND t.fencing_token = :p_token FOR KEY SHARE OF t"
     ).bindparams(sa.bindparam("p_now", type_=events.c.created_at.type))
 )
@@ -123,6 +130,7 @@ async def insert_events(
             "p_type": row.type,
             "p_data": row.data,
             "p_now": now,
+            "p_outputs": row.outputs,
         }
         for row in rows
     ]
@@ -136,7 +144,15 @@ async def insert_events(
             "p_run": run.run_id,
             "p_now": now,
             "p_rows": json.dumps(
-                [{"seq": v["p_seq"], "type": v["p_type"], "data": v["p_data"]} for v in values],
+                [
+                    {
+                        "seq": v["p_seq"],
+                        "type": v["p_type"],
+                        "data": v["p_data"],
+                        "outputs": v["p_outputs"],
+                    }
+                    for v in values
+                ],
                 ensure_ascii=False,
             ),
         }
@@ -221,4 +237,15 @@ async def prune_events(conn: DbConnection, *, older_than: datetime) -> int:
             .values(pruned_through=row.seq)
         )
     result = await conn.execute(events.delete().where(events.c.created_at < older_than))
+    return result.rowcount
+
+
+async def forget_kept_outputs(conn: DbConnection, *, older_than: datetime) -> int:
+    """Forget the graph outputs kept with events older than ``older_than`` (a join then replays
+    the run's stored events alone)."""
+    result = await conn.execute(
+        events.update()
+        .where(events.c.outputs.is_not(None), events.c.created_at < older_than)
+        .values(outputs=None)
+    )
     return result.rowcount

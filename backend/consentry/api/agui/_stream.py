@@ -99,6 +99,8 @@ class AguiStream:
     graph_modes: frozenset[str] = frozenset({"values"})
     """The state after each step, asked of the run (never stored): the last one is the
     ``STATE_SNAPSHOT`` of the run's end, without reading the checkpoint again."""
+    kept = False
+    """Nothing kept for a join to replay (AG-UI has no join)."""
 
     def __init__(
         self,

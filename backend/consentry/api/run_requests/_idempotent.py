@@ -23,8 +23,10 @@ class ReplayedRun:
     run_id: str
 
     async def listen(
-        self, *, graph_modes: frozenset[str] = frozenset()
+        self, *, graph_modes: frozenset[str] = frozenset(), kept: bool = False
     ) -> AsyncIterator[OutgoingEvent]:
+        """The run's events from its first (with what it kept, ``kept`` being the first
+        request's to ask)."""
         replayed = await self.runs.replay(
             self.owner, self.thread_id, self.run_id, graph_modes=graph_modes
         )

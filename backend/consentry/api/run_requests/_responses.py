@@ -50,7 +50,7 @@ class EventResponses:
         """``run``'s events; a client gone before its ``final`` cancels it (a cancel that comes
         after the run's end is refused by its run id, and changes nothing)."""
         ended = False
-        listened = run.events.listen(graph_modes=graph_modes(face))  # now: see run_response
+        listened = run.events.listen(graph_modes=graph_modes(face), kept=_kept(face))  # now
 
         async def events() -> AsyncIterator[OutgoingEvent]:
             nonlocal ended
@@ -77,7 +77,7 @@ class EventResponses:
         # ``listen`` is called before anything awaits: the face's wish for LangGraph's outputs
         # reaches the run before its task starts (``RunEventStream.listen``). The run goes on
         # without a listener when the client goes away.
-        events = run.events.listen(graph_modes=graph_modes(face))
+        events = run.events.listen(graph_modes=graph_modes(face), kept=_kept(face))
         return self.response(events, headers, on_close=run.events.detach, face=face)
 
     def response(
@@ -102,3 +102,7 @@ class EventResponses:
 def graph_modes(face: StreamFace | None) -> frozenset[str]:
     """LangGraph's outputs after each step the face sends (``/v1``'s, ``face=None``: none)."""
     return face.graph_modes if face is not None else frozenset()
+
+
+def _kept(face: StreamFace | None) -> bool:
+    return face is not None and face.kept

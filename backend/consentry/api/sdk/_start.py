@@ -78,6 +78,7 @@ class RunStart:
             body.modes,
             graph=(await self._assistant(body)).graph,
             subgraphs=body.stream_subgraphs,
+            resumable=body.stream_resumable,
         )
         if _queued(body, thread_id):
             assert thread_id is not None
@@ -206,8 +207,8 @@ class RunStart:
                 self.owner, thread_id, run_id, request, body.metadata, hold=key
             )
 
-        modes = face.graph_modes if face is not None else frozenset[str]()
-        waiter = self.queue.expect(thread_id, run_id, graph_modes=modes)  # before it may start
+        modes, kept = (face.graph_modes, face.kept) if face else (frozenset[str](), False)
+        waiter = self.queue.expect(thread_id, run_id, graph_modes=modes, kept=kept)
         try:
             _, queued_id = await self.run_requests.queue(
                 self.owner,
@@ -225,7 +226,7 @@ class RunStart:
                 await self.queue.interrupt(self.owner, thread_id)
             return waiter
         self.queue.forget(waiter)  # a repeat: the first request's run
-        return self.queue.expect(thread_id, queued_id, graph_modes=modes)
+        return self.queue.expect(thread_id, queued_id, graph_modes=modes, kept=kept)
 
     def _watched(
         self, body: RunCreate, waiter: Waiter

@@ -68,11 +68,14 @@ class SdkStream:
         run_id: str | None = None,
         graph: str | None = None,
         subgraphs: bool = False,
+        resumable: bool = False,
     ) -> None:
         """``run_id``: only this run's events (a join reads the thread's log). ``graph``: the
         thread's, when the request that starts the run knows it (its state is read without
         reading the thread again). ``subgraphs`` (``stream_subgraphs``): the subgraphs' outputs
-        of the modes asked too, as ``<mode>|<namespace>`` frames."""
+        of the modes asked too, as ``<mode>|<namespace>`` frames. ``resumable``
+        (``stream_resumable``): the run keeps them for joins to replay, when this stream's
+        request starts it."""
         self._reader = reader
         self._owner = owner
         self._modes = modes
@@ -83,6 +86,7 @@ class SdkStream:
         """What the run is asked to record of its graph's outputs for this stream."""
         if subgraphs:
             self.graph_modes |= {SUBGRAPHS + m for m in asked} & SUBGRAPH_OUTPUT_MODES
+        self.kept = resumable
 
     def headers(self, thread_id: str, run_id: str | None) -> dict[str, str]:
         """Where the SDK finds the run again (it reconnects to ``Location`` after a drop)."""

@@ -53,9 +53,11 @@ class ExpirySweeper(BackgroundLoop):
         clock: Clock,
         key_retention: timedelta,
         event_retention: timedelta,
+        kept_output_retention: timedelta,
         graphs: list[str],
     ) -> None:
         self._event_retention = event_retention
+        self._kept_output_retention = kept_output_retention
         self._db = db
         self._graphs = graphs
         """Threads of graphs no longer served are left alone (their consents wait)."""
@@ -99,11 +101,14 @@ class ExpirySweeper(BackgroundLoop):
             )
 
     async def prune_events(self) -> int:
-        """Forget stored events older than their retention (clients then get a ``resync``)."""
+        """Forget stored events older than their retention (clients then get a ``resync``), and
+        the graph outputs kept with them older than theirs (a join then replays the events)."""
+        now = self._clock()
         async with self._db.write(offload=True) as conn:  # may be long: off the loop's thread
-            return await events_repo.prune_events(
-                conn, older_than=self._clock() - self._event_retention
+            await events_repo.forget_kept_outputs(
+                conn, older_than=now - self._kept_output_retention
             )
+            return await events_repo.prune_events(conn, older_than=now - self._event_retention)
 
     async def _seconds_to_next_deadline(self) -> float:
         async with self._db.read() as conn:

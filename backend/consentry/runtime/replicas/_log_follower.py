@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 
-from consentry.runtime.outgoing import OutgoingEvent
+from consentry.runtime.outgoing import OutgoingEvent, kept_outputs
 from consentry.runtime.replicas._notifications import EventNotifications
 from consentry.storage import events as events_repo
 from consentry.storage import runs as runs_repo
@@ -36,18 +36,23 @@ async def follow_log(
     run_id: str,
     after_seq: int,
     first: Sequence[StoredEvent] = (),
+    graph_modes: frozenset[str] = frozenset(),
 ) -> AsyncIterator[OutgoingEvent]:
     """``first`` (rows already read), then the thread's events as they are stored, until the
     ``final`` of ``run_id`` (or until that run is no longer running and nothing new came). When
     that run's process died and another took it over, the run that continues it (trigger
-    ``recovery``) is followed too, as the client would see it on the process that executes it."""
+    ``recovery``) is followed too, as the client would see it on the process that executes it.
+    The graph outputs of ``graph_modes`` a run kept with its events come before each
+    (``kept_outputs``; those numbered ``after_seq`` the client may have had: not again)."""
     async with notifications.watch(thread_id) as woken:
         woken.set()  # read once more after watching: nothing stored in between is missed
-        batch, seen = list(first), after_seq
+        batch, seen, outputs_from = list(first), after_seq, after_seq + 1
         while True:
             for row in batch:
-                seen = row.seq
-                yield OutgoingEvent(row.seq, row.type, row.data)
+                stored = OutgoingEvent(row.seq, row.type, row.data, row.outputs)
+                for event in kept_outputs(stored, graph_modes, outputs_from=outputs_from):
+                    yield event
+                seen = outputs_from = row.seq
                 if row.type == "final" and row.run_id == run_id:
                     async with db.read() as conn:
                         successor = await runs_repo.recovery_of(conn, run_id)
@@ -88,9 +93,11 @@ class FollowedRun:
         self._notifications = notifications
         self._after_seq = after_seq
 
-    def listen(self, *, graph_modes: frozenset[str] = frozenset()) -> AsyncIterator[OutgoingEvent]:
-        """The run's stored events as they are stored. ``graph_modes`` is not served: LangGraph's
-        outputs after each step are never stored, so a run read from the log has none of them."""
+    def listen(
+        self, *, graph_modes: frozenset[str] = frozenset(), kept: bool = False
+    ) -> AsyncIterator[OutgoingEvent]:
+        """The run's stored events as they are stored. ``graph_modes`` and ``kept`` are not
+        served: the worker records the run's graph outputs for nobody, and keeps none."""
         return follow_log(
             self._db,
             self._notifications,

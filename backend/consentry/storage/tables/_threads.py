@@ -165,5 +165,12 @@ events = sa.Table(
     sa.Column("type", sa.String(24), nullable=False),
     sa.Column("data", sa.Text, nullable=False),
     sa.Column("created_at", UTCDateTime, nullable=True),
+    sa.Column("outputs", sa.Text, nullable=True),
     sa.Index("ix_events_created", "created_at"),
+    sa.Index(
+        "ix_events_outputs",
+        "created_at",
+        sqlite_where=sa.text("outputs IS NOT NULL"),
+        postgresql_where=sa.text("outputs IS NOT NULL"),
+    ),
 )

@@ -25,7 +25,7 @@ WAIT_SECONDS = 5.0
 
 
 def _row(seq: int, kind: str) -> StoredEvent:
-    return StoredEvent(seq=seq, run_id=RUN_ID, type=kind, data="{}")
+    return StoredEvent(seq=seq, run_id=RUN_ID, type=kind, data="{}", outputs=None)
 
 
 class _Db:
@@ -68,16 +68,23 @@ def _script(
     monkeypatch.setattr(runs_repo, "recovery_of", recovery_of)
 
 
-async def _followed() -> list[str]:
+async def _follow(
+    *, after_seq: int = 0, graph_modes: frozenset[str] = frozenset()
+) -> list[tuple[int, str]]:
     followed = follow_log(
         cast(Database, _Db()),
         cast(EventNotifications, _AlwaysWoken()),
         thread_id=THREAD_ID,
         run_id=RUN_ID,
-        after_seq=0,
+        after_seq=after_seq,
+        graph_modes=graph_modes,
     )
     async with asyncio.timeout(WAIT_SECONDS):
-        return [event.type async for event in followed]
+        return [(event.seq, event.type) async for event in followed]
+
+
+async def _followed() -> list[str]:
+    return [kind for _, kind in await _follow()]
 
 
 async def test_a_run_that_ended_between_the_two_reads_is_followed_to_its_final(
@@ -98,3 +105,18 @@ async def test_a_run_no_longer_going_with_nothing_new_ends_the_follow(
     started = [_row(1, "run_started")]
     _script(monkeypatch, reads=[started, [], []], statuses=["ended"])
     assert await _followed() == ["run_started"]
+
+
+async def test_the_outputs_a_run_kept_come_before_their_event_and_not_twice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A join after event 1 may have had the outputs numbered 1: from event 2's, none again."""
+    kept = "graph:values {}\ngraph:updates {}"
+    rows = [
+        _row(1, "run_started"),
+        StoredEvent(seq=2, run_id=RUN_ID, type="step", data="{}", outputs=kept),
+        StoredEvent(seq=3, run_id=RUN_ID, type="final", data="{}", outputs=kept),
+    ]
+    _script(monkeypatch, reads=[rows], statuses=[])
+    got = await _follow(after_seq=1, graph_modes=frozenset({"values"}))
+    assert got == [(2, "step"), (2, "graph:values"), (3, "final")]

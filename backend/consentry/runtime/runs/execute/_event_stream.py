@@ -15,12 +15,18 @@ A listener may also ask for LangGraph's own outputs (``graph_modes``: ``values``
 SDK face streams). They are recorded only once some
 listener of the run asked for them (``graph_modes``, the union of the wishes, sticky for the run:
 the graph streamer serializes nothing for a run nobody asked), as ephemeral events of private
-types (``graph:values``...): never stored, never in the history a joiner catches up with, numbered
-like a token (the seq of the event before them), and handed only to the listeners that asked for
-their mode (the one check every other event pays is a set lookup of its type). A client following
-a run of another process through the stored log gets none. A wish for a subgraph's outputs
-(``subgraphs:values``...) makes the graph stream its subgraphs too: it counts only when made
-before the run's graph starts streaming (the request that starts the run).
+types (``graph:values``...), numbered like a token (the seq of the event before them), and handed
+only to the listeners that asked for their mode (the one check every other event pays is a set
+lookup of its type). A wish for a subgraph's outputs (``subgraphs:values``...) makes the graph
+stream its subgraphs too: it counts only when made before the run's graph starts streaming (the
+request that starts the run).
+
+They are not stored, unless the request that starts the run asks for its stream to be resumable
+(the SDK's ``stream_resumable``: ``kept_modes``): then each durable event carries the outputs of
+those modes recorded since the one before it (``OutgoingEvent.outputs``), stored in its row, so a
+join replays them with it (:func:`kept_outputs`: from this process's history, from the stored log,
+from another replica's log) for ``CONSENTRY_RESUMABLE_STREAM_SECONDS``. Without it, a client that
+joins gets them only from the moment it follows the run live in this process.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from collections.abc import AsyncIterator
 from typing import Any, TypeAlias
 
 from consentry.runtime.clock import Clock
-from consentry.runtime.outgoing import OutgoingEvent
+from consentry.runtime.outgoing import GRAPH_OUTPUT, OutgoingEvent, kept_outputs
 from consentry.schemas.events import Event, TokenEvent
 from consentry.storage.transcript import TranscriptEntry
 
@@ -63,7 +69,9 @@ LangGraph's ``subgraphs=True``; each output names its namespace)."""
 SUBGRAPH_OUTPUT_MODES = frozenset(SUBGRAPHS + mode for mode in GRAPH_OUTPUT_MODES - {"events"})
 """The subgraph outputs a listener may ask for (``events`` has no namespace: a run's events are
 its subgraphs' too)."""
-_GRAPH_OUTPUT_TYPE = {mode: f"graph:{mode}" for mode in GRAPH_OUTPUT_MODES | SUBGRAPH_OUTPUT_MODES}
+_GRAPH_OUTPUT_TYPE = {
+    mode: GRAPH_OUTPUT + mode for mode in GRAPH_OUTPUT_MODES | SUBGRAPH_OUTPUT_MODES
+}
 _MODE_OF_TYPE = {event_type: mode for mode, event_type in _GRAPH_OUTPUT_TYPE.items()}
 _GRAPH_OUTPUTS = frozenset(_MODE_OF_TYPE)
 _EPHEMERAL = _GRAPH_OUTPUTS | {"token"}
@@ -103,6 +111,11 @@ class RunEventStream:
         self.graph_modes: frozenset[str] = frozenset()
         """The graph outputs some listener of the run asked for: the graph streamer records
         these (and only these) modes. Sticky: a listener that leaves does not narrow it."""
+        self.kept_modes: frozenset[str] = frozenset()
+        """The graph outputs kept with the durable events (``stream_resumable``), for joins to
+        replay: see :meth:`record`."""
+        self._kept: list[str] = []
+        """Kept outputs recorded since the last durable event, as ``"<type> <json>"`` lines."""
         self._closed = False
         self.suspended = False
         """The run stopped without a ``final`` (the server shuts down, or another process took
@@ -138,19 +151,27 @@ class RunEventStream:
         return event
 
     def record(self, event: Event) -> None:
-        """Serialize ``event``; keep it for storage unless it is ephemeral, and for the next
+        """Serialize ``event``; keep it for storage unless it is ephemeral (a durable one with
+        the kept graph outputs recorded since the one before it), and for the next
         :meth:`flush`."""
-        outgoing = OutgoingEvent(event.seq, event.type, event.model_dump_json())
-        if not isinstance(event, TokenEvent):
-            self._durable.append(outgoing)
+        if isinstance(event, TokenEvent):
+            self._unsent.append(OutgoingEvent(event.seq, event.type, event.model_dump_json()))
+            return
+        kept, self._kept = ("\n".join(self._kept) if self._kept else None), []
+        outgoing = OutgoingEvent(event.seq, event.type, event.model_dump_json(), kept)
+        self._durable.append(outgoing)
         self._unsent.append(outgoing)
 
     def record_graph_output(self, mode: str, data: str) -> None:
         """Keep a graph output (``mode`` one of :data:`GRAPH_OUTPUT_MODES`, or of
         :data:`SUBGRAPH_OUTPUT_MODES` for a subgraph's, ``data`` its JSON)
         for the next :meth:`flush`, which hands it to the listeners that asked for ``mode``
-        only. It is never stored: it carries the seq of the event before it, as a token does."""
-        self._unsent.append(OutgoingEvent(self.last_seq, _GRAPH_OUTPUT_TYPE[mode], data))
+        only. It carries the seq of the event before it, as a token does, and is stored only
+        when its mode is kept (``kept_modes``), with the next durable event."""
+        event_type = _GRAPH_OUTPUT_TYPE[mode]
+        self._unsent.append(OutgoingEvent(self.last_seq, event_type, data))
+        if mode in self.kept_modes:
+            self._kept.append(f"{event_type} {data}")
 
     def flush(self, *, through: int | None = None) -> None:
         """Hand the recorded events (up to seq ``through``) to the listeners: call it once they
@@ -184,6 +205,7 @@ class RunEventStream:
             self.last_seq = first - 1
         self._unsent = []
         self._durable = []
+        self._kept = []
         self._transcript_taken = 0
 
     @property
@@ -240,11 +262,15 @@ class RunEventStream:
         for queue in self._listeners:
             queue.put_nowait(None)
 
-    def _subscribe(self, *, after_seq: int, graph_modes: frozenset[str]) -> _Queue:
+    def _subscribe(
+        self, *, after_seq: int, graph_modes: frozenset[str], outputs_from: int | None = None
+    ) -> _Queue:
         queue: _Queue = asyncio.Queue()
+        first = after_seq + 1 if outputs_from is None else outputs_from
         for outgoing in self._history:
             if outgoing.seq > after_seq:
-                queue.put_nowait(outgoing)
+                for event in kept_outputs(outgoing, graph_modes, outputs_from=first):
+                    queue.put_nowait(event)
         if self._closed:
             queue.put_nowait(None)
         self._listeners.add(queue)
@@ -279,7 +305,9 @@ class RunEventStream:
         """The client that started the run went away: stop queueing for it (the run goes on)."""
         self._unsubscribe(self._main)
 
-    def listen(self, *, graph_modes: frozenset[str] = frozenset()) -> AsyncIterator[OutgoingEvent]:
+    def listen(
+        self, *, graph_modes: frozenset[str] = frozenset(), kept: bool = False
+    ) -> AsyncIterator[OutgoingEvent]:
         """The stream of the request that started the run: every event, until ``final``
         (:class:`RunSuspendedError` when the run stops without one), and the graph outputs of
         ``graph_modes``.
@@ -293,15 +321,25 @@ class RunEventStream:
         ``Launcher.launch`` → ``RunExecutor.launch``, says the same in six signatures.)"""
         if self._main in self._listeners:  # not after ``detach``
             self._want(self._main, graph_modes)
+            if kept:  # ``stream_resumable``: what it streams, a join replays
+                self.kept_modes |= graph_modes & self.graph_modes
         return self._read_main()
 
     async def join(
-        self, *, after_seq: int, graph_modes: frozenset[str] = frozenset()
+        self,
+        *,
+        after_seq: int,
+        graph_modes: frozenset[str] = frozenset(),
+        outputs_from: int | None = None,
     ) -> AsyncIterator[OutgoingEvent]:
-        """Another client joins: the durable events after ``after_seq`` sent so far, then every
-        event as it comes, until ``final`` (:class:`RunSuspendedError` when the run stops without
-        one); and the graph outputs of ``graph_modes`` recorded from then on."""
-        queue = self._subscribe(after_seq=after_seq, graph_modes=graph_modes)
+        """Another client joins: the durable events after ``after_seq`` sent so far (with the
+        graph outputs of ``graph_modes`` kept with them, from seq ``outputs_from``:
+        :func:`kept_outputs`), then every event as it comes, until ``final``
+        (:class:`RunSuspendedError` when the run stops without one); and the graph outputs of
+        ``graph_modes`` recorded from then on."""
+        queue = self._subscribe(
+            after_seq=after_seq, graph_modes=graph_modes, outputs_from=outputs_from
+        )
         try:
             while (item := await queue.get()) is not None:
                 yield item

@@ -75,7 +75,7 @@ class RunEvents(Protocol):
     a ``FollowedRun`` reading the log of a run queued for a worker."""
 
     def listen(
-        self, *, graph_modes: frozenset[str] = frozenset()
+        self, *, graph_modes: frozenset[str] = frozenset(), kept: bool = False
     ) -> AsyncIterator[OutgoingEvent]: ...
 
     def detach(self) -> None: ...

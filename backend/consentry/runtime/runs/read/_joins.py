@@ -3,10 +3,12 @@ log), then the active run live (in this process: its event stream; in another: t
 woken by notifications), with no gap and no duplicate. And an idempotent retry's replay of the
 run its first request started, through the runs that continued it after a crash.
 
-``graph_modes``: LangGraph's outputs after each step the joiner wants (the SDK face's ``values``,
-``updates``, ``tasks``; ``RunEventStream``), from the moment it follows the run live. They are
-never stored, so what is read from the log has none, and a run another process executes (followed
-through the log) gives none at all: such a joiner gets the run's end state only."""
+``graph_modes``: LangGraph's outputs the joiner wants (the SDK face's ``values``, ``messages``...;
+``RunEventStream``): those a run kept with its stored events (``stream_resumable``), read back
+with them (from the log, from this process's history, from another replica's log as it stores
+them: ``kept_outputs``), then those recorded from the moment it follows the run live. A run that
+kept none gives a joiner that reads the log none of them: such a joiner gets the run's end state
+only."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from consentry.errors import BadRequestError
 from consentry.observability.metrics import Metrics
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
-from consentry.runtime.outgoing import OutgoingEvent
+from consentry.runtime.outgoing import OutgoingEvent, kept_outputs
 from consentry.runtime.replicas import EventNotifications, follow_log
 from consentry.runtime.runs.execute import RunEventStream, RunExecutor, graph_output_mode
 from consentry.schemas.events import ResyncEvent
@@ -98,7 +100,9 @@ class StreamJoins:
         elsewhere = thread.active_run_id if thread.status == "running" else None
         if active is None and elsewhere is not None and self._notifications.enabled:
             # The run executes in another process: follow it through the stored log.
-            followed = self._replay_then_follow(resync, stored, thread_id, elsewhere, after_seq)
+            followed = self._replay_then_follow(
+                resync, stored, thread_id, elsewhere, after_seq, graph_modes
+            )
             return followed, resync is not None
         live = self._replay_then_live(resync, stored, active, after_seq, graph_modes)
         return live, resync is not None
@@ -110,6 +114,7 @@ class StreamJoins:
         thread_id: str,
         run_id: str,
         after_seq: int,
+        graph_modes: frozenset[str],
     ) -> AsyncIterator[OutgoingEvent]:
         """The stored events, then the ones another process stores, until that run's ``final``."""
         if resync is not None:
@@ -121,6 +126,7 @@ class StreamJoins:
             run_id=run_id,
             after_seq=after_seq,
             first=stored,
+            graph_modes=graph_modes,
         ):
             yield event
 
@@ -134,12 +140,16 @@ class StreamJoins:
     ) -> AsyncIterator[OutgoingEvent]:
         if resync is not None:
             yield resync
-        seen = after_seq
+        seen, outputs_from = after_seq, after_seq + 1  # the client may have had some at its id
         for row in stored:
-            seen = row.seq
-            yield OutgoingEvent(row.seq, row.type, row.data)
+            stored_event = OutgoingEvent(row.seq, row.type, row.data, row.outputs)
+            for event in kept_outputs(stored_event, graph_modes, outputs_from=outputs_from):
+                yield event
+            seen = outputs_from = row.seq  # what came after it is new to the client
         if active is not None:
-            async for event in active.join(after_seq=seen, graph_modes=graph_modes):
+            async for event in active.join(
+                after_seq=seen, graph_modes=graph_modes, outputs_from=outputs_from
+            ):
                 # A token (or a graph output) carries the seq of the stored event before it: it
                 # is new when that event is the last one sent (or a later one).
                 if event.seq > seen or (event.seq == seen and _unnumbered(event)):

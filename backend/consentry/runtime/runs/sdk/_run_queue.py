@@ -79,6 +79,8 @@ class Waiter:
     future: asyncio.Future[_Outcome]
     graph_modes: frozenset[str]
     """The graph outputs the request streams (``SdkStream.graph_modes``)."""
+    kept: bool = False
+    """The run keeps them for joins to replay (``stream_resumable``: ``RunEventStream.listen``)."""
     events: AsyncIterator[OutgoingEvent] | None = None
     """The run's events, listened to from its first (the run this process started for it)."""
 
@@ -164,12 +166,17 @@ class RunQueue:
         return Queued(thread_id, run_id)
 
     def expect(
-        self, thread_id: str, run_id: str, *, graph_modes: frozenset[str] = frozenset()
+        self,
+        thread_id: str,
+        run_id: str,
+        *,
+        graph_modes: frozenset[str] = frozenset(),
+        kept: bool = False,
     ) -> Waiter:
         """A request will wait for this run (``events``): call it before the run is queued, so
         a drainer that starts it at once hands it over."""
         future = asyncio.get_running_loop().create_future()
-        waiter = Waiter(thread_id, run_id, future, graph_modes)
+        waiter = Waiter(thread_id, run_id, future, graph_modes, kept)
         self._waiters.setdefault(run_id, []).append(waiter)
         return waiter
 
@@ -340,7 +347,8 @@ class RunQueue:
         # log (one listener per run stream); with nobody waiting they are stored only.
         waiting = [w for w in self._waiters.pop(row.id, []) if not w.future.done()]
         if waiting:  # listened to now, in the turn the run's task was made: from its first step
-            waiting[0].events = run.events.listen(graph_modes=waiting[0].graph_modes)
+            first = waiting[0]
+            first.events = run.events.listen(graph_modes=first.graph_modes, kept=first.kept)
             waiting[0].future.set_result(run)
         else:
             run.events.detach()

@@ -193,3 +193,50 @@ async def test_a_subgraphs_outputs_go_only_to_the_listeners_that_asked_for_the_s
         (1, "graph:subgraphs:values"),
         (2, "final"),
     ]
+
+
+async def test_kept_outputs_go_with_the_next_durable_event_and_back_to_a_joiner() -> None:
+    events = _events()
+    main = events.listen(graph_modes=frozenset({"values", "tasks"}), kept=True)
+    _record_a_step(events)  # values and tasks are kept, updates nobody asked for
+    durable = events.take_durable()
+    events.flush()
+    # Joiners read once the run has ended (a join subscribes at its first read), from its
+    # history: from its first event, what was kept...
+    from_start = events.join(after_seq=0, graph_modes=frozenset({"values"}))
+    # ...and after frame 1 (a client that may have had the outputs numbered 1): not those again.
+    after_one = events.join(after_seq=1, graph_modes=frozenset({"values", "tasks"}))
+    _end(events)
+
+    assert events.kept_modes == {"values", "tasks"}
+    assert [(e.seq, e.type, e.outputs) for e in durable] == [
+        (1, "step", None),
+        (2, "message", 'graph:tasks {"chunk": {"name": "answer"}}'),
+    ]
+    assert await _received(main) == [
+        (1, "step"),
+        (1, "graph:tasks"),
+        (1, "token"),
+        (2, "message"),
+        (2, "graph:values"),
+        (3, "final"),
+    ]
+    # The outputs recorded after the last durable event go with the run's final.
+    assert await _received(from_start) == [
+        (1, "step"),
+        (2, "message"),
+        (2, "graph:values"),
+        (3, "final"),
+    ]
+    assert await _received(after_one) == [(2, "message"), (2, "graph:values"), (3, "final")]
+
+
+def test_outputs_of_a_step_that_is_not_stored_are_not_kept() -> None:
+    events = _events()
+    events.listen(graph_modes=frozenset({"values"}), kept=True)
+    events.record_graph_output("values", '{"chunk": {}}')
+    events.discard_unsent()  # the step's store failed: it runs again
+
+    events.record(events.make(StepEvent, node="answer", label="Answering"))
+
+    assert [row.outputs for row in events.take_durable()] == [None]
