@@ -357,3 +357,25 @@ async def test_what_a_run_kept_is_forgotten_after_its_time_and_its_events_stay(
     # Past its time: the run's stored events alone, its message whole, its end state.
     assert [p.event for p in forgotten] == ["metadata", "messages", "values", "end"]
     assert forgotten[1].data[0]["content"] == _of(live, "values")[-1]["messages"][-1]["content"]
+
+
+async def test_a_join_after_a_subgraph_run_gets_the_subgraph_frames_it_kept(
+    open_live: Any,
+) -> None:
+    modes = ["updates", "values"]
+    async with open_live(graphs=TRIP) as (client, _), sdk_client(client) as sdk:
+        live = await parts(
+            sdk.runs.stream(
+                None,
+                "trip",
+                input=PLAN,
+                stream_mode=modes,
+                stream_subgraphs=True,
+                stream_resumable=True,
+            )
+        )
+        thread_id, run_id = live[0].data["thread_id"], live[0].data["run_id"]
+        joined = await parts(sdk.runs.join_stream(thread_id, run_id, stream_mode=modes))
+
+    assert [p.event for p in live if "|" in p.event]  # the subgraph's, as it asked
+    assert _sent(joined) == _sent(live)

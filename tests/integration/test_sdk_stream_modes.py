@@ -213,7 +213,8 @@ async def test_a_v1_stream_of_the_run_an_sdk_client_joins_carries_no_per_step_ou
         stub.release()
         v1_chat, sdk_join, v1_join = (await started).text, await joined, (await followed).text
 
-    assert stream.graph_modes == {"values", "updates", "tasks", "messages", "custom"}  # a join's
+    joins = {"values", "updates", "tasks", "messages", "custom"}  # a join's, its subgraphs' too
+    assert stream.graph_modes == joins | {f"subgraphs:{mode}" for mode in joins}
     # The SDK's join got the step that ended after it joined, as LangGraph streams it.
     assert _events(sdk_join)[-5:] == ["messages", "updates", "tasks", "values", "end"]
     assert list(_of(sdk_join, "updates")[-1]) == ["answer_question"]

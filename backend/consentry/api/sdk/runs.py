@@ -212,10 +212,11 @@ async def join_run_stream(
             face=face,
             on_close=partial(queue.forget, waiter),
         )
+    # A subgraph's frames too, when the run makes them (its request asked) or kept them.
     if after is None:
-        face = SdkStream(threads, owner, modes)
+        face = SdkStream(threads, owner, modes, subgraphs=True)
         return await run_requests.follow_run(owner, thread_id, run_id, face=face)
-    face = SdkStream(threads, owner, modes, run_id=run_id)
+    face = SdkStream(threads, owner, modes, run_id=run_id, subgraphs=True)
     return await run_requests.join(owner, thread_id, after=after, face=face)
 
 
