@@ -39,6 +39,7 @@ PAGE_SOURCE = Path(__file__).parent / "use_stream_page"
 WAIT_MS = 20_000
 GRAPHS = (
     "city=consentry_graphs.examples.ask_city:graph,"
+    "agent=consentry_graphs.examples.tool_review_agent:graph,"
     "held=tests.system.held_answer_graph:build_held_answer_graph"
 )
 
@@ -96,12 +97,14 @@ def open_page(
     *,
     reconnect: bool = True,
     history: bool = False,
+    blocks: bool = False,
 ) -> None:
     query = {
         "api": server,
         "assistant": assistant,
         "reconnect": "1" if reconnect else "0",
         "history": "1" if history else "0",
+        "blocks": "1" if blocks else "0",
     }
     page.goto(f"{frontend}/index.html?{urlencode(query)}")
     expect(page.locator("#thread")).to_have_text("no thread yet")
@@ -382,3 +385,79 @@ def test_a_past_message_is_edited_and_sent_again_and_the_branches_switch(
     assert api.get(f"/v1/approvals/{interrupt_id}").json()["status"] == "superseded"
     pending = api.get("/v1/approvals", params={"status": "pending"}).json()["approvals"]
     assert [a for a in pending if a["thread_id"] == thread_id] == []
+
+
+def test_a_message_sent_as_content_blocks_is_read_and_asks_the_tutors_consent(
+    watched: WatchedPage, api: httpx.Client, frontend: str, server: str
+) -> None:
+    """Agent Chat UI sends a message's content as LangChain content blocks: the tutor reads
+    their text, answers, and asks its consent for the summary as for a plain string."""
+    page = watched.page
+    open_page(page, frontend, server, "tutor", blocks=True)
+
+    with page.expect_request(lambda r: r.url.endswith("/runs/stream")) as sent:
+        send(page, QUESTION)
+    expect(page.locator(".msg.ai .text")).to_have_text([OFFLINE_ANSWER], timeout=WAIT_MS)
+    expect_idle(page)
+    send(page, SUMMARIZE)
+
+    body = json.loads(sent.value.post_data or "{}")
+    assert body["input"]["messages"][0]["content"] == [{"type": "text", "text": QUESTION}]
+    card = page.locator("#interrupt")
+    expect(card).to_be_visible(timeout=WAIT_MS)
+    asked = json.loads(card.locator(".interrupt-value").inner_text())
+    assert (asked["kind"], asked["proposal"]["title"]) == ("note_create", SUMMARY_TITLE)
+    project_id = shown_state(page)["project_id"]
+
+    def summaries() -> int:
+        notes = api.get(f"/v1/projects/{project_id}/notes").json()["notes"]
+        return [n["title"] for n in notes].count(SUMMARY_TITLE)
+
+    before = summaries()  # (the module's server is shared: other tests' notes are there)
+    card.locator("#approve").click()
+    expect(page.locator(".msg .text")).to_have_text(
+        [QUESTION, OFFLINE_ANSWER, SUMMARIZE, CREATED], timeout=WAIT_MS
+    )
+    expect_idle(page)
+    expect(card).to_have_count(0)  # the card went with the decision
+    decision = shown_state(page)["decision"]
+    assert api.get(f"/v1/approvals/{decision['approval_id']}").json()["status"] == "approved"
+    assert summaries() == before + 1
+
+
+def test_a_tool_call_review_is_approved_with_decisions_from_the_page(
+    watched: WatchedPage, api: httpx.Client, frontend: str, server: str
+) -> None:
+    """LangChain's HumanInTheLoopMiddleware asks a review of the agent's tool calls; the page
+    answers as Agent Chat UI's card does (``{"input": {}, "command": {"resume": {"decisions":
+    [...]}}}``), through Consentry's consent gate."""
+    page = watched.page
+    open_page(page, frontend, server, "agent")
+    send(page, "Plan a trip to Rome")
+
+    card = page.locator("#interrupt")
+    expect(card.locator("#approve-all")).to_be_visible(timeout=WAIT_MS)
+    asked = json.loads(card.locator(".interrupt-value").inner_text())
+    assert [a["name"] for a in asked["action_requests"]] == ["get_weather", "send_email"]
+    thread_id = page.locator("#thread").inner_text()
+
+    def reviews(status: str) -> list[str]:
+        listed = api.get("/v1/approvals", params={"status": status}).json()["approvals"]
+        return [a["kind"] for a in listed if a["thread_id"] == thread_id]
+
+    assert reviews("pending") == ["tool_call", "tool_call"]  # one consent a reviewed call
+
+    with page.expect_request(lambda r: r.url.endswith("/runs/stream")) as answered:
+        card.locator("#approve-all").click()
+
+    expect(page.locator(".msg.ai .text").last).to_have_text(
+        "Done. Sunny in Rome, 21°C. Email to team@example.com sent: Trip to Rome.",
+        timeout=WAIT_MS,
+    )
+    expect_idle(page)
+    expect(card).to_have_count(0)
+    body = json.loads(answered.value.post_data or "{}")
+    assert body["input"] == {}
+    assert body["command"] == {"resume": {"decisions": [{"type": "approve"}] * 2}}
+    assert reviews("pending") == []
+    assert reviews("approved") == ["tool_call", "tool_call"]

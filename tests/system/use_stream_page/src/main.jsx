@@ -7,6 +7,11 @@
 // Agent Chat UI does: the server forks the thread there), and the branches of
 // a message are switched with `setBranch`.
 //
+// With `&blocks=1`, a message's content is sent as LangChain content blocks
+// (`[{type: "text", text}]`), as Agent Chat UI sends it. A tool-call review
+// (LangChain's HumanInTheLoopMiddleware: `action_requests`) is approved with
+// `{decisions: [...]}` beside an empty input, as Agent Chat UI's card answers it.
+//
 // The page's URL names the server and the assistant: `?api=http://…&assistant=tutor`.
 // The thread id is kept in sessionStorage, so a reload shows the same thread;
 // `reconnectOnMount` keeps the running run's id there too, and rejoins it.
@@ -21,6 +26,7 @@ const THREAD_KEY = "consentry:thread";
 // `&reconnect=0`: useStream's defaults, without `reconnectOnMount`.
 const RECONNECT = params.get("reconnect") !== "0";
 const HISTORY = params.get("history") === "1";
+const BLOCKS = params.get("blocks") === "1";
 
 // What the page rendered, in order, for the test to read: the assistant's
 // texts and whether a run was streaming (tokens shown before the run ended).
@@ -31,8 +37,9 @@ function text(message) {
   return message.content.map((part) => part.text ?? "").join("");
 }
 
-function Interrupt({ interrupt, onApprove, onAnswer }) {
+function Interrupt({ interrupt, onApprove, onAnswer, onDecisions }) {
   const [answer, setAnswer] = useState("");
+  const reviewed = interrupt.value?.action_requests;
   return (
     <section id="interrupt" data-interrupt-id={interrupt.id}>
       <h2>Waiting for you</h2>
@@ -50,6 +57,14 @@ function Interrupt({ interrupt, onApprove, onAnswer }) {
       <button id="send-answer" onClick={() => onAnswer(answer)}>
         Answer
       </button>
+      {reviewed ? (
+        <button
+          id="approve-all"
+          onClick={() => onDecisions(reviewed.map(() => ({ type: "approve" })))}
+        >
+          Approve every call
+        </button>
+      ) : null}
     </section>
   );
 }
@@ -145,13 +160,15 @@ function App() {
     const content = draft.trim();
     if (!content) return;
     setDraft("");
-    const human = { type: "human", content };
+    const human = { type: "human", content: BLOCKS ? [{ type: "text", text: content }] : content };
     stream.submit(
       { messages: [human] },
       { optimisticValues: (prev) => ({ ...prev, messages: [...(prev.messages ?? []), human] }) },
     );
   };
   const resume = (value) => stream.submit(undefined, { command: { resume: value } });
+  // Agent Chat UI's answer to a tool-call review: an empty input beside the command.
+  const decide = (decisions) => stream.submit({}, { command: { resume: { decisions } } });
   // Agent Chat UI's edit: the new text, from the state the message was first asked in.
   const resend = (message, index, content) => {
     const meta = stream.getMessagesMetadata(message, index);
@@ -203,6 +220,7 @@ function App() {
           interrupt={stream.interrupt}
           onApprove={() => resume({ decision: "approve" })}
           onAnswer={resume}
+          onDecisions={decide}
         />
       ) : null}
       {stream.error ? <p id="error">{String(stream.error?.message ?? stream.error)}</p> : null}
