@@ -98,12 +98,12 @@ async def test_a_run_that_names_the_newest_checkpoint_continues_and_a_command_on
             )
         with pytest.raises(ConflictError) as going_on:  # a run with no input goes on from it
             await parts(sdk.runs.stream(thread_id, "tutor", input=None, checkpoint_id=stale))
-        with pytest.raises(ConflictError) as queued:  # a fork is not queued
+        with pytest.raises(ConflictError) as queued:  # a fork is not queued (`interrupt` is)
             await sdk.runs.create(
                 thread_id,
                 "tutor",
                 input=_human("And then?"),
-                multitask_strategy="enqueue",
+                multitask_strategy="interrupt",
                 checkpoint_id=stale,
             )
         with pytest.raises(NotFoundError) as on_a_new_thread:

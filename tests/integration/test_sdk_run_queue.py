@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any
+from uuid import uuid4
 
 import pytest
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import ConflictError, UnprocessableEntityError
 
+from consentry.principal import Principal
 from consentry.runtime.runs import RunQueue
+from consentry.storage import run_queue as queue_repo
 from tests.integration import gate_graph
 from tests.integration.gate_graph import SERVED
 from tests.langgraph_client import parts, sdk_client
@@ -27,6 +30,10 @@ async def _held_run(sdk: LangGraphClient) -> tuple[str, str]:
     """A thread whose run waits at the gate: (thread id, run id)."""
     created = await sdk.runs.create(None, "gate", input=HELLO)
     return created["thread_id"], created["run_id"]
+
+
+def _ask(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
 
 
 async def _statuses(sdk: LangGraphClient, thread_id: str) -> list[tuple[str, str]]:
@@ -46,7 +53,7 @@ async def test_a_queued_run_waits_its_turn_and_a_command_is_read_against_the_con
         streamed = asyncio.create_task(parts(sdk.runs.join_stream(thread_id, queued["run_id"])))
         waiting = await _statuses(sdk, thread_id)
         with pytest.raises(ConflictError) as rejected:
-            await sdk.runs.create(thread_id, "gate", input=AGAIN)  # `reject`, the default
+            await sdk.runs.create(thread_id, "gate", input=AGAIN, multitask_strategy="reject")
 
         gate.set()
         refused = await asyncio.wait_for(streamed, 10)
@@ -215,3 +222,85 @@ async def test_an_interrupting_run_cuts_the_active_one_short_and_starts_after_it
     assert runs[cutting["run_id"]]["status"] == "interrupted"  # it asked "Go on?"
     assert runs[cutting["run_id"]]["reason"] == "interrupted"
     assert done["__interrupt__"][0]["value"] == {"question": "Go on?"}  # type: ignore[index]
+
+
+async def test_the_default_starts_a_run_at_once_on_an_idle_thread_and_queues_one_on_a_busy_one(
+    open_live: Any, stub: Any
+) -> None:
+    """``enqueue`` is the default, as on the Agent Server: on an idle thread with nothing
+    waiting the run starts at once (no row in the queue); on a busy one it waits its turn, in
+    the order asked."""
+    stub.reply('{"intent": "answer", "query": "x"}')
+    stub.hold("First answer.")
+    for answer in ("Second answer.", "Third answer."):
+        stub.reply('{"intent": "answer", "query": "x"}')
+        stub.reply(answer)
+    async with open_live(**stub.app_settings()) as (client, _), sdk_client(client) as sdk:
+        thread = await sdk.threads.create()
+        thread_id = thread["thread_id"]
+        first = await sdk.runs.create(thread_id, "tutor", input=_ask("First?"))
+        await asyncio.wait_for(stub.holding.wait(), 10)
+        second = await sdk.runs.create(thread_id, "tutor", input=_ask("Second?"))
+        third = await sdk.runs.create(thread_id, "tutor", input=_ask("Third?"))
+        waiting = await _statuses(sdk, thread_id)
+        stub.release()
+        await sdk.runs.join(thread_id, third["run_id"])
+        state = await sdk.threads.get_state(thread_id)
+        ended = await _statuses(sdk, thread_id)
+
+    assert first["status"] == "running"  # at once
+    assert (second["status"], third["status"]) == ("pending", "pending")
+    assert waiting == [
+        (third["run_id"], "pending"),
+        (second["run_id"], "pending"),
+        (first["run_id"], "running"),
+    ]
+    assert [status for _, status in ended] == ["success"] * 3
+    said = [(m["type"], m["content"]) for m in state["values"]["messages"]]
+    assert said == [
+        ("human", "First?"),
+        ("ai", "First answer."),
+        ("human", "Second?"),
+        ("ai", "Second answer."),
+        ("human", "Third?"),
+        ("ai", "Third answer."),
+    ]
+
+
+async def test_a_run_that_would_start_at_once_goes_after_a_run_queued_meanwhile(
+    open_live: Any, gate: asyncio.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The idle thread's fast path keeps the queue's order: a run found waiting in the queue at
+    the claim (queued between the request's look and its claim) goes first; this one is then
+    queued behind it."""
+    async with open_live(graphs=SERVED) as (client, services), sdk_client(client) as sdk:
+        thread_id = (await sdk.threads.create())["thread_id"]
+        started = RunQueue.start_now
+        queued_meanwhile: list[str] = []
+
+        async def after_a_queued_run(
+            queue: RunQueue, owner: Principal, *args: Any, **kwargs: Any
+        ) -> bool:
+            # Another request's run is queued on the thread after this request looked (as a
+            # row: nothing drains it before this request's claim).
+            theirs = str(uuid4())
+            async with services.db.write() as conn:
+                await queue_repo.add_queued_run(
+                    conn,
+                    owner,
+                    run_id=theirs,
+                    thread_id=thread_id,
+                    request={"assistant_id": "gate", "input": HELLO},
+                    metadata=None,
+                    now=services.clock(),
+                )
+            queued_meanwhile.append(theirs)
+            return await started(queue, owner, *args, **kwargs)
+
+        monkeypatch.setattr(RunQueue, "start_now", after_a_queued_run)
+        mine = await sdk.runs.create(thread_id, "gate", input=AGAIN)
+        await asyncio.wait_for(gate_graph.REACHED.wait(), 10)
+        statuses = dict(await _statuses(sdk, thread_id))
+
+    (theirs,) = queued_meanwhile
+    assert statuses == {theirs: "running", mine["run_id"]: "pending"}

@@ -104,11 +104,13 @@ class RunCreate(RequestModel):
         "`config` is.",
     )
     multitask_strategy: MultitaskStrategy = Field(
-        default="reject",
-        description="`reject`: one run per thread (409 `run_in_progress` while one runs); "
-        "`enqueue`: the run waits for the thread's active run (and those queued before it) and "
-        "starts after it (`pending` until then); `interrupt`: as `enqueue`, and the active run is "
-        "cancelled (its step cut within half a second). `rollback` is refused (422).",
+        default="enqueue",
+        description="`enqueue` (the default, as on the Agent Server): the run starts at once on "
+        "a thread with no active run and none waiting, else waits for the thread's active run "
+        "(and those queued before it) and starts after it (`pending` until then); `reject`: one "
+        "run per thread (409 `run_in_progress` while one runs); `interrupt`: as `enqueue`, and "
+        "the active run is cancelled (its step cut within half a second). `rollback` is refused "
+        "(422).",
     )
     on_disconnect: Literal["continue", "cancel"] = Field(
         default="continue",

@@ -39,6 +39,9 @@ from consentry.settings import Settings
 __all__ = ["RunRequests", "RunRequestsDep"]
 
 
+_REPLAYED = {"Idempotent-Replayed": "true"}
+
+
 def _kind(request: ChatRequest) -> RateKind:
     return "decisions" if request.decisions else "messages"
 
@@ -93,6 +96,10 @@ class RunRequests:
             metrics=services.metrics,
             settings=services.settings,
         )
+
+    def check(self, request: ChatRequest) -> None:
+        """What every run request is checked for before it starts (the size of its edits)."""
+        check_chat_edits(self._settings, request)
 
     async def message(
         self,
@@ -164,11 +171,15 @@ class RunRequests:
         run_id: str,
         face: StreamFace,
         on_close: Callable[[], None] | None = None,
+        replayed: bool = False,
     ) -> EventStreamResponse:
         """Stream ``events`` of run ``run_id`` (a queued run's, once it starts), holding one of
-        ``owner``'s stream slots."""
+        ``owner``'s stream slots (``replayed``: the first run of a repeated
+        ``Idempotency-Key``)."""
         with self._slots.held(owner) as slot:
             headers = {"X-Thread-Id": thread_id, "X-Run-Id": run_id}
+            if replayed:
+                headers |= _REPLAYED
             return slot.keeps(self._responses.response(events, headers, on_close, face))
 
     async def retry(
@@ -264,8 +275,7 @@ class RunRequests:
         events are not stored, so the stored part has none."""
         self._metrics.stream_replayed("idempotent")
         thread_id, run_id = _ids(first)
-        replayed = {"Idempotent-Replayed": "true"}
-        return await self._responses.replay(owner, thread_id, run_id, face, replayed)
+        return await self._responses.replay(owner, thread_id, run_id, face, _REPLAYED)
 
 
 async def _run_requests(request: Request) -> RunRequests:

@@ -6,10 +6,8 @@ run service request when its turn comes."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 from uuid import uuid4
@@ -21,7 +19,7 @@ from consentry.api.run_requests import RunRequests
 from consentry.api.sdk._outcome import run_outcome
 from consentry.api.sdk._resume import decisions_for
 from consentry.api.sdk._stream import SdkStream
-from consentry.errors import ConflictError, ConsentryError, InvalidRequestError, NotFoundError
+from consentry.errors import ConflictError, InvalidRequestError, NotFoundError
 from consentry.principal import Principal
 from consentry.runtime.assistants import Assistant, Assistants
 from consentry.runtime.guards import KeyHold
@@ -91,6 +89,7 @@ class RunStart:
                 run_id=waiter.run_id,
                 face=face,
                 on_close=closed,
+                replayed=waiter.repeat,
             )
         request = await self.chat_request(body, thread_id)
         response = await self.run_requests.message(
@@ -122,8 +121,9 @@ class RunStart:
         if _queued(body, thread_id):
             assert thread_id is not None
             waiter = await self._enqueue(body, thread_id, route=route)
-            self.queue.forget(waiter)  # nobody waits: the run starts when its turn comes
-            return Queued(thread_id, waiter.run_id)
+            started = waiter.started  # at once (an idle thread's), or when its turn comes
+            self.queue.forget(waiter)  # nobody waits
+            return started or Queued(thread_id, waiter.run_id)
         run = await self.background(body, thread_id, route=route)
         run.events.detach()
         return run
@@ -151,30 +151,6 @@ class RunStart:
         outcome = partial(run_outcome, run.events.listen(), self.threads, self.owner)
         return Waited(run.thread_id, run.run_id, outcome, closed)
 
-    async def batch(self, bodies: list[RunCreate], *, route: str) -> list[ActiveRun | Queued]:
-        """``runs.create_batch``: each a run on a new thread, in order, every one checked first
-        (:meth:`check_threadless`). A refusal only a start tells stops the batch there, its
-        ``details.started`` naming the runs before it. Under an ``Idempotency-Key`` each run is
-        keyed by it and its place, its fingerprint the whole batch's (``route``)."""
-        for body in bodies:
-            await self.check_threadless(body)
-        batch = self.idempotency_key
-        digest = hashlib.sha256(batch.encode()).hexdigest()[:40] if batch else None
-        dumped = [body.model_dump(mode="json") for body in bodies]
-        whole = hashlib.sha256(json.dumps(dumped, sort_keys=True).encode())
-        route = f"{route}#{len(bodies)}:{whole.hexdigest()[:32]}"
-        started: list[ActiveRun | Queued] = []
-        for index, body in enumerate(bodies):
-            key = f"batch:{digest}:{index}" if digest else None  # within the keys' 255 chars
-            try:
-                one = replace(self, idempotency_key=key)
-                started.append(await one.create(body, None, route=route))
-            except ConsentryError as exc:
-                runs = [{"thread_id": r.thread_id, "run_id": r.run_id} for r in started]
-                exc.details = {**exc.details, "started": runs}
-                raise
-        return started
-
     async def check_threadless(self, body: RunCreate) -> None:
         """What ``runs.create(None, ...)`` of ``body`` is refused for that the request alone
         tells, before anything is stored: an unknown assistant (404), fields not served (422),
@@ -189,23 +165,29 @@ class RunStart:
         self, body: RunCreate, thread_id: str, *, route: str, face: SdkStream | None = None
     ) -> Waiter:
         """Queue the run on the thread, waited for by this request (a repeat of an
-        ``Idempotency-Key``: the first request's run)."""
+        ``Idempotency-Key``: the first request's run). With ``enqueue``, an input (or none) is
+        tried at once first, checked as a run that starts now (``RunQueue.start_now``): it
+        starts unless the thread is busy or a run waits in its queue (found at its claim), and
+        is queued then. A ``command`` asked to be queued is read when its turn comes."""
         self._check(body)
         await self._create_thread(body, thread_id)
-        if await self._fork_point(body, thread_id) is not None:
-            raise ConflictError(
-                "A run from an older checkpoint (a fork) is not queued: send it when the "
-                "thread has no active run, or send the thread's newest checkpoint.",
-                code="fork_not_queued",
-                details={"checkpoint_id": body.from_checkpoint},
-            )
+        now = body.multitask_strategy == "enqueue" and body.command is None  # (a command: asked)
+        if not now:
+            await self._refuse_queued_fork(body, thread_id)
         run_id = str(uuid4())
 
         async def add(key: KeyHold | None) -> Queued:
-            request = body.model_dump(mode="json", exclude_unset=True)
-            return await self.queue.add(
-                self.owner, thread_id, run_id, request, body.metadata, hold=key
-            )
+            if now:
+                request = await self.chat_request(body, thread_id)
+                self.run_requests.check(request)
+                started = self.queue.start_now(
+                    self.owner, request, waiter, key=key, metadata=body.metadata
+                )
+                if await started:
+                    return Queued(thread_id, run_id)
+                await self._refuse_queued_fork(body, thread_id)  # busy meanwhile
+            sent, meta = body.model_dump(mode="json", exclude_unset=True), body.metadata
+            return await self.queue.add(self.owner, thread_id, run_id, sent, meta, hold=key)
 
         modes, kept = (face.graph_modes, face.kept) if face else (frozenset[str](), False)
         waiter = self.queue.expect(thread_id, run_id, graph_modes=modes, kept=kept)
@@ -226,7 +208,18 @@ class RunStart:
                 await self.queue.interrupt(self.owner, thread_id)
             return waiter
         self.queue.forget(waiter)  # a repeat: the first request's run
-        return self.queue.expect(thread_id, queued_id, graph_modes=modes, kept=kept)
+        repeat = self.queue.expect(thread_id, queued_id, graph_modes=modes, kept=kept)
+        repeat.repeat = True
+        return repeat
+
+    async def _refuse_queued_fork(self, body: RunCreate, thread_id: str) -> None:
+        if await self._fork_point(body, thread_id) is not None:
+            raise ConflictError(
+                "A run from an older checkpoint (a fork) is not queued: send it when the "
+                "thread has no active run, or send the thread's newest checkpoint.",
+                code="fork_not_queued",
+                details={"checkpoint_id": body.from_checkpoint},
+            )
 
     def _watched(
         self, body: RunCreate, waiter: Waiter
@@ -396,5 +389,11 @@ def _options(body: RunCreate, assistant: Assistant) -> dict[str, Any]:
 
 
 def _queued(body: RunCreate, thread_id: str | None) -> bool:
-    """Whether the run waits in its thread's queue (a new thread has nothing to wait for)."""
-    return body.multitask_strategy in ("enqueue", "interrupt") and thread_id is not None
+    """Whether the run goes through its thread's queue (a new thread has nothing to wait for).
+    ``enqueue`` by default is for what a person sends: a decision (``command``) is answered at
+    once unless the client asked to queue it, so racing answers learn at once who won (409
+    ``already_decided`` naming it) instead of failing later in the queue."""
+    if thread_id is None or body.multitask_strategy == "reject":
+        return False
+    asked = "multitask_strategy" in body.model_fields_set
+    return body.multitask_strategy == "interrupt" or body.command is None or asked

@@ -26,6 +26,7 @@ from consentry.api.http.last_event_id import RunLastEventId
 from consentry.api.http.responses import ERROR_RESPONSES
 from consentry.api.http.sse_response import EventStreamResponse
 from consentry.api.run_requests import RunRequestsDep
+from consentry.api.sdk._batches import start_batch
 from consentry.api.sdk._outcome import run_outcome
 from consentry.api.sdk._queue import RunQueueDep
 from consentry.api.sdk._start import RunStart
@@ -118,7 +119,7 @@ async def create_run_batch(
     `Idempotency-Key`, each run is keyed by it and its place, and checked against the whole
     batch: sent again, the batch answers with the same runs; another batch under the key is
     422 `idempotency_key_reused`."""
-    started = await start.batch(body, route="/runs/batch")
+    started = await start_batch(start, body, route="/runs/batch")
     return [await run_records.get(start.owner, run.thread_id, run.run_id) for run in started]
 
 

@@ -16,16 +16,19 @@ waiting run is tried.
 A request that waits for its run (``runs.stream``, ``runs.wait``) holds a future the drainer
 resolves: with the run itself when it started it here (its events live from the first), or with
 what the row says (started elsewhere: followed through the log; refused; cancelled).
+
+``enqueue`` is the SDK's default, and most runs find their thread idle: such a run starts at once
+(``start_now``), with no row, handed to its request's wait as a drainer would hand it. Its claim
+keeps the queue's order (``BehindQueue``): a run found waiting in the thread's queue in the
+claim's transaction goes first, and this one is queued behind it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from consentry.errors import ConflictError, ConsentryError, NotFoundError
@@ -34,71 +37,29 @@ from consentry.runtime.clock import Clock
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.runs._service import RunService
 from consentry.runtime.runs.execute import ActiveRun, ClaimHold
+from consentry.runtime.runs.sdk._queue_waits import (
+    BehindQueue,
+    Outcome,
+    Queued,
+    QueuedHold,
+    Settled,
+    Waiter,
+    ended_waiting,
+    settled_by,
+)
 from consentry.schemas.chat import ChatRequest
 from consentry.storage import events as events_repo
 from consentry.storage import run_queue as queue_repo
 from consentry.storage import threads as threads_repo
-from consentry.storage.db.database import Database, DbConnection
+from consentry.storage.db.database import Database
 from consentry.storage.run_queue import QueuedRun
 
-__all__ = ["Queued", "RunQueue", "Waiter"]
+__all__ = ["RunQueue"]
 
 log = logging.getLogger(__name__)
 
 _RETRY_SECONDS = (0.05, 0.1, 0.2, 0.5, 1.0)
 """Back-off when the thread was busy again at once (another request's run won the claim)."""
-
-
-@dataclass(frozen=True)
-class Queued:
-    """A queued run's ids (what an ``Idempotency-Key`` names)."""
-
-    thread_id: str
-    run_id: str
-
-
-@dataclass(frozen=True)
-class _Settled:
-    """How a queued run ended its wait, when it was not started by this process."""
-
-    status: str
-    """``started`` (elsewhere), ``refused`` or ``cancelled``."""
-    code: str | None = None
-    message: str | None = None
-
-
-_Outcome = ActiveRun | _Settled
-
-
-@dataclass(eq=False)
-class Waiter:
-    """A request waiting for a queued run to start (``RunQueue.expect``)."""
-
-    thread_id: str
-    run_id: str
-    future: asyncio.Future[_Outcome]
-    graph_modes: frozenset[str]
-    """The graph outputs the request streams (``SdkStream.graph_modes``)."""
-    kept: bool = False
-    """The run keeps them for joins to replay (``stream_resumable``: ``RunEventStream.listen``)."""
-    events: AsyncIterator[OutgoingEvent] | None = None
-    """The run's events, listened to from its first (the run this process started for it)."""
-
-
-@dataclass
-class QueuedHold:
-    """Takes the queued row in the transaction that claims the thread (``runs.ClaimHold``)."""
-
-    run_id: str
-    clock: Clock
-
-    async def complete(self, conn: DbConnection, *, thread_id: str, run_id: str) -> None:
-        if not await queue_repo.take_queued_run(conn, self.run_id, now=self.clock()):
-            raise ConflictError(
-                "This queued run is no longer waiting.",
-                code="run_not_queued",
-                details={"run_id": self.run_id},
-            )
 
 
 class RunQueue:
@@ -165,6 +126,31 @@ class RunQueue:
         self._drain(thread_id)
         return Queued(thread_id, run_id)
 
+    async def start_now(
+        self,
+        owner: Principal,
+        request: ChatRequest,
+        waiter: Waiter,
+        *,
+        key: ClaimHold | None,
+        metadata: dict[str, Any] | None,
+    ) -> bool:
+        """Start the run ``waiter`` waits for at once, as its request (checked as a request
+        that starts now), and hand it over as a drainer would: the default ``enqueue``'s way on
+        an idle thread, with no row in the queue. False (nothing started, ``key`` untouched)
+        when the thread is busy or a run waits in its queue: queue it then (``add``)."""
+        try:
+            run = await self._runs.start(owner, request, key=BehindQueue(waiter.run_id, key))
+        except ConflictError as exc:
+            if exc.code == "run_in_progress":
+                return False
+            raise
+        self.forget(waiter)  # (not done yet: nothing to detach) no drainer hands it over
+        waiter.events = run.events.listen(graph_modes=waiter.graph_modes, kept=waiter.kept)
+        waiter.future.set_result(run)
+        await self._started(metadata, run)
+        return True
+
     def expect(
         self,
         thread_id: str,
@@ -206,7 +192,7 @@ class RunQueue:
                 async for event in await self._runs.replay(owner, thread_id, run_id):
                     yield event
             else:
-                for event in _ended_waiting(thread_id, run_id, outcome):
+                for event in ended_waiting(thread_id, run_id, outcome):
                     yield event
         finally:  # (``closed`` does it at once when the request ends)
             self.forget(waiter)
@@ -245,7 +231,7 @@ class RunQueue:
                 conn, run_id, now=self._clock()
             )
         if cancelled:
-            self._settle(run_id, _Settled("cancelled"))
+            self._settle(run_id, Settled("cancelled"))
         return cancelled
 
     async def owner_runs(
@@ -260,15 +246,20 @@ class RunQueue:
                 conn, owner, thread_id=thread_id, waiting=waiting, running=running
             )
 
-    async def _outcome(self, waiter: Waiter) -> _Outcome:
+    async def _outcome(self, waiter: Waiter) -> Outcome:
         if not waiter.future.done():
             async with self._db.read() as conn:
                 row = await queue_repo.queued_run(conn, waiter.thread_id, waiter.run_id)
+            if row is None and not waiter.future.done():
+                # Never queued: a run the default ``enqueue`` started at once (``start_now``),
+                # which a repeat of its ``Idempotency-Key`` reads from the log.
+                self.forget(waiter)
+                return Settled("started")
             if row is not None and row.status != "waiting" and not waiter.future.done():
                 # Not waiting any more: as the row says (a start of this process that would
                 # resolve the wait after this finds nobody waiting, and lets its run go alone).
                 self.forget(waiter)
-                return _settled(row)
+                return settled_by(row)
             self._drain(waiter.thread_id)
         return await waiter.future
 
@@ -353,7 +344,7 @@ class RunQueue:
         else:
             run.events.detach()
         for other in waiting[1:]:
-            other.future.set_result(_Settled("started"))
+            other.future.set_result(Settled("started"))
         await self._started(row.metadata, run)
         return True
 
@@ -378,29 +369,11 @@ class RunQueue:
             rows = [await queue_repo.queued_run(conn, thread_id, run_id) for run_id in expected]
         for run_id, row in zip(expected, rows, strict=True):
             if row is None:
-                self._settle(run_id, _Settled("refused", "thread_not_found", "The thread is gone."))
+                self._settle(run_id, Settled("refused", "thread_not_found", "The thread is gone."))
             elif row.status != "waiting":
-                self._settle(run_id, _settled(row))
+                self._settle(run_id, settled_by(row))
 
-    def _settle(self, run_id: str, settled: _Settled) -> None:
+    def _settle(self, run_id: str, settled: Settled) -> None:
         for waiter in self._waiters.pop(run_id, []):
             if not waiter.future.done():
                 waiter.future.set_result(settled)
-
-
-def _settled(row: QueuedRun) -> _Settled:
-    return _Settled(row.status, row.error_code, row.error_message)
-
-
-def _ended_waiting(thread_id: str, run_id: str, settled: _Settled) -> list[OutgoingEvent]:
-    """The end of a run that never started, as the events a face sends: its start (the SDK's
-    ``metadata``), the error that refused it, its ``final``. They are not stored (seq 0)."""
-    ids = {"thread_id": thread_id, "run_id": run_id}
-    events = [OutgoingEvent(0, "run_started", json.dumps(ids))]
-    reason = "cancelled"
-    if settled.status == "refused":
-        reason = "failed"
-        error = {**ids, "code": settled.code, "message": settled.message}
-        events.append(OutgoingEvent(0, "error", json.dumps(error)))
-    events.append(OutgoingEvent(0, "final", json.dumps({**ids, "reason": reason})))
-    return events
