@@ -20,6 +20,7 @@ from typing import Annotated, Any
 from uuid import uuid4
 
 import typing_extensions
+from langchain_core.callbacks import dispatch_custom_event
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableConfig
@@ -227,6 +228,7 @@ delta_items = _delta.compile()
 def _report(state: MessagesState) -> dict[str, Any]:
     write = get_stream_writer()
     write({"progress": 50, "stage": "halfway"})
+    dispatch_custom_event("reported", {"stage": "halfway"})  # a callback from this thread
     write({"progress": 100, "stage": "done"})
     return {"messages": [AIMessage("Reported.", id=f"msg-{uuid4().hex}")]}
 

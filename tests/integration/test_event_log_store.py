@@ -14,7 +14,7 @@ import pytest_asyncio
 
 from consentry.principal import Principal
 from consentry.storage.db.database import Database
-from consentry.storage.events import StoredEvent, insert_events, run_events
+from consentry.storage.events import StoredEvent, events_after, insert_events, run_events
 from consentry.storage.leases import LeaseLostError, claim_thread
 from consentry.storage.tables import threads
 from tests.integration.stored_threads import add_thread
@@ -122,3 +122,14 @@ async def test_a_stale_token_stores_none_of_the_events(db: Database) -> None:
         )
     await _insert(db, fencing_token=token, fence_checked=True)
     assert await _stored(db) == []
+
+
+async def test_a_reader_reads_the_kept_outputs_only_when_it_asks_for_them(db: Database) -> None:
+    await _insert(db, fencing_token=await _claimed(db))
+    async with db.read() as conn:
+        plain = await events_after(conn, THREAD_ID, 0)
+        kept = await events_after(conn, THREAD_ID, 0, with_outputs=True)
+
+    assert [e.outputs for e in plain] == [None] * len(AWKWARD)
+    assert [e.outputs for e in kept] == [_kept(seq, data) for seq, data in _NUMBERED]
+    assert [e.data for e in plain] == [e.data for e in kept]

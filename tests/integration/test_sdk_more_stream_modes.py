@@ -170,6 +170,8 @@ async def test_events_are_langchains_stream_events_of_the_run(open_live: Any) ->
     nodes = {e["name"] for e in events if e["event"] == "on_chain_start"}
     assert {"tutor", "analyze_message", "answer_question"} <= nodes
     assert _of(progress, "events") == []  # only the run that asked has them
+    # Consentry's own marks and private keys stay inside, as in the message tuples.
+    assert not [k for e in events for k in e["metadata"] if k.startswith(("consentry_", "__"))]
 
 
 async def test_a_sync_nodes_events_come_from_its_worker_thread_in_order(open_live: Any) -> None:
@@ -180,8 +182,11 @@ async def test_a_sync_nodes_events_come_from_its_worker_thread_in_order(open_liv
     report = [e for e in events if e[1] == "report"]
     assert report[0] == ("on_chain_start", "report")
     assert report[-1] == ("on_chain_end", "report")
+    # The event the node dispatched from its worker thread, in its place.
+    start, end = events.index(report[0]), events.index(report[-1])
+    assert events.index(("on_custom_event", "reported")) in range(start, end)
     assert ("on_custom_event", "progress") not in events  # a stream writer's is not an event
-    assert events.index(("on_chain_start", "finish")) > events.index(report[-1])
+    assert events.index(("on_chain_start", "finish")) > end
 
 
 async def test_stream_subgraphs_names_the_new_modes_by_namespace(open_live: Any) -> None:

@@ -64,6 +64,8 @@ class StoredEvent:
 
 
 _COLUMNS = tuple(events.c[field.name] for field in fields(StoredEvent))
+_WITHOUT_OUTPUTS = (*_COLUMNS[:-1], sa.null().label("outputs"))
+"""The same, without reading the kept outputs (a reader that sends no graph output)."""
 """The columns of a :class:`StoredEvent`, in its fields' order: a row of them is
 ``StoredEvent(*row)``. Built by position, a record costs less than reading the row's attributes
 did before records (0.5 µs against 1.2 µs an event, SQLite in memory); by name
@@ -170,7 +172,7 @@ async def insert_events(
 
 
 async def run_events(conn: DbConnection, thread_id: str, run_id: str) -> list[StoredEvent]:
-    """The stored (durable) events of one run, in order."""
+    """The stored (durable) events of one run, in order, with what they kept."""
     rows = await conn.execute(
         sa.select(*_COLUMNS)
         .where(events.c.thread_id == thread_id, events.c.run_id == run_id)
@@ -179,10 +181,13 @@ async def run_events(conn: DbConnection, thread_id: str, run_id: str) -> list[St
     return [StoredEvent(*row) for row in rows]
 
 
-async def events_after(conn: DbConnection, thread_id: str, after_seq: int) -> list[StoredEvent]:
-    """The thread's stored events after ``after_seq``, in order (all runs)."""
+async def events_after(
+    conn: DbConnection, thread_id: str, after_seq: int, *, with_outputs: bool = False
+) -> list[StoredEvent]:
+    """The thread's stored events after ``after_seq``, in order (all runs); the graph outputs
+    they kept only ``with_outputs`` (else ``None``: a reader that sends none reads none)."""
     rows = await conn.execute(
-        sa.select(*_COLUMNS)
+        sa.select(*(_COLUMNS if with_outputs else _WITHOUT_OUTPUTS))
         .where(events.c.thread_id == thread_id, events.c.seq > after_seq)
         .order_by(events.c.seq)
     )
@@ -203,7 +208,7 @@ async def told_by_runs(
     if not run_ids:
         return []
     rows = await conn.execute(
-        sa.select(*_COLUMNS).where(
+        sa.select(*_WITHOUT_OUTPUTS).where(
             events.c.thread_id == thread_id,
             events.c.run_id.in_(run_ids),
             events.c.type.in_(("message", "note", "tool_call", "tool_result")),

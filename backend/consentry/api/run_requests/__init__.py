@@ -16,6 +16,6 @@ and graph outputs; a run cancelled when its client leaves).
 
 from __future__ import annotations
 
-from consentry.api.run_requests._requests import RunRequests, RunRequestsDep
+from consentry.api.run_requests._requests import Followed, RunRequests, RunRequestsDep
 
-__all__ = ["RunRequests", "RunRequestsDep"]
+__all__ = ["Followed", "RunRequests", "RunRequestsDep"]

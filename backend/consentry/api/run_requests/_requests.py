@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
@@ -40,6 +41,18 @@ __all__ = ["RunRequests", "RunRequestsDep"]
 
 
 _REPLAYED = {"Idempotent-Replayed": "true"}
+
+
+@dataclass(frozen=True)
+class Followed:
+    """What :meth:`RunRequests.follow` streams: a run's events, its ids, what the stream's end
+    does, and whether the run is the first one of a repeated ``Idempotency-Key``."""
+
+    events: AsyncIterator[OutgoingEvent]
+    thread_id: str
+    run_id: str
+    on_close: Callable[[], None]
+    replayed: bool = False
 
 
 def _kind(request: ChatRequest) -> RateKind:
@@ -163,24 +176,24 @@ class RunRequests:
         return queued.thread_id, queued.run_id
 
     async def follow(
-        self,
-        owner: Principal,
-        events: AsyncIterator[OutgoingEvent],
-        *,
-        thread_id: str,
-        run_id: str,
-        face: StreamFace,
-        on_close: Callable[[], None] | None = None,
-        replayed: bool = False,
+        self, owner: Principal, begin: Callable[[], Awaitable[Followed]], *, face: StreamFace
     ) -> EventStreamResponse:
-        """Stream ``events`` of run ``run_id`` (a queued run's, once it starts), holding one of
-        ``owner``'s stream slots (``replayed``: the first run of a repeated
-        ``Idempotency-Key``)."""
+        """Stream the run ``begin`` starts, queues or waits for (a queued run's events once it
+        starts), holding one of ``owner``'s stream slots from before ``begin`` runs: no run
+        starts for a stream refused 429."""
         with self._slots.held(owner) as slot:
-            headers = {"X-Thread-Id": thread_id, "X-Run-Id": run_id}
-            if replayed:
+            followed = await begin()
+            headers = {"X-Thread-Id": followed.thread_id, "X-Run-Id": followed.run_id}
+            if followed.replayed:
                 headers |= _REPLAYED
-            return slot.keeps(self._responses.response(events, headers, on_close, face))
+            try:
+                response = self._responses.response(
+                    followed.events, headers, followed.on_close, face
+                )
+            except BaseException:
+                followed.on_close()
+                raise
+            return slot.keeps(response)
 
     async def retry(
         self, owner: Principal, thread_id: str, *, idempotency_key: str | None

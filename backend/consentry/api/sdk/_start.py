@@ -15,7 +15,7 @@ from uuid import uuid4
 from consentry.api.chat_requests import chat_request
 from consentry.api.http.sse_response import EventStreamResponse
 from consentry.api.new_thread_ids import check_uuid
-from consentry.api.run_requests import RunRequests
+from consentry.api.run_requests import Followed, RunRequests
 from consentry.api.sdk._outcome import run_outcome
 from consentry.api.sdk._resume import decisions_for
 from consentry.api.sdk._stream import SdkStream
@@ -80,17 +80,14 @@ class RunStart:
         )
         if _queued(body, thread_id):
             assert thread_id is not None
-            waiter = await self._enqueue(body, thread_id, route=route, face=face)
-            events, closed = self._watched(body, waiter)
-            return await self.run_requests.follow(
-                self.owner,
-                events,
-                thread_id=thread_id,
-                run_id=waiter.run_id,
-                face=face,
-                on_close=closed,
-                replayed=waiter.repeat,
-            )
+            queued_on = thread_id
+
+            async def begin() -> Followed:
+                waiter = await self._enqueue(body, queued_on, route=route, face=face)
+                events, closed = self._watched(body, waiter)
+                return Followed(events, queued_on, waiter.run_id, closed, waiter.repeat)
+
+            return await self.run_requests.follow(self.owner, begin, face=face)
         request = await self.chat_request(body, thread_id)
         response = await self.run_requests.message(
             self.owner,

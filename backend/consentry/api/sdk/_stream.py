@@ -26,8 +26,9 @@ The run service's events (the same stored log ``/v1`` streams) are projected, no
 
 Every frame carries the ``id`` of the stored event it comes from (a token or a per-step output:
 the one before it), so ``Last-Event-ID`` joins go on without a gap or a repeat of what is stored;
-per-step outputs are not stored, so a join gets them only from the moment it follows the run
-live (``docs/langgraph-sdk.md``).
+the graph's outputs are stored only for a run whose stream asked ``stream_resumable`` (a join
+then replays them: ``runtime.outgoing.kept_outputs``), else a join gets them only from the moment
+it follows the run live (``docs/langgraph-sdk.md``).
 """
 
 from __future__ import annotations

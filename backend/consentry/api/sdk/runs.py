@@ -25,7 +25,7 @@ from consentry.api.http.deps import (
 from consentry.api.http.last_event_id import RunLastEventId
 from consentry.api.http.responses import ERROR_RESPONSES
 from consentry.api.http.sse_response import EventStreamResponse
-from consentry.api.run_requests import RunRequestsDep
+from consentry.api.run_requests import Followed, RunRequestsDep
 from consentry.api.sdk._batches import start_batch
 from consentry.api.sdk._outcome import run_outcome
 from consentry.api.sdk._queue import RunQueueDep
@@ -192,8 +192,9 @@ async def join_run_stream(
     stream_mode: Annotated[
         list[str] | None,
         Query(
-            description="The modes to send (`runs.stream`'s; none, or an empty value as the SDK "
-            "sends without one: `values`, `updates`, `tasks`, `messages-tuple`, `custom`)."
+            description="The modes to send, any of `runs.stream`'s (none, or an empty value as "
+            "the SDK sends without one: `values`, `updates`, `tasks`, `messages-tuple`, "
+            "`custom`)."
         ),
     ] = None,
 ) -> EventStreamResponse:
@@ -204,15 +205,13 @@ async def join_run_stream(
     modes = _join_modes(stream_mode)
     if run.multitask_strategy == "enqueue":  # it waits in the queue, or left it unstarted
         face = SdkStream(threads, owner, modes)
-        waiter = queue.expect(thread_id, run_id, graph_modes=face.graph_modes)
-        return await run_requests.follow(
-            owner,
-            queue.events(owner, waiter),
-            thread_id=thread_id,
-            run_id=run_id,
-            face=face,
-            on_close=partial(queue.forget, waiter),
-        )
+
+        async def begin() -> Followed:
+            waiter = queue.expect(thread_id, run_id, graph_modes=face.graph_modes)
+            events = queue.events(owner, waiter)
+            return Followed(events, thread_id, run_id, partial(queue.forget, waiter))
+
+        return await run_requests.follow(owner, begin, face=face)
     # A subgraph's frames too, when the run makes them (its request asked) or kept them.
     if after is None:
         face = SdkStream(threads, owner, modes, subgraphs=True)

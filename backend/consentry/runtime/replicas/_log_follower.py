@@ -47,6 +47,7 @@ async def follow_log(
     async with notifications.watch(thread_id) as woken:
         woken.set()  # read once more after watching: nothing stored in between is missed
         batch, seen, outputs_from = list(first), after_seq, after_seq + 1
+        kept = bool(graph_modes)
         while True:
             for row in batch:
                 stored = OutgoingEvent(row.seq, row.type, row.data, row.outputs)
@@ -64,12 +65,12 @@ async def follow_log(
                     await woken.wait()
             woken.clear()
             async with db.read() as conn:
-                batch = await events_repo.events_after(conn, thread_id, seen)
+                batch = await events_repo.events_after(conn, thread_id, seen, with_outputs=kept)
                 if not batch and await runs_repo.run_status(conn, run_id) not in _GOING:
                     # On PostgreSQL each statement reads its own snapshot: the run may have ended
                     # after the events were read. Its end stored its last events, which a read
                     # after the status's sees.
-                    batch = await events_repo.events_after(conn, thread_id, seen)
+                    batch = await events_repo.events_after(conn, thread_id, seen, with_outputs=kept)
                     if not batch:
                         return
 

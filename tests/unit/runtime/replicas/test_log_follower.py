@@ -54,7 +54,7 @@ def _script(
 ) -> None:
     """What each read of the log and of the run's status finds, in turn."""
 
-    async def events_after(_conn: Any, _thread_id: str, after: int) -> list[StoredEvent]:
+    async def events_after(_conn: Any, _thread_id: str, after: int, **_: Any) -> list[StoredEvent]:
         return [row for row in reads.pop(0) if row.seq > after]
 
     async def run_status(_conn: Any, _run_id: str) -> str:

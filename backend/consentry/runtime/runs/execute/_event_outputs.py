@@ -20,7 +20,7 @@ from typing import Any
 from langchain_core.tracers.event_stream import _AstreamEventsCallbackHandler
 
 from consentry.runtime.runs.execute._event_stream import RunEventStream
-from consentry.runtime.runs.execute._graph_outputs import graph_output_json
+from consentry.runtime.runs.execute._graph_outputs import graph_output_json, message_metadata
 
 __all__ = ["EventRecorder"]
 
@@ -34,7 +34,9 @@ class EventRecorder(_AstreamEventsCallbackHandler):
         self._loop = asyncio.get_running_loop()
 
     def _send(self, event: Any, event_type: str) -> None:
-        output = graph_output_json("events", event, run_id=self._events.run_id)
+        # The metadata as a ``messages`` frame's: without Consentry's marks and private keys.
+        shown = {**event, "metadata": message_metadata(event.get("metadata") or {})}
+        output = graph_output_json("events", shown, run_id=self._events.run_id)
         if output is None:
             return
         try:

@@ -116,6 +116,9 @@ class RunEventStream:
         replay: see :meth:`record`."""
         self._kept: list[str] = []
         """Kept outputs recorded since the last durable event, as ``"<type> <json>"`` lines."""
+        self._kept_sent: list[OutgoingEvent] = []
+        """Kept outputs sent whose durable event (which carries them) is not sent yet: what a
+        client joining now catches up with beyond the history."""
         self._closed = False
         self.suspended = False
         """The run stopped without a ``final`` (the server shuts down, or another process took
@@ -191,9 +194,12 @@ class RunEventStream:
                 for queue, wanted in self._wants.items():
                     if mode in wanted:
                         queue.put_nowait(outgoing)
+                if mode in self.kept_modes:
+                    self._kept_sent.append(outgoing)
                 continue
             if outgoing.type != "token":
                 self._history.append(outgoing)
+                self._kept_sent.clear()  # it carries them
             for queue in self._listeners:
                 queue.put_nowait(outgoing)
 
@@ -271,6 +277,9 @@ class RunEventStream:
             if outgoing.seq > after_seq:
                 for event in kept_outputs(outgoing, graph_modes, outputs_from=first):
                     queue.put_nowait(event)
+        for output in self._kept_sent:  # sent before the event that will carry them
+            if output.seq >= first and _MODE_OF_TYPE[output.type] in graph_modes:
+                queue.put_nowait(output)
         if self._closed:
             queue.put_nowait(None)
         self._listeners.add(queue)

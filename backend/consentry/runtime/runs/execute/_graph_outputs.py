@@ -2,7 +2,8 @@
 ``checkpoints``, ``debug`` chunks) as the JSON the LangGraph SDK reads, for a run a listener asked
 them of (``RunEventStream.graph_modes``).
 
-Each chunk is serialized once, whatever the number of listeners, and never stored. A run nobody
+Each chunk is serialized once, whatever the number of listeners (and stored, as it is, only for a
+run whose stream asked to be resumable: ``RunEventStream.kept_modes``). A run nobody
 asked them of pays nothing here: the graph streamer calls :func:`graph_output_json` only for a
 mode in its stream's ``graph_modes`` (for a ``/v1`` run, none).
 

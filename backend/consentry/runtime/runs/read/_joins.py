@@ -86,7 +86,9 @@ class StreamJoins:
             if after_seq < thread.pruned_through:
                 # The client asks for events the retention window dropped: say so, never a gap.
                 after_seq = thread.pruned_through
-                stored = await events_repo.events_after(conn, thread_id, after_seq)
+                stored = await events_repo.events_after(
+                    conn, thread_id, after_seq, with_outputs=bool(graph_modes)
+                )
                 event = ResyncEvent(
                     thread_id=thread_id,
                     run_id="",
@@ -96,7 +98,9 @@ class StreamJoins:
                 )
                 resync = OutgoingEvent(event.seq, event.type, event.model_dump_json())
             else:
-                stored = await events_repo.events_after(conn, thread_id, after_seq)
+                stored = await events_repo.events_after(
+                    conn, thread_id, after_seq, with_outputs=bool(graph_modes)
+                )
         elsewhere = thread.active_run_id if thread.status == "running" else None
         if active is None and elsewhere is not None and self._notifications.enabled:
             # The run executes in another process: follow it through the stored log.

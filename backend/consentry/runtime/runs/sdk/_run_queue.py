@@ -50,6 +50,7 @@ from consentry.runtime.runs.sdk._queue_waits import (
 from consentry.schemas.chat import ChatRequest
 from consentry.storage import events as events_repo
 from consentry.storage import run_queue as queue_repo
+from consentry.storage import runs as runs_repo
 from consentry.storage import threads as threads_repo
 from consentry.storage.db.database import Database
 from consentry.storage.run_queue import QueuedRun
@@ -189,7 +190,9 @@ class RunQueue:
                 async for event in waiter.events or outcome.events.listen():
                     yield event
             elif outcome.status == "started":
-                async for event in await self._runs.replay(owner, thread_id, run_id):
+                modes = waiter.graph_modes  # what the run keeps, and makes while followed here
+                replayed = await self._runs.replay(owner, thread_id, run_id, graph_modes=modes)
+                async for event in replayed:
                     yield event
             else:
                 for event in ended_waiting(thread_id, run_id, outcome):
@@ -248,13 +251,18 @@ class RunQueue:
 
     async def _outcome(self, waiter: Waiter) -> Outcome:
         if not waiter.future.done():
+            started = False
             async with self._db.read() as conn:
                 row = await queue_repo.queued_run(conn, waiter.thread_id, waiter.run_id)
+                if row is None:  # never queued (``start_now``), or the thread went with its queue
+                    started = await runs_repo.run_status(conn, waiter.run_id) is not None
             if row is None and not waiter.future.done():
-                # Never queued: a run the default ``enqueue`` started at once (``start_now``),
-                # which a repeat of its ``Idempotency-Key`` reads from the log.
+                # A run the default ``enqueue`` started at once, which a repeat of its
+                # ``Idempotency-Key`` reads from the log; or none, its thread deleted.
                 self.forget(waiter)
-                return Settled("started")
+                if started:
+                    return Settled("started")
+                return Settled("refused", "thread_not_found", "The thread is gone.")
             if row is not None and row.status != "waiting" and not waiter.future.done():
                 # Not waiting any more: as the row says (a start of this process that would
                 # resolve the wait after this finds nobody waiting, and lets its run go alone).

@@ -240,3 +240,31 @@ def test_outputs_of_a_step_that_is_not_stored_are_not_kept() -> None:
     events.record(events.make(StepEvent, node="answer", label="Answering"))
 
     assert [row.outputs for row in events.take_durable()] == [None]
+
+
+async def test_a_joiner_mid_run_gets_the_kept_outputs_sent_before_their_event_is() -> None:
+    """Kept outputs go out as they come, and into storage with the next durable event: a
+    client that joins in between (a page reloaded mid-answer) gets them from the stream."""
+    events = _events()
+    main = events.listen(graph_modes=frozenset({"messages"}), kept=True)
+    events.record(events.make(StepEvent, node="answer", label="Answering"))
+    events.flush()
+    events.record_graph_output("messages", '{"chunk": "He"}')
+    events.record_graph_output("messages", '{"chunk": "llo"}')
+    events.flush()  # sent: the message that carries them is not recorded yet
+    joiner = events.join(after_seq=0, graph_modes=frozenset({"messages"}))
+    assert (await anext(joiner)).type == "step"  # it follows the run from now on
+    events.record_graph_output("messages", '{"chunk": "!"}')
+    events.record(events.make(MessageEvent, message_id="m1", content="Hello!"))
+    _end(events)
+
+    expected = [
+        (1, "step"),
+        (1, "graph:messages"),
+        (1, "graph:messages"),
+        (1, "graph:messages"),
+        (2, "message"),
+        (3, "final"),
+    ]
+    assert await _received(main) == expected
+    assert await _received(joiner) == expected[1:]  # every token once, then the rest
