@@ -125,3 +125,27 @@ async def test_a_worker_runs_a_queued_run_with_the_options_its_thread_keeps(
 def test_split_roles_are_refused_on_sqlite(role: str) -> None:
     with pytest.raises(ValidationError, match="needs PostgreSQL"):
         Settings(database_url="sqlite:///data/x.db", role=role)
+
+
+async def test_an_api_replica_refuses_a_runs_own_breakpoints_a_worker_could_not_keep(
+    postgres: PostgresCluster, clock: ManualClock
+) -> None:
+    """A worker starts a run from what is stored; a run's breakpoints are not, so they are
+    refused by name rather than dropped."""
+    async with _serve(postgres.new_database(), clock, "api") as replicas:
+        ((api, _),) = replicas
+        body = {
+            "assistant_id": "tutor",
+            "input": {"messages": [{"role": "user", "content": QUESTION}]},
+            "interrupt_before": ["answer_question"],
+        }
+        refused = await api.post("/runs/wait", json=body)
+        threads = (await api.get("/v1/threads")).json()["threads"]
+
+    assert refused.status_code == 422
+    error = refused.json()["error"]
+    assert (error["code"], error["details"]) == (
+        "unsupported_field",
+        {"fields": ["interrupt_before", "interrupt_after"]},
+    )
+    assert [t for t in threads if t["status"] == "running"] == []

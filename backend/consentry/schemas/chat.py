@@ -11,9 +11,12 @@ from pydantic.config import JsonDict
 from consentry.schemas.approvals import DecisionFields
 from consentry.schemas.requests import RequestModel
 
-__all__ = ["ChatRequest", "ConsentPolicy", "ResumeDecision"]
+__all__ = ["Breakpoints", "ChatRequest", "ConsentPolicy", "ResumeDecision"]
 
 ConsentPolicy = Literal["ask", "auto_approve", "auto_reject"]
+
+Breakpoints = Literal["*"] | tuple[str, ...] | None
+"""LangGraph's static breakpoints: every node (``"*"``), these nodes, or none."""
 
 
 class ResumeDecision(DecisionFields):
@@ -138,6 +141,20 @@ class ChatRequest(RequestModel):
     @property
     def fork_point(self) -> str | None:
         return self._fork
+
+    _breakpoints: tuple[Breakpoints, Breakpoints] = PrivateAttr(default=(None, None))
+    """Set by the LangGraph SDK face: the nodes the run stops before and after
+    (``interrupt_before`` / ``interrupt_after``, ``"*"`` for every node; LangGraph's static
+    breakpoints). A run with no input goes on from where one stopped."""
+
+    def at_breakpoints(self, before: Breakpoints, after: Breakpoints) -> Self:
+        """This request, as a run that stops before ``before`` and after ``after``."""
+        self._breakpoints = (before, after)
+        return self
+
+    @property
+    def breakpoints(self) -> tuple[Breakpoints, Breakpoints]:
+        return self._breakpoints
 
     _continues: bool = PrivateAttr(default=False)
     """Set by the LangGraph SDK face (a run with neither ``input`` nor ``command``): the graph

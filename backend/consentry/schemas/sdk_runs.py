@@ -78,6 +78,15 @@ class RunCreate(RequestModel):
     )
     command: RunCommand | None = None
     stream_mode: StreamMode | list[StreamMode] = "values"
+    interrupt_before: Literal["*"] | list[str] | None = Field(
+        default=None,
+        description='The nodes the run stops before (LangGraph\'s static breakpoints; `"*"`: '
+        "every node), named as the graph names them (another: 422 `invalid_breakpoint`). A run "
+        "with no `input` goes on from where it stopped.",
+    )
+    interrupt_after: Literal["*"] | list[str] | None = Field(
+        default=None, description="The nodes the run stops after, as `interrupt_before`."
+    )
     stream_subgraphs: bool = Field(
         default=False,
         description="Also the subgraphs' outputs of the modes asked, as `<mode>|<namespace>` "

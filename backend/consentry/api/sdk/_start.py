@@ -16,6 +16,7 @@ from consentry.api.chat_requests import chat_request
 from consentry.api.http.sse_response import EventStreamResponse
 from consentry.api.new_thread_ids import check_uuid
 from consentry.api.run_requests import Followed, RunRequests
+from consentry.api.sdk._breakpoints import breakpoints
 from consentry.api.sdk._outcome import run_outcome
 from consentry.api.sdk._resume import decisions_for
 from consentry.api.sdk._stream import SdkStream
@@ -316,11 +317,12 @@ class RunStart:
             _refuse_without_thread(body)
         fork = None if queued else await self._fork_point(body, thread_id)
 
+        before, after = breakpoints(body, assistant.graph, self.assistants.nodes(assistant.graph))
+
         def request(fields: dict[str, Any]) -> ChatRequest:
             sent = {"thread_id": thread_id, "graph": assistant.graph, **fields}
-            return chat_request(sent | _options(body, assistant)).on_assistant(
-                _stored_id(assistant)
-            )
+            made = chat_request(sent | _options(body, assistant))
+            return made.on_assistant(_stored_id(assistant)).at_breakpoints(before, after)
 
         if body.command is not None:
             assert thread_id is not None  # refused above

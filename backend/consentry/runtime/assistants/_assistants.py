@@ -250,6 +250,10 @@ class Assistants:
             )
         return served + own
 
+    def nodes(self, graph: str) -> frozenset[str]:
+        """The names of a served graph's nodes (what a breakpoint may name)."""
+        return frozenset(self._compiled(graph).nodes) - {"__start__"}
+
     def subgraphs(
         self, assistant: Assistant, *, namespace: str | None, recurse: bool
     ) -> dict[str, GraphIO]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 
-from consentry.errors import ConflictError, NotFoundError
+from consentry.errors import ConflictError, InvalidRequestError, NotFoundError
 from consentry.observability.metrics import Metrics
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
@@ -106,6 +106,14 @@ class RunService:
         run. ``creates_thread``: a message whose ``thread_id`` no thread has creates it under
         that id (AG-UI's ``threadId``), in the transaction that claims it."""
         target = await self._targets.resolve(owner, request, creates=creates_thread)
+        if any(request.breakpoints) and self._launcher.queues_for_workers:
+            # A worker starts a run from what is stored: a run's own breakpoints are not.
+            raise InvalidRequestError(
+                "Breakpoints (`interrupt_before`, `interrupt_after`) are not served where runs "
+                "go to worker processes (CONSENTRY_ROLE=api).",
+                code="unsupported_field",
+                details={"fields": ["interrupt_before", "interrupt_after"]},
+            )
         if request.decisions:
             return await start_decisions(
                 self._launcher, self._alarm, owner, target, request.decisions, key

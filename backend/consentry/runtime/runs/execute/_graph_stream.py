@@ -215,6 +215,8 @@ class GraphStreamer:
             if run.spec.io is not None
             else run.options.context,
             stream_mode=[*STREAM_MODES, *starting] if starting else STREAM_MODES,
+            interrupt_before=run.options.interrupt_before,
+            interrupt_after=run.options.interrupt_after,
             durability="sync",
             subgraphs=bool(subgraph_modes),
         ):

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from consentry.errors import InvalidRequestError
+from consentry.schemas.chat import Breakpoints
 from consentry_graphs.graph_io import InputMismatchError
 from consentry_graphs.registry import GraphSpec
 
@@ -33,6 +34,10 @@ class RunOptions:
     configurable: Mapping[str, Any] = field(default_factory=dict)
     given: bool = False
     """Sent with this run (kept with the thread when it is claimed), not the thread's."""
+    interrupt_before: Breakpoints = None
+    interrupt_after: Breakpoints = None
+    """The run's static breakpoints (the LangGraph SDK's): this run's only, never kept with
+    the thread."""
 
     @classmethod
     def stored(cls, value: Mapping[str, Any] | None) -> RunOptions:

@@ -180,6 +180,11 @@ class Launcher:
             options=target.run_options,
         )
 
+    @property
+    def queues_for_workers(self) -> bool:
+        """Claimed runs are queued for worker processes (``CONSENTRY_ROLE=api``)."""
+        return self._queue_for is not None
+
     def count_decisions(
         self, decided: list[tuple[ApprovalRecord, ConsentDecision]], now: datetime
     ) -> None:

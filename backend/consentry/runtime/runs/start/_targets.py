@@ -126,6 +126,9 @@ class RunTargets:
             configurable=request.configurable,
             kept=target.run_options,
         )
+        before, after = request.breakpoints
+        if before or after:  # this run's only
+            options = replace(options, interrupt_before=before, interrupt_after=after)
         assistant_id = target.assistant_id
         if request.assistant_named:  # the LangGraph SDK face's run: on this assistant
             assistant_id = request.assistant_id
