@@ -5,6 +5,7 @@ and ``events``, each live, with ``stream_subgraphs``, and a join that names its 
 
 from __future__ import annotations
 
+import asyncio
 from itertools import pairwise
 from typing import Any
 
@@ -12,11 +13,13 @@ import pytest
 from langgraph_sdk.errors import UnprocessableEntityError
 
 from consentry.schemas.sdk_runs import STREAM_MODES
+from tests.integration import gate_graph
 from tests.langgraph_client import parts, sdk_client
 
 CITY = "city=consentry_graphs.examples.ask_city:graph"
 TRIP = "trip=consentry_graphs.examples.trip_subgraph:graph"
 PROGRESS = "progress=tests.graph_forms:progress_writer"
+GATE = gate_graph.SERVED
 QUESTION = {"messages": [{"role": "user", "content": "What is retrieval?"}]}
 PLAN = {"messages": [{"role": "user", "content": "Plan a trip"}]}
 
@@ -314,29 +317,38 @@ async def test_a_rejoin_after_an_id_gets_what_came_after_it_and_nothing_twice(
 
 
 async def test_a_queued_resumable_run_keeps_what_its_waiting_stream_asked(
-    open_live: Any,
+    open_live: Any, gate: asyncio.Event
 ) -> None:
-    async with open_live(graphs=PROGRESS) as (client, _), sdk_client(client) as sdk:
-        first = await parts(sdk.runs.stream(None, "progress", input=PLAN))
-        thread_id = first[0].data["thread_id"]
-        queued = await parts(
-            sdk.runs.stream(
-                thread_id,
-                "progress",
-                input=PLAN,
-                stream_mode=["custom", "updates"],
-                stream_resumable=True,
-                multitask_strategy="enqueue",
+    """A run that waited in the thread's queue (behind a run it interrupts) keeps the outputs
+    its waiting stream asked for, from its first step."""
+    modes = ["updates", "values"]
+    async with open_live(graphs=GATE) as (client, _), sdk_client(client) as sdk:
+        held = await sdk.runs.create(None, "gate", input=PLAN)
+        thread_id = held["thread_id"]
+        await asyncio.wait_for(gate_graph.REACHED.wait(), 10)
+        gate_graph.REACHED.clear()
+        waiting = asyncio.create_task(
+            parts(
+                sdk.runs.stream(
+                    thread_id,
+                    "gate",
+                    input=PLAN,
+                    stream_mode=modes,
+                    stream_resumable=True,
+                    multitask_strategy="interrupt",  # queued, and the held run is cut
+                )
             )
         )
-        again = await parts(
-            sdk.runs.join_stream(
-                thread_id, queued[0].data["run_id"], stream_mode=["custom", "updates"]
-            )
-        )
+        await asyncio.wait_for(gate_graph.REACHED.wait(), 10)  # the queued run has started
+        gate.set()
+        queued = await asyncio.wait_for(waiting, 10)
+        run_id = queued[0].data["run_id"]
+        statuses = {run["run_id"]: run["status"] for run in await sdk.runs.list(thread_id)}
+        again = await parts(sdk.runs.join_stream(thread_id, run_id, stream_mode=modes))
 
+    assert statuses == {held["run_id"]: "interrupted", run_id: "interrupted"}  # cut; waits
+    assert [p.event for p in queued if p.event == "updates"]  # its steps, as they ended
     assert _sent(again) == _sent(queued)
-    assert len(_of(again, "custom")) == 2
 
 
 async def test_what_a_run_kept_is_forgotten_after_its_time_and_its_events_stay(

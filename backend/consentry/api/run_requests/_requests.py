@@ -131,7 +131,7 @@ class RunRequests:
         client gone before the run's end cancels it. ``creates_thread``: the ``thread_id`` of a
         message names a thread to create when none has it (``RunService.start``). A repeat of
         an ``Idempotency-Key`` streams the first request's run again, from its first event."""
-        check_chat_edits(self._settings, request)
+        self.check(request)
         body = request.model_dump(mode="json")
         with self._slots.held(owner) as slot:
             async with self._keyed(owner, _kind(request), idempotency_key, route, body) as key:
@@ -149,7 +149,7 @@ class RunRequests:
         ``runs.create`` and ``runs.wait``): the run, whose events the caller may listen to and
         must detach from. With an ``Idempotency-Key`` used before, the run the first request
         started (its events replayed from its first, live while it goes on)."""
-        check_chat_edits(self._settings, request)
+        self.check(request)
         body = request.model_dump(mode="json")
         async with self._keyed(owner, _kind(request), idempotency_key, route, body) as key:
             if isinstance(key, StoredResponse):

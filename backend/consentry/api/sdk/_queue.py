@@ -9,7 +9,6 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 from pydantic import ValidationError
 
-from consentry.api.http.limits import check_chat_edits
 from consentry.api.run_requests import RunRequests
 from consentry.api.sdk._start import RunStart
 from consentry.errors import InvalidRequestError
@@ -54,7 +53,7 @@ async def open_run_queue(services: Services, run_requests: RunRequests) -> Async
                 details={"errors": exc.errors(include_url=False, include_context=False)},
             ) from None
         request = await start.chat_request(body, thread_id, queued=True)
-        check_chat_edits(services.settings, request)
+        run_requests.check(request)
         return request
 
     async def started(metadata: dict[str, Any] | None, run: ActiveRun) -> None:

@@ -168,9 +168,9 @@ class RunStart:
         starts unless the thread is busy or a run waits in its queue (found at its claim), and
         is queued then. A ``command`` asked to be queued is read when its turn comes."""
         self._check(body)
-        await self._create_thread(body, thread_id)
         now = body.multitask_strategy == "enqueue" and body.command is None  # (a command: asked)
-        if not now:
+        if not now:  # (else its request creates the thread: ``chat_request``)
+            await self._create_thread(body, thread_id)
             await self._refuse_queued_fork(body, thread_id)
         run_id = str(uuid4())
 
