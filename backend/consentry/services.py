@@ -31,6 +31,7 @@ from consentry.runtime.runs import (
     RunExecutor,
     RunLimits,
     RunRecords,
+    RunRollback,
     RunService,
     RunTakeover,
     RunWorker,
@@ -80,6 +81,8 @@ class Services:
     """The served graphs as the LangGraph SDK's assistants."""
     run_records: RunRecords
     """A thread's runs as the LangGraph SDK's (``runs.get``, ``runs.list``)."""
+    run_rollback: RunRollback
+    """What a rolled-back run wrote undone (the LangGraph SDK's ``rollback``)."""
 
 
 @asynccontextmanager
@@ -249,7 +252,10 @@ async def _open(
                             db=db,
                             clock=clock,
                         ),
-                        run_records=RunRecords(db=db),
+                        run_records=RunRecords(db=db, clock=clock),
+                        run_rollback=RunRollback(
+                            db=db, runs=runs, compiled=executor.graph, clock=clock
+                        ),
                     )
             finally:
                 await worker.stop()

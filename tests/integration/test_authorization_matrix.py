@@ -217,6 +217,13 @@ CALLS: tuple[Call, ...] = (
         owner_code="run_not_found",
     ),
     Call(
+        "DELETE",
+        "/threads/{thread_id}/runs/{run_id}",
+        url="/threads/{thread_id}/runs/00000000-0000-4000-8000-000000000000",
+        owner_status=404,
+        owner_code="run_not_found",
+    ),
+    Call(
         "GET",
         "/threads/{thread_id}/runs/{run_id}/join",
         url="/threads/{thread_id}/runs/00000000-0000-4000-8000-000000000000/join",

@@ -90,6 +90,7 @@ async def test_openapi_describes_every_route_and_the_event_union(
         ("/runs/cancel", "post"),
         ("/v1/agui/{graph}", "post"),
         ("/threads/{thread_id}/runs/{run_id}", "get"),
+        ("/threads/{thread_id}/runs/{run_id}", "delete"),
         ("/threads/{thread_id}/runs/{run_id}/join", "get"),
     }
     # A key goes in `Authorization: Bearer` or, as the LangGraph SDK sends it, in `x-api-key`.

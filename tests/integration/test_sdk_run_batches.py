@@ -97,9 +97,6 @@ async def test_cancel_many_by_id_cancels_only_those_and_refuses_what_it_cannot_n
             "no such thread": await client.post(
                 "/runs/cancel", json={"thread_id": "00000000-0000-4000-8000-000000000000"}
             ),
-            "rollback": await client.post(
-                "/runs/cancel", params={"action": "rollback"}, json={"thread_id": thread_id}
-            ),
         }
         still = await _status(sdk, thread_id, held)
 
@@ -109,7 +106,6 @@ async def test_cancel_many_by_id_cancels_only_those_and_refuses_what_it_cannot_n
         "no thread, no status": (422, "request_invalid"),
         "ids without a thread": (422, "request_invalid"),
         "no such thread": (404, "thread_not_found"),
-        "rollback": (422, "unsupported_field"),
     }
 
 

@@ -133,15 +133,15 @@ async def test_runs_are_read_only_by_their_threads_owner_and_by_their_thread(
         with pytest.raises(httpx.HTTPStatusError) as joined_elsewhere:
             await sdk.runs.join(other["thread_id"], first["run_id"])
         listed_elsewhere = await sdk.runs.list(other["thread_id"])
-        with pytest.raises(httpx.HTTPStatusError) as kept:
-            await sdk.runs.delete(first["thread_id"], first["run_id"])
+        with pytest.raises(NotFoundError) as deleted_elsewhere:
+            await sdk.runs.delete(other["thread_id"], first["run_id"])
         await sdk.runs.join(first["thread_id"], first["run_id"])
         none_pending = await sdk.runs.list(first["thread_id"], status="pending")
 
     assert unknown.value.response.json()["error"]["code"] == "run_not_found"
     assert joined_elsewhere.value.response.status_code == 404
     assert listed_elsewhere == []
-    assert kept.value.response.status_code == 405
+    assert deleted_elsewhere.value.response.json()["error"]["code"] == "run_not_found"
     assert none_pending == []
 
 

@@ -25,7 +25,7 @@ __all__ = [
     "StreamMode",
 ]
 
-MultitaskStrategy = Literal["reject", "enqueue", "interrupt"]
+MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
 
 SdkRunStatus = Literal["pending", "running", "error", "success", "timeout", "interrupted"]
 """A run's status as the SDK reads it (``docs/langgraph-sdk.md`` maps Consentry's terminal
@@ -118,8 +118,10 @@ class RunCreate(RequestModel):
         "a thread with no active run and none waiting, else waits for the thread's active run "
         "(and those queued before it) and starts after it (`pending` until then); `reject`: one "
         "run per thread (409 `run_in_progress` while one runs); `interrupt`: as `enqueue`, and "
-        "the active run is cancelled (its step cut within half a second). `rollback` is refused "
-        "(422).",
+        "the active run is cancelled (its step cut within half a second); `rollback`: the "
+        "thread's waiting runs are dropped and its active run cancelled, and what that run wrote "
+        "is deleted with it (its events and audit records are kept; a consent it left pending "
+        "ends `superseded`), then the run starts as with `enqueue`.",
     )
     on_disconnect: Literal["continue", "cancel"] = Field(
         default="continue",
@@ -131,6 +133,22 @@ class RunCreate(RequestModel):
         description="`create`: a thread path naming no thread creates it (its id must be a UUID).",
     )
     durability: Literal["sync"] | None = None
+    after_seconds: float | None = Field(
+        default=None,
+        ge=0,
+        le=366 * 24 * 3600,
+        description="Start the run this many seconds from now: it waits in its thread's run "
+        "queue (`pending`, its `created_at` when it is due) and starts then, or when the runs "
+        "before it have ended. A run on a new thread (`thread_id` null) gets its thread at "
+        "once. The wait is stored: a restart keeps it.",
+    )
+    on_completion: Literal["delete", "keep"] | None = Field(
+        default=None,
+        description="For a run on a new thread (`thread_id` null): `delete` deletes that "
+        "thread once the run has ended, unless a consent waits on it (kept then: a consent is "
+        "never lost); `keep`, Consentry's default, keeps it. A run on a thread path keeps its "
+        "thread whatever this says.",
+    )
     checkpoint: CheckpointRef | None = Field(
         default=None,
         description="The checkpoint the run starts from (`useStream` sends the thread's "

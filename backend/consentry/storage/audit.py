@@ -41,6 +41,8 @@ AuditAction = Literal[
     "consent_superseded",
     "state_updated",
     "thread_copied",
+    "run_deleted",
+    "run_rolled_back",
     "effect_applied",
     "error",
 ]

@@ -23,6 +23,7 @@ __all__ = [
     "QueuedRun",
     "add_queued_run",
     "cancel_queued_run",
+    "delete_unstarted_run",
     "next_queued_run",
     "owner_runs",
     "queued_run",
@@ -69,7 +70,10 @@ async def add_queued_run(
     request: dict[str, Any],
     metadata: dict[str, Any] | None,
     now: datetime,
+    due_at: datetime | None = None,
 ) -> None:
+    """Queue a run, due at once or at ``due_at`` (the SDK's ``after_seconds``), which is its
+    ``created_at``, as on the Agent Server: the queue takes its runs in that order."""
     await conn.execute(
         run_queue.insert().values(
             id=run_id,
@@ -79,20 +83,22 @@ async def add_queued_run(
             request=request,
             status="waiting",
             metadata=metadata,
-            created_at=now,
+            created_at=due_at or now,
             updated_at=now,
         )
     )
 
 
-async def next_queued_run(conn: DbConnection, thread_id: str) -> QueuedRun | None:
-    """The thread's oldest waiting run."""
-    query = (
-        sa.select(*_COLUMNS)
-        .where(run_queue.c.thread_id == thread_id, run_queue.c.status == "waiting")
-        .order_by(run_queue.c.created_at, run_queue.c.id)
-        .limit(1)
+async def next_queued_run(
+    conn: DbConnection, thread_id: str, *, due_by: datetime | None = None
+) -> QueuedRun | None:
+    """The thread's waiting run due first (with ``due_by``: only one due by then)."""
+    query = sa.select(*_COLUMNS).where(
+        run_queue.c.thread_id == thread_id, run_queue.c.status == "waiting"
     )
+    if due_by is not None:
+        query = query.where(run_queue.c.created_at <= due_by)
+    query = query.order_by(run_queue.c.created_at, run_queue.c.id).limit(1)
     row = (await conn.execute(query)).first()
     return None if row is None else QueuedRun(*row)
 
@@ -163,6 +169,17 @@ async def refuse_queued_run(
 
 async def cancel_queued_run(conn: DbConnection, run_id: str, *, now: datetime) -> bool:
     return await _settle(conn, run_id, "cancelled", now=now)
+
+
+async def delete_unstarted_run(conn: DbConnection, thread_id: str, run_id: str) -> bool:
+    """Drop the thread's queued run that never started and waits no more (refused or
+    cancelled): it ran nothing, so nothing else names it. False when there is none such."""
+    statement = run_queue.delete().where(
+        run_queue.c.thread_id == thread_id,
+        run_queue.c.id == run_id,
+        run_queue.c.status.in_(("refused", "cancelled")),
+    )
+    return (await conn.execute(statement)).rowcount == 1
 
 
 async def _settle(

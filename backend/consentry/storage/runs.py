@@ -26,6 +26,7 @@ __all__ = [
     "RunStatus",
     "TakenRun",
     "continued_runs",
+    "delete_run",
     "end_run",
     "last_run",
     "last_run_trigger",
@@ -354,8 +355,9 @@ async def thread_runs(
     offset: int,
     where: sa.ColumnElement[bool] | None = None,
 ) -> list[RunRecord]:
-    """The thread's runs, newest first (``where``: a condition on ``tables.runs``)."""
-    query = sa.select(*_COLUMNS).where(runs.c.thread_id == thread_id)
+    """The thread's runs, newest first (``where``: a condition on ``tables.runs``); none
+    deleted on the SDK face."""
+    query = sa.select(*_COLUMNS).where(runs.c.thread_id == thread_id, runs.c.deleted_at.is_(None))
     if where is not None:
         query = query.where(where)
     query = query.order_by(runs.c.started_at.desc(), runs.c.id).limit(limit).offset(offset)
@@ -363,10 +365,29 @@ async def thread_runs(
 
 
 async def thread_run(conn: DbConnection, thread_id: str, run_id: str) -> RunRecord | None:
-    """One run of the thread (None when the thread has no run with this id)."""
-    query = sa.select(*_COLUMNS).where(runs.c.thread_id == thread_id, runs.c.id == run_id)
+    """One run of the thread (None when the thread has no run with this id, or it was deleted
+    on the SDK face)."""
+    query = sa.select(*_COLUMNS).where(
+        runs.c.thread_id == thread_id, runs.c.id == run_id, runs.c.deleted_at.is_(None)
+    )
     row = (await conn.execute(query)).first()
     return None if row is None else RunRecord(*row)
+
+
+async def delete_run(conn: DbConnection, thread_id: str, run_id: str, *, now: datetime) -> bool:
+    """Mark the thread's ended run deleted (:func:`thread_run` no longer finds it); False when
+    it has no such run, or it has not ended."""
+    statement = (
+        runs.update()
+        .where(
+            runs.c.thread_id == thread_id,
+            runs.c.id == run_id,
+            runs.c.status == "ended",
+            runs.c.deleted_at.is_(None),
+        )
+        .values(deleted_at=now)
+    )
+    return (await conn.execute(statement)).rowcount == 1
 
 
 async def set_run_metadata(conn: DbConnection, run_id: str, metadata: dict[str, Any]) -> None:

@@ -23,6 +23,7 @@ from consentry.runtime.notes import NotesService
 from consentry.runtime.readiness import Readiness
 from consentry.runtime.runs import (
     RunRecords,
+    RunRollback,
     RunService,
     ThreadReader,
     ThreadWriter,
@@ -40,6 +41,7 @@ __all__ = [
     "PrincipalDep",
     "ReadinessDep",
     "RunRecordsDep",
+    "RunRollbackDep",
     "RunsDep",
     "SettingsDep",
     "ThreadWriterDep",
@@ -74,6 +76,7 @@ ThreadsDep = Annotated[ThreadReader, _service("threads")]
 ThreadWriterDep = Annotated[ThreadWriter, _service("thread_writer")]
 AssistantsDep = Annotated[Assistants, _service("assistants")]
 RunRecordsDep = Annotated[RunRecords, _service("run_records")]
+RunRollbackDep = Annotated[RunRollback, _service("run_rollback")]
 ApprovalsDep = Annotated[ApprovalInbox, _service("approvals")]
 GraphsDep = Annotated[Mapping[str, GraphSpec], _service("graphs")]
 ReadinessDep = Annotated[Readiness, _service("readiness")]

@@ -42,6 +42,7 @@ async def open_run_queue(services: Services, run_requests: RunRequests) -> Async
             services.run_records,
             run_requests,
             queue,
+            services.run_rollback,
             idempotency_key=None,
         )
         try:

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
-from uuid import uuid4
+from uuid import NAMESPACE_URL, uuid4, uuid5
 
 from consentry.api.chat_requests import chat_request
 from consentry.api.http.sse_response import EventStreamResponse
@@ -19,8 +19,15 @@ from consentry.api.run_requests import Followed, RunRequests
 from consentry.api.sdk._breakpoints import breakpoints
 from consentry.api.sdk._outcome import run_outcome
 from consentry.api.sdk._resume import decisions_for
+from consentry.api.sdk._run_checks import (
+    check_body,
+    goes_through_queue,
+    no_client_to_watch,
+    refuse_without_thread,
+)
+from consentry.api.sdk._run_options import run_options, stored_id
 from consentry.api.sdk._stream import SdkStream
-from consentry.errors import ConflictError, InvalidRequestError, NotFoundError
+from consentry.errors import ConflictError
 from consentry.principal import Principal
 from consentry.runtime.assistants import Assistant, Assistants
 from consentry.runtime.guards import KeyHold
@@ -30,6 +37,7 @@ from consentry.runtime.runs import (
     Queued,
     RunQueue,
     RunRecords,
+    RunRollback,
     ThreadReader,
     ThreadWriter,
     Waiter,
@@ -63,6 +71,7 @@ class RunStart:
     run_records: RunRecords
     run_requests: RunRequests
     queue: RunQueue
+    rollback: RunRollback
     idempotency_key: str | None
     _found: dict[str, Assistant] = field(default_factory=dict, repr=False)
     """The request's assistant, once looked up."""
@@ -71,6 +80,7 @@ class RunStart:
         self, body: RunCreate, thread_id: str | None, *, route: str
     ) -> EventStreamResponse:
         """Start the run and stream it as the SDK reads it."""
+        created, thread_id = thread_id is None, await self._delayed_thread(body, thread_id)
         face = SdkStream(
             self.threads,
             self.owner,
@@ -79,7 +89,7 @@ class RunStart:
             subgraphs=body.stream_subgraphs,
             resumable=body.stream_resumable,
         )
-        if _queued(body, thread_id):
+        if goes_through_queue(body, thread_id):
             assert thread_id is not None
             queued_on = thread_id
 
@@ -88,7 +98,8 @@ class RunStart:
                 events, closed = self._watched(body, waiter)
                 return Followed(events, queued_on, waiter.run_id, closed, waiter.repeat)
 
-            return await self.run_requests.follow(self.owner, begin, face=face)
+            followed = await self.run_requests.follow(self.owner, begin, face=face)
+            return self._deleting_after(body, followed, created=created)
         request = await self.chat_request(body, thread_id)
         response = await self.run_requests.message(
             self.owner,
@@ -99,7 +110,7 @@ class RunStart:
             cancel_on_disconnect=body.on_disconnect == "cancel",
         )
         await self._keep_metadata(body, response.headers["X-Run-Id"])
-        return response
+        return self._deleting_after(body, response, created=created)
 
     async def background(self, body: RunCreate, thread_id: str | None, *, route: str) -> ActiveRun:
         """Start the run without a stream: its events are the caller's to read or detach."""
@@ -115,29 +126,38 @@ class RunStart:
     ) -> ActiveRun | Queued:
         """``runs.create``: the run started in the background, or queued (``enqueue``)."""
         if body.on_disconnect == "cancel":
-            raise _no_client_to_watch()
-        if _queued(body, thread_id):
+            raise no_client_to_watch()
+        created, thread_id = thread_id is None, await self._delayed_thread(body, thread_id)
+        if goes_through_queue(body, thread_id):
             assert thread_id is not None
             waiter = await self._enqueue(body, thread_id, route=route)
             started = waiter.started  # at once (an idle thread's), or when its turn comes
             self.queue.forget(waiter)  # nobody waits
+            self._delete_when_done(body, thread_id, waiter.run_id, created=created)
             return started or Queued(thread_id, waiter.run_id)
         run = await self.background(body, thread_id, route=route)
         run.events.detach()
+        self._delete_when_done(body, run.thread_id, run.run_id, created=created)
         return run
 
     async def waited(self, body: RunCreate, thread_id: str | None, *, route: str) -> Waited:
         """``runs.wait``: the run started (or queued), and the state it will leave."""
         cancel = body.on_disconnect == "cancel"
-        if _queued(body, thread_id):
+        created, thread_id = thread_id is None, await self._delayed_thread(body, thread_id)
+        if goes_through_queue(body, thread_id):
             assert thread_id is not None
             waiter = await self._enqueue(body, thread_id, route=route)
-            queue, owner = self.queue, self.owner
+            queue, owner, queued_on = self.queue, self.owner, thread_id
+
+            def waited_out(ended: bool) -> None:
+                queue.closed(owner, waiter, cancel=cancel and not ended)
+                self._delete_when_done(body, queued_on, waiter.run_id, created=created)
+
             return Waited(
                 thread_id,
                 waiter.run_id,
                 partial(run_outcome, queue.events(owner, waiter), self.threads, owner),
-                lambda ended: queue.closed(owner, waiter, cancel=cancel and not ended),
+                waited_out,
             )
         run = await self.background(body, thread_id, route=route)
 
@@ -145,6 +165,7 @@ class RunStart:
             run.events.detach()  # the run goes on without this client...
             if cancel and not ended:  # ...unless it asked otherwise
                 self.queue.cancel_soon(self.owner, run.thread_id, run.run_id)
+            self._delete_when_done(body, run.thread_id, run.run_id, created=created)
 
         outcome = partial(run_outcome, run.events.listen(), self.threads, self.owner)
         return Waited(run.thread_id, run.run_id, outcome, closed)
@@ -154,10 +175,10 @@ class RunStart:
         tells, before anything is stored: an unknown assistant (404), fields not served (422),
         what only a thread takes (a ``command``, a ``checkpoint``, going on with no input)."""
         await self._assistant(body)
-        self._check(body)
+        check_body(body)
         if body.on_disconnect == "cancel":
-            raise _no_client_to_watch()
-        _refuse_without_thread(body)
+            raise no_client_to_watch()
+        refuse_without_thread(body)
 
     async def _enqueue(
         self, body: RunCreate, thread_id: str, *, route: str, face: SdkStream | None = None
@@ -166,15 +187,21 @@ class RunStart:
         ``Idempotency-Key``: the first request's run). With ``enqueue``, an input (or none) is
         tried at once first, checked as a run that starts now (``RunQueue.start_now``): it
         starts unless the thread is busy or a run waits in its queue (found at its claim), and
-        is queued then. A ``command`` asked to be queued is read when its turn comes."""
-        self._check(body)
-        now = body.multitask_strategy == "enqueue" and body.command is None  # (a command: asked)
+        is queued then. A ``command`` asked to be queued is read when its turn comes. With
+        ``rollback`` the thread's waiting and active runs are rolled back first (``_rollback``),
+        and the run is then tried as with ``enqueue``."""
+        check_body(body)
+        strategy = body.multitask_strategy
+        now = strategy in ("enqueue", "rollback") and body.command is None  # (a command: asked)
+        now = now and not body.after_seconds
         if not now:  # (else its request creates the thread: ``chat_request``)
             await self._create_thread(body, thread_id)
             await self._refuse_queued_fork(body, thread_id)
         run_id = str(uuid4())
 
-        async def add(key: KeyHold | None) -> Queued:
+        async def add(key: KeyHold | None) -> Queued:  # (not for a repeat of the key)
+            if strategy == "rollback":
+                await self.rollback.thread(self.queue, self.owner, thread_id)
             if now:
                 request = await self.chat_request(body, thread_id)
                 self.run_requests.check(request)
@@ -185,7 +212,15 @@ class RunStart:
                     return Queued(thread_id, run_id)
                 await self._refuse_queued_fork(body, thread_id)  # busy meanwhile
             sent, meta = body.model_dump(mode="json", exclude_unset=True), body.metadata
-            return await self.queue.add(self.owner, thread_id, run_id, sent, meta, hold=key)
+            return await self.queue.add(
+                self.owner,
+                thread_id,
+                run_id,
+                sent,
+                meta,
+                hold=key,
+                after_seconds=body.after_seconds,
+            )
 
         modes, kept = (face.graph_modes, face.kept) if face else (frozenset[str](), False)
         waiter = self.queue.expect(thread_id, run_id, graph_modes=modes, kept=kept)
@@ -240,6 +275,46 @@ class RunStart:
 
         return events(), closed
 
+    async def _delayed_thread(self, body: RunCreate, thread_id: str | None) -> str | None:
+        """A delayed run (``after_seconds``) waits in its thread's queue: on a new thread, the
+        thread is made first (its id named by the request's ``Idempotency-Key``, if any, so
+        that a repeat finds it)."""
+        if thread_id is not None or not body.after_seconds:
+            return thread_id
+        refuse_without_thread(body)
+        key = self.idempotency_key
+        chosen = None if key is None else str(uuid5(NAMESPACE_URL, f"{self.owner.display}/{key}"))
+        graph = (await self._assistant(body)).graph
+        made = await self.writer.create(
+            self.owner, thread_id=chosen, metadata={"graph_id": graph}, if_exists="do_nothing"
+        )
+        return made.thread_id
+
+    def _deleting_after(
+        self, body: RunCreate, response: EventStreamResponse, *, created: bool
+    ) -> EventStreamResponse:
+        """The stream, which once over has its run's new thread deleted (``on_completion``)."""
+        thread_id, run_id = response.headers["X-Thread-Id"], response.headers["X-Run-Id"]
+        if created and body.on_completion == "delete":
+            response.also_on_close(
+                partial(self._delete_when_done, body, thread_id, run_id, created=created)
+            )
+        return response
+
+    def _delete_when_done(
+        self, body: RunCreate, thread_id: str, run_id: str, *, created: bool
+    ) -> None:
+        """``on_completion="delete"`` on a new thread: deleted once the run has ended (and the
+        request that waited for it is over: its answer reads the thread), unless a consent waits
+        on it (then kept) or another run is active on it."""
+        if created and body.on_completion == "delete":
+            owner, writer = self.owner, self.writer
+
+            async def delete() -> None:
+                await writer.delete_if_done(owner, thread_id)
+
+            self.queue.after_end(owner, thread_id, run_id, delete)
+
     async def _keep_metadata(self, body: RunCreate, run_id: str) -> None:
         if body.metadata:
             await self.run_records.keep_metadata(run_id, body.metadata)
@@ -251,23 +326,6 @@ class RunStart:
             found = await self.assistants.get(self.owner, body.assistant_id)
             self._found[body.assistant_id] = found
         return found
-
-    def _check(self, body: RunCreate) -> None:
-        """What is refused before anything is stored."""
-        unserved = sorted(set(body.config or {}) - {"configurable"})
-        if unserved:
-            raise InvalidRequestError(
-                "Of a run's `config` only `configurable` is served (Consentry bounds runs with "
-                "its own limits and callbacks).",
-                code="unsupported_field",
-                details={"fields": [f"config.{key}" for key in unserved]},
-            )
-        if body.command is not None and body.input:
-            raise InvalidRequestError(
-                "Send one of `input` or `command` (beside a `command`, `input` may be empty; "
-                "with neither, the graph goes on from the thread's newest checkpoint).",
-                code="invalid_input",
-            )
 
     async def _fork_point(self, body: RunCreate, thread_id: str | None) -> str | None:
         """The older checkpoint of the thread a run branches from (a fork), or None: it names
@@ -311,18 +369,18 @@ class RunStart:
         for its turn, whose ``checkpoint`` was checked when it was queued (the runs before it
         have moved the thread on since). An ``input`` from an older checkpoint is a fork."""
         assistant = await self._assistant(body)
-        self._check(body)
+        check_body(body)
         await self._create_thread(body, thread_id)
         if thread_id is None:
-            _refuse_without_thread(body)
+            refuse_without_thread(body)
         fork = None if queued else await self._fork_point(body, thread_id)
 
         before, after = breakpoints(body, assistant.graph, self.assistants.nodes(assistant.graph))
 
         def request(fields: dict[str, Any]) -> ChatRequest:
             sent = {"thread_id": thread_id, "graph": assistant.graph, **fields}
-            made = chat_request(sent | _options(body, assistant))
-            return made.on_assistant(_stored_id(assistant)).at_breakpoints(before, after)
+            made = chat_request(sent | run_options(body, assistant))
+            return made.on_assistant(stored_id(assistant)).at_breakpoints(before, after)
 
         if body.command is not None:
             assert thread_id is not None  # refused above
@@ -338,61 +396,3 @@ class RunStart:
             if isinstance(value := body.input.get(name), str)
         }
         return request({"input": body.input, **named}).forked_from(fork)
-
-
-def _refuse_without_thread(body: RunCreate) -> None:
-    """What only a thread takes: a ``command``, going on with no ``input``, a ``checkpoint``."""
-    if body.command is not None:
-        raise ConflictError("A `command` resumes a thread: name it.", code="no_pending_consent")
-    if body.input is None:
-        raise ConflictError(
-            "A run with no `input` goes on with a thread's graph: name the thread.",
-            code="nothing_to_continue",
-        )
-    if body.from_checkpoint is not None:
-        raise NotFoundError(
-            "A new thread has no checkpoint to start from.",
-            code="checkpoint_not_found",
-            details={"checkpoint_id": body.from_checkpoint},
-        )
-
-
-def _no_client_to_watch() -> InvalidRequestError:
-    return InvalidRequestError(
-        '`on_disconnect: "cancel"` needs a client to watch: `runs.stream` or `runs.wait`.',
-        code="unsupported_field",
-        details={"fields": ["on_disconnect"]},
-    )
-
-
-def _stored_id(assistant: Assistant) -> str | None:
-    """What the thread names as its assistant (``metadata.assistant_id``): one of the owner's,
-    or None for a graph's own."""
-    return assistant.assistant_id if assistant.stored else None
-
-
-def _options(body: RunCreate, assistant: Assistant) -> dict[str, Any]:
-    """The run's ``context`` and ``configurable`` values as the run service takes them: the
-    assistant's, the run's own winning key by key. A resume that sends none sends nothing: the
-    consent is answered under the options it was asked under, which the thread keeps."""
-    options: dict[str, Any] = {}
-    if body.command is not None and body.context is None and body.config is None:
-        return options
-    if assistant.context or body.context is not None:
-        options["context"] = {**assistant.context, **(body.context or {})}
-    configurable = (body.config or {}).get("configurable")
-    kept = assistant.config.get("configurable") or {}
-    if kept or configurable is not None:
-        options["configurable"] = {**kept, **(configurable or {})}
-    return options
-
-
-def _queued(body: RunCreate, thread_id: str | None) -> bool:
-    """Whether the run goes through its thread's queue (a new thread has nothing to wait for).
-    ``enqueue`` by default is for what a person sends: a decision (``command``) is answered at
-    once unless the client asked to queue it, so racing answers learn at once who won (409
-    ``already_decided`` naming it) instead of failing later in the queue."""
-    if thread_id is None or body.multitask_strategy == "reject":
-        return False
-    asked = "multitask_strategy" in body.model_fields_set
-    return body.multitask_strategy == "interrupt" or body.command is None or asked

@@ -17,6 +17,7 @@ from consentry.api.http.deps import (
     IdempotencyKey,
     PrincipalDep,
     RunRecordsDep,
+    RunRollbackDep,
     RunsDep,
     SettingsDep,
     ThreadsDep,
@@ -59,10 +60,19 @@ async def _run_start(  # async: FastAPI runs a plain `def` dependency in its thr
     run_records: RunRecordsDep,
     run_requests: RunRequestsDep,
     queue: RunQueueDep,
+    rollback: RunRollbackDep,
     idempotency_key: IdempotencyKey = None,
 ) -> RunStart:
     return RunStart(
-        owner, threads, writer, assistants, run_records, run_requests, queue, idempotency_key
+        owner,
+        threads,
+        writer,
+        assistants,
+        run_records,
+        run_requests,
+        queue,
+        rollback,
+        idempotency_key,
     )
 
 
@@ -241,18 +251,25 @@ async def cancel_run(
     owner: PrincipalDep,
     runs: RunsDep,
     queue: RunQueueDep,
+    rollback: RunRollbackDep,
     wait: Annotated[
         bool, Query(description="Answer once the run has ended (its `final` is stored).")
     ] = False,
     action: Annotated[
         Literal["interrupt", "rollback"],
-        Query(description="`interrupt` only: `rollback` (delete the run) is refused, 422."),
+        Query(
+            description="`interrupt`: the run stops, what it wrote is kept; `rollback`: it "
+            "stops, what it wrote of the thread's state is deleted and so is the run (its "
+            "events and audit records are kept); the answer comes once that is done."
+        ),
     ] = "interrupt",
 ) -> CancelAccepted:
     """Stop the run at its next step boundary (final reason ``cancelled``), or take it out of
     the run queue while it waits; 409 ``no_active_run`` when it is neither running nor
     waiting. ``wait``: the answer comes once the run has ended."""
-    _refuse_rollback(action)
+    if action == "rollback":
+        await rollback.run(queue, owner, thread_id, run_id)
+        return CancelAccepted(thread_id=thread_id, run_id=run_id)
     if await queue.cancel(owner, thread_id, run_id):
         return CancelAccepted(thread_id=thread_id, run_id=run_id)
     accepted = await runs.cancel(owner, thread_id, run_id=run_id)
@@ -268,16 +285,16 @@ async def cancel_runs(
     owner: PrincipalDep,
     runs: RunsDep,
     queue: RunQueueDep,
+    rollback: RunRollbackDep,
     action: Annotated[
         Literal["interrupt", "rollback"],
-        Query(description="`interrupt` only: `rollback` (delete the runs) is refused, 422."),
+        Query(description="`rollback`: each run is rolled back as `runs.cancel` rolls one back."),
     ] = "interrupt",
 ) -> CancelledRuns:
     """Cancel the caller's runs: those of `thread_id` (only `run_ids`, when given; a thread
     of another is 404), or of all its threads, by `status` (`pending`: waiting in a queue,
     `running`: active, `all`). Each waiting one is taken out of its queue, each active one
     stopped as `runs.cancel` stops it; a run that ended meanwhile is passed over."""
-    _refuse_rollback(action)
     cancelled = await cancel_many(
         queue,
         runs,
@@ -285,18 +302,9 @@ async def cancel_runs(
         thread_id=body.thread_id,
         run_ids=body.run_ids,
         status=body.status or "all",
+        rollback=rollback if action == "rollback" else None,
     )
     return CancelledRuns(cancelled=[{"thread_id": t, "run_id": r} for t, r in cancelled])
-
-
-def _refuse_rollback(action: str) -> None:
-    if action == "rollback":
-        raise InvalidRequestError(
-            '`action: "rollback"` is not served: a cancelled run and what it wrote are kept '
-            "(its records, and any consent it asked).",
-            code="unsupported_field",
-            details={"fields": ["action"]},
-        )
 
 
 async def _wait(

@@ -17,6 +17,7 @@ from typing import Any
 from consentry.storage.checkpoints._operations import CheckpointFence
 from consentry.storage.checkpoints._saver import (
     RUN_KEY,
+    RUN_MARK,
     ConsentrySaver,
     StepCommitter,
     TurnStart,
@@ -26,6 +27,7 @@ from consentry.storage.db.database import Database
 
 __all__ = [
     "RUN_KEY",
+    "RUN_MARK",
     "CheckpointFence",
     "ConsentrySaver",
     "StepCommitter",

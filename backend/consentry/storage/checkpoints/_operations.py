@@ -332,6 +332,17 @@ def head_id(sql: CheckpointSql, thread_id: str) -> Operation:
     return found.rows[0][0] if found.rows else None
 
 
+def run_checkpoints(sql: CheckpointSql, thread_id: str, run_id: str) -> Operation:
+    """``(checkpoint_id, parent_checkpoint_id)`` of the run's root checkpoints, oldest first."""
+    found = yield Query(sql.run_checkpoints, (thread_id, run_id))
+    return [(str(row[0]), row[1]) for row in found.rows]
+
+
+def delete_thread_run(sql: CheckpointSql, thread_id: str, run_id: str) -> Operation:
+    for statement in sql.delete_thread_run:
+        yield Query(statement, (thread_id, run_id))
+
+
 def delete_thread(sql: CheckpointSql, thread_id: str) -> Operation:
     for statement in sql.delete_thread:
         yield Query(statement, (thread_id,))

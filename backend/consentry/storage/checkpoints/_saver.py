@@ -47,7 +47,12 @@ from consentry.storage.checkpoints import _operations as ops
 from consentry.storage.checkpoints._drivers import run_on
 from consentry.storage.checkpoints._operations import CheckpointFence, Droppable, Operation
 from consentry.storage.checkpoints._pending import WriteRows, holds, put_task_writes, write_rows
-from consentry.storage.checkpoints._serialized import copied_in, saved_config, serialized
+from consentry.storage.checkpoints._serialized import (
+    RUN_MARK,
+    copied_in,
+    saved_config,
+    serialized,
+)
 from consentry.storage.checkpoints._sql import sql_for
 from consentry.storage.checkpoints._sync_connection import (
     SyncConnection,
@@ -63,7 +68,7 @@ from consentry.storage.checkpoints._turns import (
 )
 from consentry.storage.db.database import Database, DbConnection
 
-__all__ = ["FORK_MARK", "RUN_KEY", "ConsentrySaver", "StepCommitter", "TurnStart"]
+__all__ = ["FORK_MARK", "RUN_KEY", "RUN_MARK", "ConsentrySaver", "StepCommitter", "TurnStart"]
 
 RUN_KEY = "__consentry_run__"
 """The ``configurable`` key of a run's ``StepCommitter`` (``__``-prefixed: LangGraph keeps it out
@@ -282,6 +287,19 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
     async def acopy_thread_in(self, conn: DbConnection, source: str, target: str) -> None:
         """:meth:`acopy_thread` in the caller's write transaction."""
         await run_on(conn, ops.copy_thread(self._sql, source, target), unread=True)
+
+    async def arun_checkpoints_in(
+        self, conn: DbConnection, thread_id: str, run_id: str
+    ) -> list[tuple[str, str | None]]:
+        """``(checkpoint_id, parent_checkpoint_id)`` of what the run wrote of the thread's root
+        graph, oldest first, in the caller's transaction."""
+        found = await run_on(conn, ops.run_checkpoints(self._sql, thread_id, run_id))
+        return cast(list[tuple[str, str | None]], found)
+
+    async def adelete_run_in(self, conn: DbConnection, thread_id: str, run_id: str) -> None:
+        """Delete what the run wrote of the thread (every namespace's checkpoints and their
+        pending writes), in the caller's write transaction."""
+        await run_on(conn, ops.delete_thread_run(self._sql, thread_id, run_id), unread=True)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         await self._write(ops.delete_runs(self._sql, list(run_ids)))

@@ -20,7 +20,11 @@ from consentry.storage.checkpoints._operations import Operation
 from consentry.storage.checkpoints._pending import copied_write_rows
 from consentry.storage.checkpoints._sql import CheckpointSql
 
-__all__ = ["copied_in", "saved_config", "serialized"]
+__all__ = ["RUN_MARK", "copied_in", "saved_config", "serialized"]
+
+RUN_MARK = "consentry_run_id"
+"""The checkpoint metadata key naming the Consentry run that wrote it (a run sets it in its
+config's ``metadata``): stored as the row's ``run_id`` too, which a rollback deletes by."""
 
 
 def serialized(
@@ -32,7 +36,7 @@ def serialized(
     configurable = config["configurable"]
     type_, blob = serde.dumps_typed(checkpoint)
     stored = get_checkpoint_metadata(config, metadata)
-    run_id = stored.get("run_id")
+    run_id = stored.get(RUN_MARK, stored.get("run_id"))
     return ops.SerializedCheckpoint(
         thread_id=str(configurable["thread_id"]),
         checkpoint_ns=configurable.get("checkpoint_ns", ""),

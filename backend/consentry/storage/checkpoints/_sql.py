@@ -64,6 +64,10 @@ class CheckpointSql:
     prune_older: tuple[str, ...]
     head_id: str
     """The id of the thread's newest checkpoint of its root graph (NULL: none)."""
+    run_checkpoints: str
+    """A run's checkpoints of the thread's root graph, oldest first, with their parents."""
+    delete_thread_run: tuple[str, ...]
+    """A run's checkpoints of one thread (every namespace) and their pending writes."""
 
     def put_writes_fenced(self, count: int, *, replace: bool) -> str | None:
         """PostgreSQL: the fence and ``count`` pending writes in one statement (one round trip,
@@ -177,6 +181,17 @@ def _statements(dialect: Literal["sqlite", "postgresql"]) -> CheckpointSql:
         head_id=(
             "SELECT MAX(checkpoint_id) FROM graph_checkpoints "
             "WHERE thread_id = ? AND checkpoint_ns = ''"
+        ),
+        run_checkpoints=(
+            "SELECT checkpoint_id, parent_checkpoint_id FROM graph_checkpoints "
+            "WHERE thread_id = ? AND checkpoint_ns = '' AND run_id = ? ORDER BY checkpoint_id"
+        ),
+        delete_thread_run=(
+            "DELETE FROM graph_checkpoint_writes WHERE thread_id = ? AND EXISTS (SELECT 1 FROM "
+            "graph_checkpoints c WHERE c.thread_id = graph_checkpoint_writes.thread_id "
+            "AND c.run_id = ? AND c.checkpoint_ns = graph_checkpoint_writes.checkpoint_ns "
+            "AND c.checkpoint_id = graph_checkpoint_writes.checkpoint_id)",
+            "DELETE FROM graph_checkpoints WHERE thread_id = ? AND run_id = ?",
         ),
         prune_older=tuple(
             f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_id < ("

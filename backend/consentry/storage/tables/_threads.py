@@ -75,6 +75,9 @@ runs = sa.Table(
     sa.Column("output_tokens", sa.Integer, nullable=False, server_default="0"),
     # The client's metadata (the LangGraph SDK's run ``metadata``, migration 0019).
     sa.Column("metadata", sa.JSON, nullable=True),
+    # Deleted on the LangGraph SDK face (``runs.delete``, a rollback; migration 0026): hidden
+    # there, still named by the thread's events, audit trail and consents.
+    sa.Column("deleted_at", UTCDateTime, nullable=True),
     sa.Index("ix_runs_thread", "thread_id"),
     sa.Index("ix_runs_status", "status"),
 )

@@ -20,6 +20,7 @@ from consentry.runtime.runs.execute._run_options import RunOptions
 from consentry.runtime.runs.execute._step_batching import ProgressBatcher
 from consentry.schemas.chat import ConsentPolicy
 from consentry.schemas.events import ConsentEvent, TerminalReason, Trigger
+from consentry.storage.checkpoints import RUN_MARK
 from consentry.storage.db.database import DbConnection
 from consentry_graphs.registry import GraphSpec
 from consentry_graphs.services import GraphServices
@@ -159,7 +160,6 @@ class GraphPosition:
 
 NOWHERE = GraphPosition(waiting=frozenset(), unfinished=False)
 
-RUN_MARK = "consentry_run_id"
 INPUT_MARK = "consentry_input"
 """Keys of the checkpoint metadata naming the run and the graph input that wrote it: after a
 crash they tell how far a run's inputs got (``runtime.recovery``)."""

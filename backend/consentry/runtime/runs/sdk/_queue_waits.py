@@ -96,14 +96,16 @@ class QueuedHold:
 @dataclass
 class BehindQueue:
     """A run started at once on a thread (``RunQueue.start_now``): it takes the waiter's id, and
-    its claim is refused (``run_in_progress``, rolled back) when a run waits in the thread's
-    queue, which goes first; then the request's own hold (its ``Idempotency-Key``)."""
+    its claim is refused (``run_in_progress``, rolled back) when a run due now waits in the
+    thread's queue, which goes first (one due later, ``after_seconds``, does not hold it); then
+    the request's own hold (its ``Idempotency-Key``)."""
 
     run_id: str
     key: ClaimHold | None
+    clock: Clock
 
     async def complete(self, conn: DbConnection, *, thread_id: str, run_id: str) -> None:
-        if await queue_repo.next_queued_run(conn, thread_id) is not None:
+        if await queue_repo.next_queued_run(conn, thread_id, due_by=self.clock()) is not None:
             raise ConflictError(
                 "Runs wait in this thread's queue: this one goes after them.",
                 code="run_in_progress",

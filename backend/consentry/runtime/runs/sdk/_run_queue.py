@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import timedelta
 from typing import Any
 
 from consentry.errors import ConflictError, ConsentryError, NotFoundError
@@ -37,6 +38,7 @@ from consentry.runtime.clock import Clock
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.runs._service import RunService
 from consentry.runtime.runs.execute import ActiveRun, ClaimHold
+from consentry.runtime.runs.sdk._queue_drainers import QueueDrainers
 from consentry.runtime.runs.sdk._queue_waits import (
     BehindQueue,
     Outcome,
@@ -81,21 +83,19 @@ class RunQueue:
         self._clock = clock
         self._prepare = prepare
         self._started = started
-        self._drainers: dict[str, asyncio.Task[None]] = {}
+        self._drainers = QueueDrainers(self._drain_thread)
         self._waiters: dict[str, list[Waiter]] = {}
         """run id → the requests waiting for it to start, first come first."""
-        self._again: set[str] = set()
-        """Threads a run was queued on while their drainer looked for the next."""
         self._cancels: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         """Drain every thread a run waits on (those queued before a restart, or elsewhere)."""
         async with self._db.read() as conn:
             for thread_id in await queue_repo.threads_with_queued_runs(conn):
-                self._drain(thread_id)
+                self._drainers.drain(thread_id)
 
     async def stop(self) -> None:
-        drainers = [*self._drainers.values(), *self._cancels]
+        drainers = [*self._drainers.tasks, *self._cancels]
         for task in drainers:
             task.cancel()
         await asyncio.gather(*drainers, return_exceptions=True)
@@ -109,8 +109,12 @@ class RunQueue:
         metadata: dict[str, Any] | None,
         *,
         hold: ClaimHold | None,
+        after_seconds: float | None = None,
     ) -> Queued:
-        """Queue a run (``hold``: the request's ``Idempotency-Key``, completed with it)."""
+        """Queue a run (``hold``: the request's ``Idempotency-Key``, completed with it), due at
+        once or ``after_seconds`` from now."""
+        now = self._clock()
+        due_at = now + timedelta(seconds=after_seconds) if after_seconds else None
         async with self._db.write() as conn:
             await threads_repo.get_thread(conn, owner, thread_id)  # 404 for another's
             await queue_repo.add_queued_run(
@@ -120,11 +124,12 @@ class RunQueue:
                 thread_id=thread_id,
                 request=request,
                 metadata=metadata,
-                now=self._clock(),
+                now=now,
+                due_at=due_at,
             )
             if hold is not None:
                 await hold.complete(conn, thread_id=thread_id, run_id=run_id)
-        self._drain(thread_id)
+        self._drainers.drain(thread_id)
         return Queued(thread_id, run_id)
 
     async def start_now(
@@ -141,7 +146,9 @@ class RunQueue:
         an idle thread, with no row in the queue. False (nothing started, ``key`` untouched)
         when the thread is busy or a run waits in its queue: queue it then (``add``)."""
         try:
-            run = await self._runs.start(owner, request, key=BehindQueue(waiter.run_id, key))
+            run = await self._runs.start(
+                owner, request, key=BehindQueue(waiter.run_id, key, self._clock)
+            )
         except ConflictError as exc:
             if exc.code == "run_in_progress":
                 return False
@@ -214,6 +221,21 @@ class RunQueue:
         self._cancels.add(task)
         task.add_done_callback(self._cancels.discard)
 
+    def after_end(
+        self, owner: Principal, thread_id: str, run_id: str, then: Callable[[], Awaitable[None]]
+    ) -> None:
+        """Call ``then`` in the background once the run has ended (started here or elsewhere,
+        now or in its turn; or refused, or cancelled while it waited)."""
+
+        async def follow() -> None:
+            async for _ in self.events(owner, self.expect(thread_id, run_id)):
+                pass
+            await then()
+
+        task = asyncio.create_task(follow())
+        self._cancels.add(task)
+        task.add_done_callback(self._cancels.discard)
+
     async def _cancel_quietly(self, owner: Principal, thread_id: str, run_id: str) -> None:
         with contextlib.suppress(ConflictError, NotFoundError):  # it ended, or was deleted
             if not await self.cancel(owner, thread_id, run_id):
@@ -268,34 +290,22 @@ class RunQueue:
                 # resolve the wait after this finds nobody waiting, and lets its run go alone).
                 self.forget(waiter)
                 return settled_by(row)
-            self._drain(waiter.thread_id)
+            self._drainers.drain(waiter.thread_id)
         return await waiter.future
-
-    def _drain(self, thread_id: str) -> None:
-        """Drain the thread's queue here (a drainer that is at its end looks once more)."""
-        drainer = self._drainers.get(thread_id)
-        if drainer is not None and not drainer.done():
-            self._again.add(thread_id)
-            return
-        task = asyncio.create_task(self._drain_thread(thread_id), name=f"run-queue:{thread_id}")
-        self._drainers[thread_id] = task
-
-        def gone(done: asyncio.Task[None]) -> None:
-            if self._drainers.get(thread_id) is done:
-                del self._drainers[thread_id]
-
-        task.add_done_callback(gone)
 
     async def _drain_thread(self, thread_id: str) -> None:
         tries = 0
         while True:
-            self._again.discard(thread_id)
+            self._drainers.looking(thread_id)
             try:
                 row = await self._next(thread_id)
                 if row is None:
-                    if thread_id in self._again:  # a run was queued as this looked
+                    if self._drainers.queued_meanwhile(thread_id):  # queued as this looked
                         continue
-                    return  # (nothing awaited after the look: a later ``_drain`` starts anew)
+                    return  # (nothing awaited after the look: a later drain starts anew)
+                if (due := (row.created_at - self._clock()).total_seconds()) > 0:
+                    await self._drainers.sleep(thread_id, due)  # (``after_seconds``)
+                    continue
                 waited = await self._wait_for_thread(row)
                 if waited is None and await self._start(row):
                     tries = 0
@@ -375,9 +385,12 @@ class RunQueue:
             return
         async with self._db.read() as conn:
             rows = [await queue_repo.queued_run(conn, thread_id, run_id) for run_id in expected]
+            gone = None in rows and not await threads_repo.thread_id_taken(conn, thread_id)
         for run_id, row in zip(expected, rows, strict=True):
-            if row is None:
-                self._settle(run_id, Settled("refused", "thread_not_found", "The thread is gone."))
+            if row is None:  # not queued yet (its request is adding it), or its thread is gone
+                if gone:
+                    gone_now = Settled("refused", "thread_not_found", "The thread is gone.")
+                    self._settle(run_id, gone_now)
             elif row.status != "waiting":
                 self._settle(run_id, settled_by(row))
 

@@ -18,14 +18,16 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from consentry.errors import NotFoundError
+from consentry.errors import ConflictError, NotFoundError
 from consentry.principal import Principal
 from consentry.runtime.assistants import assistant_uuid
+from consentry.runtime.clock import Clock
 from consentry.schemas.events import TerminalReason
 from consentry.schemas.sdk_runs import SdkRun, SdkRunStatus
 from consentry.storage import run_queue as queue_repo
 from consentry.storage import runs as runs_repo
 from consentry.storage import threads as threads_repo
+from consentry.storage.audit import record_audit
 from consentry.storage.db.database import Database
 from consentry.storage.run_queue import QueuedRun, QueueStatus
 from consentry.storage.runs import RunRecord
@@ -46,8 +48,9 @@ _ENDED: dict[TerminalReason, SdkRunStatus] = {
 
 
 class RunRecords:
-    def __init__(self, *, db: Database) -> None:
+    def __init__(self, *, db: Database, clock: Clock) -> None:
         self._db = db
+        self._clock = clock
 
     async def get(self, owner: Principal, thread_id: str, run_id: str) -> SdkRun:
         """One run of the owner's thread (404 ``run_not_found`` when the thread has none such)."""
@@ -84,6 +87,36 @@ class RunRecords:
         listed += [_queued_run(row, graph=thread.graph) for row in queued]
         listed.sort(key=lambda run: (run.created_at, run.run_id), reverse=True)
         return listed[offset : offset + limit]
+
+    async def delete(self, owner: Principal, thread_id: str, run_id: str) -> None:
+        """Delete one ended run of the owner's thread from what the SDK shows (its events,
+        audit records and consents keep naming it: ``run_deleted`` in the trail), or a queued run
+        that never started (refused or cancelled). 409 ``run_in_progress`` while it runs; 404
+        ``run_not_found`` for none such."""
+        now = self._clock()
+        async with self._db.write() as conn:
+            await threads_repo.get_thread(conn, owner, thread_id)
+            run = await runs_repo.thread_run(conn, thread_id, run_id)
+            if run is not None and run.status != "ended":
+                raise ConflictError(
+                    f"Run {run_id!r} is still running: cancel it first (`runs.cancel`).",
+                    code="run_in_progress",
+                    details={"thread_id": thread_id, "run_id": run_id},
+                )
+            if run is not None and await runs_repo.delete_run(conn, thread_id, run_id, now=now):
+                await record_audit(
+                    conn,
+                    owner,
+                    action="run_deleted",
+                    thread_id=thread_id,
+                    run_id=run_id,
+                    actor=owner.display,
+                    now=now,
+                )
+                return
+            if await queue_repo.delete_unstarted_run(conn, thread_id, run_id):
+                return
+        raise NotFoundError.of("run", run_id)
 
     async def keep_metadata(self, run_id: str, metadata: dict[str, Any]) -> None:
         """Store the client's metadata on a run it just started."""

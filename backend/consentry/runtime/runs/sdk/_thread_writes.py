@@ -151,6 +151,19 @@ class ThreadWriter:
                 raise run_in_progress(thread_id)
         await self._checkpointer.adelete_thread(thread_id)
 
+    async def delete_if_done(self, owner: Principal, thread_id: str) -> bool:
+        """Delete the thread as :meth:`delete` does unless a run is active on it or a consent
+        waits on it (the SDK's ``on_completion="delete"``); whether it was deleted."""
+        async with self._db.write() as conn:
+            try:
+                row = await threads_repo.get_thread(conn, owner, thread_id)
+            except NotFoundError:
+                return False
+            if row.status != "idle" or not await threads_repo.delete_thread(conn, owner, thread_id):
+                return False
+        await self._checkpointer.adelete_thread(thread_id)
+        return True
+
     async def prune(
         self,
         owner: Principal,
