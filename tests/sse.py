@@ -114,6 +114,12 @@ OFFLINE_ANSWER = (  # the offline model's answer to QUESTION, with no notes in t
     "about it, or ask me to add a summary of our discussion to your note."
 )
 SUMMARY_TITLE = "Summary of our discussion"
+DRAFTED_NOTE = f"I drafted a new note, \u201c{SUMMARY_TITLE}\u201d."
+"""What the tutor says before it asks to save a summary as a new note."""
+TUTOR_ASKED = ["run_started", "step", "step", "message", "step", "consent", "final"]
+"""The event kinds of a tutor's run that drafts a change and asks for it: its steps, what it says
+it drafted (the assistant's last message, under which Agent Chat UI draws the consent), the
+consent, its end."""
 CREATED = f"Done: I created the new note \u201c{SUMMARY_TITLE}\u201d."
 """The offline model's answer once the summary consent is approved (a new note)."""
 AGUI_ANSWERED_IN_A_SECOND_STEP = [

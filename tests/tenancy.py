@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from consentry.schemas.events import ConsentEvent
 from consentry.storage.tables import metadata
-from tests.sse import after_a_question, kinds, parse_events
+from tests.sse import TUTOR_ASKED, after_a_question, kinds, parse_events
 
 __all__ = [
     "API_KEYS",
@@ -76,7 +76,7 @@ async def ask_for_summary(
         {"message": ASK_FOR_SUMMARY, "project_id": project_id, "note_id": note_id},
         headers,
     )
-    assert kinds(events) == ["run_started", "step", "step", "step", "consent", "final"]
+    assert kinds(events) == TUTOR_ASKED
     consent = events[-2]
     assert isinstance(consent, ConsentEvent)
     return consent

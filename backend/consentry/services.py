@@ -253,9 +253,7 @@ async def _open(
                             clock=clock,
                         ),
                         run_records=RunRecords(db=db, clock=clock),
-                        run_rollback=RunRollback(
-                            db=db, runs=runs, compiled=executor.graph, clock=clock
-                        ),
+                        run_rollback=RunRollback(db=db, runs=runs, clock=clock),
                     )
             finally:
                 await worker.stop()

@@ -30,6 +30,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict, Field
 
+from consentry_graphs.review_shape import ActionRequest, ReviewConfig
 from consentry_graphs.wire_types import Decision
 
 __all__ = [
@@ -72,6 +73,11 @@ class ConsentRequest(BaseModel):
     always_ask: bool = Field(
         default=False, description="A person must decide, whatever the thread's policy says."
     )
+    action_requests: list[ActionRequest] = Field(
+        default_factory=list,
+        description="The same request in LangChain's human-in-the-loop shape (`review_shape`).",
+    )
+    review_configs: list[ReviewConfig] = Field(default_factory=list)
 
 
 class ConsentDecision(BaseModel):
@@ -132,6 +138,12 @@ class ConsentKind(Generic[ProposalT, EditT]):
     always_ask: bool = False
     """Destructive kinds: a thread's auto-approve or auto-reject policy never decides them."""
     description: str = ""
+    action_args: Callable[[ProposalT], dict[str, Any]] | None = None
+    """The proposal as the reviewed action's ``args`` (``review_shape``), named as the edit
+    model's fields. None: the proposal's fields the edit model has (all of them for a kind
+    that takes no edits)."""
+    action_description: Callable[[ProposalT], str] | None = None
+    """What the reviewed action's ``description`` adds after the title (a diff, say)."""
 
     def __post_init__(self) -> None:
         if ("edit" in self.allowed_decisions) != (self.edit_model is not None):
@@ -146,8 +158,28 @@ class ConsentKind(Generic[ProposalT, EditT]):
             allowed_decisions=list(self.allowed_decisions),
             ttl_seconds=self.ttl_seconds,
             always_ask=self.always_ask,
+            action_requests=[self._action(title, proposal)],
+            review_configs=[
+                ReviewConfig(
+                    action_name=self.name,
+                    allowed_decisions=list(self.allowed_decisions),
+                    args_schema=self.edit_model.model_json_schema() if self.edit_model else None,
+                )
+            ],
         )
         return self.restore(interrupt(request.model_dump(mode="json")))
+
+    def _action(self, title: str, proposal: ProposalT) -> ActionRequest:
+        """The request as one reviewed action (``review_shape``)."""
+        if self.action_args is not None:
+            args = self.action_args(proposal)
+        else:
+            shown = proposal.model_dump(mode="json")
+            editable = set(self.edit_model.model_fields) if self.edit_model else set(shown)
+            args = {name: value for name, value in shown.items() if name in editable}
+        extra = self.action_description(proposal) if self.action_description else ""
+        description = f"{title}\n\n{extra}" if extra else title
+        return ActionRequest(name=self.name, args=args, description=description)
 
     def restore(self, value: Any) -> TypedDecision[EditT]:
         """Validate a resume value (or a decision kept in the state) against this kind."""

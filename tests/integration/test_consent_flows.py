@@ -15,9 +15,9 @@ from consentry.schemas.events import (
     StepEvent,
     TokenEvent,
 )
-from tests.sse import after_a_question, assert_numbered, chat, kinds
+from tests.sse import TUTOR_ASKED, after_a_question, assert_numbered, chat, kinds
 
-ASK_STEPS = ["run_started", "step", "step", "step", "consent", "final"]
+ASK_STEPS = TUTOR_ASKED
 
 
 async def _project_with_note(client: httpx.AsyncClient) -> tuple[str, dict[str, Any]]:
@@ -139,9 +139,18 @@ async def test_approve_writes_the_proposed_content_as_a_new_version(
         [],
     )
     transcript = (await client.get(f"/v1/threads/{thread_id}/messages")).json()["messages"]
-    assert [m["role"] for m in transcript] == ["user", "assistant", "user", "assistant"]
-    assert transcript[2]["content"] == "Add a summary of our discussion to my note"
-    assert transcript[3]["content"] == "Done: I updated \u201cRAG\u201d (version 2)."
+    assert [m["content"] for m in transcript[2:]] == [
+        "Add a summary of our discussion to my note",
+        "I drafted an edit of your note \u201cRAG\u201d.",  # (before it asks)
+        "Done: I updated \u201cRAG\u201d (version 2).",
+    ]
+    assert [m["role"] for m in transcript] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "assistant",
+    ]
 
 
 async def test_edit_writes_the_persons_version_instead(client: httpx.AsyncClient) -> None:

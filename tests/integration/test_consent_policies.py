@@ -44,6 +44,7 @@ async def test_auto_approve_records_the_policys_decision_and_applies_it_in_the_s
         "run_started",
         "step",
         "step",
+        "message",
         "step",
         "consent",
         "step",

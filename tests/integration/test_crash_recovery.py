@@ -130,7 +130,7 @@ async def test_a_consent_the_graph_asked_before_the_process_died_is_pending_afte
         # Told what was stored with each step's checkpoint (the steps that ran), nothing of the
         # consent: the stream ends with a retry hint.
         told = parse_events(response.text)
-        assert kinds(told) == ["run_started", "step", "step"]
+        assert kinds(told) == ["run_started", "step", "step", "message"]
         run_id = response.headers["X-Run-Id"]
         assert await _thread_id(client) == thread_id
 
@@ -249,7 +249,7 @@ async def test_a_keyed_message_retried_after_the_crash_replays_its_run(
         assert again.headers["Idempotent-Replayed"] == "true"
         assert again.headers["X-Run-Id"] == run_id
         replayed = parse_events(again.text)
-        assert kinds(replayed) == ["run_started", "step", "step", "consent", "final"]
+        assert kinds(replayed) == ["run_started", "step", "step", "message", "consent", "final"]
         assert await _thread_id(client) == thread_id  # the request did not run twice
         pending = (await client.get(f"/v1/threads/{thread_id}")).json()["pending_consents"]
         assert [c["approval_id"] for c in pending] == [replayed[-2].approval_id]  # type: ignore[union-attr]

@@ -9,9 +9,9 @@ import httpx
 import pytest
 
 from consentry.schemas.events import ConsentEvent, MessageEvent, NoteEvent
-from tests.sse import after_a_question, chat, kinds
+from tests.sse import TUTOR_ASKED, after_a_question, chat, kinds
 
-ASKED = ["run_started", "step", "step", "step", "consent", "final"]
+ASKED = TUTOR_ASKED
 ASKED_TO_DELETE = ["analyze_message", "draft_note_deletion", "request_note_delete_consent"]
 
 

@@ -241,8 +241,8 @@ async def test_another_owners_thread_cannot_be_continued(
     transcript = (
         await keyed_client.get(f"/v1/threads/{alice.thread_id}/messages", headers=ALICE)
     ).json()["messages"]
-    assert [m["role"] for m in transcript] == ["user", "assistant", "user"]
-    assert [transcript[0]["content"], transcript[-1]["content"]] == [QUESTION, ASK_FOR_SUMMARY]
+    assert [m["role"] for m in transcript] == ["user", "assistant", "user", "assistant"]
+    assert [transcript[0]["content"], transcript[2]["content"]] == [QUESTION, ASK_FOR_SUMMARY]
 
 
 async def test_another_owners_note_or_project_cannot_be_used_in_chat(

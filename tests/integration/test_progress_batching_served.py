@@ -79,6 +79,7 @@ async def test_a_message_that_reaches_a_consent_stores_all_its_events_in_one_wri
         "run_started",
         "step",
         "step",
+        "message",
         "step",
         "consent",
         "final",
@@ -89,7 +90,7 @@ async def test_a_message_that_reaches_a_consent_stores_all_its_events_in_one_wri
     assert await _writes(client, events[0].run_id) == [
         ["run_started"],
         ["step"],
-        ["step"],
+        ["step", "message"],
         ["step", "consent", "final"],
     ]
 

@@ -191,3 +191,20 @@ async def test_a_rollback_is_refused_by_name_when_only_the_newest_checkpoint_is_
     assert refused.value.response.json()["error"]["code"] == "rollback_unavailable"
     assert (run["status"], run["reason"]) == ("interrupted", "cancelled")  # cut, and kept
     assert "Again" in _said(state)
+
+
+async def test_a_run_queued_behind_a_rolled_back_one_starts_from_where_that_one_started(
+    open_live: Any, gate: asyncio.Event
+) -> None:
+    async with open_live(graphs=SERVED) as (client, _), sdk_client(client) as sdk:
+        thread_id, _, cut, waiting = await _busy_thread(sdk, gate)
+        await sdk.runs.cancel(thread_id, cut, action="rollback")
+        await asyncio.wait_for(gate_graph.REACHED.wait(), 10)  # the queued run, at the gate
+        gate.set()
+        done = await sdk.runs.join(thread_id, waiting)
+        state = await sdk.threads.get_state(thread_id)
+        audit = await _audit(client, thread_id)
+
+    assert done["__interrupt__"][0]["value"] == {"question": "Go on?"}  # type: ignore[index]
+    assert _said(state) == ["Hello", "Done: yes", "Queued"]  # nothing of the cut run's
+    assert [r["run_id"] for r in audit if r["action"] == "run_rolled_back"] == [cut]

@@ -23,11 +23,12 @@ from consentry.schemas.events import ConsentEvent, Event, FinalEvent, MessageEve
 from consentry.services import Services
 from consentry.settings import Settings
 from consentry.storage.tables import threads, transcript
-from tests.sse import chat, kinds
+from tests.sse import DRAFTED_NOTE as DRAFTED
+from tests.sse import TUTOR_ASKED, chat, kinds
 
 WAIT_SECONDS = 10.0
 ANSWERED = ["run_started", "step", "step", "message", "final"]
-ASKED = ["run_started", "step", "step", "step", "consent", "final"]
+ASKED = TUTOR_ASKED
 DECIDED = ["run_started", "step", "step", "message", "final"]
 ASK_FOR_SUMMARY = "Add a summary of our discussion to my note"
 
@@ -242,10 +243,10 @@ async def test_an_approved_consent_puts_the_request_and_the_final_reply_in_the_t
     (done,) = _said(events)
     created = next(e for e in events if isinstance(e, NoteEvent))
     assert created.title in done.content
-    assert _texts(asked)[2:] == [("user", ASK_FOR_SUMMARY)]
+    assert _texts(asked)[2:] == [("user", ASK_FOR_SUMMARY), ("assistant", DRAFTED)]
     conversation = await _transcript(client, thread_id)
-    assert conversation[:3] == asked
-    assert conversation[3:] == [("assistant", done.content, done.message_id)]
+    assert conversation[:4] == asked
+    assert conversation[4:] == [("assistant", done.content, done.message_id)]
     assert await _stored_transcript(client, thread_id) == conversation
 
 
@@ -262,9 +263,16 @@ async def test_a_rejected_consent_puts_the_request_and_the_final_reply_in_the_tr
     (reply,) = _said(events)
     assert reply.content.startswith("OK, I created no note.")
     conversation = await _transcript(client, thread_id)
-    assert [role for role, _, _ in conversation] == ["user", "assistant", "user", "assistant"]
+    assert [role for role, _, _ in conversation] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "assistant",
+    ]
     assert conversation[2][:2] == ("user", ASK_FOR_SUMMARY)
-    assert conversation[3] == ("assistant", reply.content, reply.message_id)
+    assert conversation[3][:2] == ("assistant", DRAFTED)
+    assert conversation[4] == ("assistant", reply.content, reply.message_id)
     notes = await client.get(f"/v1/projects/{consent.proposal['project_id']}/notes")
     assert notes.json()["notes"] == []
 
@@ -282,6 +290,7 @@ async def test_a_message_that_rejects_the_pending_consent_comes_after_the_reject
     assert [m.text for m in state][-3:] == [rejected.content, _question(2), answer.content]
     assert _texts(await _transcript(client, consent.thread_id))[2:] == [
         ("user", ASK_FOR_SUMMARY),
+        ("assistant", DRAFTED),
         ("assistant", rejected.content),
         ("user", _question(2)),
         ("assistant", answer.content),
@@ -480,6 +489,7 @@ async def test_a_decision_on_an_older_thread_is_listed_once_after_the_next_messa
     (rejected,) = _said(decided)
     assert _texts(await _transcript(client, thread_id))[2:] == [
         ("user", ASK_FOR_SUMMARY),
+        ("assistant", DRAFTED),
         ("assistant", rejected.content),
     ]
 
@@ -489,6 +499,7 @@ async def test_a_decision_on_an_older_thread_is_listed_once_after_the_next_messa
     conversation = await _transcript(client, thread_id)
     assert _texts(conversation)[2:] == [
         ("user", ASK_FOR_SUMMARY),
+        ("assistant", DRAFTED),
         ("assistant", rejected.content),
         ("user", _question(2)),
         ("assistant", answer.content),

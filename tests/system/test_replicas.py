@@ -35,6 +35,7 @@ from tests.postgres import PostgresCluster
 from tests.sse import (
     ASK_FOR_SUMMARY,
     QUESTION,
+    TUTOR_ASKED,
     after_a_question,
     assert_numbered,
     chat,
@@ -55,7 +56,6 @@ SHORT_LEASE = {"CONSENTRY_LEASE_SECONDS": str(LEASE_SECONDS)}
 ASIDE_GRAPH = "aside=tests.system.kill_points_graph:aside_graph_spec"
 
 NOTE_CONTENT = "Retrieval-augmented generation uses documents."
-ASKED = ["run_started", "step", "step", "step", "consent", "final"]
 APPLIED = ["run_started", "step", "step", "note", "message", "final"]
 REJECTED = ["run_started", "step", "step", "message", "final"]
 
@@ -108,7 +108,7 @@ async def _ask(http: httpx.AsyncClient, note_id: str) -> tuple[list[Event], Cons
     """A new thread asked ``QUESTION`` and then for a summary of that discussion, which makes the
     tutor ask a ``note_edit`` consent (offline model): the summary run's events and its consent."""
     asked = await after_a_question(http, {"message": ASK_FOR_SUMMARY, "note_id": note_id})
-    assert kinds(asked) == ASKED
+    assert kinds(asked) == TUTOR_ASKED
     consent = asked[-2]
     assert isinstance(consent, ConsentEvent)
     assert _reason(asked[-1]) == "interrupted"

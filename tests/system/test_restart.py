@@ -62,4 +62,4 @@ def test_a_consent_asked_in_one_process_is_decided_in_another(tmp_path: Path) ->
         assert written.content == consent.proposal["proposed_content"]
         assert "How many hiragana are there?" in written.content
         transcript = httpx.get(f"{second}/v1/threads/{consent.thread_id}/messages").json()
-        assert len(transcript["messages"]) == 4
+        assert len(transcript["messages"]) == 5  # (what it drafted, said before it asked)

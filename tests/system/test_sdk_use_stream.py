@@ -27,7 +27,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, Response, expect
 
-from tests.sse import CREATED, OFFLINE_ANSWER, QUESTION, SUMMARY_TITLE
+from tests.sse import CREATED, DRAFTED_NOTE, OFFLINE_ANSWER, QUESTION, SUMMARY_TITLE
 from tests.system.browser import ARTIFACTS, WatchedPage
 from tests.system.held_answer_graph import HELD_ANSWER_DIR, RELEASED
 from tests.system.npm_pages import bundled_page, served
@@ -44,6 +44,8 @@ GRAPHS = (
 )
 
 SUMMARIZE = "Add a summary of our discussion to my note"
+ASKED_ON_THE_PAGE = [QUESTION, OFFLINE_ANSWER, SUMMARIZE, DRAFTED_NOTE]
+"""The messages the page shows when the tutor asks to save a summary."""
 
 
 # --- the page: installed, bundled and served from an origin of its own -------------------------
@@ -187,7 +189,9 @@ def test_a_message_streams_its_answer_and_a_consent_is_approved_from_the_page(
     asked = json.loads(card.locator(".interrupt-value").inner_text())
     assert (asked["kind"], asked["proposal"]["title"]) == ("note_create", SUMMARY_TITLE)
     assert asked["allowed_decisions"] == ["approve", "edit", "reject"]
-    expect(page.locator(".msg .text")).to_have_text([QUESTION, OFFLINE_ANSWER, SUMMARIZE])
+    expect(page.locator(".msg .text")).to_have_text(
+        [QUESTION, OFFLINE_ANSWER, SUMMARIZE, DRAFTED_NOTE]
+    )
     inbox = api.get("/v1/approvals", params={"status": "pending"}).json()["approvals"]
     assert [(a["approval_id"], a["kind"], a["thread_id"]) for a in inbox] == [
         (interrupt_id, "note_create", thread_id)
@@ -197,7 +201,7 @@ def test_a_message_streams_its_answer_and_a_consent_is_approved_from_the_page(
     card.locator("#approve").click()
 
     expect(page.locator(".msg .text")).to_have_text(
-        [QUESTION, OFFLINE_ANSWER, SUMMARIZE, CREATED], timeout=WAIT_MS
+        [QUESTION, OFFLINE_ANSWER, SUMMARIZE, DRAFTED_NOTE, CREATED], timeout=WAIT_MS
     )
     expect(card).to_have_count(0)
     expect_idle(page)
@@ -274,7 +278,9 @@ def test_the_state_shown_at_an_interrupt_is_the_threads_state_then(
     send(page, SUMMARIZE)
 
     expect(page.locator("#interrupt")).to_be_visible(timeout=WAIT_MS)
-    expect(page.locator(".msg .text")).to_have_text([QUESTION, OFFLINE_ANSWER, SUMMARIZE])
+    expect(page.locator(".msg .text")).to_have_text(
+        [QUESTION, OFFLINE_ANSWER, SUMMARIZE, DRAFTED_NOTE]
+    )
     thread_id = page.locator("#thread").inner_text()
     values = api.get(f"/threads/{thread_id}/state").json()["values"]
     del values["messages"]
@@ -416,7 +422,7 @@ def test_a_message_sent_as_content_blocks_is_read_and_asks_the_tutors_consent(
     before = summaries()  # (the module's server is shared: other tests' notes are there)
     card.locator("#approve").click()
     expect(page.locator(".msg .text")).to_have_text(
-        [QUESTION, OFFLINE_ANSWER, SUMMARIZE, CREATED], timeout=WAIT_MS
+        [QUESTION, OFFLINE_ANSWER, SUMMARIZE, DRAFTED_NOTE, CREATED], timeout=WAIT_MS
     )
     expect_idle(page)
     expect(card).to_have_count(0)  # the card went with the decision

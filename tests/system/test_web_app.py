@@ -326,7 +326,12 @@ def test_a_reload_shows_the_pending_consent_and_the_transcript_again(
     expect(messages).to_have_count(len(before))
     after = [(m.get_attribute("class"), m.locator(".text").inner_text()) for m in messages.all()]
     assert after == before
-    assert [kind for kind, _ in before] == ["msg user", "msg assistant", "msg user"]
+    assert [kind for kind, _ in before] == [
+        "msg user",
+        "msg assistant",
+        "msg user",
+        "msg assistant",  # what the tutor drafted, before it asked
+    ]
 
     card.locator(".approve").click()
     expect(card).to_have_attribute("data-state", "decided")

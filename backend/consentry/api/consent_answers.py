@@ -4,7 +4,9 @@ kind's rules). Shared by the LangGraph SDK's ``command.resume`` and AG-UI's ``re
 
 - a raw ``interrupt()`` (kind ``interrupt``): any JSON, the answer as given;
 - a consent kit's kind: the kit's decision, ``{"decision": "approve" | "edit" | "reject",
-  "edited"?, "comment"?}``;
+  "edited"?, "comment"?}``, or LangChain's human-in-the-loop decision on the request's reviewed
+  action (``consentry_graphs.review_shape``): ``approve``; ``edit`` with ``edited_action.args``
+  (the edit, named as the kind's edit model names it); ``reject`` with ``message``;
 - one tool call of a review (kind ``tool_call``, LangChain's human-in-the-loop middleware): the
   middleware's decision for it (``approve``; ``edit`` with ``edited_action.args``; ``reject`` and
   ``respond`` with ``message``), or the kit's decision shape.
@@ -17,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from consentry.errors import InvalidRequestError
-from consentry.schemas.approvals import RAW_INTERRUPT, TOOL_CALL
+from consentry.schemas.approvals import RAW_INTERRUPT
 from consentry.schemas.chat import ResumeDecision
 from consentry.schemas.events import ConsentEvent
 
@@ -29,8 +31,8 @@ def decision_on(consent: ConsentEvent, answer: Any) -> ResumeDecision:
     try:
         if consent.kind == RAW_INTERRUPT:
             return ResumeDecision(approval_id=consent.approval_id, decision="answer", value=answer)
-        if consent.kind == TOOL_CALL and isinstance(answer, dict) and "type" in answer:
-            return _tool_call_decision(consent, answer)
+        if isinstance(answer, dict) and "type" in answer and "decision" not in answer:
+            return _middleware_decision(consent, answer)
         if not isinstance(answer, dict):
             raise InvalidRequestError(
                 f"Consent {consent.approval_id} ({consent.kind}) takes a decision: "
@@ -54,7 +56,7 @@ def invalid_answer(consent: ConsentEvent, exc: ValidationError) -> InvalidReques
     )
 
 
-def _tool_call_decision(consent: ConsentEvent, choice: dict[str, Any]) -> ResumeDecision:
+def _middleware_decision(consent: ConsentEvent, choice: dict[str, Any]) -> ResumeDecision:
     kind = choice.get("type")
     fields: dict[str, Any] = {"approval_id": consent.approval_id, "decision": kind}
     if kind == "edit":

@@ -33,7 +33,10 @@ __all__ = [
     "threads_with_queued_runs",
 ]
 
-QueueStatus = Literal["waiting", "started", "refused", "cancelled"]
+QueueStatus = Literal["waiting", "started", "refused", "cancelled", "deleted"]
+"""``deleted``: a run that never started (refused, or cancelled while it waited) deleted on the
+SDK face (``runs.delete``, a rollback): kept as a row, so that a request waiting for it in any
+process learns its end, and shown nowhere."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,13 +174,19 @@ async def cancel_queued_run(conn: DbConnection, run_id: str, *, now: datetime) -
     return await _settle(conn, run_id, "cancelled", now=now)
 
 
-async def delete_unstarted_run(conn: DbConnection, thread_id: str, run_id: str) -> bool:
-    """Drop the thread's queued run that never started and waits no more (refused or
-    cancelled): it ran nothing, so nothing else names it. False when there is none such."""
-    statement = run_queue.delete().where(
-        run_queue.c.thread_id == thread_id,
-        run_queue.c.id == run_id,
-        run_queue.c.status.in_(("refused", "cancelled")),
+async def delete_unstarted_run(
+    conn: DbConnection, thread_id: str, run_id: str, *, now: datetime
+) -> bool:
+    """Mark the thread's queued run that never started and waits no more (refused or
+    cancelled) ``deleted``. False when there is none such."""
+    statement = (
+        run_queue.update()
+        .where(
+            run_queue.c.thread_id == thread_id,
+            run_queue.c.id == run_id,
+            run_queue.c.status.in_(("refused", "cancelled")),
+        )
+        .values(status="deleted", updated_at=now)
     )
     return (await conn.execute(statement)).rowcount == 1
 

@@ -21,6 +21,7 @@ from consentry.storage.threads import add_tenant_usage
 
 __all__ = [
     "CANCELS_CHANNEL",
+    "ROLL_BACK",
     "RUNS_CHANNEL",
     "RunRecord",
     "RunStatus",
@@ -227,9 +228,15 @@ async def queue_run(conn: DbConnection, thread_id: str, *, run_id: str, fencing_
         await conn.execute(sa.select(sa.func.pg_notify(RUNS_CHANNEL, run_id)))
 
 
-async def request_cancel(conn: DbConnection, run_id: str) -> None:
-    """Tell whichever process executes ``run_id`` to cancel it (PostgreSQL ``NOTIFY``)."""
-    await conn.execute(sa.select(sa.func.pg_notify(CANCELS_CHANNEL, run_id)))
+ROLL_BACK = "rollback"
+"""What a cancel's notification adds after the run id when the run is to be rolled back."""
+
+
+async def request_cancel(conn: DbConnection, run_id: str, *, roll_back: bool = False) -> None:
+    """Tell whichever process executes ``run_id`` to cancel it (PostgreSQL ``NOTIFY``; the
+    payload is the run id, then `` rollback`` with ``roll_back``)."""
+    payload = f"{run_id} {ROLL_BACK}" if roll_back else run_id
+    await conn.execute(sa.select(sa.func.pg_notify(CANCELS_CHANNEL, payload)))
 
 
 async def queued_runs(conn: DbConnection, *, limit: int) -> list[str]:

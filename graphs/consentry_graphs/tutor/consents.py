@@ -96,11 +96,24 @@ class NoteCreateRevision(_NoteRevision):
     """A person's version of a ``note_create`` proposal: the new note's content and/or title."""
 
 
+def _edit_as_action(proposal: NoteEditProposal) -> dict[str, str]:
+    """A ``note_edit`` as a reviewed action's args: the note's title and content after it."""
+    return {"title": proposal.title, "content": proposal.proposed_content}
+
+
+def _edit_diff(proposal: NoteEditProposal) -> str:
+    removed = proposal.person_lines_removed
+    warning = f"It removes {removed} line(s) you wrote.\n\n" if removed else ""
+    return f"{warning}```diff\n{proposal.diff.rstrip()}\n```"
+
+
 NOTE_EDIT: ConsentKind[NoteEditProposal, NoteEditRevision] = ConsentKind(
     name="note_edit",
     proposal_model=NoteEditProposal,
     edit_model=NoteEditRevision,
     description="Write a new version of the open note (the tutor adds or updates its summary).",
+    action_args=_edit_as_action,
+    action_description=_edit_diff,
 )
 NOTE_CREATE: ConsentKind[NoteCreateProposal, NoteCreateRevision] = ConsentKind(
     name="note_create",

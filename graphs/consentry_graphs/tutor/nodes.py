@@ -222,7 +222,8 @@ class TutorNodes:
             ),
             person_lines_removed=person_lines,
         )
-        return {"proposal": proposal.model_dump(), "drafted_summary": section}
+        said = say_outcome(f"I drafted an edit of your note \u201c{note.title}\u201d.")
+        return {"proposal": proposal.model_dump(), "drafted_summary": section, "messages": [said]}
 
     async def draft_note_creation(self, state: TutorState) -> dict[str, Any]:
         """Propose saving a summary of the discussion as a new note (no note is open)."""
@@ -232,7 +233,8 @@ class TutorNodes:
         proposal = NoteCreateProposal(
             project_id=state["project_id"], title=NEW_NOTE_TITLE, content=f"{section}\n"
         )
-        return {"proposal": proposal.model_dump(), "drafted_summary": section}
+        said = say_outcome(f"I drafted a new note, \u201c{proposal.title}\u201d.")
+        return {"proposal": proposal.model_dump(), "drafted_summary": section, "messages": [said]}
 
     async def draft_note_deletion(self, state: TutorState) -> dict[str, Any]:
         """Propose deleting the open note, as it is now."""
@@ -242,4 +244,5 @@ class TutorNodes:
         proposal = NoteDeleteProposal(
             note_id=note.note_id, title=note.title, version=note.version, content=note.content
         )
-        return {"proposal": proposal.model_dump()}
+        said = say_outcome(f"I will delete your note \u201c{note.title}\u201d once you confirm.")
+        return {"proposal": proposal.model_dump(), "messages": [said]}

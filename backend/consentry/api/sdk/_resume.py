@@ -6,7 +6,8 @@ other decision (one winner, expiry, the kind's rules):
 
 - a raw ``interrupt()`` (kind ``interrupt``): any JSON, the answer as given;
 - a consent kit's kind: the kit's decision, ``{"decision": "approve" | "edit" | "reject",
-  "edited"?, "comment"?}``;
+  "edited"?, "comment"?}``, or the human-in-the-loop middleware's answer to the request's one
+  reviewed action, ``{"decisions": [{"type": ...}]}`` (as Agent Chat UI sends it);
 - a reviewed batch of tool calls (kind ``tool_call``): the middleware's ``{"decisions": [...]}``,
   one per call in order (``approve``; ``edit`` with ``edited_action.args``; ``reject`` and
   ``respond`` with ``message``), or one such decision for a ``per_call`` review.
@@ -18,7 +19,7 @@ from typing import Any
 
 from consentry.api.consent_answers import decision_on
 from consentry.errors import ConflictError, InvalidRequestError
-from consentry.schemas.approvals import TOOL_CALL
+from consentry.schemas.approvals import RAW_INTERRUPT, TOOL_CALL
 from consentry.schemas.chat import ResumeDecision
 from consentry.schemas.events import ConsentEvent
 
@@ -54,6 +55,15 @@ def _decide(consents: list[ConsentEvent], answer: Any) -> list[ResumeDecision]:
     first = consents[0]
     if first.kind == TOOL_CALL:
         return _reviewed(consents, answer)
+    if isinstance(answer, dict) and set(answer) == {"decisions"} and first.kind != RAW_INTERRUPT:
+        given = answer["decisions"]
+        if not isinstance(given, list) or len(given) != 1:
+            raise InvalidRequestError(
+                'This consent is one reviewed action: {"decisions": [one decision]}.',
+                code="invalid_resume",
+                details={"approval_id": first.approval_id},
+            )
+        answer = given[0] if isinstance(given[0], dict) and "type" in given[0] else {"type": None}
     return [decision_on(first, answer)]
 
 

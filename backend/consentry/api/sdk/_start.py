@@ -200,7 +200,8 @@ class RunStart:
         run_id = str(uuid4())
 
         async def add(key: KeyHold | None) -> Queued:  # (not for a repeat of the key)
-            if strategy == "rollback":
+            if strategy == "rollback":  # checked before the active run's work is undone
+                self.run_requests.check(await self.chat_request(body, thread_id))
                 await self.rollback.thread(self.queue, self.owner, thread_id)
             if now:
                 request = await self.chat_request(body, thread_id)
@@ -281,6 +282,7 @@ class RunStart:
         that a repeat finds it)."""
         if thread_id is not None or not body.after_seconds:
             return thread_id
+        check_body(body)  # (what the request alone refuses leaves no thread behind)
         refuse_without_thread(body)
         key = self.idempotency_key
         chosen = None if key is None else str(uuid5(NAMESPACE_URL, f"{self.owner.display}/{key}"))

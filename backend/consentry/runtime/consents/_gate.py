@@ -293,6 +293,7 @@ async def supersede_consent(
     run_id: str | None,
     checkpoint_id: str,
     now: datetime,
+    reason: str = "the thread's head moved to another branch",
 ) -> bool:
     """A pending approval on a branch the thread's head left (for the branch from
     ``checkpoint_id``) becomes ``superseded``, audited; False when it was no longer pending."""
@@ -308,7 +309,7 @@ async def supersede_consent(
         actor=owner.display,
         now=now,
         data={
-            "reason": "the thread's head moved to another branch",
+            "reason": reason,
             "from_checkpoint": checkpoint_id,
         },
     )

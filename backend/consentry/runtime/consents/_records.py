@@ -203,14 +203,26 @@ async def supersede_pending(
     run_id: str | None,
     checkpoint_id: str,
     now: datetime,
+    asked_by: str | None = None,
 ) -> list[str]:
     """Before the thread's head moves to a branch from ``checkpoint_id`` (a fork, a state
     update), each consent still pending on the branch it leaves ends ``superseded``, audited:
-    never left pending, never decided later. Returns their ids."""
+    never left pending, never decided later. ``asked_by``: only those that run asked (a run
+    rolled back, whose writes go; the head goes back to where it started, which may still wait
+    for consents asked before it). Returns their ids."""
     superseded: list[str] = []
+    reason = "the run that asked it was rolled back" if asked_by else None
     for row in await approvals_repo.pending_approvals(conn, thread_id):
+        if asked_by is not None and row.run_id != asked_by:
+            continue
         if await supersede_consent(
-            conn, owner, row=row, run_id=run_id, checkpoint_id=checkpoint_id, now=now
+            conn,
+            owner,
+            row=row,
+            run_id=run_id,
+            checkpoint_id=checkpoint_id,
+            now=now,
+            **({"reason": reason} if reason else {}),
         ):
             superseded.append(row.id)
     return superseded

@@ -141,21 +141,27 @@ class RunService:
         return await start_decisions(self._launcher, self._alarm, owner, target, [resume], key)
 
     async def cancel(
-        self, owner: Principal, thread_id: str, *, run_id: str | None = None
+        self,
+        owner: Principal,
+        thread_id: str,
+        *,
+        run_id: str | None = None,
+        roll_back: bool = False,
     ) -> CancelAccepted:
         """Stop the thread's active run (only if it is ``run_id``, when given) at its next step
-        boundary (final reason ``cancelled``)."""
+        boundary (final reason ``cancelled``); ``roll_back``: its end also undoes what it wrote
+        (``execute._run_rollback``)."""
         async with self._db.read() as conn:
             thread = await threads_repo.get_thread(conn, owner, thread_id)
         active = thread.active_run_id if thread.status == "running" else None
         if run_id is not None and run_id != active:
             raise _no_active_run(thread_id, run_id)
-        run_id = self._executor.cancel(thread_id)
+        run_id = self._executor.cancel(thread_id, roll_back=roll_back)
         if run_id is None and self._db.is_postgres and active is not None:
             # The run executes in another process: tell it (it stops at its next boundary).
             run_id = active
             async with self._db.write() as conn:
-                await runs_repo.request_cancel(conn, run_id)
+                await runs_repo.request_cancel(conn, run_id, roll_back=roll_back)
         if run_id is None:
             raise _no_active_run(thread_id)
         return CancelAccepted(thread_id=thread_id, run_id=run_id)

@@ -288,6 +288,14 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
         """:meth:`acopy_thread` in the caller's write transaction."""
         await run_on(conn, ops.copy_thread(self._sql, source, target), unread=True)
 
+    async def aget_tuple_in(
+        self, conn: DbConnection, thread_id: str, checkpoint_id: str
+    ) -> CheckpointTuple | None:
+        """One checkpoint of the thread's root graph, in the caller's transaction."""
+        at = {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}
+        found = await run_on(conn, self._get_tuple(RunnableConfig(configurable=at)))
+        return cast(CheckpointTuple | None, found)
+
     async def arun_checkpoints_in(
         self, conn: DbConnection, thread_id: str, run_id: str
     ) -> list[tuple[str, str | None]]:

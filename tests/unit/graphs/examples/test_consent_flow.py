@@ -14,6 +14,7 @@ from langgraph.types import Command
 from consentry_graphs.consent import ConsentDecision, ConsentRequest, InMemoryEffectLedger, Outcome
 from consentry_graphs.examples.consent_flow import CHANGE, build_consent_flow_graph
 from consentry_graphs.registry import load_graphs
+from consentry_graphs.review_shape import ActionRequest, ReviewConfig
 from consentry_graphs.services import GraphServices, serving
 
 MESSAGE = "Add a summary of our discussion to my note"  # nine words
@@ -73,6 +74,13 @@ async def test_a_message_is_counted_and_drafted_then_asks_for_consent_with_the_k
         title="Record a message of 9 words?",
         proposal=PROPOSAL,
         allowed_decisions=["approve", "reject"],
+        # The same request as one action LangChain's human-in-the-loop middleware reviews.
+        action_requests=[
+            ActionRequest(name="change", args=PROPOSAL, description="Record a message of 9 words?")
+        ],
+        review_configs=[
+            ReviewConfig(action_name="change", allowed_decisions=["approve", "reject"])
+        ],
     )
 
 

@@ -29,13 +29,15 @@ class ActiveRuns(dict[str, RunContext]):
         if run is not None and run.events.run_id == run_id:
             del self[thread_id]
 
-    def cancel(self, thread_id: str) -> str | None:
+    def cancel(self, thread_id: str, *, roll_back: bool = False) -> str | None:
         """Ask the thread's active run to stop at its next step boundary, or (still in its
-        step after ``CANCEL_GRACE_SECONDS``) to cut the step short; its run id, or None when
-        the thread has no active run here."""
+        step after ``CANCEL_GRACE_SECONDS``) to cut the step short (``roll_back``: and to undo
+        what it wrote at its end); its run id, or None when the thread has no active run
+        here."""
         run = self.get(thread_id)
         if run is None:
             return None
+        run.roll_back = run.roll_back or roll_back
         if run.stop is None:
             run.stop = "cancel"
             asyncio.get_running_loop().call_later(CANCEL_GRACE_SECONDS, self._cut, run)
@@ -54,11 +56,11 @@ class ActiveRuns(dict[str, RunContext]):
         run.cut = True
         run.task.cancel()
 
-    def cancel_run(self, run_id: str) -> None:
+    def cancel_run(self, run_id: str, *, roll_back: bool = False) -> None:
         """``cancel`` by run id, for a cancel another process received (a notification)."""
         for thread_id, run in list(self.items()):
             if run.events.run_id == run_id:
-                self.cancel(thread_id)
+                self.cancel(thread_id, roll_back=roll_back)
 
     def suspend_all(self) -> None:
         """The server is shutting down: every run stops at its next step boundary, for the next

@@ -71,6 +71,7 @@ from consentry.schemas.events import (
 from consentry.storage.checkpoints import CheckpointFence, ConsentrySaver
 from consentry.storage.db.database import Database, DbConnection
 from consentry.storage.leases import Claim, LeaseLostError
+from consentry.storage.runs import ROLL_BACK
 from consentry_graphs.registry import CompiledGraph, GraphSpec
 from consentry_graphs.services import GraphServices, serving
 
@@ -135,6 +136,7 @@ class RunExecutor:
             metrics=self._metrics,
             alarm=alarm,
             ended=self._ended,
+            compiled=self.graph,
         )
         self._streamer = GraphStreamer(
             db=db, graphs=graphs, limits=self._limits, model_metrics=ModelCallMetrics(self._metrics)
@@ -358,13 +360,15 @@ class RunExecutor:
         """The events of the thread's run active in this process, if any."""
         return self._active.stream(thread_id)
 
-    def cancel(self, thread_id: str) -> str | None:
+    def cancel(self, thread_id: str, *, roll_back: bool = False) -> str | None:
         """Stop the thread's run (``ActiveRuns.cancel``); its run id, or None."""
-        return self._active.cancel(thread_id)
+        return self._active.cancel(thread_id, roll_back=roll_back)
 
-    def cancel_run(self, run_id: str) -> None:
-        """``cancel`` by run id, for a cancel another process received (a notification)."""
-        self._active.cancel_run(run_id)
+    def cancel_run(self, notified: str) -> None:
+        """``cancel`` by run id, for a cancel another process received (a notification:
+        ``storage.runs.request_cancel``'s payload)."""
+        run_id, _, roll_back = notified.partition(" ")
+        self._active.cancel_run(run_id, roll_back=roll_back == ROLL_BACK)
 
     def suspend_all(self) -> None:
         """The server is shutting down: every run stops at its next step boundary."""

@@ -16,16 +16,19 @@ from consentry.observability.metrics import Metrics
 from consentry.runtime.clock import Clock
 from consentry.runtime.consents import ExpiryAlarm, record_consent, reopen_consent
 from consentry.runtime.outgoing import OutgoingEvent
+from consentry.runtime.runs.execute._run_rollback import undo_run_in
 from consentry.runtime.runs.execute._run_types import Outcome, RunContext
 from consentry.schemas.events import ErrorEvent, FinalEvent
 from consentry.storage import approvals as approvals_repo
 from consentry.storage import events as events_repo
 from consentry.storage import leases as leases_repo
 from consentry.storage import runs as runs_repo
+from consentry.storage.checkpoints import saver_of
 from consentry.storage.db.database import Database, DbConnection
 from consentry.storage.leases import LeaseLostError
 from consentry.storage.tool_calls import ToolCallAsked, ToolResultGiven, record_tool_events
 from consentry.storage.transcript import TranscriptEntry, add_to_transcript
+from consentry_graphs.registry import CompiledGraph
 
 __all__ = ["RunStore"]
 
@@ -59,10 +62,12 @@ class RunStore:
         metrics: Metrics,
         alarm: ExpiryAlarm,
         ended: Callable[[str, str], None],
+        compiled: Callable[[str], CompiledGraph],
     ) -> None:
         """``ended(thread_id, run_id)``: a run ended (stored), so the thread is free of it in this
-        process."""
+        process. ``compiled``: a served graph (its checkpointer, for a run rolled back)."""
         self._db = db
+        self._compiled = compiled
         self._clock = clock
         self._metrics = metrics
         self._alarm = alarm
@@ -136,6 +141,15 @@ class RunStore:
                 now=now,
                 usage=run.meter.usage,
             )
+            if run.roll_back:  # before the thread is freed: nothing starts from its writes
+                await undo_run_in(
+                    conn,
+                    saver_of(self._compiled(run.spec.name)),
+                    owner,
+                    thread_id=events.thread_id,
+                    run_id=events.run_id,
+                    now=now,
+                )
             # A run that stopped half-way may leave consents pending (a parallel branch's): the
             # thread still waits for them.
             if outcome.reason == "cancelled":

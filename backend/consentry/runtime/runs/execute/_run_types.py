@@ -128,6 +128,8 @@ class RunContext:
     """The graph is running (a cancel may cut its step), not the run's closing work."""
     cut: bool = False
     """A cancel cut the run's step short (``CANCEL_GRACE_SECONDS``): its task was cancelled."""
+    roll_back: bool = False
+    """The cancel asked to roll the run back: its end undoes what it wrote (``_run_rollback``)."""
     task: asyncio.Task[None] | None = field(default=None, repr=False)
     progress: ProgressBatcher = field(init=False, repr=False)
 

@@ -50,9 +50,9 @@ async def cancel_many(
         if wanted is not None and run_id not in wanted:
             continue
         try:
-            if rollback is not None and (queued or active_too):
-                await rollback.run(queue, owner, thread, run_id)
-                cancelled.append((thread, run_id))
+            if rollback is not None:
+                if await rollback.run(queue, owner, thread, run_id, active=active_too):
+                    cancelled.append((thread, run_id))
             elif queued and await queue.cancel(owner, thread, run_id):
                 cancelled.append((thread, run_id))
             elif not queued or active_too:  # active, or started by its queue meanwhile

@@ -60,6 +60,8 @@ class QueueDrainers:
             return
         wake = self._wakes.setdefault(thread_id, asyncio.Event())
         wake.clear()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(wake.wait(), seconds)
-        self._wakes.pop(thread_id, None)
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), seconds)
+        finally:
+            self._wakes.pop(thread_id, None)

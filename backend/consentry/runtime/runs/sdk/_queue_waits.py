@@ -44,7 +44,8 @@ class Settled:
     """How a queued run ended its wait, when it was not started by this process."""
 
     status: str
-    """``started`` (elsewhere), ``refused`` or ``cancelled``."""
+    """``started`` (elsewhere), ``refused``, ``cancelled`` or ``deleted`` (cancelled, then
+    deleted)."""
     code: str | None = None
     message: str | None = None
 

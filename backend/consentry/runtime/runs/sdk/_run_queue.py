@@ -215,8 +215,8 @@ class RunQueue:
             self.cancel_soon(owner, waiter.thread_id, waiter.run_id)
 
     def cancel_soon(self, owner: Principal, thread_id: str, run_id: str) -> None:
-        """Cancel the run, waiting or running, in the background (a client that asked for it
-        with ``on_disconnect="cancel"`` went away); nothing when it has ended."""
+        """Cancel the run, waiting or running, in the background (its client went away with
+        ``on_disconnect="cancel"``); nothing when it has ended."""
         task = asyncio.create_task(self._cancel_quietly(owner, thread_id, run_id))
         self._cancels.add(task)
         task.add_done_callback(self._cancels.discard)
@@ -224,13 +224,15 @@ class RunQueue:
     def after_end(
         self, owner: Principal, thread_id: str, run_id: str, then: Callable[[], Awaitable[None]]
     ) -> None:
-        """Call ``then`` in the background once the run has ended (started here or elsewhere,
-        now or in its turn; or refused, or cancelled while it waited)."""
+        """Call ``then`` in the background once the run has ended (or never started)."""
 
         async def follow() -> None:
-            async for _ in self.events(owner, self.expect(thread_id, run_id)):
-                pass
-            await then()
+            try:
+                async for _ in self.events(owner, self.expect(thread_id, run_id)):
+                    pass
+                await then()
+            except Exception:  # (a thread deleted meanwhile, the database): said, not raised
+                log.exception("after a run's end", extra={"run_id": run_id})
 
         task = asyncio.create_task(follow())
         self._cancels.add(task)

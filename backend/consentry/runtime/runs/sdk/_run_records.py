@@ -62,7 +62,7 @@ class RunRecords:
             )
         if run is not None:
             return _sdk_run(run, graph=thread.graph)
-        if queued is not None and queued.status != "started":
+        if queued is not None and queued.status not in ("started", "deleted"):
             return _queued_run(queued, graph=thread.graph)
         raise NotFoundError.of("run", run_id)
 
@@ -114,7 +114,7 @@ class RunRecords:
                     now=now,
                 )
                 return
-            if await queue_repo.delete_unstarted_run(conn, thread_id, run_id):
+            if await queue_repo.delete_unstarted_run(conn, thread_id, run_id, now=now):
                 return
         raise NotFoundError.of("run", run_id)
 

@@ -1,0 +1,317 @@
+"""Release check: LangChain's Agent Chat UI, built from its own source, through whole conversations
+against a real Consentry server, in Debian's Chromium (``docs/release-checks.md``).
+
+    .venv/bin/python -m consentry_tools.release_checks.agent_chat_ui --source PATH
+
+``PATH`` is a checkout of ``langchain-ai/agent-chat-ui``. It is copied (without ``node_modules``
+and ``.next``), its web font is left out (``next/font/google`` fetches it while it builds, which
+an offline machine cannot), it is installed with npm and built with ``next build``, and served
+with ``next start``. Consentry serves the tutor and a graph of LangChain's human-in-the-loop
+middleware (``consentry_graphs.examples.tool_review_agent``) on a fresh SQLite file, with the
+UI's origin in ``CONSENTRY_CORS_ORIGINS``. Then, in the UI:
+
+1. it connects (``GET /info``: no "Failed to connect" toast);
+2. a question is answered, token by token;
+3. "add a summary" makes the tutor ask its consent, drawn as the UI's own review card, and it is
+   approved; in a new thread, edited (the note saved with the person's text); in another,
+   rejected with a message;
+4. a middleware review of a tool call is approved and the tool's result is shown;
+5. a past message is edited and sent again (a fork), and the branch switcher appears;
+6. the threads are listed in the history panel.
+
+What the server recorded is checked beside what the page shows (``/v1/approvals``, the notes).
+Screenshots go to ``--artifacts`` (default ``test-artifacts/agent-chat-ui``). The exit status is
+0 when every step passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Page, expect, sync_playwright
+
+__all__ = ["main"]
+
+CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
+WAIT_MS = 30_000
+GRAPHS = "agent=consentry_graphs.examples.tool_review_agent:graph"
+SUMMARIZE = "Add a summary of our discussion to my note"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--source", type=Path, required=True, help="an agent-chat-ui checkout")
+    parser.add_argument("--artifacts", type=Path, default=Path("test-artifacts/agent-chat-ui"))
+    parser.add_argument("--consentry", default=str(Path(sys.executable).with_name("consentry")))
+    args = parser.parse_args(argv)
+    args.artifacts.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="agent-chat-ui-") as work:
+        app = _built(args.source, Path(work) / "app")
+        ui_port, api_port = _free_port(), _free_port()
+        ui = f"http://127.0.0.1:{ui_port}"
+        api = f"http://127.0.0.1:{api_port}"
+        with (
+            _consentry(args.consentry, api_port, Path(work) / "consentry.db", origin=ui),
+            _served_ui(app, ui_port),
+        ):
+            return _check(ui, api, args.artifacts)
+
+
+# --- the UI, built from its source -------------------------------------------------------------
+
+
+def _built(source: Path, app: Path) -> Path:
+    """A copy of the source, without its web font, installed and built."""
+    shutil.copytree(source, app, ignore=shutil.ignore_patterns("node_modules", ".next", ".git"))
+    layout = app / "src" / "app" / "layout.tsx"
+    text = layout.read_text(encoding="utf-8")
+    font = re.search(r'import \{ (\w+) \} from "next/font/google";\n', text)
+    if font is not None:
+        name = font.group(1)
+        text = text.replace(font.group(0), "")
+        text = re.sub(rf"const (\w+) = {name}\(\{{.*?\}}\);\n", "", text, flags=re.S)
+        text = re.sub(r" className=\{\w+\.className\}", "", text)
+        layout.write_text(text, encoding="utf-8")
+    _run(["npm", "install", "--no-audit", "--no-fund"], app)
+    _run(["npm", "run", "build"], app, env={"NEXT_TELEMETRY_DISABLED": "1"})
+    return app
+
+
+@contextmanager
+def _served_ui(app: Path, port: int) -> Iterator[None]:
+    command = ["npx", "next", "start", "-p", str(port), "-H", "127.0.0.1"]
+    with _process(command, app, {"NEXT_TELEMETRY_DISABLED": "1"}):
+        _wait_for(f"http://127.0.0.1:{port}/")
+        yield
+
+
+@contextmanager
+def _consentry(consentry: str, port: int, database: Path, *, origin: str) -> Iterator[None]:
+    env = {
+        "CONSENTRY_DATABASE_URL": f"sqlite:///{database}",
+        "CONSENTRY_CORS_ORIGINS": origin,
+        "CONSENTRY_GRAPHS": GRAPHS,
+    }
+    command = [consentry, "serve", "--host", "127.0.0.1", "--port", str(port)]
+    with _process(command, Path.cwd(), env):
+        _wait_for(f"http://127.0.0.1:{port}/ok")
+        yield
+
+
+# --- the conversations ------------------------------------------------------------------------
+
+
+def _check(ui: str, api: str, artifacts: Path) -> int:
+    failures: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        page.set_default_timeout(WAIT_MS)
+        steps: list[tuple[str, Callable[[Page, str, str], None]]] = [
+            ("connects", _connects),
+            ("answers a question token by token", _answers),
+            ("approves the tutor's consent from its card", _approves_consent),
+            ("edits the tutor's consent from its card", _edits_consent),
+            ("rejects the tutor's consent from its card", _rejects_consent),
+            ("approves a middleware review of a tool call", _approves_tool_call),
+            ("edits a past message and sends it again", _edits_past_message),
+            ("lists the threads in its history panel", _lists_threads),
+        ]
+        for index, (name, step) in enumerate(steps, start=1):
+            try:
+                step(page, ui, api)
+                print(f"ok   {index}. {name}")
+            except Exception as exc:  # each step is reported, the next one still runs
+                failures.append(name)
+                print(f"FAIL {index}. {name}: {str(exc).splitlines()[0][:300]}")
+            page.screenshot(path=str(artifacts / f"{index:02d}-{_slug(name)}.png"), full_page=True)
+        browser.close()
+    print(f"{len(steps) - len(failures)}/{len(steps)} passed; screenshots in {artifacts}")
+    return 1 if failures else 0
+
+
+def _open(page: Page, ui: str, api: str, assistant: str = "tutor") -> None:
+    page.goto(f"{ui}/?apiUrl={api}&assistantId={assistant}&chatHistoryOpen=true")
+    expect(page.get_by_placeholder("Type your message...")).to_be_visible()
+
+
+def _send(page: Page, text: str) -> None:
+    box = page.get_by_placeholder("Type your message...")
+    box.fill(text)
+    box.press("Enter")
+
+
+def _connects(page: Page, ui: str, api: str) -> None:
+    _open(page, ui, api)
+    page.wait_for_timeout(1500)  # the connection check's toast would show by now
+    if page.get_by_text("Failed to connect").count():
+        raise AssertionError("the UI says it failed to connect")
+
+
+def _answers(page: Page, ui: str, api: str) -> None:
+    _open(page, ui, api)
+    _send(page, "What is retrieval?")
+    expect(page.get_by_text("I'm the offline model", exact=False).first).to_be_visible()
+
+
+def _asked(page: Page, ui: str, api: str) -> None:
+    """A new thread whose tutor asks to save a summary: its card is shown."""
+    _open(page, ui, api)
+    _send(page, "What is retrieval?")
+    expect(page.get_by_text("I'm the offline model", exact=False).first).to_be_visible()
+    _send(page, SUMMARIZE)
+    expect(page.get_by_text("I drafted a new note", exact=False).first).to_be_visible()
+    expect(page.get_by_text("note_create", exact=False).first).to_be_visible()
+
+
+def _approves_consent(page: Page, ui: str, api: str) -> None:
+    _asked(page, ui, api)
+    page.get_by_role("button", name="Approve").first.click()
+    expect(page.get_by_text("Done: I created the new note", exact=False).first).to_be_visible()
+    _decided(api, "approved")
+
+
+def _edits_consent(page: Page, ui: str, api: str) -> None:
+    _asked(page, ui, api)
+    content = page.locator("textarea").filter(has_text="Summary of our discussion").first
+    content.fill("# My own summary\n\nRetrieval, in my words.\n")
+    page.get_by_role("button", name="Submit").first.click()
+    expect(page.get_by_text("Done: I saved your version as", exact=False).first).to_be_visible()
+    _decided(api, "edited")
+    notes = _get(api, "/v1/projects")["projects"][0]["project_id"]
+    listed = _get(api, f"/v1/projects/{notes}/notes")["notes"]
+    if not any("Retrieval, in my words." in note.get("content", "") for note in listed):
+        raise AssertionError("the edited note is not saved with the person's text")
+
+
+def _rejects_consent(page: Page, ui: str, api: str) -> None:
+    _asked(page, ui, api)
+    page.get_by_placeholder("Share feedback with the agent...").fill("Not now, thanks.")
+    page.get_by_role("button", name="Submit rejection").click()
+    expect(page.get_by_text("I created no note", exact=False).first).to_be_visible()
+    rejected = _decided(api, "rejected")
+    if rejected.get("decided", {}).get("comment") != "Not now, thanks.":
+        raise AssertionError(f"the rejection's message is not recorded: {rejected}")
+
+
+def _approves_tool_call(page: Page, ui: str, api: str) -> None:
+    _open(page, ui, api, assistant="agent")
+    _send(page, "Plan a trip to Rome")
+    approve = page.get_by_role("button", name="Approve All")
+    expect(approve).to_be_visible()
+    approve.click()
+    _decided(api, "approved", kind="tool_call")
+    expect(page.get_by_text("Rome", exact=False).last).to_be_visible()
+
+
+def _edits_past_message(page: Page, ui: str, api: str) -> None:
+    _open(page, ui, api)
+    _send(page, "What is retrieval?")
+    expect(page.get_by_text("I'm the offline model", exact=False).first).to_be_visible()
+    _send(page, "What is generation?")
+    expect(page.get_by_text("What is generation?").first).to_be_visible()
+    page.wait_for_timeout(2000)
+    first = page.get_by_text("What is retrieval?").first
+    first.hover()
+    page.get_by_role("button", name="Edit").first.click()
+    page.locator("textarea").first.fill("What is augmentation?")
+    page.get_by_role("button", name="Submit").first.click()
+    expect(page.get_by_text("What is augmentation?").first).to_be_visible()
+    expect(page.get_by_text("1 / 2", exact=False).first).to_be_visible()
+
+
+def _lists_threads(page: Page, ui: str, api: str) -> None:
+    _open(page, ui, api)
+    page.wait_for_timeout(2000)
+    listed = page.get_by_role("button", name=re.compile("What is retrieval"))
+    if listed.count() < 3:
+        raise AssertionError(f"{listed.count()} threads in the history panel, expected 3 or more")
+
+
+# --- what the server recorded -----------------------------------------------------------------
+
+
+def _decided(api: str, status: str, *, kind: str | None = None) -> dict[str, Any]:
+    """The newest decided approval, once it has ``status``."""
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while True:
+        approvals = _get(api, "/v1/approvals?status=decided")["approvals"]
+        newest = approvals[0] if approvals else {}
+        if newest.get("status") == status and (kind is None or newest.get("kind") == kind):
+            return dict(newest)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {status} approval recorded: {newest}")
+        time.sleep(0.2)
+
+
+def _get(api: str, path: str) -> Any:
+    with urllib.request.urlopen(f"{api}{path}", timeout=10) as answer:
+        return json.load(answer)
+
+
+# --- processes --------------------------------------------------------------------------------
+
+
+def _run(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
+    print("$", " ".join(command), flush=True)
+    subprocess.run(command, cwd=cwd, check=True, env={**os.environ, **(env or {})})
+
+
+@contextmanager
+def _process(command: list[str], cwd: Path, env: dict[str, str]) -> Iterator[None]:
+    process = subprocess.Popen(command, cwd=cwd, env={**os.environ, **env})
+    try:
+        yield
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _wait_for(url: str) -> None:
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _chromium() -> str:
+    for candidate in (*CHROMIUM_PATHS, shutil.which("chromium")):
+        if candidate and Path(candidate).exists():
+            return candidate
+    raise RuntimeError("Chromium is not installed: `apt-get install chromium`")
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
