@@ -25,6 +25,7 @@ import hashlib
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from langgraph.types import interrupt
@@ -163,11 +164,16 @@ class ConsentKind(Generic[ProposalT, EditT]):
                 ReviewConfig(
                     action_name=self.name,
                     allowed_decisions=list(self.allowed_decisions),
-                    args_schema=self.edit_model.model_json_schema() if self.edit_model else None,
+                    args_schema=self._edit_schema,
                 )
             ],
         )
         return self.restore(interrupt(request.model_dump(mode="json")))
+
+    @cached_property
+    def _edit_schema(self) -> dict[str, Any] | None:
+        """The edit model's JSON Schema, built once (the review's ``args_schema``)."""
+        return self.edit_model.model_json_schema() if self.edit_model else None
 
     def _action(self, title: str, proposal: ProposalT) -> ActionRequest:
         """The request as one reviewed action (``review_shape``)."""

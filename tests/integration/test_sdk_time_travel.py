@@ -53,23 +53,37 @@ async def test_a_run_from_an_older_checkpoint_branches_the_thread_from_there(
         head = await sdk.threads.get_state(thread_id)
         after = await sdk.threads.get_history(thread_id)
         transcript = (await client.get(f"/v1/threads/{thread_id}/messages")).json()
+        # The edit of the thread's first question: from the state its first run started in.
+        await parts(
+            sdk.runs.stream(
+                thread_id,
+                "tutor",
+                input=_human("What is augmentation?"),
+                checkpoint=after[-2]["parent_checkpoint"],
+            )
+        )
+        first_edited = await sdk.threads.get_state(thread_id)
 
     assert edited[-1].data["status"] == "success"
     assert _asked(head) == ["What is retrieval?", "What is spaced repetition?"]
-    # One turn a run: the first question's, the second's, and the edit's.
+    # One turn a run: the first question's, the second's, and the edit's; and the thread's
+    # start (its first run's input).
     assert [_asked(state) for state in before] == [
         ["What is retrieval?", "What is chunking?"],
         ["What is retrieval?"],
+        [],
     ]
     assert [_asked(state) for state in after] == [
         ["What is retrieval?", "What is spaced repetition?"],
         ["What is retrieval?", "What is chunking?"],
         ["What is retrieval?"],
+        [],
     ]
     # Both branches hang from the state the edited question was asked in.
     parents = [(s["parent_checkpoint"] or {}).get("checkpoint_id") for s in after]
     forked = asked_in["checkpoint_id"]
-    assert parents == [forked, forked, None]
+    assert parents == [forked, forked, after[3]["checkpoint"]["checkpoint_id"], None]
+    assert _asked(first_edited) == ["What is augmentation?"]  # a branch of its own
     assert after[2]["checkpoint"]["checkpoint_id"] == forked
     assert head["checkpoint"] == after[0]["checkpoint"]
     # The transcript keeps everything anybody said, in the order it was said.
@@ -289,7 +303,7 @@ async def test_prune_deletes_threads_or_keeps_only_their_newest_checkpoint(
     assert deleted == {"pruned_count": 1}
     assert len(history) == 1
     assert _asked(state) == ["What is retrieval?", "What is chunking?"]
-    assert len(untouched) == 2
+    assert len(untouched) == 3  # (its start, its two turns)
 
 
 async def test_a_decision_written_into_the_state_by_hand_applies_nothing(open_live: Any) -> None:

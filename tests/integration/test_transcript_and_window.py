@@ -319,11 +319,12 @@ async def test_by_default_a_thread_keeps_one_checkpoint_a_run_each_the_parent_of
     client: httpx.AsyncClient,
 ) -> None:
     """Retention ``turns``: a run's steps replace each other, and the checkpoint it started from
-    stays; each kept checkpoint names the one before it as its parent, so the history is one
-    unbroken chain of turns (what a fork starts from)."""
+    stays (the thread's first run starts from its own input's); each kept checkpoint names the
+    one before it as its parent, so the history is one unbroken chain of turns (what a fork
+    starts from, the first message's edit included)."""
     thread_id, counts = await _three_turns(client)
 
-    assert counts == [1, 2, 3]
+    assert counts == [2, 3, 4]
     graph = _services(client).executor.graph("tutor")
     history = [
         s async for s in graph.aget_state_history({"configurable": {"thread_id": thread_id}})
@@ -337,7 +338,7 @@ async def test_by_default_a_thread_keeps_one_checkpoint_a_run_each_the_parent_of
     questions = [
         [m.text for m in s.values["messages"] if isinstance(m, HumanMessage)] for s in history
     ]
-    assert questions == [[_question(n) for n in range(1, k + 1)] for k in (3, 2, 1)]
+    assert questions == [[_question(n) for n in range(1, k + 1)] for k in (3, 2, 1, 0)]
 
 
 async def test_a_thread_waiting_for_a_consent_keeps_its_turn_until_the_decision_ran(
@@ -345,12 +346,12 @@ async def test_a_thread_waiting_for_a_consent_keeps_its_turn_until_the_decision_
 ) -> None:
     thread_id = await _answered(client, _question(1))
     await _settled(client)
-    assert await _checkpoints(client, thread_id) == 1
+    assert await _checkpoints(client, thread_id) == 2  # (its first run's input, its end)
     consent = await _asked_to_create_a_note(client, thread_id)
     await _settled(client)
     # Each step's write replaced the run's own before it: the newest (which holds the
     # interrupt) is what a decision resumes from, beside the turn before.
-    assert await _checkpoints(client, thread_id) == 2
+    assert await _checkpoints(client, thread_id) == 3
 
     events = await _decide(client, consent, "approve")
     await _settled(client)
@@ -375,7 +376,7 @@ async def test_a_thread_waiting_for_a_consent_keeps_its_turn_until_the_decision_
         "completed",
         [],
     )
-    assert await _checkpoints(client, thread_id) == 3
+    assert await _checkpoints(client, thread_id) == 4
     # The thread goes on from the kept checkpoint.
     await _answered(client, _question(2), thread_id)
     assert _texts(await _transcript(client, thread_id))[-3:-1] == [
@@ -393,8 +394,8 @@ async def test_a_rejection_changes_nothing_ends_the_consent_and_prunes_the_threa
     events = await _decide(client, consent, "reject")
     await _settled(client)
 
-    # A turn each: the question, the request, the decision.
-    assert await _checkpoints(client, consent.thread_id) == 3
+    # A turn each: the question, the request, the decision; and the first run's input.
+    assert await _checkpoints(client, consent.thread_id) == 4
 
     assert kinds(events) == DECIDED
     assert _reason(events) == "completed"

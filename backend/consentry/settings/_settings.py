@@ -141,7 +141,8 @@ class Settings(Limits):
     checkpoint_retention: Literal["latest", "turns", "all"] = Field(
         default="turns",
         description="`turns`: keep the thread's newest checkpoint and the one each run started "
-        "from (a turn's state: what time travel forks from); each step's write replaces the "
+        "from (a turn's state: what time travel forks from; a thread's first run starts from "
+        "its own input's); each step's write replaces the "
         "run's own before it, in its transaction. `latest`: keep only the newest (what a "
         "resume, a retry and a takeover read). `all`: keep every checkpoint of every step.",
     )

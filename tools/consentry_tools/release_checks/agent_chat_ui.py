@@ -31,6 +31,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -182,16 +183,16 @@ def _approves_consent(page: Page, ui: str, api: str) -> None:
     _asked(page, ui, api)
     page.get_by_role("button", name="Approve").first.click()
     expect(page.get_by_text("Done: I created the new note", exact=False).first).to_be_visible()
-    _decided(api, "approved")
+    _decided(api, "approved", kind="note_create")
 
 
 def _edits_consent(page: Page, ui: str, api: str) -> None:
     _asked(page, ui, api)
-    content = page.locator("textarea").filter(has_text="Summary of our discussion").first
+    content = page.get_by_text("Content", exact=True).locator("xpath=following-sibling::textarea")
     content.fill("# My own summary\n\nRetrieval, in my words.\n")
     page.get_by_role("button", name="Submit").first.click()
     expect(page.get_by_text("Done: I saved your version as", exact=False).first).to_be_visible()
-    _decided(api, "edited")
+    _decided(api, "edited", kind="note_create")
     notes = _get(api, "/v1/projects")["projects"][0]["project_id"]
     listed = _get(api, f"/v1/projects/{notes}/notes")["notes"]
     if not any("Retrieval, in my words." in note.get("content", "") for note in listed):
@@ -203,7 +204,7 @@ def _rejects_consent(page: Page, ui: str, api: str) -> None:
     page.get_by_placeholder("Share feedback with the agent...").fill("Not now, thanks.")
     page.get_by_role("button", name="Submit rejection").click()
     expect(page.get_by_text("I created no note", exact=False).first).to_be_visible()
-    rejected = _decided(api, "rejected")
+    rejected = _decided(api, "rejected", kind="note_create")
     if rejected.get("decided", {}).get("comment") != "Not now, thanks.":
         raise AssertionError(f"the rejection's message is not recorded: {rejected}")
 
@@ -224,14 +225,16 @@ def _edits_past_message(page: Page, ui: str, api: str) -> None:
     expect(page.get_by_text("I'm the offline model", exact=False).first).to_be_visible()
     _send(page, "What is generation?")
     expect(page.get_by_text("What is generation?").first).to_be_visible()
-    page.wait_for_timeout(2000)
-    first = page.get_by_text("What is retrieval?").first
-    first.hover()
-    page.get_by_role("button", name="Edit").first.click()
-    page.locator("textarea").first.fill("What is augmentation?")
-    page.get_by_role("button", name="Submit").first.click()
+    expect(page.get_by_text("I'm the offline model", exact=False)).to_have_count(2)
+    bubble = page.locator("div.group.ml-auto", has_text="What is retrieval?").first
+    bubble.hover()
+    bubble.get_by_role("button", name="Edit").click()
+    page.locator("div.group.ml-auto textarea").fill("What is augmentation?")
+    page.get_by_role("button", name="Submit", exact=True).click()
     expect(page.get_by_text("What is augmentation?").first).to_be_visible()
-    expect(page.get_by_text("1 / 2", exact=False).first).to_be_visible()
+    expect(page.get_by_text(re.compile(r"^\s*2 / 2\s*$")).first).to_be_visible()
+    if page.get_by_text("What is generation?").count():
+        raise AssertionError("the branch shown still has the message sent after the edited one")
 
 
 def _lists_threads(page: Page, ui: str, api: str) -> None:
@@ -246,15 +249,15 @@ def _lists_threads(page: Page, ui: str, api: str) -> None:
 
 
 def _decided(api: str, status: str, *, kind: str | None = None) -> dict[str, Any]:
-    """The newest decided approval, once it has ``status``."""
+    """The newest approval with ``status`` (and ``kind``), once it is recorded."""
     deadline = time.monotonic() + WAIT_MS / 1000
     while True:
-        approvals = _get(api, "/v1/approvals?status=decided")["approvals"]
-        newest = approvals[0] if approvals else {}
-        if newest.get("status") == status and (kind is None or newest.get("kind") == kind):
-            return dict(newest)
+        approvals = _get(api, f"/v1/approvals?status={status}")["approvals"]
+        found = [a for a in approvals if kind is None or a.get("kind") == kind]
+        if found:
+            return dict(found[0])
         if time.monotonic() > deadline:
-            raise AssertionError(f"no {status} approval recorded: {newest}")
+            raise AssertionError(f"no {status} approval recorded")
         time.sleep(0.2)
 
 
@@ -273,15 +276,19 @@ def _run(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> No
 
 @contextmanager
 def _process(command: list[str], cwd: Path, env: dict[str, str]) -> Iterator[None]:
-    process = subprocess.Popen(command, cwd=cwd, env={**os.environ, **env})
+    """A process of its own group (``npx`` starts ``next`` as its child), with the caller's
+    environment but none of its ``CONSENTRY_`` settings (keys or a model would change what the
+    check expects)."""
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("CONSENTRY_")}
+    process = subprocess.Popen(command, cwd=cwd, env={**inherited, **env}, start_new_session=True)
     try:
         yield
     finally:
-        process.terminate()
+        os.killpg(process.pid, signal.SIGTERM)
         try:
             process.wait(timeout=15)
         except subprocess.TimeoutExpired:
-            process.kill()
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def _wait_for(url: str) -> None:

@@ -100,11 +100,12 @@ def read_asks(spec: GraphSpec, interrupt: Interrupt) -> list[ConsentAsk]:
     and message)."""
     value = interrupt.value
     if isinstance(value, dict):
-        if "kind" in value and "proposal" in value:
+        kit_like = "kind" in value and "proposal" in value
+        if kit_like:
             kit = _kit_ask(spec, interrupt)
             if kit is not None:
                 return [kit]
-        if _is_review_batch(value):
+        if _is_review_batch(value) and not kit_like:  # (a kit's request carries one too)
             return _batch_asks(interrupt.id, value)
         if value.get("type") == "tool_approval" and isinstance(value.get("args"), dict):
             return [_call_ask(spec.name, interrupt)]

@@ -5,8 +5,10 @@
 - ``consentry_consents`` (payload: a deadline, epoch seconds): a consent was asked somewhere; the
   expiry sweeper re-plans if it expires before its planned wake-up.
 - ``consentry_runs`` (payload: a run id): an API-only replica queued a run; workers take it.
-- ``consentry_cancels`` (payload: a run id): a client asked any replica to cancel a run; the
-  process executing it stops it at its next step boundary.
+- ``consentry_cancels`` (payload: a run id, then `` rollback`` when it is to be rolled back): a
+  client asked any replica to cancel a run; the process executing it stops it at its next step
+  boundary. (A replica of a release before rollbacks drops a rollback's cancel: upgrade them all
+  before rollbacks are asked.)
 - ``consentry_approvals`` (payload: an owner, ``tenant/user``): one of the owner's approvals
   was requested, decided, expired or cancelled; the owner's approvals feeds read the change
   (``runtime.approval_feed``). Sent by ``storage.db.database.notify_at_commit``, which on SQLite

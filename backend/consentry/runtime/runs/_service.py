@@ -156,7 +156,7 @@ class RunService:
         active = thread.active_run_id if thread.status == "running" else None
         if run_id is not None and run_id != active:
             raise _no_active_run(thread_id, run_id)
-        run_id = self._executor.cancel(thread_id, roll_back=roll_back)
+        run_id = self._executor.cancel(thread_id, run_id=run_id, roll_back=roll_back)
         if run_id is None and self._db.is_postgres and active is not None:
             # The run executes in another process: tell it (it stops at its next boundary).
             run_id = active

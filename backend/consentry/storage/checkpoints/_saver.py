@@ -8,7 +8,8 @@ its lease, and each checkpoint is committed in the transaction the run opens for
 step's events (``StepCommitter.commit_step``). ``latest_only``
 (``CONSENTRY_CHECKPOINT_RETENTION=latest``) drops the namespace's older checkpoints in that same
 transaction; with ``keep_turns`` (``turns``) only those the run wrote itself (``TurnStart``,
-read with the run's first read of its thread): the checkpoint its turn started from is kept, so a
+read with the run's first read of its thread; a thread's first run starts its turn with its own
+first checkpoint, its input's): the checkpoint its turn started from is kept, so a
 thread keeps one checkpoint a run, and each checkpoint the run writes names that one as its
 parent (the one it replaced is gone). A fork's anchor (``afork_in``) is a copy of an older
 checkpoint written as the thread's newest; the run from it keeps the checkpoint it copies as its
@@ -158,7 +159,12 @@ class ConsentrySaver(BaseCheckpointSaver[str]):
             # Where the turn started is known from the run's first read (LangGraph reads before
             # it writes); if it were not, nothing older is dropped.
             drops = run.turn is not None
-            if run.turn is not None:
+            if run.turn is not None and run.turn.kept is None and not run.turn.anchor:
+                # A thread's first run: its first checkpoint (its input's) starts the turn and
+                # is kept, the point a client forks from to edit the thread's first message.
+                run.turn = TurnStart(saved.checkpoint_id)
+                drops = False
+            elif run.turn is not None:
                 droppable = run.turn.droppable
                 parent = saved.parent_checkpoint_id
                 if parent is not None and run.turn.owns(parent):  # dropped: the turn's start

@@ -29,16 +29,19 @@ class ActiveRuns(dict[str, RunContext]):
         if run is not None and run.events.run_id == run_id:
             del self[thread_id]
 
-    def cancel(self, thread_id: str, *, roll_back: bool = False) -> str | None:
+    def cancel(
+        self, thread_id: str, *, run_id: str | None = None, roll_back: bool = False
+    ) -> str | None:
         """Ask the thread's active run to stop at its next step boundary, or (still in its
         step after ``CANCEL_GRACE_SECONDS``) to cut the step short (``roll_back``: and to undo
         what it wrote at its end); its run id, or None when the thread has no active run
-        here."""
+        here (or its run is not ``run_id``, when given). A cancel asked while the server shuts
+        down wins over continuing the run in the next process."""
         run = self.get(thread_id)
-        if run is None:
+        if run is None or (run_id is not None and run.events.run_id != run_id):
             return None
         run.roll_back = run.roll_back or roll_back
-        if run.stop is None:
+        if run.stop in (None, "suspend"):
             run.stop = "cancel"
             asyncio.get_running_loop().call_later(CANCEL_GRACE_SECONDS, self._cut, run)
         return run.events.run_id
@@ -60,7 +63,7 @@ class ActiveRuns(dict[str, RunContext]):
         """``cancel`` by run id, for a cancel another process received (a notification)."""
         for thread_id, run in list(self.items()):
             if run.events.run_id == run_id:
-                self.cancel(thread_id, roll_back=roll_back)
+                self.cancel(thread_id, run_id=run_id, roll_back=roll_back)
 
     def suspend_all(self) -> None:
         """The server is shutting down: every run stops at its next step boundary, for the next

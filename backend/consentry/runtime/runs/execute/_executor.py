@@ -360,9 +360,11 @@ class RunExecutor:
         """The events of the thread's run active in this process, if any."""
         return self._active.stream(thread_id)
 
-    def cancel(self, thread_id: str, *, roll_back: bool = False) -> str | None:
+    def cancel(
+        self, thread_id: str, *, run_id: str | None = None, roll_back: bool = False
+    ) -> str | None:
         """Stop the thread's run (``ActiveRuns.cancel``); its run id, or None."""
-        return self._active.cancel(thread_id, roll_back=roll_back)
+        return self._active.cancel(thread_id, run_id=run_id, roll_back=roll_back)
 
     def cancel_run(self, notified: str) -> None:
         """``cancel`` by run id, for a cancel another process received (a notification:

@@ -141,7 +141,9 @@ class RunStore:
                 now=now,
                 usage=run.meter.usage,
             )
-            if run.roll_back:  # before the thread is freed: nothing starts from its writes
+            # Rolled back before the thread is freed, so nothing starts from its writes; only
+            # a run the cancel cut (one that ended by itself keeps what it did: 409 to the ask).
+            if run.roll_back and outcome.reason in ("cancelled", "failed"):
                 await undo_run_in(
                     conn,
                     saver_of(self._compiled(run.spec.name)),
@@ -237,6 +239,7 @@ class RunStore:
                 )
             )
             events.record(events.make(FinalEvent, reason="failed", usage=run.meter.usage))
+            run.roll_back = False  # (the end is what counts now; its writes are kept)
             try:
                 await self.store_end(run, outcome)
             except Exception:

@@ -117,7 +117,8 @@ class BehindQueue:
 
 
 def settled_by(row: QueuedRun) -> Settled:
-    return Settled(row.status, row.error_code, row.error_message)
+    refused = row.status == "deleted" and row.error_code is not None  # (refused, then deleted)
+    return Settled("refused" if refused else row.status, row.error_code, row.error_message)
 
 
 def ended_waiting(thread_id: str, run_id: str, settled: Settled) -> list[OutgoingEvent]:
