@@ -35,6 +35,7 @@ from tests.sse import (
     AGUI_ANSWERED_IN_A_SECOND_STEP,
     ASK_FOR_SUMMARY,
     CREATED,
+    DRAFTED_NOTE,
     OFFLINE_ANSWER,
     QUESTION,
     SUMMARY_TITLE,
@@ -254,7 +255,15 @@ def test_a_consent_is_an_interrupt_a_resume_approves_once_and_again_is_a_run_err
     # the consent: the run ends with an interrupt
     assert driven.types(1) == [
         "RUN_STARTED",
-        *["STEP_STARTED", "STEP_FINISHED"] * 3,
+        "STEP_STARTED",
+        "STEP_FINISHED",
+        "STEP_STARTED",  # the draft, which says what it drafted
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "STEP_FINISHED",
+        "STEP_STARTED",
+        "STEP_FINISHED",
         "STATE_SNAPSHOT",
         "RUN_FINISHED",
     ]
@@ -275,7 +284,12 @@ def test_a_consent_is_an_interrupt_a_resume_approves_once_and_again_is_a_run_err
     consent = api.get(f"/v1/approvals/{interrupt['id']}").json()
     assert interrupt["expiresAt"] == consent["expires_at"].replace("Z", "+00:00")
     assert driven.result(1)["state"]["proposal"]["title"] == SUMMARY_TITLE
-    assert [m["role"] for m in driven.result(1)["messages"]] == ["user", "assistant", "user"]
+    assert [m["role"] for m in driven.result(1)["messages"]] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",  # what the tutor drafted
+    ]
 
     # approved by `runAgent({resume})`: the note is made, the run succeeds
     resumed = driven.input(2)
@@ -302,6 +316,7 @@ def test_a_consent_is_an_interrupt_a_resume_approves_once_and_again_is_a_run_err
         ("user", QUESTION),
         ("assistant", OFFLINE_ANSWER),
         ("user", ASK_FOR_SUMMARY),
+        ("assistant", DRAFTED_NOTE),
         ("assistant", CREATED),
     ]
     assert approved["pendingInterrupts"] == []
@@ -583,7 +598,7 @@ def test_a_page_asks_a_consent_as_a_card_and_approving_it_finishes_the_run(
     card.locator("#approve").click()
 
     expect(texts).to_have_text(
-        [QUESTION, OFFLINE_ANSWER, ASK_FOR_SUMMARY, CREATED], timeout=WAIT_MS
+        [QUESTION, OFFLINE_ANSWER, ASK_FOR_SUMMARY, DRAFTED_NOTE, CREATED], timeout=WAIT_MS
     )
     expect(page.locator("#status")).to_have_attribute("data-running", "false", timeout=WAIT_MS)
     expect(card).to_have_count(0)

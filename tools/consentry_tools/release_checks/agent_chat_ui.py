@@ -11,12 +11,15 @@ middleware (``consentry_graphs.examples.tool_review_agent``) on a fresh SQLite f
 UI's origin in ``CONSENTRY_CORS_ORIGINS``. Then, in the UI:
 
 1. it connects (``GET /info``: no "Failed to connect" toast);
-2. a question is answered, token by token;
+2. a question is answered;
 3. "add a summary" makes the tutor ask its consent, drawn as the UI's own review card, and it is
    approved; in a new thread, edited (the note saved with the person's text); in another,
    rejected with a message;
-4. a middleware review of a tool call is approved and the tool's result is shown;
-5. a past message is edited and sent again (a fork), and the branch switcher appears;
+4. a middleware review of two tool calls is approved ("Approve All") and the tools' results are
+   shown; in another thread one call is rejected with a message and the other's arguments are
+   edited, each from its own card;
+5. a past message (the thread's first) is edited and sent again (a fork), and the branch
+   switcher appears;
 6. the threads are listed in the history panel.
 
 What the server recorded is checked beside what the page shows (``/v1/approvals``, the notes).
@@ -124,11 +127,12 @@ def _check(ui: str, api: str, artifacts: Path) -> int:
         page.set_default_timeout(WAIT_MS)
         steps: list[tuple[str, Callable[[Page, str, str], None]]] = [
             ("connects", _connects),
-            ("answers a question token by token", _answers),
+            ("answers a question", _answers),
             ("approves the tutor's consent from its card", _approves_consent),
             ("edits the tutor's consent from its card", _edits_consent),
             ("rejects the tutor's consent from its card", _rejects_consent),
-            ("approves a middleware review of a tool call", _approves_tool_call),
+            ("approves a middleware review of two tool calls", _approves_tool_call),
+            ("rejects one reviewed tool call and edits the other", _edits_and_rejects_tool_calls),
             ("edits a past message and sends it again", _edits_past_message),
             ("lists the threads in its history panel", _lists_threads),
         ]
@@ -217,6 +221,28 @@ def _approves_tool_call(page: Page, ui: str, api: str) -> None:
     approve.click()
     _decided(api, "approved", kind="tool_call")
     expect(page.get_by_text("Rome", exact=False).last).to_be_visible()
+
+
+def _edits_and_rejects_tool_calls(page: Page, ui: str, api: str) -> None:
+    """The agent's review allows ``get_weather`` approve or reject, ``send_email`` an edit too."""
+    _open(page, ui, api, assistant="agent")
+    _send(page, "Plan a trip to Rome")
+    expect(page.get_by_role("button", name="Approve All")).to_be_visible()
+    page.get_by_role("button", name="Action 1", exact=True).click()
+    page.get_by_placeholder("Share feedback with the agent...").fill("No weather, please.")
+    page.get_by_role("button", name="Submit rejection").click()
+    page.get_by_role("button", name="Action 2", exact=True).click()
+    subject = page.get_by_text("Subject", exact=True).locator("xpath=following-sibling::textarea")
+    subject.fill("Our trip")
+    page.get_by_role("button", name="Submit", exact=True).click()
+    page.get_by_role("button", name="Submit all 2 decisions").click()
+    expect(page.get_by_text("sent: Our trip", exact=False).first).to_be_visible()
+    rejected = _decided(api, "rejected", kind="tool_call")
+    edited = _decided(api, "edited", kind="tool_call")
+    if rejected.get("decided", {}).get("comment") != "No weather, please.":
+        raise AssertionError(f"the rejection's message is not recorded: {rejected}")
+    if (edited.get("decided", {}).get("edited") or {}).get("subject") != "Our trip":
+        raise AssertionError(f"the edited call's arguments are not recorded: {edited}")
 
 
 def _edits_past_message(page: Page, ui: str, api: str) -> None:
