@@ -20,7 +20,7 @@ import pytest_asyncio
 import sqlalchemy as sa
 
 import consentry.runtime.runs.execute._executor
-import consentry.storage.runs
+import consentry.storage.runs._lifecycle
 from consentry.app import create_app
 from consentry.runtime.notes import OwnerNotesStore
 from consentry.schemas.events import (
@@ -263,7 +263,7 @@ async def test_a_message_while_a_run_is_active_is_run_in_progress_and_both_threa
 async def test_a_storage_failure_at_the_end_of_a_run_ends_the_stream_as_failed_and_frees_the_thread(
     app: RunningApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls = _fail_once(monkeypatch, consentry.storage.runs, "end_run")
+    calls = _fail_once(monkeypatch, consentry.storage.runs._lifecycle, "end_run")
 
     events = await chat(app.client, {"message": "What is retrieval?"})
 

@@ -38,6 +38,16 @@ async def _gone(sdk: LangGraphClient, thread_id: str) -> None:
     raise AssertionError(f"thread {thread_id} was not deleted")
 
 
+async def _ran_within(sdk: LangGraphClient, thread_id: str, run_id: str, *, seconds: float) -> bool:
+    """Whether the run succeeds within ``seconds``, read without waiting on it (which would
+    wake its thread's queue)."""
+    for _ in range(int(seconds / 0.05)):
+        if (await sdk.runs.get(thread_id, run_id))["status"] == "success":
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
 async def test_a_run_after_seconds_waits_until_it_is_due_and_does_not_hold_others(
     open_live: Any, clock: ManualClock
 ) -> None:
@@ -48,10 +58,13 @@ async def test_a_run_after_seconds_waits_until_it_is_due_and_does_not_hold_other
         now = await sdk.runs.wait(thread_id, "progress", input=_ask("Now"))  # not behind it
         still = await sdk.runs.get(thread_id, later["run_id"])
         clock.advance(seconds=2)
+        # Nothing wakes the queue now: it starts the run once its own wait is over.
+        on_its_own = await _ran_within(sdk, thread_id, later["run_id"], seconds=5)
         done = await sdk.runs.join(thread_id, later["run_id"])
         ran = await sdk.runs.get(thread_id, later["run_id"])
         state = await sdk.threads.get_state(thread_id)
 
+    assert on_its_own  # (a join would wake the queue: not how it started)
     assert waiting["status"] == "pending"
     assert now["messages"][-1]["content"] == "Reported."
     assert still["status"] == "pending"

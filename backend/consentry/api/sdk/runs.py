@@ -274,8 +274,7 @@ async def cancel_run(
         return CancelAccepted(thread_id=thread_id, run_id=run_id)
     accepted = await runs.cancel(owner, thread_id, run_id=run_id)
     if wait:
-        async for _ in await runs.replay(owner, thread_id, run_id):
-            pass  # its events to its end: what was stored and, while it goes on, live
+        await runs.wait_for_end(owner, thread_id, run_id)
     return accepted
 
 

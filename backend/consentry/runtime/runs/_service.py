@@ -201,6 +201,12 @@ class RunService:
         join from its start (``graph_modes`` as for :meth:`join`)."""
         return await self._joins.replay_run(owner, thread_id, run_id, graph_modes=graph_modes)
 
+    async def wait_for_end(self, owner: Principal, thread_id: str, run_id: str) -> None:
+        """Return once run ``run_id`` has ended (its ``final`` stored), following it live or
+        through the log (``runs.cancel(wait=True)``, a rollback)."""
+        async for _ in await self.replay(owner, thread_id, run_id):
+            pass
+
     async def expire(self, owner: Principal, row: ApprovalRecord) -> bool:
         """Expire one overdue consent and resume its graph down the expired path, in a run
         nobody listens to (its events are stored). False when a decision won the race, or the

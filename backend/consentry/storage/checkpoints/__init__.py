@@ -4,7 +4,8 @@ Public: :class:`ConsentrySaver`, what a run hands it (:data:`RUN_KEY`, :class:`S
 :class:`CheckpointFence`, :class:`TurnStart`) and :func:`open_checkpointer`, which the server's
 lifespan calls once. The statements (``_sql``), what each call does (``_operations``), the
 drivers that run it (``_drivers``) and the saver's own parts (``_saver`` with ``_pending``,
-``_serialized``, ``_turns`` (retention ``turns`` and forks) and ``_sync_connection``) are
+``_serialized``, ``_turns`` (retention ``turns`` and forks), ``_in_transaction`` (its writes in
+the caller's transaction) and ``_sync_connection``) are
 private; ``legacy`` copies the checkpoints of LangGraph's own savers once.
 """
 

@@ -19,7 +19,7 @@ from consentry.errors import ConflictError, NotFoundError
 from consentry.principal import Principal
 from consentry.runtime.runs._service import RunService
 from consentry.runtime.runs.sdk._rollback import RunRollback
-from consentry.runtime.runs.sdk._run_queue import RunQueue
+from consentry.runtime.runs.sdk.queue import RunQueue
 
 __all__ = ["cancel_many"]
 

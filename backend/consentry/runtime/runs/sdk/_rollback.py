@@ -20,7 +20,7 @@ from consentry.errors import ConflictError
 from consentry.principal import Principal
 from consentry.runtime.clock import Clock
 from consentry.runtime.runs._service import RunService
-from consentry.runtime.runs.sdk._run_queue import RunQueue
+from consentry.runtime.runs.sdk.queue import RunQueue
 from consentry.storage import run_queue as queue_repo
 from consentry.storage import runs as runs_repo
 from consentry.storage.db.database import Database
@@ -54,8 +54,7 @@ class RunRollback:
         if not active:
             return False
         await self._runs.cancel(owner, thread_id, run_id=run_id, roll_back=True)
-        async for _ in await self._runs.replay(owner, thread_id, run_id):
-            pass  # to its end, stored with the rollback
+        await self._runs.wait_for_end(owner, thread_id, run_id)  # stored with the rollback
         async with self._db.read() as conn:
             kept = await runs_repo.thread_run(conn, thread_id, run_id)
         if kept is not None:

@@ -1,11 +1,13 @@
-"""Runs: one row per run (trigger, status, terminal reason, times), and the queue of runs that
-API-only replicas hand to workers (status ``queued``, with their graph inputs)."""
+"""A run's life in its row: started (with the graph inputs it starts with), ended (with its audit
+records and token usage), handed to the workers (API-only replicas: ``queued``, taken with a new
+fencing token), cancelled across processes (a ``NOTIFY``), and the chain of runs that continued a
+crashed one."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, cast
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -23,59 +25,22 @@ __all__ = [
     "CANCELS_CHANNEL",
     "ROLL_BACK",
     "RUNS_CHANNEL",
-    "RunRecord",
-    "RunStatus",
     "TakenRun",
     "continued_runs",
-    "delete_run",
     "end_run",
-    "last_run",
-    "last_run_trigger",
     "queue_run",
     "queued_runs",
     "record_run_end",
     "recovery_of",
     "request_cancel",
-    "run_status",
-    "set_run_metadata",
     "start_run",
     "take_queued_run",
-    "thread_run",
-    "thread_runs",
 ]
 
 RUNS_CHANNEL = "consentry_runs"
 """PostgreSQL channel notified with a run id when a run is queued for the workers."""
 CANCELS_CHANNEL = "consentry_cancels"
 """PostgreSQL channel notified with a run id when a client asks to cancel it."""
-
-RunStatus = Literal["running", "queued", "ended"]
-"""A run executes (``running``), waits for a worker (``queued``), or has its terminal reason
-(``ended``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunRecord:
-    """A run's row, as stored (``tables.runs``)."""
-
-    id: str
-    thread_id: str
-    trigger: Trigger
-    status: RunStatus
-    reason: TerminalReason | None
-    error_code: str | None
-    started_at: datetime
-    ended_at: datetime | None
-    inputs: list[dict[str, Any]] | None
-    """The graph inputs it started with (``runtime.run_inputs``); None for runs from before."""
-    input_tokens: int
-    output_tokens: int
-    metadata: dict[str, Any] | None
-    """The client's (the LangGraph SDK's run ``metadata``); None when it sent none."""
-
-
-_COLUMNS = tuple(runs.c[field.name] for field in fields(RunRecord))
-"""The columns of a :class:`RunRecord`, in its fields' order (``RunRecord(*row)``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,18 +169,6 @@ async def record_run_end(
         await add_tenant_usage(conn, owner.tenant, usage.input_tokens + usage.output_tokens)
 
 
-async def last_run_trigger(conn: DbConnection, thread_id: str) -> Trigger | None:
-    """How the thread's most recent run was started (``message`` or ``resume``), retries aside:
-    a retry continues the run before it."""
-    found = await conn.scalar(
-        sa.select(runs.c.trigger)
-        .where(runs.c.thread_id == thread_id, runs.c.trigger != "retry")
-        .order_by(runs.c.started_at.desc())
-        .limit(1)
-    )
-    return None if found is None else cast(Trigger, found)
-
-
 async def queue_run(conn: DbConnection, thread_id: str, *, run_id: str, fencing_token: int) -> None:
     """Hand a claimed run to the workers: it waits as ``queued`` (with the graph inputs stored
     when it was claimed), and the thread's lease is free for the worker that takes it."""
@@ -334,70 +287,3 @@ async def continued_runs(conn: DbConnection, thread_id: str, *, run_id: str) -> 
         if row.trigger not in ("recovery", "retry"):
             break
     return chain
-
-
-async def last_run(conn: DbConnection, thread_id: str) -> RunRecord | None:
-    """The thread's most recent run."""
-    row = (
-        await conn.execute(
-            sa.select(*_COLUMNS)
-            .where(runs.c.thread_id == thread_id)
-            .order_by(runs.c.started_at.desc())
-            .limit(1)
-        )
-    ).first()
-    return None if row is None else RunRecord(*row)
-
-
-async def run_status(conn: DbConnection, run_id: str) -> RunStatus | None:
-    found = await conn.scalar(sa.select(runs.c.status).where(runs.c.id == run_id))
-    return None if found is None else cast(RunStatus, found)
-
-
-async def thread_runs(
-    conn: DbConnection,
-    thread_id: str,
-    *,
-    limit: int,
-    offset: int,
-    where: sa.ColumnElement[bool] | None = None,
-) -> list[RunRecord]:
-    """The thread's runs, newest first (``where``: a condition on ``tables.runs``); none
-    deleted on the SDK face."""
-    query = sa.select(*_COLUMNS).where(runs.c.thread_id == thread_id, runs.c.deleted_at.is_(None))
-    if where is not None:
-        query = query.where(where)
-    query = query.order_by(runs.c.started_at.desc(), runs.c.id).limit(limit).offset(offset)
-    return [RunRecord(*row) for row in await conn.execute(query)]
-
-
-async def thread_run(conn: DbConnection, thread_id: str, run_id: str) -> RunRecord | None:
-    """One run of the thread (None when the thread has no run with this id, or it was deleted
-    on the SDK face)."""
-    query = sa.select(*_COLUMNS).where(
-        runs.c.thread_id == thread_id, runs.c.id == run_id, runs.c.deleted_at.is_(None)
-    )
-    row = (await conn.execute(query)).first()
-    return None if row is None else RunRecord(*row)
-
-
-async def delete_run(conn: DbConnection, thread_id: str, run_id: str, *, now: datetime) -> bool:
-    """Mark the thread's ended run deleted (:func:`thread_run` no longer finds it); False when
-    it has no such run, or it has not ended."""
-    statement = (
-        runs.update()
-        .where(
-            runs.c.thread_id == thread_id,
-            runs.c.id == run_id,
-            runs.c.status == "ended",
-            runs.c.deleted_at.is_(None),
-        )
-        .values(deleted_at=now)
-    )
-    return (await conn.execute(statement)).rowcount == 1
-
-
-async def set_run_metadata(conn: DbConnection, run_id: str, metadata: dict[str, Any]) -> None:
-    await execute_unread(
-        conn, runs.update().where(runs.c.id == run_id).values(metadata=metadata), {}
-    )
