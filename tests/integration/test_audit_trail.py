@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from consentry.schemas.events import ConsentEvent
-from consentry.storage import runs as runs_repo
+from consentry.storage.runs import _lifecycle as runs_repo  # where record_run_end calls end_run
 from tests.conftest import ManualClock
 from tests.sse import parse_events
 
