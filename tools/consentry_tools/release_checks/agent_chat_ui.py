@@ -11,10 +11,12 @@ middleware (``consentry_graphs.examples.tool_review_agent``) on a fresh SQLite f
 UI's origin in ``CONSENTRY_CORS_ORIGINS``. Then, in the UI:
 
 1. it connects (``GET /info``: no "Failed to connect" toast);
-2. a question is answered;
+2. a question is answered, its text growing token by token on the page;
 3. "add a summary" makes the tutor ask its consent, drawn as the UI's own review card, and it is
    approved; in a new thread, edited (the note saved with the person's text); in another,
-   rejected with a message;
+   rejected with a message; in another, whose note is named in the thread's metadata
+   (``threads.update``, as an SDK client would: the UI itself sends only messages), the tutor
+   drafts an edit of that note, which is approved and saved;
 4. a middleware review of two tool calls is approved ("Approve All") and the tools' results are
    shown; in another thread one call is rejected with a message and the other's arguments are
    edited, each from its own card;
@@ -30,6 +32,7 @@ Screenshots go to ``--artifacts`` (default ``test-artifacts/agent-chat-ui``). Th
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -131,6 +134,7 @@ def _check(ui: str, api: str, artifacts: Path) -> int:
             ("approves the tutor's consent from its card", _approves_consent),
             ("edits the tutor's consent from its card", _edits_consent),
             ("rejects the tutor's consent from its card", _rejects_consent),
+            ("approves an edit of the note the thread is about", _approves_note_edit),
             ("approves a middleware review of two tool calls", _approves_tool_call),
             ("rejects one reviewed tool call and edits the other", _edits_and_rejects_tool_calls),
             ("edits a past message and sends it again", _edits_past_message),
@@ -169,8 +173,31 @@ def _connects(page: Page, ui: str, api: str) -> None:
 
 def _answers(page: Page, ui: str, api: str) -> None:
     _open(page, ui, api)
+    page.evaluate(_WATCH_ANSWERS)
     _send(page, "What is retrieval?")
     expect(page.get_by_text("I'm the offline model", exact=False).first).to_be_visible()
+    page.wait_for_timeout(500)  # the last token's render
+    shown: list[str] = page.evaluate("window.__answers")
+    growing = [text for text in shown if text]
+    if len(growing) < 3 or any(not b.startswith(a) for a, b in itertools.pairwise(growing)):
+        raise AssertionError(f"the answer did not grow token by token: {growing[:5]}")
+
+
+_WATCH_ANSWERS = """() => {
+  window.__answers = [];
+  const last = () => {
+    const answers = document.querySelectorAll("div.group.mr-auto");
+    const text = answers.length ? answers[answers.length - 1].querySelector("div.py-1") : null;
+    return text ? text.innerText.trim() : "";
+  };
+  new MutationObserver(() => {
+    const text = last();
+    const seen = window.__answers;
+    if (seen[seen.length - 1] !== text) seen.push(text);
+  }).observe(document.body, { subtree: true, childList: true, characterData: true });
+}"""
+"""Each text the newest AI message shows (its markdown, without its buttons' labels), as the
+page changes."""
 
 
 def _asked(page: Page, ui: str, api: str) -> None:
@@ -211,6 +238,30 @@ def _rejects_consent(page: Page, ui: str, api: str) -> None:
     rejected = _decided(api, "rejected", kind="note_create")
     if rejected.get("decided", {}).get("comment") != "Not now, thanks.":
         raise AssertionError(f"the rejection's message is not recorded: {rejected}")
+
+
+def _approves_note_edit(page: Page, ui: str, api: str) -> None:
+    """The thread's note named by ``threads.update`` (the UI sends only messages); the tutor's
+    edit of it is approved from the card and saved."""
+    project = _get(api, "/v1/projects")["projects"][0]["project_id"]
+    note = _get(api, f"/v1/projects/{project}/notes")["notes"][0]
+    _open(page, ui, api)
+    _send(page, "What is retrieval?")
+    expect(page.get_by_text("I'm the offline model", exact=False).first).to_be_visible()
+    thread_id = re.search(r"threadId=([0-9a-f-]+)", page.url)
+    if thread_id is None:
+        raise AssertionError(f"no thread in the page's address: {page.url}")
+    _send_json(api, f"/threads/{thread_id.group(1)}", {"metadata": {"note_id": note["note_id"]}})
+    _send(page, SUMMARIZE)
+    expect(page.get_by_text("I drafted an edit of your note", exact=False).first).to_be_visible()
+    expect(page.get_by_text("note_edit", exact=False).first).to_be_visible()
+    page.get_by_role("button", name="Approve").first.click()
+    expect(page.get_by_text("Done: I updated", exact=False).first).to_be_visible()
+    approved = _decided(api, "approved", kind="note_edit")
+    saved = _get(api, f"/v1/notes/{note['note_id']}")
+    edited = (approved["proposal"]["note_id"], saved["version"])
+    if edited != (note["note_id"], note["version"] + 1):
+        raise AssertionError(f"the thread's note was not edited: {approved}, {saved}")
 
 
 def _approves_tool_call(page: Page, ui: str, api: str) -> None:
@@ -285,6 +336,18 @@ def _decided(api: str, status: str, *, kind: str | None = None) -> dict[str, Any
         if time.monotonic() > deadline:
             raise AssertionError(f"no {status} approval recorded")
         time.sleep(0.2)
+
+
+def _send_json(api: str, path: str, body: dict[str, Any]) -> Any:
+    """``PATCH`` ``body`` to ``path``, as an SDK client's ``threads.update``."""
+    request = urllib.request.Request(
+        f"{api}{path}",
+        data=json.dumps(body).encode(),
+        headers={"content-type": "application/json"},
+        method="PATCH",
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.load(answer)
 
 
 def _get(api: str, path: str) -> Any:

@@ -36,6 +36,7 @@ from consentry.storage.threads._writes import (
     remember_note,
     set_first_title,
     set_metadata,
+    set_note,
 )
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "search_threads",
     "set_first_title",
     "set_metadata",
+    "set_note",
     "summarize",
     "thread_id_taken",
     "token_usage",

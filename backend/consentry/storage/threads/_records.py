@@ -44,6 +44,11 @@ class ThreadRecord:
     assistant_id: str | None
     """The stored assistant its latest run was started on (None: its graph's own)."""
 
+    @property
+    def never_ran(self) -> bool:
+        """No run has claimed it yet (created by ``POST /threads``)."""
+        return self.last_seq == 0 and self.status == "idle"
+
 
 _COLUMNS = tuple(threads.c[field.name] for field in fields(ThreadRecord))
 """The columns of a :class:`ThreadRecord`, in its fields' order: a row of them is

@@ -90,6 +90,7 @@ async def insert_thread_unless_taken(
     title: str,
     metadata: Mapping[str, Any] | None,
     now: datetime,
+    note_id: str | None = None,
 ) -> bool:
     """Create an idle thread that has never run, under an id the client chose: False (and
     nothing written) when a thread of anybody has that id already."""
@@ -98,7 +99,7 @@ async def insert_thread_unless_taken(
         thread_id=thread_id,
         graph=graph,
         project_id=project_id,
-        note_id=None,
+        note_id=note_id,
         title=title,
         consent_policy="ask",
         now=now,
@@ -186,6 +187,20 @@ async def remember_note(conn: DbConnection, thread_id: str, note_id: str) -> Non
         threads.update()
         .where(threads.c.id == thread_id, threads.c.note_id.is_(None))
         .values(note_id=note_id),
+        {},
+    )
+
+
+async def set_note(
+    conn: DbConnection, thread_id: str, *, note_id: str | None, project_id: str
+) -> None:
+    """The note a thread is about (None: none), set by its client; ``project_id`` the thread's
+    (the note's, for a thread that has never run), in the caller's write transaction."""
+    await execute_unread(
+        conn,
+        threads.update()
+        .where(threads.c.id == thread_id)
+        .values(note_id=note_id, project_id=project_id),
         {},
     )
 

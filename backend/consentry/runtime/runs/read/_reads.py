@@ -43,8 +43,9 @@ __all__ = ["ThreadReader"]
 
 FAILED_REASONS: tuple[TerminalReason, ...] = ("failed", "step_limit", "timeout", "budget_exhausted")
 """The ends of a run after which the SDK reads its thread ``error``."""
-DERIVED_METADATA = ("graph_id", "assistant_id")
-"""Metadata keys a thread's graph gives it (``SdkThread.metadata``), never stored."""
+DERIVED_METADATA = ("graph_id", "assistant_id", "note_id")
+"""Metadata keys a thread's own columns give it (``SdkThread.metadata``), never stored in its
+client's metadata: its graph, its assistant and the note it is about."""
 
 
 class ThreadReader:
@@ -196,11 +197,16 @@ class ThreadReader:
     def _by_graph(self, metadata: Mapping[str, MetadataValue] | None) -> ThreadFilter | None:
         """The thread filters a metadata filter makes: ``graph_id`` (a graph's name or its
         assistant's UUID) the thread's graph, ``assistant_id`` the thread's assistant (a graph's
-        own: the graph's threads whose runs were not on an assistant of the caller's), the other
-        keys the client's metadata. None when no thread can match (a graph not served here, or
-        two different ones)."""
+        own: the graph's threads whose runs were not on an assistant of the caller's),
+        ``note_id`` the note it is about, the other keys the client's metadata. None when no
+        thread can match (a graph not served here, or two different ones)."""
         filters = dict(metadata or {})
         matched = ThreadFilter(metadata=filters)
+        if "note_id" in filters:
+            note = filters.pop("note_id")
+            if not isinstance(note, str):
+                return None
+            matched["note"] = note
         graphs = set()
         if "graph_id" in filters:
             graphs.add(self._graph_named(filters.pop("graph_id")))
@@ -230,9 +236,10 @@ class ThreadReader:
             created_at=row.created_at,
             updated_at=row.updated_at,
             metadata={
-                **(row.metadata or {}),
+                **{k: v for k, v in (row.metadata or {}).items() if k not in DERIVED_METADATA},
                 "graph_id": row.graph,
                 "assistant_id": row.assistant_id or assistant_uuid(row.graph),
+                **({"note_id": row.note_id} if row.note_id is not None else {}),
             },
             status=status,
             values=state.values if state is not None else {},

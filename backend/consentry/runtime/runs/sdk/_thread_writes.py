@@ -2,10 +2,11 @@
 merge its metadata, delete it; update its graph state and copy it (``_branches``).
 
 - **Create** (``POST /threads``): an idle thread that has never run, in the owner's default
-  project, with the graph ``metadata.graph_id`` names (else the default) and the client's
-  metadata. Its first run may bind it to another graph (``_targets``). A client may choose its
-  id; an id taken by any thread is 409 ``thread_exists`` (the same answer whoever owns it), or,
-  with ``if_exists="do_nothing"``, the caller's own thread as it is.
+  project (the note's, when ``metadata.note_id`` names one: ``_thread_note``), with the graph
+  ``metadata.graph_id`` names (else the default) and the client's metadata. Its first run may
+  bind it to another graph (``_targets``). A client may choose its id; an id taken by any
+  thread is 409 ``thread_exists`` (the same answer whoever owns it), or, with
+  ``if_exists="do_nothing"``, the caller's own thread as it is.
 - **Delete** (``DELETE /threads/{id}``): refused with 409 ``run_in_progress`` while a run is
   active. The thread's row goes in one transaction with its runs, events, approvals, transcript
   and tool calls (foreign keys cascade); its audit records stay (the trail is never rewritten).
@@ -27,6 +28,7 @@ from consentry.runtime.clock import Clock
 from consentry.runtime.notes import SampleNote, default_project_id
 from consentry.runtime.runs.read import DERIVED_METADATA, ThreadReader
 from consentry.runtime.runs.sdk._branches import ThreadBranches
+from consentry.runtime.runs.sdk._thread_note import named_note, set_thread_note
 from consentry.runtime.runs.start import run_in_progress, thread_exists
 from consentry.schemas.sdk import SdkThread
 from consentry.storage import projects as projects_repo
@@ -78,8 +80,13 @@ class ThreadWriter:
         chosen = thread_id is not None
         thread_id = thread_id or str(uuid4())
         async with self._db.read() as conn:
+            note = await named_note(conn, owner, (metadata or {}).get("note_id"))
             taken = chosen and await threads_repo.thread_id_taken(conn, thread_id)
-            project_id = await projects_repo.find_default_project_id(conn, owner)
+            project_id = (
+                note.project_id
+                if note is not None
+                else await projects_repo.find_default_project_id(conn, owner)
+            )
         if not taken:
             now = self._clock()
             async with self._db.write() as conn:
@@ -96,6 +103,7 @@ class ThreadWriter:
                     title=graph,
                     metadata=kept,
                     now=now,
+                    note_id=None if note is None else note.note_id,
                 )
                 if created and chosen and isinstance(self._checkpointer, ConsentrySaver):
                     # What a deletion that stopped half-way left under this id: after the
@@ -116,12 +124,14 @@ class ThreadWriter:
         self, owner: Principal, thread_id: str, metadata: Mapping[str, Any]
     ) -> SdkThread:
         """Merge ``metadata`` into the thread's (``graph_id`` and ``assistant_id`` are its
-        graph's and are not stored)."""
+        graph's and are not stored); ``note_id`` names the note it is about (``_thread_note``)."""
         kept = {k: v for k, v in metadata.items() if k not in DERIVED_METADATA}
         async with self._db.write() as conn:
-            await threads_repo.set_metadata(
+            row = await threads_repo.set_metadata(
                 conn, owner, thread_id, metadata=kept, now=self._clock()
             )
+            if "note_id" in metadata:
+                await set_thread_note(conn, owner, row, metadata["note_id"])
         return await self._reader.sdk_thread(owner, thread_id)
 
     async def update_state(

@@ -243,7 +243,7 @@ class RunTargets:
             consent_policy=row.consent_policy,
             transcript_kept=row.transcript_kept,
             remembered_note_id=row.note_id,
-            never_ran=_never_ran(row),
+            never_ran=row.never_ran,
             run_options=RunOptions.for_thread(self.spec(graph or row.graph), row.run_options),
             assistant_id=row.assistant_id,
         )
@@ -265,8 +265,4 @@ def _first_graph(row: ThreadRecord, request: ChatRequest) -> str | None:
     another one than the thread was created with (``POST /threads`` creates a thread before
     its first run knows its assistant); None otherwise."""
     asked = request.graph if "graph" in request.model_fields_set else None
-    return asked if _never_ran(row) and asked is not None and asked != row.graph else None
-
-
-def _never_ran(row: ThreadRecord) -> bool:
-    return row.last_seq == 0 and row.status == "idle"
+    return asked if row.never_ran and asked is not None and asked != row.graph else None
