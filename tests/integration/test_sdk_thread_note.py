@@ -66,7 +66,10 @@ async def test_a_note_named_in_the_metadata_is_what_the_next_runs_are_about(
         named = await sdk.threads.update(thread_id, metadata={"note_id": chunking})
         edit = await _asked(sdk, thread_id)
         await parts(sdk.runs.stream(thread_id, "tutor", input={}, command=REJECT))
+        await parts(sdk.runs.stream(None, "tutor", input=QUESTION))  # a thread about no note
         found = await sdk.threads.search(metadata={"note_id": chunking})
+        counted = await sdk.threads.count(metadata={"note_id": chunking})
+        about_rag = await sdk.threads.search(metadata={"note_id": rag})
         listed = await _v1(client, "/v1/threads", note_id=chunking)
         cleared = await sdk.threads.update(thread_id, metadata={"note_id": None})
         create = await _asked(sdk, thread_id)
@@ -80,13 +83,14 @@ async def test_a_note_named_in_the_metadata_is_what_the_next_runs_are_about(
     assert (edit["kind"], edit["proposal"]["note_id"]) == ("note_edit", chunking)
     assert edit["action_requests"][0]["args"]["title"] == "Chunking"
     assert [t["thread_id"] for t in found] == [thread_id]
+    assert (counted, about_rag) == (1, [])
     assert [t["thread_id"] for t in listed["threads"]] == [thread_id]
     # Without a note, the same words ask to create one.
     assert "note_id" not in cleared["metadata"]
     assert create["kind"] == "note_create"
 
 
-async def test_a_thread_created_with_a_note_is_in_its_project_and_its_runs_edit_it(
+async def test_a_thread_created_with_a_note_is_in_its_project_and_keeps_it(
     open_live: Any,
 ) -> None:
     async with open_live(api_keys="ka=acme:alice") as (client, _):
@@ -97,24 +101,54 @@ async def test_a_thread_created_with_a_note_is_in_its_project_and_its_runs_edit_
         await parts(sdk.runs.stream(thread_id, "tutor", input=QUESTION))
         edit = await _asked(sdk, thread_id)
         other = await _note(client, "Spacing")
-        with pytest.raises(UnprocessableEntityError) as after_a_run:
-            await sdk.threads.update(thread_id, metadata={"note_id": other})
-        fresh = await sdk.threads.create()
-        moved = await sdk.threads.update(fresh["thread_id"], metadata={"note_id": other})
+        refused = []
+        for target in (thread_id, (await sdk.threads.create())["thread_id"]):  # ran, or not
+            with pytest.raises(UnprocessableEntityError) as elsewhere:
+                await sdk.threads.update(target, metadata={"note_id": other})
+            refused.append(elsewhere.value.response.json()["error"])
         detail = await _v1(client, f"/v1/threads/{thread_id}")
-        moved_detail = await _v1(client, f"/v1/threads/{fresh['thread_id']}")
-        notes = await _v1(client, f"/v1/notes/{other}")
+        rag_note = await _v1(client, f"/v1/notes/{rag}")
         await sdk.aclose()
 
     assert created["metadata"]["note_id"] == rag
     assert created["metadata"]["topic"] == "rag"
     assert (edit["kind"], edit["proposal"]["note_id"]) == ("note_edit", rag)
-    rag_project = detail["project_id"]
-    assert detail["note_id"] == rag
-    assert after_a_run.value.response.json()["error"]["details"]["project_id"] == rag_project
-    # A thread that has never run follows its note to the note's project.
-    assert moved["metadata"]["note_id"] == other
-    assert moved_detail["project_id"] == notes["project_id"] != rag_project
+    assert (detail["note_id"], detail["project_id"]) == (rag, rag_note["project_id"])
+    assert [e["code"] for e in refused] == ["project_mismatch"] * 2
+    assert refused[0]["details"]["project_id"] == rag_note["project_id"]
+
+
+async def test_a_deleted_note_leaves_the_thread_about_none_and_other_faces_name_their_own(
+    open_live: Any,
+) -> None:
+    async with open_live(api_keys="ka=acme:alice") as (client, _):
+        rag = await _note(client, "RAG")
+        sdk = get_client(url=str(client.base_url), api_key="ka")
+        thread_id = (await sdk.threads.create(metadata={"note_id": rag}))["thread_id"]
+        await parts(sdk.runs.stream(thread_id, "tutor", input=QUESTION))
+        # `/v1/chat` names the note with each message: one naming none is about none.
+        on_v1 = await client.post(
+            "/v1/chat",
+            json={"thread_id": thread_id, "message": SUMMARY[0]["text"]},
+            headers=ALICE,
+        )
+        v1_asked = (await _v1(client, "/v1/approvals"))["approvals"]
+        rejected = await client.post(
+            "/v1/chat",
+            json={
+                "thread_id": thread_id,
+                "resume": {"approval_id": v1_asked[0]["approval_id"], "decision": "reject"},
+            },
+            headers=ALICE,
+        )
+        deleted = await client.delete(f"/v1/notes/{rag}", headers=ALICE)
+        after_deletion = await _asked(sdk, thread_id)
+        await sdk.aclose()
+
+    assert (on_v1.status_code, rejected.status_code, deleted.status_code) == (200, 200, 204)
+    assert [a["kind"] for a in v1_asked] == ["note_create"]
+    # The thread still names its note, but a run about it finds none: it offers a new one.
+    assert after_deletion["kind"] == "note_create"
 
 
 async def test_a_note_that_is_not_the_callers_or_not_an_id_is_refused_and_nothing_changes(

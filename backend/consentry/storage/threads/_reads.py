@@ -124,8 +124,8 @@ class ThreadFilter(TypedDict, total=False):
     """Each key's value equals the one given."""
     assistant: str | None
     """The stored assistant its latest run was on (given as None: none, its graph's own)."""
-    note: str | None
-    """The note it is about (given as None: none)."""
+    note: str
+    """The note it is about."""
 
 
 async def search_threads(
@@ -182,11 +182,8 @@ def _matching(
             if assistant is None
             else threads.c.assistant_id == assistant
         )
-    if "note" in filters:
-        note = filters["note"]
-        query = query.where(
-            threads.c.note_id.is_(None) if note is None else threads.c.note_id == note
-        )
+    if (note := filters.get("note")) is not None:
+        query = query.where(threads.c.note_id == note)
     if (ids := filters.get("ids")) is not None:
         query = query.where(threads.c.id.in_(list(ids)))
     for key, value in (filters.get("metadata") or {}).items():

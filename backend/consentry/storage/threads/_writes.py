@@ -191,17 +191,11 @@ async def remember_note(conn: DbConnection, thread_id: str, note_id: str) -> Non
     )
 
 
-async def set_note(
-    conn: DbConnection, thread_id: str, *, note_id: str | None, project_id: str
-) -> None:
-    """The note a thread is about (None: none), set by its client; ``project_id`` the thread's
-    (the note's, for a thread that has never run), in the caller's write transaction."""
+async def set_note(conn: DbConnection, thread_id: str, *, note_id: str | None) -> None:
+    """The note a thread is about (None: none), set by its client, in the caller's write
+    transaction (which has checked the note is the owner's and in the thread's project)."""
     await execute_unread(
-        conn,
-        threads.update()
-        .where(threads.c.id == thread_id)
-        .values(note_id=note_id, project_id=project_id),
-        {},
+        conn, threads.update().where(threads.c.id == thread_id).values(note_id=note_id), {}
     )
 
 

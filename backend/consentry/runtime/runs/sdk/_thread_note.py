@@ -6,11 +6,12 @@ each run, so the tutor would never know which note a conversation is about. The 
 
 - the value is one of the owner's notes (another owner's or an unknown one: 404
   ``note_not_found``), or ``null`` for none; any other value is 422 ``request_invalid``;
-- it is the thread's note (``threads.note_id``, what ``GET /v1/threads?note_id=`` lists and
-  what a run whose input sets no ``note_id`` is given), not stored among the client's keys;
-- a thread keeps its project: a note of another project is 422 ``project_mismatch``, except
-  for a thread that has never run, which moves to the note's project (a thread created with
-  a note is created in it).
+- it is the thread's note (``threads.note_id``, what ``GET /v1/threads?note_id=`` lists), not
+  stored among the client's keys; an SDK run whose ``input`` names no note is about it
+  (``start._targets``: one deleted since is none);
+- a thread keeps its project: ``threads.create`` puts a thread with a note in the note's
+  project, and ``threads.update`` with a note of another project is 422 ``project_mismatch``
+  (a run claiming the thread meanwhile never sees its project change under it).
 
 Changing it changes what the thread's next runs are about; a consent already asked keeps the
 note its proposal names.
@@ -56,16 +57,11 @@ async def set_thread_note(
 ) -> None:
     """Make the note ``value`` names the thread's (``row``, read in this write transaction)."""
     note = await named_note(conn, owner, value)
-    project_id = row.project_id
-    if note is not None and note.project_id != project_id:
-        if not row.never_ran:
-            raise InvalidRequestError(
-                f"Thread {row.id!r} keeps its project: {project_id!r}; note {note.note_id!r} "
-                f"is in project {note.project_id!r}.",
-                code="project_mismatch",
-                details={"project_id": project_id, "note_project_id": note.project_id},
-            )
-        project_id = note.project_id
-    await threads_repo.set_note(
-        conn, row.id, note_id=None if note is None else note.note_id, project_id=project_id
-    )
+    if note is not None and note.project_id != row.project_id:
+        raise InvalidRequestError(
+            f"Thread {row.id!r} keeps its project: {row.project_id!r}; note {note.note_id!r} "
+            f"is in project {note.project_id!r}.",
+            code="project_mismatch",
+            details={"project_id": row.project_id, "note_project_id": note.project_id},
+        )
+    await threads_repo.set_note(conn, row.id, note_id=None if note is None else note.note_id)

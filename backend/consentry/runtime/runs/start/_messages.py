@@ -6,7 +6,8 @@ against the graph's input fields (``consentry_graphs.graph_io``: unknown fields 
 do not fit their type are 422 ``invalid_input``, each named in ``details.errors``), its messages
 made messages, every other value given as sent. The thread's ``project_id`` and ``note_id`` are
 added to an ``input`` only for a graph whose input has those fields, and only when the ``input``
-does not set them itself (the note the request names, else the one the thread is about).
+does not set them itself (on the LangGraph SDK face, a run that names no note gets the thread's:
+``_targets``).
 
 Everything that can be refused is refused before the run starts, as an HTTP error: an over-long
 message (422 ``message_too_long``, also for each message of an ``input``), an input that does not
@@ -253,8 +254,7 @@ def _graph_input(
         for message in values[name]:
             _check_length(message.text, max_message_chars)
     if io.input_fields is not None:  # the thread's context, for a graph whose input has it
-        note_id = target.note_id or target.remembered_note_id
-        for name, value in (("project_id", target.project_id), ("note_id", note_id)):
+        for name, value in (("project_id", target.project_id), ("note_id", target.note_id)):
             if io.takes(name):
                 values.setdefault(name, value)
     return values

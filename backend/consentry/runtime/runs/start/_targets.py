@@ -159,9 +159,15 @@ class RunTargets:
                 binding = _first_graph(row, request)
                 self._check_thread_matches(row, request, binding=binding)
                 target = self.of(row, note_id=request.note_id, graph=binding)
+                if _takes_thread_note(request, target):
+                    target = replace(target, note_id=target.remembered_note_id)
             if (note_id := target.note_id) is not None:
-                note = await notes_repo.get_note(conn, owner, note_id)
-                if not target.project_id:
+                note = await notes_repo.find_note(conn, owner, note_id)
+                if note is None and note_id != request.note_id:  # the thread's, deleted since
+                    target = replace(target, note_id=None)
+                elif note is None:
+                    raise NotFoundError.of("note", note_id)
+                elif not target.project_id:
                     target = replace(target, project_id=note.project_id)
                 elif note.project_id != target.project_id:
                     raise NotFoundError.of("note", note_id)
@@ -258,6 +264,19 @@ class RunTargets:
                 details={"graph": name, "available": available},
             )
         return spec
+
+
+def _takes_thread_note(request: ChatRequest, target: RunTarget) -> bool:
+    """A LangGraph SDK run whose ``input`` names no note, on a thread about one
+    (``threads.update(metadata={"note_id": ...})``): it is about the thread's note. Its client
+    sends only messages (Agent Chat UI); ``/v1`` and AG-UI name the note with each run."""
+    return (
+        request.assistant_named
+        and request.input is not None
+        and "note_id" not in request.input
+        and target.note_id is None
+        and target.remembered_note_id is not None
+    )
 
 
 def _first_graph(row: ThreadRecord, request: ChatRequest) -> str | None:
