@@ -31,6 +31,7 @@ from consentry.api.sdk import open_run_queue
 from consentry.api.sdk import run_records as sdk_run_records
 from consentry.api.sdk import runs as sdk_runs
 from consentry.api.sdk import server as sdk_server
+from consentry.api.sdk import store as sdk_store
 from consentry.api.sdk import threads as sdk_threads
 from consentry.api.v1 import (
     approval_feed,
@@ -242,7 +243,7 @@ def create_app(
     for module in (*routers, me, api_docs):
         app.include_router(module.router)
     # The LangGraph SDK's face (docs/langgraph-sdk.md).
-    for sdk in (sdk_server, sdk_assistants, sdk_threads, sdk_runs, sdk_run_records):
+    for sdk in (sdk_server, sdk_assistants, sdk_threads, sdk_runs, sdk_run_records, sdk_store):
         app.include_router(sdk.router)
     app.include_router(agui.router)  # AG-UI's face (docs/ag-ui.md)
     app.mount("/web", web.WebFiles(), name="web")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from langchain_core.language_models import BaseChatModel
+from langgraph.store.base import BaseStore, TTLConfig
 
 from consentry.exit_signals import forwarding_exit_signals
 from consentry.observability.metrics import Metrics
@@ -38,12 +39,14 @@ from consentry.runtime.runs import (
     ThreadReader,
     ThreadWriter,
 )
+from consentry.runtime.store import ItemStore, ScopedStore, StoreIndex
 from consentry.settings import Settings
 from consentry.storage.checkpoints import open_checkpointer
 from consentry.storage.db.database import Database
 from consentry.storage.db.process_lock import serving_lock
 from consentry_graphs.models import build_chat_model
-from consentry_graphs.registry import GraphSpec, build_graphs, load_graphs
+from consentry_graphs.models.embeddings import build_embeddings
+from consentry_graphs.registry import CompiledGraph, GraphSpec, build_graphs, load_graphs
 
 __all__ = ["Services", "open_services"]
 
@@ -83,6 +86,8 @@ class Services:
     """A thread's runs as the LangGraph SDK's (``runs.get``, ``runs.list``)."""
     run_rollback: RunRollback
     """What a rolled-back run wrote undone (the LangGraph SDK's ``rollback``)."""
+    store: ItemStore
+    """The Store: each tenant's items (the ``/store`` routes; the graphs' ``runtime.store``)."""
 
 
 @asynccontextmanager
@@ -124,6 +129,8 @@ async def _open(
             model = chat_model(settings)
             # Each graph compiled once, and described (its schemas, the check of an `input`).
             graphs, compiled = build_graphs(graphs, model, checkpointer)
+            store = item_store(settings, db, clock)
+            compiled = with_store(compiled, ScopedStore(store))
             # Made in the order they depend on each other; nothing is wired afterwards.
             alarm = ExpiryAlarm()  # rung by whoever learns of a deadline; the sweeper waits on it
             executor = RunExecutor(
@@ -254,6 +261,7 @@ async def _open(
                         ),
                         run_records=RunRecords(db=db, clock=clock),
                         run_rollback=RunRollback(db=db, runs=runs, clock=clock),
+                        store=store,
                     )
             finally:
                 await worker.stop()
@@ -263,6 +271,29 @@ async def _open(
                 await executor.shutdown()
     finally:
         await db.close()
+
+
+def item_store(settings: Settings, db: Database, clock: Clock) -> ItemStore:
+    """The Store, its semantic search on the configured fields (``CONSENTRY_STORE_INDEX_FIELDS``)
+    with the embeddings configured like the chat model."""
+    index = None
+    if settings.store_index_fields:
+        embeddings = build_embeddings(
+            base_url=settings.llm_base_url,
+            api_key=settings.llm_api_key,
+            model=settings.embeddings_model,
+            timeout_seconds=settings.llm_timeout_seconds,
+        )
+        index = StoreIndex(embeddings=embeddings, fields=tuple(settings.store_index_fields))
+    ttl: TTLConfig = {"refresh_on_read": True, "default_ttl": settings.store_ttl_minutes}
+    return ItemStore(db=db, clock=clock, index=index, ttl=ttl)
+
+
+def with_store(compiled: Mapping[str, CompiledGraph], store: BaseStore) -> dict[str, CompiledGraph]:
+    """Each graph with the server's Store (``runtime.store``, ``InjectedStore``,
+    ``get_store()``), in place of any a graph was compiled with: its items are the run owner's
+    tenant's, kept in the server's database."""
+    return {name: graph.copy(update={"store": store}) for name, graph in compiled.items()}
 
 
 def _shutdown_steps(

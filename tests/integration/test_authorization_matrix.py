@@ -346,6 +346,14 @@ CALLS: tuple[Call, ...] = (
     # Last: the inbox thread, idle again once its consent was decided above.
     Call("DELETE", "/threads/{thread_id}", url="/threads/{inbox_thread_id}", owner_status=204),
     Call("DELETE", "/assistants/{assistant_id}", owner_status=204),
+    # The Store: the caller's tenant's items, named by namespace and key (no id of the owner's).
+    Call(
+        "PUT", "/store/items", json={"namespace": ["n"], "key": "k", "value": {}}, owner_status=204
+    ),
+    Call("GET", "/store/items", params={"namespace": "n", "key": "k"}),
+    Call("POST", "/store/items/search", json={"namespace_prefix": ["n"]}),
+    Call("POST", "/store/namespaces", json={}),
+    Call("DELETE", "/store/items", json={"namespace": ["n"], "key": "k"}, owner_status=204),
 )
 
 PUBLIC_OPERATIONS = {

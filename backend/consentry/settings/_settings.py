@@ -114,6 +114,23 @@ class Settings(Limits):
     llm_max_retries: int | None = Field(
         default=None, description="Replaced by CONSENTRY_LLM_MAX_ATTEMPTS.", exclude=True
     )
+    embeddings_model: str = Field(
+        default="text-embedding-3-small",
+        description="Embeddings model of the OpenAI-compatible server (CONSENTRY_LLM_BASE_URL, "
+        "CONSENTRY_LLM_API_KEY) for the Store's semantic search; with no server configured, "
+        "the offline embedding (docs/memory.md).",
+    )
+    store_index_fields: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["$"],
+        description="The fields of a Store item embedded for semantic search, comma-separated "
+        "(`$`: the whole value; `text`, `notes[*].body`...); `none`: no semantic search.",
+    )
+    store_ttl_minutes: float | None = Field(
+        default=None,
+        gt=0,
+        description="Time to live of a Store item put without one (unset: none); a read "
+        "refreshes it unless it asks `refresh_ttl=False`.",
+    )
     consent_ttl_seconds: int = Field(
         default=86_400,
         gt=0,
@@ -212,6 +229,14 @@ class Settings(Limits):
     @classmethod
     def _parse_cors_origins(cls, raw: object) -> object:
         return parse_cors_origins(raw)
+
+    @field_validator("store_index_fields", mode="before")
+    @classmethod
+    def _parse_index_fields(cls, raw: object) -> object:
+        if not isinstance(raw, str):
+            return raw
+        fields = [field.strip() for field in raw.split(",") if field.strip()]
+        return [] if fields == ["none"] else fields
 
     @field_validator("graphs", mode="before")
     @classmethod

@@ -28,6 +28,7 @@ from consentry.runtime.runs import (
     ThreadReader,
     ThreadWriter,
 )
+from consentry.runtime.store import ItemStore
 from consentry.settings import Settings
 from consentry_graphs.registry import GraphSpec
 
@@ -44,6 +45,7 @@ __all__ = [
     "RunRollbackDep",
     "RunsDep",
     "SettingsDep",
+    "StoreDep",
     "ThreadWriterDep",
     "ThreadsDep",
     "authenticate",
@@ -77,6 +79,7 @@ ThreadWriterDep = Annotated[ThreadWriter, _service("thread_writer")]
 AssistantsDep = Annotated[Assistants, _service("assistants")]
 RunRecordsDep = Annotated[RunRecords, _service("run_records")]
 RunRollbackDep = Annotated[RunRollback, _service("run_rollback")]
+StoreDep = Annotated[ItemStore, _service("store")]
 ApprovalsDep = Annotated[ApprovalInbox, _service("approvals")]
 GraphsDep = Annotated[Mapping[str, GraphSpec], _service("graphs")]
 ReadinessDep = Annotated[Readiness, _service("readiness")]

@@ -5,7 +5,7 @@ which may expire sooner), then expires every overdue consent exactly once (a com
 a racing decision may win instead) and resumes its graph down the expired path; that run ends with
 ``final`` reason ``expired``. Consents that expired while no server ran are swept at start-up. No
 polling: between deadlines it sleeps, at most an hour, which is also when it prunes idempotency
-keys past their retention.
+keys past their retention, stored events past theirs and the Store's expired items.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from consentry.storage import events as events_repo
 from consentry.storage.approvals import ApprovalRecord
 from consentry.storage.db.database import Database
 from consentry.storage.idempotency import prune_idempotency_keys
+from consentry.storage.store import delete_expired
 
 __all__ = ["Expirer", "ExpirySweeper"]
 
@@ -110,6 +111,11 @@ class ExpirySweeper(BackgroundLoop):
             )
             return await events_repo.prune_events(conn, older_than=now - self._event_retention)
 
+    async def prune_store_items(self) -> int:
+        """Delete the Store's expired items (never read since they expired)."""
+        async with self._db.write(offload=True) as conn:  # may be long: off the loop's thread
+            return await delete_expired(conn, now=self._clock())
+
     async def _seconds_to_next_deadline(self) -> float:
         async with self._db.read() as conn:
             deadline = await approvals_repo.next_expiry(conn, graphs=self._graphs)
@@ -126,6 +132,7 @@ class ExpirySweeper(BackgroundLoop):
                 await self.sweep()
                 await self.prune_idempotency_keys()
                 await self.prune_events()
+                await self.prune_store_items()
                 delay = await self._seconds_to_next_deadline()
             except Exception:
                 log.exception("expiry sweep failed; retrying")

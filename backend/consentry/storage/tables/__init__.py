@@ -13,6 +13,7 @@ from consentry.storage.tables._consents import (
     tenant_usage,
 )
 from consentry.storage.tables._notes import note_versions, notes, projects
+from consentry.storage.tables._store import store_items
 from consentry.storage.tables._threads import (
     events,
     run_queue,
@@ -37,6 +38,7 @@ __all__ = [
     "projects",
     "run_queue",
     "runs",
+    "store_items",
     "tenant_usage",
     "threads",
     "tool_calls",

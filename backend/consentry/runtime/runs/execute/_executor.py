@@ -62,6 +62,7 @@ from consentry.runtime.runs.execute._stream_mapping import (
     RESUMED_LABELS,
     ChunkMapper,
 )
+from consentry.runtime.store import scoped_to
 from consentry.schemas.chat import ConsentPolicy
 from consentry.schemas.events import (
     ErrorEvent,
@@ -263,8 +264,9 @@ class RunExecutor:
         return ActiveRun(thread_id=thread_id, run_id=run_id, events=events)
 
     async def _execute(self, run: RunContext, graph_inputs: list[GraphInput]) -> None:
-        # The graph's nodes (tasks LangGraph starts from this one) read them: graph_services().
-        with serving(run.services):
+        # The graph's nodes (tasks LangGraph starts from this one) read them: graph_services(),
+        # and the Store they are compiled with acts for the run owner's tenant.
+        with serving(run.services), scoped_to(run.owner.tenant):
             await self._execute_served(run, graph_inputs)
 
     async def _execute_served(self, run: RunContext, graph_inputs: list[GraphInput]) -> None:
