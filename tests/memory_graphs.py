@@ -14,9 +14,13 @@ from langgraph.prebuilt import InjectedStore, ToolNode
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
-__all__ = ["memory_graph"]
+from tests.system.kill_points_graph import reach
+
+__all__ = ["STORE_WRITTEN", "memory_graph"]
 
 MEMORIES = ("memories",)
+STORE_WRITTEN = "store-written"
+"""A kill point (``tests/system/kill_points_graph.py``): in ``remember``, after its write."""
 
 
 async def remember(state: MessagesState, runtime: Runtime[None]) -> dict[str, Any]:
@@ -26,6 +30,7 @@ async def remember(state: MessagesState, runtime: Runtime[None]) -> dict[str, An
     if isinstance(last, HumanMessage) and text.lower().startswith("remember "):
         assert runtime.store is not None
         await runtime.store.aput(MEMORIES, str(last.id), {"text": text[len("remember ") :]})
+        await reach(STORE_WRITTEN)
     return {}
 
 

@@ -21,16 +21,23 @@ Every ``POST /v1/chat/completions`` takes the next scripted step, in order:
 - ``hold(text)``: like ``reply(text)``, but only once the test calls :meth:`OpenAIStub.release`;
   :attr:`OpenAIStub.holding` is set when a request reaches it (a run that is surely mid-way).
 
-A request with nothing left to take fails with 500 and is counted in ``unscripted``; every request
-body is kept in ``requests``, and its arrival time (``time.monotonic()``) in ``arrivals``. Tests
-assert both, so an unexpected extra call (a retry, say) shows.
+``POST /v1/embeddings`` answers at once, unscripted, with a small embedding of each text that
+knows synonyms (:data:`MEANINGS`: "automobile" is near "car", as a real model's would be, and
+unlike the offline embedding), as floats or base64 as asked; each body is kept in
+``embedding_requests``.
+
+A chat request with nothing left to take fails with 500 and is counted in ``unscripted``; every
+chat request body is kept in ``requests``, and its arrival time (``time.monotonic()``) in
+``arrivals``. Tests assert both, so an unexpected extra call (a retry, say) shows.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import re
+import struct
 import time
 from collections import deque
 from collections.abc import AsyncIterator
@@ -53,6 +60,8 @@ __all__ = [
 ]
 
 PROVIDER_DETAIL = "stub-provider-internals: shard 7 exploded, key sk-test-leak"
+MEANINGS = (("car", "automobile", "truck", "vehicle"), ("apple", "pear", "fruit"))
+"""The stub's embedding: one dimension per group of words, plus one that every text has."""
 _WORD = re.compile(r"\S+\s*")
 
 
@@ -130,6 +139,8 @@ class OpenAIStub:
         self.app.add_api_route(
             "/v1/chat/completions", self._chat_completions, methods=["POST"], response_model=None
         )
+        self.embedding_requests: list[dict[str, Any]] = []
+        self.app.add_api_route("/v1/embeddings", self._embeddings, methods=["POST"])
 
     def app_settings(self, **overrides: Any) -> dict[str, Any]:
         """``Settings`` for an app that uses this stub, with one attempt per model call (tests of
@@ -172,6 +183,21 @@ class OpenAIStub:
     def release(self) -> None:
         self._released.set()
 
+    async def _embeddings(self, request: Request) -> JSONResponse:
+        body: dict[str, Any] = await request.json()
+        self.embedding_requests.append(body)
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        as_base64 = body.get("encoding_format") == "base64"
+        data = []
+        for index, text in enumerate(texts):
+            vector = _meaning(str(text))
+            packed = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+            embedding = packed if as_base64 else vector
+            data.append({"object": "embedding", "index": index, "embedding": embedding})
+        usage = {"prompt_tokens": 0, "total_tokens": 0}
+        answer = {"object": "list", "data": data, "model": body["model"], "usage": usage}
+        return JSONResponse(answer)
+
     async def _chat_completions(self, request: Request) -> JSONResponse | EventSourceResponse:
         body: dict[str, Any] = await request.json()
         self.requests.append(body)
@@ -200,6 +226,11 @@ class OpenAIStub:
         return EventSourceResponse(
             _chunks(completion_id, model, step, include_usage=include_usage), sep="\n"
         )
+
+
+def _meaning(text: str) -> list[float]:
+    lowered = text.lower()
+    return [float(sum(lowered.count(w) for w in group)) for group in MEANINGS] + [0.1]
 
 
 def _error(

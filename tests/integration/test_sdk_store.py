@@ -13,6 +13,7 @@ from langgraph_sdk import get_client
 from langgraph_sdk.errors import UnprocessableEntityError
 
 from tests.conftest import ManualClock
+from tests.openai_stub import OpenAIStub
 
 KEYS = "ka=acme:alice,kb=acme:bob,kc=globex:carol"
 
@@ -240,3 +241,26 @@ async def test_a_graph_reaches_its_run_owners_store_in_each_of_langgraphs_ways(
 
 def human(text: str) -> dict[str, Any]:
     return {"type": "human", "content": text}
+
+
+async def test_a_configured_model_server_embeds_the_items_and_the_query(
+    open_live: Any, stub: OpenAIStub
+) -> None:
+    settings = stub.app_settings(embeddings_model="embed-stub", store_index_fields="text")
+    async with open_live(api_keys=KEYS, **settings) as (client, _):
+        sdk = _sdk(client, "ka")
+        await sdk.store.put_item(["garage"], key="a", value={"text": "my car is red", "n": 1})
+        await sdk.store.put_item(["garage"], key="b", value={"text": "an apple a day"})
+        found = await sdk.store.search_items(["garage"], query="automobile")
+        await sdk.aclose()
+
+    # The server's embedding knows "automobile" is a car (the offline one would not).
+    assert [item["key"] for item in found["items"]] == ["a", "b"]
+    assert found["items"][0]["score"] > found["items"][1]["score"]
+    sent = [(r["model"], r["input"]) for r in stub.embedding_requests]
+    # Only the indexed field is embedded, sent as text; then the query.
+    assert sent == [
+        ("embed-stub", ["my car is red"]),
+        ("embed-stub", ["an apple a day"]),
+        ("embed-stub", ["automobile"]),
+    ]
