@@ -275,13 +275,14 @@ async def _open(
 
 def item_store(settings: Settings, db: Database, clock: Clock) -> ItemStore:
     """The Store, its semantic search on the configured fields (``CONSENTRY_STORE_INDEX_FIELDS``)
-    with the embeddings configured like the chat model."""
+    with the model server's ``CONSENTRY_EMBEDDINGS_MODEL`` when one is named (so that a server
+    configured for chat alone never fails a put), else the offline embedding."""
     index = None
     if settings.store_index_fields:
         embeddings = build_embeddings(
-            base_url=settings.llm_base_url,
-            api_key=settings.llm_api_key,
-            model=settings.embeddings_model,
+            base_url=settings.llm_base_url if settings.embeddings_model else None,
+            api_key=settings.llm_api_key if settings.embeddings_model else None,
+            model=settings.embeddings_model or "",
             timeout_seconds=settings.llm_timeout_seconds,
         )
         index = StoreIndex(embeddings=embeddings, fields=tuple(settings.store_index_fields))

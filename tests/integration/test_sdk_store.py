@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from langgraph.store.base import GetOp, PutOp
 from langgraph_sdk import get_client
 from langgraph_sdk.errors import UnprocessableEntityError
 
@@ -264,3 +265,92 @@ async def test_a_configured_model_server_embeds_the_items_and_the_query(
         ("embed-stub", ["an apple a day"]),
         ("embed-stub", ["automobile"]),
     ]
+
+
+async def test_an_unknown_operator_a_quoted_key_and_booleans_are_filtered_as_json(
+    open_client: Any,
+) -> None:
+    async with open_client() as client:
+        for key, value in (("t", {"n": True}), ("one", {"n": 1}), ("q", {'a"b': 1, "a": {"b": 2}})):
+            await client.put("/store/items", json={"namespace": ["f"], "key": key, "value": value})
+
+        async def keys(filter: dict[str, Any]) -> Any:
+            found = await client.post(
+                "/store/items/search", json={"namespace_prefix": ["f"], "filter": filter}
+            )
+            return [item["key"] for item in found.json()["items"]] if found.is_success else found
+
+        unknown = await keys({"n": {"$in": [1]}})
+        quoted = await keys({'a"b': 1})
+        as_number = [
+            await keys({"n": 1}),
+            await keys({"n": {"$eq": 1}}),
+            await keys({"n": {"$gte": 1}}),
+        ]
+        as_boolean = await keys({"n": True})
+
+    assert (unknown.status_code, unknown.json()["error"]["code"]) == (422, "invalid_filter")
+    assert quoted == ["q"]  # the key as written, not the path a.b
+    assert as_number == [["one"], ["one"], ["one"]]
+    assert as_boolean == ["t"]
+
+
+async def test_a_ttl_past_a_century_is_refused(open_client: Any) -> None:
+    async with open_client() as client:
+        answers = [
+            await client.put(
+                "/store/items", json={"namespace": ["a"], "key": "k", "value": {}, "ttl": ttl}
+            )
+            for ttl in (1e10, 60 * 24 * 366 * 100 + 1)
+        ]
+
+    assert [(a.status_code, a.json()["error"]["code"]) for a in answers] == [
+        (422, "request_invalid")
+    ] * 2
+
+
+async def test_a_read_refreshes_only_an_item_not_written_since(
+    open_client: Any, clock: ManualClock
+) -> None:
+    async with open_client() as client:
+        store = client.services.store.for_tenant("local")  # type: ignore[attr-defined]
+        await store.aput(("r",), "k", {"v": 1}, ttl=10)
+        # A read then a put in one batch: the put's own (no) expiry stands.
+        await store.abatch([GetOp(("r",), "k"), PutOp(("r",), "k", {"v": 2}, ttl=None)])
+        clock.advance(minutes=30)
+        kept = await store.aget(("r",), "k")
+        await store.aput(("s",), "k", {"v": 1}, ttl=10)
+        found = await store.asearch(("s",))  # refreshes: 10 more minutes from now
+        clock.advance(minutes=8)
+        still = await store.aget(("s",), "k", refresh_ttl=False)
+        clock.advance(minutes=3)
+        gone = await store.aget(("s",), "k")
+
+    assert kept is not None
+    assert kept.value == {"v": 2}
+    assert [item.key for item in found] == ["k"]
+    assert still is not None
+    assert gone is None
+
+
+async def test_a_graph_put_keeps_the_routes_limits_and_a_sync_call_on_the_loop_is_refused(
+    open_client: Any,
+) -> None:
+    async with open_client() as client:
+        store = client.services.store.for_tenant("local")  # type: ignore[attr-defined]
+        refused = []
+        for namespace, key, value in (
+            (("a",) * 33, "k", {}),
+            (("x" * 257,), "k", {}),
+            (("a",), "k" * 1025, {}),
+            (("a",), "k", ["not", "a", "dict"]),
+            (("langgraph",), "k", {}),
+        ):
+            with pytest.raises(ValueError, match=r"amespace|key|value") as caught:
+                await store.aput(namespace, key, value)
+            refused.append(type(caught.value).__name__)
+        with pytest.raises(RuntimeError, match="await its async methods"):
+            store.put(("a",), "k", {})
+        await store.adelete(("langgraph",), "k")  # nothing there: nothing to refuse
+
+    assert refused == ["InvalidNamespaceError"] * 2 + ["ValueError"] * 2 + ["InvalidNamespaceError"]

@@ -16,12 +16,14 @@ from consentry.schemas.requests import RequestModel
 from consentry.schemas.sdk import Count, _not_a_boolean
 
 __all__ = [
+    "MAX_TTL_MINUTES",
     "StoreDeleteRequest",
     "StoreItem",
     "StoreItems",
     "StoreNamespaces",
     "StoreNamespacesRequest",
     "StorePutRequest",
+    "StoreSearchItem",
     "StoreSearchRequest",
 ]
 
@@ -30,6 +32,8 @@ Label = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r
 Namespace = Annotated[list[Label], Field(min_length=1, max_length=32)]
 Prefix = Annotated[list[Label], Field(max_length=32)]
 Key = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
+MAX_TTL_MINUTES = 100 * 366 * 24 * 60
+"""A century: the longest time to live (past it, a date the databases cannot hold)."""
 
 
 def _only_false(value: Any) -> Any:
@@ -53,6 +57,8 @@ class StorePutRequest(RequestModel):
     ttl: float | None = Field(
         default=None,
         gt=0,
+        le=MAX_TTL_MINUTES,
+        allow_inf_nan=False,
         description="Minutes it lives after its last write or read (null: for ever; left "
         "out: `CONSENTRY_STORE_TTL_MINUTES`).",
     )
@@ -97,19 +103,23 @@ class StoreNamespacesRequest(RequestModel):
 
 
 class StoreItem(BaseModel):
-    """An item: its namespace, key, value, and when it was created and last written. A
-    search's items have a ``score`` when it was asked with a ``query``."""
+    """An item: its namespace, key, value, and when it was created and last written."""
 
     namespace: list[str]
     key: str
     value: dict[str, JsonValue]
     created_at: datetime
     updated_at: datetime
+
+
+class StoreSearchItem(StoreItem):
+    """An item a search found, with its ``score`` when the search had a ``query``."""
+
     score: float | None = None
 
 
 class StoreItems(BaseModel):
-    items: list[StoreItem]
+    items: list[StoreSearchItem]
 
 
 class StoreNamespaces(BaseModel):

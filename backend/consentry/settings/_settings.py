@@ -114,11 +114,11 @@ class Settings(Limits):
     llm_max_retries: int | None = Field(
         default=None, description="Replaced by CONSENTRY_LLM_MAX_ATTEMPTS.", exclude=True
     )
-    embeddings_model: str = Field(
-        default="text-embedding-3-small",
+    embeddings_model: str | None = Field(
+        default=None,
         description="Embeddings model of the OpenAI-compatible server (CONSENTRY_LLM_BASE_URL, "
-        "CONSENTRY_LLM_API_KEY) for the Store's semantic search; with no server configured, "
-        "the offline embedding (docs/memory.md).",
+        "CONSENTRY_LLM_API_KEY) for the Store's semantic search, e.g. `text-embedding-3-small`; "
+        "unset: the offline embedding, whatever the chat model (docs/memory.md).",
     )
     store_index_fields: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["$"],
@@ -128,6 +128,7 @@ class Settings(Limits):
     store_ttl_minutes: float | None = Field(
         default=None,
         gt=0,
+        le=100 * 366 * 24 * 60,
         description="Time to live of a Store item put without one (unset: none); a read "
         "refreshes it unless it asks `refresh_ttl=False`.",
     )

@@ -13,6 +13,7 @@ from langgraph.store.base import NOT_PROVIDED, InvalidNamespaceError, Item
 from consentry.api.http.deps import PrincipalDep, StoreDep
 from consentry.api.http.responses import ERROR_RESPONSES
 from consentry.errors import InvalidRequestError
+from consentry.runtime.store import InvalidFilterError
 from consentry.schemas.sdk_store import (
     StoreDeleteRequest,
     StoreItem,
@@ -20,6 +21,7 @@ from consentry.schemas.sdk_store import (
     StoreNamespaces,
     StoreNamespacesRequest,
     StorePutRequest,
+    StoreSearchItem,
     StoreSearchRequest,
 )
 
@@ -27,7 +29,9 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/store", tags=["langgraph-sdk"], responses=ERROR_RESPONSES)
 
-JOINED_NAMESPACE = r"^[^.]{1,256}(\.[^.]{1,256}){0,31}$"
+JOINED_NAMESPACE = r"^[^.]+(\.[^.]+)*$"
+"""Labels joined with ``.``, none empty. (Kept simple: bounded repetitions nested in a pattern
+make its compiled automaton tens of megabytes. A namespace beyond the limits holds no item.)"""
 
 
 @router.put("/items", status_code=204)
@@ -51,7 +55,10 @@ async def get_item(
     owner: PrincipalDep,
     store: StoreDep,
     namespace: Annotated[
-        str, Query(pattern=JOINED_NAMESPACE, description="Its labels joined with `.`.")
+        str,
+        Query(
+            pattern=JOINED_NAMESPACE, max_length=32 * 257, description="Its labels joined with `.`."
+        ),
     ],
     key: Annotated[str, Query(min_length=1, max_length=1024)],
     refresh_ttl: bool | None = None,
@@ -76,15 +83,24 @@ async def search_items(
 ) -> StoreItems:
     """The items under `namespace_prefix` that meet `filter`, most recently written first, or
     by meaning with a `query` (each with its `score`; items without an embedding come last)."""
-    found = await store.for_tenant(owner.tenant).asearch(
-        tuple(body.namespace_prefix),
-        query=body.query,
-        filter=body.filter,
-        limit=body.limit,
-        offset=body.offset,
-        refresh_ttl=body.refresh_ttl,
+    try:
+        found = await store.for_tenant(owner.tenant).asearch(
+            tuple(body.namespace_prefix),
+            query=body.query,
+            filter=body.filter,
+            limit=body.limit,
+            offset=body.offset,
+            refresh_ttl=body.refresh_ttl,
+        )
+    except InvalidFilterError as exc:
+        raise InvalidRequestError(
+            f"{exc} A filter's operators are $eq, $ne, $gt, $gte, $lt and $lte.",
+            code="invalid_filter",
+            details={"filter": body.filter},
+        ) from None
+    return StoreItems(
+        items=[StoreSearchItem(**_wire(item).model_dump(), score=item.score) for item in found]
     )
-    return StoreItems(items=[_wire(item, score=item.score) for item in found])
 
 
 @router.post("/namespaces")
@@ -103,12 +119,11 @@ async def list_namespaces(
     return StoreNamespaces(namespaces=[list(namespace) for namespace in found])
 
 
-def _wire(item: Item, *, score: float | None = None) -> StoreItem:
+def _wire(item: Item) -> StoreItem:
     return StoreItem(
         namespace=list(item.namespace),
         key=item.key,
         value=item.value,
         created_at=item.created_at,
         updated_at=item.updated_at,
-        score=score,
     )

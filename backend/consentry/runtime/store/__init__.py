@@ -11,9 +11,11 @@ owner's).
 from __future__ import annotations
 
 from consentry.runtime.store._item_store import ItemStore, StoreIndex, TenantStore
+from consentry.runtime.store._matching import InvalidFilterError
 from consentry.runtime.store._scoped import ScopedStore, StoreOutOfScopeError, scoped_to
 
 __all__ = [
+    "InvalidFilterError",
     "ItemStore",
     "ScopedStore",
     "StoreIndex",

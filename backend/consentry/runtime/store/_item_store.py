@@ -6,15 +6,17 @@ tenant's ``BaseStore`` (what the ``/store`` routes use), and ``_scoped.ScopedSto
 served graphs are compiled with (it acts for the tenant of the run executing).
 
 - **One transaction per batch.** A batch with a put runs in one write transaction, in order
-  (a get after a put in the same batch sees it); a batch of reads in one read transaction, and a
-  read that refreshes a time to live writes the new expiries after it.
+  (a get after a put in the same batch sees it: LangGraph's own stores read the state before
+  the batch); a batch of reads in one read transaction, and a read that refreshes a time to
+  live writes the new expiries after it, for the items not written since.
 - **Embeddings before the transaction.** A put's indexed texts (``index``: the configured fields,
   its own list, or ``False`` for none) and a search's ``query`` are embedded before the database
   is touched, so a slow embeddings server never holds a write transaction.
 - **Search** filters in SQL by the filter's plain ``key: scalar`` conditions (the same JSON type
-  and value) and pages there when nothing else is asked; operators (``$gt``...), nested values
-  and a ``query`` are applied to the prefix's matching items in Python, ranked by the best
-  cosine similarity of the item's embeddings to the query's (items without one come after).
+  and value) and pages there when nothing else is asked; operators (``$gt``...; an unknown one is
+  refused), nested values and a ``query`` are applied to the prefix's matching items in a worker
+  thread (off the loop), ranked by the best cosine similarity of the item's embeddings to the
+  query's (items without one come after).
 - **Time to live** in minutes, per item (``ttl``), refreshed by reads unless they say
   ``refresh_ttl=False``; an expired item is never read, and the expiry sweeper deletes it.
 """
@@ -46,6 +48,7 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from consentry.runtime.store._matching import (
+    check_filter,
     cosine,
     matches_conditions,
     matches_filter,
@@ -55,7 +58,12 @@ from consentry.storage import store as _rows
 from consentry.storage.db.database import Database, DbConnection
 from consentry.storage.store import ItemRow
 
-__all__ = ["ItemStore", "StoreIndex", "TenantStore"]
+__all__ = ["MAX_DEPTH", "MAX_KEY", "MAX_LABEL", "ItemStore", "StoreIndex", "TenantStore"]
+
+MAX_DEPTH, MAX_LABEL, MAX_KEY = 32, 256, 1024
+"""A namespace's labels and their length, a key's length (the ``/store`` routes' limits)."""
+SYNC_CALL_SECONDS = 300.0
+"""How long a sync node's call waits for the loop (a loop that never runs it: an error)."""
 
 
 @dataclass(frozen=True)
@@ -101,27 +109,32 @@ class ItemStore:
                 "The Store's synchronous methods are for sync nodes (run in a worker thread); "
                 "in an async node, await its async methods (aget, aput, asearch...)."
             )
-        return asyncio.run_coroutine_threadsafe(self.run(tenant, ops), loop).result()
+        future = asyncio.run_coroutine_threadsafe(self.run(tenant, ops), loop)
+        try:
+            return future.result(timeout=SYNC_CALL_SECONDS)
+        except TimeoutError:
+            future.cancel()
+            raise
 
     async def run(self, tenant: str, ops: Iterable[Op]) -> list[Result]:
         """Run the batch for ``tenant``: one result per operation, in order."""
         self._loop = self._loop or asyncio.get_running_loop()
         batch = list(ops)
         for op in batch:
-            _check_namespace(op)
+            _check(op)
         vectors = await self._embedded(batch)
-        now = self._clock()
         results: list[Result] = [None] * len(batch)
         refreshed: list[ItemRow] = []
         writes = any(isinstance(op, PutOp) for op in batch)
         async with self._db.write() if writes else self._db.read() as conn:
             for index, op in enumerate(batch):
                 results[index] = await self._one(conn, tenant, op, vectors.get(index), refreshed)
-            if writes and refreshed:
-                await _rows.refresh(conn, tenant, refreshed, now)
-        if refreshed and not writes:
+                if writes and refreshed:  # before a later put of this batch replaces the item
+                    await _rows.refresh(conn, tenant, refreshed, self._clock())
+                    refreshed.clear()
+        if refreshed:  # the items as read: one replaced since keeps its new expiry
             async with self._db.write() as conn:
-                await _rows.refresh(conn, tenant, refreshed, now)
+                await _rows.refresh(conn, tenant, refreshed, self._clock())
         return results
 
     async def _one(
@@ -191,9 +204,8 @@ class ItemStore:
         scored: list[tuple[float | None, ItemRow]]
         if in_sql:
             scored = [(None, row) for row in rows]
-        else:
-            kept = [row for row in rows if matches_filter(row.value, op.filter)]
-            scored = _ranked(kept, query[0]) if query else [(None, row) for row in kept]
+        else:  # the prefix's items, filtered and ranked off the loop's thread
+            scored = await asyncio.to_thread(_filtered, rows, op.filter, query)
             scored = scored[op.offset : op.offset + op.limit]
         if self._refreshes(op.refresh_ttl):
             refreshed.extend(row for _, row in scored)
@@ -212,7 +224,8 @@ class ItemStore:
         vectors: dict[int, list[list[float]] | None] = {}
         for position, op in enumerate(batch):
             if isinstance(op, PutOp) and op.value is not None and op.index is not False:
-                texts = _texts(op.value, op.index or self.index.fields)
+                fields = self.index.fields if op.index is None else op.index
+                texts = _texts(op.value, fields)
                 vectors[position] = await embeddings.aembed_documents(texts) if texts else None
             elif isinstance(op, SearchOp) and op.query:
                 vectors[position] = [await embeddings.aembed_query(op.query)]
@@ -236,15 +249,30 @@ class TenantStore(BaseStore):
         return await self._items.run(self._tenant, ops)
 
 
-def _check_namespace(op: Op) -> None:
+def _check(op: Op) -> None:
+    """What LangGraph's stores check of an operation, and Consentry's limits of a put (those of
+    the ``/store`` routes, so that every item can be read and deleted over HTTP)."""
     validate_op_namespace(op)
-    if isinstance(op, PutOp):
-        if not op.namespace:
-            raise InvalidNamespaceError("Namespace cannot be empty.")
-        if op.namespace[0] == "langgraph":
-            raise InvalidNamespaceError(
-                f'Root label for namespace cannot be "langgraph". Got: {op.namespace}'
-            )
+    if isinstance(op, SearchOp):
+        check_filter(op.filter)
+    if not isinstance(op, PutOp):
+        return
+    if not op.namespace:
+        raise InvalidNamespaceError("Namespace cannot be empty.")
+    if op.value is None:  # a delete: nothing to keep within limits
+        return
+    if op.namespace[0] == "langgraph":
+        raise InvalidNamespaceError(
+            f'Root label for namespace cannot be "langgraph". Got: {op.namespace}'
+        )
+    if len(op.namespace) > MAX_DEPTH or any(len(label) > MAX_LABEL for label in op.namespace):
+        raise InvalidNamespaceError(
+            f"A namespace has at most {MAX_DEPTH} labels of at most {MAX_LABEL} characters."
+        )
+    if not 0 < len(op.key) <= MAX_KEY:
+        raise ValueError(f"An item's key has 1 to {MAX_KEY} characters.")
+    if not isinstance(op.value, Mapping):
+        raise ValueError(f"An item's value is a dict, not {type(op.value).__name__}.")
 
 
 def _texts(value: Mapping[str, Any], fields: Sequence[str]) -> list[str]:
@@ -257,10 +285,17 @@ def _texts(value: Mapping[str, Any], fields: Sequence[str]) -> list[str]:
     return [text for text in texts if text]
 
 
-def _ranked(rows: list[ItemRow], query: list[float]) -> list[tuple[float | None, ItemRow]]:
-    scored = [(max(cosine(query, v) for v in row.vectors), row) for row in rows if row.vectors]
+def _filtered(
+    rows: list[ItemRow], filter: Mapping[str, Any] | None, query: list[list[float]] | None
+) -> list[tuple[float | None, ItemRow]]:
+    """The rows that meet ``filter``, ranked by their best similarity to ``query`` (those
+    without an embedding after) when one is given."""
+    kept = [row for row in rows if matches_filter(row.value, filter)]
+    if not query:
+        return [(None, row) for row in kept]
+    scored = [(max(cosine(query[0], v) for v in row.vectors), row) for row in kept if row.vectors]
     scored.sort(key=lambda pair: pair[0], reverse=True)
-    unscored: list[tuple[float | None, ItemRow]] = [(None, r) for r in rows if not r.vectors]
+    unscored: list[tuple[float | None, ItemRow]] = [(None, r) for r in kept if not r.vectors]
     return [*scored, *unscored]
 
 

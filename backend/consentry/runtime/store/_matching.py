@@ -12,7 +12,14 @@ from typing import Any
 
 from langgraph.store.base import MatchCondition
 
-__all__ = ["cosine", "matches_conditions", "matches_filter", "scalar_equalities"]
+__all__ = [
+    "InvalidFilterError",
+    "check_filter",
+    "cosine",
+    "matches_conditions",
+    "matches_filter",
+    "scalar_equalities",
+]
 
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "$eq": operator.eq,
@@ -24,12 +31,27 @@ _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
 }
 
 
+class InvalidFilterError(ValueError):
+    """A search filter with an operator LangGraph's stores do not know (``$in``, a typo)."""
+
+
+def check_filter(filter: Mapping[str, Any] | None) -> None:
+    """Refuse an operator that is not one of ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``,
+    ``$lte`` (it would match nothing, silently)."""
+    for key, wanted in (filter or {}).items():
+        if key.startswith("$") and key not in _OPERATORS:
+            raise InvalidFilterError(f"Unsupported filter operator: {key!r}.")
+        if isinstance(wanted, Mapping):
+            check_filter(wanted)
+
+
 def scalar_equalities(filter: Mapping[str, Any] | None) -> dict[str, str | int | float | bool]:
-    """The filter's plain ``key: scalar`` conditions: what the database can compare itself."""
+    """The filter's plain ``key: scalar`` conditions the database can compare itself (a key
+    with ``"`` or ``\\`` is compared in Python: it could not name a JSON path safely)."""
     return {
         key: value
         for key, value in (filter or {}).items()
-        if isinstance(value, str | int | float | bool)
+        if isinstance(value, str | int | float | bool) and not ('"' in key or "\\" in key)
     }
 
 
@@ -45,10 +67,17 @@ def _holds(actual: Any, wanted: Any) -> bool:
         return isinstance(actual, Mapping) and all(
             _holds(actual.get(k), v) for k, v in wanted.items()
         )
-    return bool(actual == wanted)
+    return _comparable(actual, wanted) and bool(actual == wanted)
+
+
+def _comparable(actual: Any, operand: Any) -> bool:
+    """JSON's types apart: a boolean is not a number (Python's ``True == 1``)."""
+    return isinstance(actual, bool) == isinstance(operand, bool)
 
 
 def _compare(op: str, actual: Any, operand: Any) -> bool:
+    if not _comparable(actual, operand):
+        return op == "$ne"
     try:
         return bool(_OPERATORS[op](actual, operand))
     except TypeError:  # e.g. a text against a number: no match, as in LangGraph's own stores

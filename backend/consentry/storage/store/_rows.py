@@ -173,8 +173,13 @@ async def candidates(
 
 
 async def refresh(conn: DbConnection, tenant: str, items: Sequence[ItemRow], now: datetime) -> None:
-    """Restart the time to live of each item that has one (a read that refreshes it)."""
-    expiring = [item for item in items if item.ttl_minutes is not None]
+    """Restart the time to live of each item that has one (a read that refreshes it), unless
+    it was written since it was read (its new expiry stands). In key order, so that two
+    refreshes of the same items never wait on each other in a circle."""
+    expiring = sorted(
+        {(item.namespace, item.key): item for item in items if item.ttl_minutes}.values(),
+        key=lambda item: (joined(item.namespace), item.key),
+    )
     if not expiring:
         return
     await conn.execute(
@@ -183,12 +188,14 @@ async def refresh(conn: DbConnection, tenant: str, items: Sequence[ItemRow], now
             store_items.c.tenant == tenant,
             store_items.c.namespace == sa.bindparam("ns"),
             store_items.c.key == sa.bindparam("k"),
+            store_items.c.updated_at == sa.bindparam("seen"),
         )
         .values(expires_at=sa.bindparam("until")),
         [
             {
                 "ns": joined(item.namespace),
                 "k": item.key,
+                "seen": item.updated_at,
                 "until": now + timedelta(minutes=item.ttl_minutes or 0),
             }
             for item in expiring
