@@ -74,6 +74,11 @@ _SEARCH_PATTERN = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _NOTES_BLOCK = re.compile(r"<notes>\n?(?P<body>.*?)</notes>", re.DOTALL)
+_MEMORIES_BLOCK = re.compile(r"<memories>\n?(?P<body>.*?)</memories>", re.DOTALL)
+# "Remember that I prefer short answers": a request about the person, kept for later.
+_REMEMBER_PATTERN = re.compile(
+    r"\s*(?:please\s+)?remember\s+(?:that\s+)?(?P<what>\S.*)", re.IGNORECASE | re.DOTALL
+)
 _NOTE = re.compile(
     r'<note title="(?P<title>[^"]*)"(?P<open> open="true")?>\n(?P<text>.*?)\n</note>', re.DOTALL
 )
@@ -94,7 +99,8 @@ _QUESTION_CHARS = 300
 
 
 def classify(message: str) -> dict[str, str]:
-    """Return ``{"intent": "search" | "delete_note" | "edit_note" | "answer", "query": ...}``."""
+    """Return ``{"intent": "search" | "delete_note" | "edit_note" | "remember" | "answer",
+    "query": ...}``."""
     search = _SEARCH_PATTERN.search(message)
     if search:
         query = search.group("query").strip().strip("\"'?.!").strip()
@@ -103,6 +109,8 @@ def classify(message: str) -> dict[str, str]:
         return {"intent": "delete_note", "query": ""}
     if _EDIT_PATTERN.search(message):
         return {"intent": "edit_note", "query": ""}
+    if remember := _REMEMBER_PATTERN.match(message):
+        return {"intent": "remember", "query": remember.group("what").strip().rstrip(".!")}
     return {"intent": "answer", "query": message.strip()}
 
 
@@ -146,6 +154,15 @@ def _answer(system: str, question: str) -> str:
             "note about it, or ask me to add a summary of our discussion to your note."
         )
     return "\n".join([f"{_INTRO} Here is what your notes say:", *quoted])
+
+
+def _minding(system: str) -> str:
+    """What the person asked to be remembered (the prompt's ``<memories>``), said back at the
+    end of the answer: the offline model cannot follow a preference, so it shows it knows it."""
+    block = _MEMORIES_BLOCK.search(system)
+    memories = [line[2:].strip() for line in (block.group("body") if block else "").splitlines()]
+    kept = [memory for memory in memories if memory]
+    return f"\n\n(You asked me to remember: {'; '.join(kept)}.)" if kept else ""
 
 
 def _gist(answer: str) -> str:
@@ -205,7 +222,7 @@ class OfflineChatModel(BaseChatModel):
             return json.dumps(classify(last_human))
         if task == "summarize":
             return _summarize(conversation)
-        return _answer(system, last_human)
+        return _answer(system, last_human) + _minding(system)
 
     def _generate(
         self,

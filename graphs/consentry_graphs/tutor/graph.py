@@ -9,6 +9,7 @@ analyze_message → answer_question
                                       → report_nothing_to_draft
                 → draft_note_deletion → request_note_delete_consent → delete_note | keep_note
                 → report_no_open_note (also after a draft whose note is gone)
+                → remember_preference (the Store: ``memories``)
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from langgraph.graph.state import CompiledStateGraph
 from consentry_graphs.consent import ConsentKind
 from consentry_graphs.tutor import consent_nodes
 from consentry_graphs.tutor.consents import NOTE_CREATE, NOTE_DELETE, NOTE_EDIT
+from consentry_graphs.tutor.memories import remember_preference
 from consentry_graphs.tutor.nodes import TutorNodes, report_no_open_note, report_nothing_to_draft
 from consentry_graphs.tutor.routing import (
     route_after_analyze_message,
@@ -56,6 +58,7 @@ STEP_LABELS = {
     "keep_note": "Keeping your note",
     "report_no_open_note": "Looking for your note",
     "report_nothing_to_draft": "Checking what is new",
+    "remember_preference": "Remembering this",
 }
 
 CONSENT_KINDS: dict[str, ConsentKind[Any, Any]] = {
@@ -86,6 +89,7 @@ def build_tutor_graph(
     builder.add_node("request_note_delete_consent", consent_nodes.request_note_delete_consent)
     builder.add_node("delete_note", consent_nodes.delete_note)
     builder.add_node("keep_note", consent_nodes.keep_note)
+    builder.add_node("remember_preference", remember_preference)
 
     builder.add_edge(START, "analyze_message")
     builder.add_conditional_edges("analyze_message", route_after_analyze_message)
@@ -113,6 +117,7 @@ def build_tutor_graph(
         "skip_note_creation",
         "delete_note",
         "keep_note",
+        "remember_preference",
     ):
         builder.add_edge(last, END)
     return builder.compile(checkpointer=checkpointer, name="tutor")

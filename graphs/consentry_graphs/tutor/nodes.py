@@ -13,6 +13,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
+from langgraph.runtime import Runtime
 from pydantic import BaseModel, ValidationError
 
 from consentry_graphs.models import json_mode
@@ -21,6 +22,7 @@ from consentry_graphs.services import NoteHit, NoteSnapshot, graph_services
 from consentry_graphs.tutor import prompts
 from consentry_graphs.tutor.consents import NoteCreateProposal, NoteDeleteProposal, NoteEditProposal
 from consentry_graphs.tutor.line_merge import removed_lines
+from consentry_graphs.tutor.memories import memories_block, remembered
 from consentry_graphs.tutor.passages import notes_block, search_excerpt
 from consentry_graphs.tutor.replies import say, say_outcome
 from consentry_graphs.tutor.state import Intent, TutorState
@@ -138,9 +140,9 @@ class TutorNodes:
             ),
         }
 
-    async def answer_question(self, state: TutorState) -> dict[str, Any]:
+    async def answer_question(self, state: TutorState, runtime: Runtime[Any]) -> dict[str, Any]:
         """Answer from the notes the question finds, best first, and the open note (last, if
-        the search did not find it)."""
+        the search did not find it), minding what the person asked to be remembered."""
         notes = graph_services().notes
         query = state.get("query") or _last_user_text(state)
         hits = await notes.search_notes(state["project_id"], query, limit=GROUNDING_LIMIT)
@@ -150,7 +152,8 @@ class TutorNodes:
             note_ids.append(active_id)
         found = [note for note_id in note_ids if (note := await notes.get_note(note_id))]
         block = notes_block(found, query, open_note_id=active_id)
-        system = SystemMessage(prompts.ANSWER.format(notes=block))
+        memories = memories_block(await remembered(runtime))
+        system = SystemMessage(prompts.ANSWER.format(notes=block, memories=memories))
         reply = await self.model.ainvoke([system, *state["messages"]])
         return {"messages": [reply]}
 

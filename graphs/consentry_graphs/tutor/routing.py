@@ -27,11 +27,14 @@ def route_after_analyze_message(
     "draft_note_creation",
     "draft_note_deletion",
     "report_no_open_note",
+    "remember_preference",
 ]:
     intent = state.get("intent", "answer")
     note_open = bool(state.get("note_id"))
     if intent == "search":
         return "search_notes"
+    if intent == "remember":
+        return "remember_preference"
     if intent == "edit_note":
         return "draft_note_edit" if note_open else "draft_note_creation"
     if intent == "delete_note":

@@ -9,11 +9,11 @@ from langgraph.graph.message import add_messages
 
 __all__ = ["INTENTS", "Intent", "NothingToDraft", "TutorInput", "TutorState"]
 
-Intent = Literal["answer", "search", "edit_note", "delete_note"]
+Intent = Literal["answer", "search", "edit_note", "delete_note", "remember"]
 NothingToDraft = Literal["nothing_discussed", "nothing_new"]
 """Why a summary was not proposed: no question was answered yet in this conversation, or the
 note already says all of it."""
-INTENTS: tuple[Intent, ...] = ("answer", "search", "edit_note", "delete_note")
+INTENTS: tuple[Intent, ...] = ("answer", "search", "edit_note", "delete_note", "remember")
 
 
 class TutorInput(TypedDict):

@@ -17,8 +17,9 @@ NOTES = (
 )
 
 
-def _answer_prompt(notes: str, question: str) -> list[BaseMessage]:
-    return [SystemMessage(prompts.ANSWER.format(notes=notes)), HumanMessage(question)]
+def _answer_prompt(notes: str, question: str, memories: str = "") -> list[BaseMessage]:
+    system = prompts.ANSWER.format(notes=notes, memories=memories)
+    return [SystemMessage(system), HumanMessage(question)]
 
 
 async def _text(messages: list[BaseMessage]) -> str:
@@ -391,3 +392,29 @@ def test_stream_matches_astream() -> None:
 
     assert "".join(chunks) == OfflineChatModel().invoke(messages).content
     assert len(chunks) > 10
+
+
+@pytest.mark.parametrize(
+    ("message", "what"),
+    [
+        ("Remember that I prefer short answers.", "I prefer short answers"),
+        ("please remember I am learning Japanese", "I am learning Japanese"),
+    ],
+)
+def test_a_request_to_remember_is_routed_with_its_words(message: str, what: str) -> None:
+    assert classify(message) == {"intent": "remember", "query": what}
+
+
+def test_a_question_about_remembering_is_a_question() -> None:
+    assert classify("Do you remember my note?")["intent"] == "answer"
+
+
+async def test_an_answer_says_back_what_it_was_asked_to_remember() -> None:
+    plain = await _text(_answer_prompt(NOTES, "What is RAG?"))
+    minding = await _text(
+        _answer_prompt(NOTES, "What is RAG?", memories="- I prefer short answers\n- I am a nurse\n")
+    )
+
+    assert (
+        minding == plain + "\n\n(You asked me to remember: I prefer short answers; I am a nurse.)"
+    )
