@@ -2,9 +2,10 @@
 
 It is a real LangChain chat model, used by the same graph code as any other: it reads the task from
 the heading of the system prompt (``# task: classify | answer | summarize``) and answers it with
-rules instead of weights. It classifies intent with keyword rules (answer, search, edit or delete
-a note), answers from the notes the prompt carries, summarizes the conversation into a note
-section, and streams its answers word by word. It always says that it is the offline model.
+rules instead of weights. It classifies intent with keyword rules (answer, search, edit or delete a
+note, remember something about the person), answers from the notes the prompt carries, summarizes
+the conversation into a note section, and streams its answers word by word. It always says that it
+is the offline model.
 
 What it writes is what lands in people's notes, so it writes whole sentences
 (``consentry_graphs.sentences``: a note's sentences, never cut, without ``**`` markers):
@@ -74,10 +75,16 @@ _SEARCH_PATTERN = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _NOTES_BLOCK = re.compile(r"<notes>\n?(?P<body>.*?)</notes>", re.DOTALL)
-_MEMORIES_BLOCK = re.compile(r"<memories>\n?(?P<body>.*?)</memories>", re.DOTALL)
-# "Remember that I prefer short answers": a request about the person, kept for later.
+MINDING_LEAD = "(You asked me to remember:"
+"""How an answer starts saying back the person's memories (left out of note summaries)."""
+# "Remember that I prefer short answers", "Please remember: I'm a nurse": something about the
+# person, kept for later. Not "remember to add this to my note" (a request to act), nor a
+# question ("Remember when we talked about RAG?"), nor a bare "remember this".
 _REMEMBER_PATTERN = re.compile(
-    r"\s*(?:please\s+)?remember\s+(?:that\s+)?(?P<what>\S.*)", re.IGNORECASE | re.DOTALL
+    r"\s*(?:please,?\s+)?remember\s*[:,]?\s+(?:that\s+)?"
+    r"(?!(?:to|when|how|what|why|where|who|whom|which|if|whether)\b)"
+    r"(?!(?:this|that|it)\W*$)(?P<what>[^?]*[^?\s])[.!]*\s*$",
+    re.IGNORECASE | re.DOTALL,
 )
 _NOTE = re.compile(
     r'<note title="(?P<title>[^"]*)"(?P<open> open="true")?>\n(?P<text>.*?)\n</note>', re.DOTALL
@@ -110,7 +117,8 @@ def classify(message: str) -> dict[str, str]:
     if _EDIT_PATTERN.search(message):
         return {"intent": "edit_note", "query": ""}
     if remember := _REMEMBER_PATTERN.match(message):
-        return {"intent": "remember", "query": remember.group("what").strip().rstrip(".!")}
+        what = " ".join(remember.group("what").split())
+        return {"intent": "remember", "query": what.rstrip(".!")}
     return {"intent": "answer", "query": message.strip()}
 
 
@@ -157,16 +165,20 @@ def _answer(system: str, question: str) -> str:
 
 
 def _minding(system: str) -> str:
-    """What the person asked to be remembered (the prompt's ``<memories>``), said back at the
-    end of the answer: the offline model cannot follow a preference, so it shows it knows it."""
-    block = _MEMORIES_BLOCK.search(system)
-    memories = [line[2:].strip() for line in (block.group("body") if block else "").splitlines()]
-    kept = [memory for memory in memories if memory]
-    return f"\n\n(You asked me to remember: {'; '.join(kept)}.)" if kept else ""
+    """What the person asked to be remembered (the prompt's last ``<memories>`` block, after the
+    notes, which may quote the tag), said back at the end of the answer: the offline model
+    cannot follow a preference, so it shows it knows it."""
+    _, tag, after = system.rpartition("<memories>")
+    body, closed, _ = after.partition("</memories>")
+    lines = body.splitlines() if tag and closed else []
+    kept = [line.removeprefix("- ").strip() for line in lines if line.strip()]
+    return f"\n\n{MINDING_LEAD} {'; '.join(kept)}.)" if kept else ""
 
 
 def _gist(answer: str) -> str:
-    """An answer in a summary: its sentences, without the introduction and lead-ins ("…:")."""
+    """An answer in a summary: its sentences, without the introduction, lead-ins ("…:") and what
+    it said back of the person's memories."""
+    answer = answer.partition(f"\n\n{MINDING_LEAD}")[0]
     answer = answer.strip().removeprefix(_INTRO).strip()
     if answer.startswith(_NOTHING_FOUND):
         return "Your notes say nothing about it yet."

@@ -1,16 +1,18 @@
 """What the tutor remembers of a person across conversations, in the Store (LangGraph's
 ``runtime.store``; Consentry's, kept in its database, docs/memory.md).
 
-"Remember that I prefer short answers" keeps the words after "remember (that)" under the
-person's namespace, ``("tutor", "memories", <user id>)``, keyed by the message's id (so a step run
-again writes the same item again, once); every later answer, in any of the person's threads,
-gets them in its prompt (the offline model repeats them at the end of its answer, a real model
-is asked to honour them). A graph run without a Store (a test of the graph alone) remembers
-nothing and says so.
+"Remember that I prefer short answers" keeps the words after "remember (that)" under the person's
+namespace, ``("tutor", "memories", "<tenant>/<user>")``, keyed by the message's id (so a step run
+again writes the same item again, once); every later answer, in any of the person's threads, gets
+them in its prompt (the offline model repeats them at the end of its answer, a real model is asked
+to honour them). A graph run without a Store (a test of the graph alone) remembers nothing and says
+so.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 from typing import Any
 
 from langchain_core.messages import HumanMessage
@@ -26,35 +28,54 @@ MEMORIES = ("tutor", "memories")
 """The namespace of every person's memories; the person's own is this and their user id."""
 RECALLED = 5
 """The most memories an answer is given (the most recent)."""
+LONGEST = 500
+"""The most characters of one memory (a longer request is cut)."""
+LABEL_CHARS = 256
+"""The longest namespace label the Store takes."""
+
+log = logging.getLogger(__name__)
 
 
 async def remember_preference(state: TutorState, runtime: Runtime[Any]) -> dict[str, Any]:
     """Keep what the person asked to be remembered, and say what was kept."""
-    what = state.get("query", "").strip()
+    what = " ".join(state.get("query", "").split())[:LONGEST]
     message = next(
         (m for m in reversed(state.get("messages", [])) if isinstance(m, HumanMessage)), None
     )
-    if runtime.store is None or message is None or not what:
+    if not what or message is None:
+        return {"messages": [say_outcome("Tell me what to remember, in a sentence.")]}
+    if runtime.store is None:
         return {"messages": [say_outcome("I can't remember things between conversations here.")]}
-    await runtime.store.aput(_namespace(), str(message.id), {"text": what})
+    # Keyed by the message: the step run again (a recovery) writes the same item again.
+    key = message.id or hashlib.sha256(message.text.encode()).hexdigest()
+    await runtime.store.aput(_namespace(), str(key), {"text": what})
     return {"messages": [say_outcome(f"I'll remember: \u201c{what}\u201d.")]}
 
 
 async def remembered(runtime: Runtime[Any]) -> list[str]:
-    """The person's most recent memories (none without a Store)."""
+    """The person's most recent memories (none without a Store, or when it cannot be read: an
+    answer does not fail for them)."""
     if runtime.store is None:
         return []
-    found = await runtime.store.asearch(_namespace(), limit=RECALLED)
+    try:
+        found = await runtime.store.asearch(_namespace(), limit=RECALLED)
+    except Exception:
+        log.exception("the person's memories could not be read; answering without them")
+        return []
     return [str(item.value.get("text", "")) for item in found if item.value.get("text")]
 
 
 def _namespace() -> tuple[str, ...]:
-    """The person's namespace: their user id as one label (a ``.``, which a label cannot hold,
-    written ``%2E``, and ``%`` ``%25``)."""
-    user = graph_services().user.replace("%", "%25").replace(".", "%2E")
-    return (*MEMORIES, user)
+    """The person's namespace: ``("tutor", "memories", "<tenant>/<user>")``, their id as one
+    label (a ``.``, which a label cannot hold, written ``%2E``, and ``%`` ``%25``; an id that
+    would be longer than a label may be, its SHA-256)."""
+    user = graph_services().user
+    label = user.replace("%", "%25").replace(".", "%2E")
+    if len(label) > LABEL_CHARS:
+        label = "sha256-" + hashlib.sha256(user.encode()).hexdigest()
+    return (*MEMORIES, label)
 
 
 def memories_block(memories: list[str]) -> str:
-    """The memories as the answer prompt's ``<memories>`` lines."""
-    return "".join(f"- {memory}\n" for memory in memories)
+    """The memories as the answer prompt's ``<memories>`` lines, one line each."""
+    return "".join(f"- {' '.join(memory.split())}\n" for memory in memories)

@@ -418,3 +418,36 @@ async def test_an_answer_says_back_what_it_was_asked_to_remember() -> None:
     assert (
         minding == plain + "\n\n(You asked me to remember: I prefer short answers; I am a nurse.)"
     )
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Remember to add a summary to my note",  # a request to act
+        "Remember when we talked about RAG?",
+        "Remember the formula for entropy?",
+        "Remember this.",
+        "remember",
+    ],
+)
+def test_a_request_to_act_a_question_or_a_bare_remember_is_no_memory(message: str) -> None:
+    assert classify(message)["intent"] != "remember"
+
+
+async def test_memories_are_read_from_the_prompts_last_block_and_never_summarized() -> None:
+    quoting = '<note title="Tags">\nWrite <memories> and </memories> around lists.\n</note>\n'
+    none_kept = await _text(_answer_prompt(quoting, "What are tags?"))
+    conversation = [
+        HumanMessage("What is RAG?"),
+        AIMessage(
+            "I'm the offline model, so I answer from your notes rather than from general "
+            "knowledge. Here is what your notes say:\n- In \u201cRAG\u201d: It uses documents."
+            "\n\n(You asked me to remember: I prefer short answers.)"
+        ),
+        HumanMessage("Add a summary of our discussion to my note"),
+    ]
+    summary = await _text([SystemMessage(prompts.SUMMARIZE), *conversation])
+
+    assert "remember" not in none_kept
+    assert "documents" in summary
+    assert "remember" not in summary
