@@ -106,6 +106,8 @@ def test_a_reload_mid_run_joins_the_run_and_shows_its_answer_once(
             page.goto(server)
             page.locator(f'#note-list li[data-note-id="{note["note_id"]}"] button').click()
             expect(page.locator("#note-title")).to_have_value("Retrieval")
+            # The note's conversations are loaded (the page sends nothing while it loads them).
+            expect(page.locator("#chat-send")).to_be_enabled()
             page.locator("#chat-input").fill(QUESTION)
             page.locator("#chat-input").press("Enter")
             model.wait_until_holding()  # the run waits for the model, mid-way
@@ -153,6 +155,7 @@ def test_an_answer_in_markdown_shows_as_markdown_and_nothing_in_it_runs(
             page.goto(server)
             page.locator(f'#note-list li[data-note-id="{note["note_id"]}"] button').click()
             expect(page.locator("#note-title")).to_have_value("Markdown answers")
+            expect(page.locator("#chat-send")).to_be_enabled()  # its conversations loaded
             page.locator("#chat-input").fill("What does retrieval do?")
             page.locator("#chat-input").press("Enter")
 
