@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 MAX_SLEEP_SECONDS = 3600.0
 BUSY_RETRY_SECONDS = 1.0
 BATCH = 100
+STOP_WAIT_SECONDS = 5.0
 
 
 class ExpirySweeper(BackgroundLoop):
@@ -67,6 +68,9 @@ class ExpirySweeper(BackgroundLoop):
         self._key_retention = key_retention
         self._alarm = alarm
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._passing = False
+        """In a pass (its statements), which a stop lets end."""
         self._sweeping = asyncio.Lock()
         """One sweep at a time per process: a sweep asked for while one runs waits for it (so the
         runs it started have been launched when it returns) instead of racing it."""
@@ -126,8 +130,9 @@ class ExpirySweeper(BackgroundLoop):
         return BUSY_RETRY_SECONDS if seconds <= 0 else min(seconds, MAX_SLEEP_SECONDS)
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:
             self._alarm.planned = None  # a consent asked during this pass rings for the next
+            self._passing = True
             try:
                 await self.sweep()
                 await self.prune_idempotency_keys()
@@ -137,6 +142,10 @@ class ExpirySweeper(BackgroundLoop):
             except Exception:
                 log.exception("expiry sweep failed; retrying")
                 delay = BUSY_RETRY_SECONDS
+            finally:
+                self._passing = False
+            if self._stopping:
+                return
             self._alarm.planned = self._clock() + timedelta(seconds=delay)
             await self._alarm.wait(delay)
 
@@ -144,7 +153,15 @@ class ExpirySweeper(BackgroundLoop):
         self._task = asyncio.create_task(self._run(), name="consent-expiry-sweeper")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        """Stop between statements: a pass under way ends first (up to
+        ``STOP_WAIT_SECONDS``), for a task cancelled inside a database statement can leave its
+        connection out of the pool; the wait for the next deadline is cancelled."""
+        if self._task is None:
+            return
+        self._stopping = True
+        if self._passing:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._task), STOP_WAIT_SECONDS)
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
