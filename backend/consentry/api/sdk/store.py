@@ -5,7 +5,7 @@ items: every namespace is the caller's tenant's."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 from langgraph.store.base import NOT_PROVIDED, InvalidNamespaceError, Item
@@ -67,7 +67,7 @@ async def get_item(
     found = await store.for_tenant(owner.tenant).aget(
         tuple(namespace.split(".")), key, refresh_ttl=refresh_ttl
     )
-    return None if found is None else _wire(found)
+    return None if found is None else StoreItem(**_fields(found))
 
 
 @router.delete("/items", status_code=204)
@@ -98,9 +98,7 @@ async def search_items(
             code="invalid_filter",
             details={"filter": body.filter},
         ) from None
-    return StoreItems(
-        items=[StoreSearchItem(**_wire(item).model_dump(), score=item.score) for item in found]
-    )
+    return StoreItems(items=[StoreSearchItem(**_fields(item), score=item.score) for item in found])
 
 
 @router.post("/namespaces")
@@ -119,11 +117,12 @@ async def list_namespaces(
     return StoreNamespaces(namespaces=[list(namespace) for namespace in found])
 
 
-def _wire(item: Item) -> StoreItem:
-    return StoreItem(
-        namespace=list(item.namespace),
-        key=item.key,
-        value=item.value,
-        created_at=item.created_at,
-        updated_at=item.updated_at,
-    )
+def _fields(item: Item) -> dict[str, Any]:
+    """LangGraph's item as the SDK reads it."""
+    return {
+        "namespace": list(item.namespace),
+        "key": item.key,
+        "value": item.value,
+        "created_at": item.created_at,
+        "updated_at": item.updated_at,
+    }

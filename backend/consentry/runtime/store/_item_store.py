@@ -154,13 +154,7 @@ class ItemStore:
                 refreshed.append(found)
             if found is None:
                 return None
-            return Item(
-                namespace=found.namespace,
-                key=found.key,
-                value=found.value,
-                created_at=found.created_at,
-                updated_at=found.updated_at,
-            )
+            return Item(**_fields(found))
         if isinstance(op, PutOp):
             if op.value is None:
                 await _rows.delete_item(conn, tenant, op.namespace, op.key)
@@ -318,12 +312,16 @@ async def _namespaces(
     return listed[op.offset : op.offset + op.limit]
 
 
+def _fields(row: ItemRow) -> dict[str, Any]:
+    """What LangGraph's ``Item`` holds of a row."""
+    return {
+        "namespace": row.namespace,
+        "key": row.key,
+        "value": row.value,
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
+    }
+
+
 def _item(row: ItemRow, *, score: float | None = None) -> SearchItem:
-    return SearchItem(
-        namespace=row.namespace,
-        key=row.key,
-        value=row.value,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        score=score,
-    )
+    return SearchItem(**_fields(row), score=score)
