@@ -52,6 +52,8 @@ class OwnedObjects:
     inbox_approval_id: str
     assistant_id: str
     """An assistant of the owner's own over the tutor."""
+    cron_id: str
+    """A cron of the owner's on ``thread_id`` (whose first tick is a year away)."""
 
     def ids(self) -> dict[str, str]:
         """The owner's ids by name (the placeholders of request templates)."""
@@ -63,6 +65,7 @@ class OwnedObjects:
             "inbox_thread_id": self.inbox_thread_id,
             "inbox_approval_id": self.inbox_approval_id,
             "assistant_id": self.assistant_id,
+            "cron_id": self.cron_id,
         }
 
 
@@ -99,6 +102,12 @@ async def build_owned_objects(client: httpx.AsyncClient, headers: dict[str, str]
         "/assistants", json={"graph_id": "tutor", "name": "Alice's tutor"}, headers=headers
     )
     assert assistant.status_code == 200, assistant.text
+    cron = await client.post(
+        f"/threads/{first.thread_id}/runs/crons",
+        json={"assistant_id": "tutor", "schedule": "0 0 1 1 *", "input": {}},
+        headers=headers,
+    )
+    assert cron.status_code == 200, cron.text
     stored = await client.get(f"/v1/threads/{first.thread_id}/stream", headers=headers)
     first_seq = parse_events(stored.text)[0].seq
     return OwnedObjects(
@@ -110,6 +119,7 @@ async def build_owned_objects(client: httpx.AsyncClient, headers: dict[str, str]
         inbox_thread_id=inbox.thread_id,
         inbox_approval_id=inbox.approval_id,
         assistant_id=str(assistant.json()["assistant_id"]),
+        cron_id=str(cron.json()["cron_id"]),
     )
 
 

@@ -27,7 +27,8 @@ from consentry.api.http.request_spans import TracingMiddleware
 from consentry.api.http.url_text import UnstorableTextInUrl
 from consentry.api.run_requests import RunRequests
 from consentry.api.sdk import assistants as sdk_assistants
-from consentry.api.sdk import open_run_queue
+from consentry.api.sdk import crons as sdk_crons
+from consentry.api.sdk import open_run_queue, scheduling_crons
 from consentry.api.sdk import run_records as sdk_run_records
 from consentry.api.sdk import runs as sdk_runs
 from consentry.api.sdk import server as sdk_server
@@ -207,7 +208,11 @@ def create_app(
             async with open_services(settings, clock=clock, tracing=tracing) as services:
                 app.state.services = services
                 app.state.run_requests = run_requests = RunRequests.of(services)
-                async with open_run_queue(services, run_requests) as app.state.run_queue:
+                async with (
+                    open_run_queue(services, run_requests) as queue,
+                    scheduling_crons(services, queue),
+                ):
+                    app.state.run_queue = queue
                     yield
         finally:
             if tracing is not None:  # its last export is blocking I/O: not on the loop
@@ -243,7 +248,16 @@ def create_app(
     for module in (*routers, me, api_docs):
         app.include_router(module.router)
     # The LangGraph SDK's face (docs/langgraph-sdk.md).
-    for sdk in (sdk_server, sdk_assistants, sdk_threads, sdk_runs, sdk_run_records, sdk_store):
+    sdk_routers = (
+        sdk_server,
+        sdk_assistants,
+        sdk_threads,
+        sdk_crons,
+        sdk_runs,
+        sdk_run_records,
+        sdk_store,
+    )
+    for sdk in sdk_routers:
         app.include_router(sdk.router)
     app.include_router(agui.router)  # AG-UI's face (docs/ag-ui.md)
     app.mount("/web", web.WebFiles(), name="web")

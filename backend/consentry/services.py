@@ -17,6 +17,7 @@ from consentry.observability.tracing import Tracing
 from consentry.runtime.assistants import Assistants
 from consentry.runtime.clock import Clock, utc_now
 from consentry.runtime.consents import ApprovalFeed, ApprovalInbox, ExpiryAlarm, ExpirySweeper
+from consentry.runtime.crons import Crons
 from consentry.runtime.guards import (
     KEY_RETENTION,
     IdempotencyGuard,
@@ -88,6 +89,9 @@ class Services:
     """What a rolled-back run wrote undone (the LangGraph SDK's ``rollback``)."""
     store: ItemStore
     """The Store: each tenant's items (the ``/store`` routes; the graphs' ``runtime.store``)."""
+    crons: Crons
+    """Each owner's crons (the ``/runs/crons`` routes); the app's lifespan runs their
+    scheduler (``runtime.crons.CronScheduler``) beside the run queue."""
 
 
 @asynccontextmanager
@@ -262,6 +266,7 @@ async def _open(
                         run_records=RunRecords(db=db, clock=clock),
                         run_rollback=RunRollback(db=db, runs=runs, clock=clock),
                         store=store,
+                        crons=Crons(db=db, clock=clock),
                     )
             finally:
                 await worker.stop()

@@ -343,6 +343,21 @@ CALLS: tuple[Call, ...] = (
     Call("PATCH", "/assistants/{assistant_id}", json={"name": "Renamed"}),
     Call("POST", "/assistants/{assistant_id}/latest", json={"version": 1}),
     Call("PATCH", "/threads/{thread_id}", json={"metadata": {"k": "v"}}),
+    # Crons: one on the owner's thread; searched and counted among the caller's own.
+    Call(
+        "POST",
+        "/threads/{thread_id}/runs/crons",
+        json={"assistant_id": "tutor", "schedule": "0 0 1 1 *", "input": {}},
+    ),
+    Call(
+        "POST",
+        "/runs/crons",
+        json={"assistant_id": "tutor", "schedule": "0 0 1 1 *", "input": {"messages": []}},
+    ),
+    Call("POST", "/runs/crons/search", json={}),
+    Call("POST", "/runs/crons/count", json={}),
+    Call("PATCH", "/runs/crons/{cron_id}", json={"enabled": False}),
+    Call("DELETE", "/runs/crons/{cron_id}", owner_status=204),
     # Last: the inbox thread, idle again once its consent was decided above.
     Call("DELETE", "/threads/{thread_id}", url="/threads/{inbox_thread_id}", owner_status=204),
     Call("DELETE", "/assistants/{assistant_id}", owner_status=204),
@@ -563,7 +578,10 @@ async def test_a_request_without_a_valid_key_is_refused_before_its_body_is_read(
     complaint about the body (nobody without a key learns how a body is checked)."""
     client = keyed_client
     first_rows = {(call.method, call.route): call for call in reversed(CALLS) if call.json}
-    nobody = {name: str(uuid4()) for name in ("project_id", "note_id", "thread_id", "assistant_id")}
+    nobody = {
+        name: str(uuid4())
+        for name in ("project_id", "note_id", "thread_id", "assistant_id", "cron_id")
+    }
     nobody |= {"approval_id": uuid4().hex, "inbox_approval_id": uuid4().hex}
     answers: dict[str, tuple[int, str | None]] = {}
 

@@ -134,6 +134,15 @@ BODIES: tuple[Body, ...] = (
         inside=(0,),
     ),
     Body("POST", "/runs/cancel", {"thread_id": "{thread_id}", "status": "pending"}),
+    Body(
+        "POST",
+        "/threads/{thread_id}/runs/crons",
+        {"assistant_id": "tutor", "schedule": "0 0 1 1 *", "input": {}},
+    ),
+    Body("POST", "/runs/crons", {"assistant_id": "tutor", "schedule": "0 0 1 1 *", "input": {}}),
+    Body("PATCH", "/runs/crons/{cron_id}", {"enabled": False}),
+    Body("POST", "/runs/crons/search", {"enabled": True}),
+    Body("POST", "/runs/crons/count", {"assistant_id": "tutor"}),
     Body("PUT", "/store/items", {"namespace": ["n"], "key": "k", "value": {"a": 1}}),
     Body("DELETE", "/store/items", {"namespace": ["n"], "key": "k"}),
     Body("POST", "/store/items/search", {"namespace_prefix": ["n"]}),
@@ -185,6 +194,16 @@ FREE_FORM = {
     "RunCreate.metadata",
     "RunCreate.config",
     "RunCreate.context",
+    "CronCreate.input",
+    "CronCreate.metadata",
+    "CronCreate.config",
+    "CronCreate.context",
+    "CronUpdate.input",
+    "CronUpdate.metadata",
+    "CronUpdate.config",
+    "CronUpdate.context",
+    "CronSearchRequest.metadata",
+    "CronCountRequest.metadata",
 }
 """The only objects of a request body that take any field: a person's edit, which the consent
 kind's edit model checks, a graph's own input, which the graph's input schema checks, and the

@@ -38,7 +38,7 @@ async def test_info_and_ok_answer_without_a_key_and_name_the_server(open_live: A
         "server": "consentry",
         "version": version("consentry"),
         "langgraph_py_version": version("langgraph"),
-        "flags": {"assistants": True, "crons": False, "langsmith": False},
+        "flags": {"assistants": True, "crons": True, "langsmith": False},
         "host": {"kind": "self-hosted"},
     }
     assert (ok.status_code, ok.json()) == (200, {"ok": True})

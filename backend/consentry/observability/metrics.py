@@ -133,6 +133,11 @@ class Metrics:
             ("graph", "node"),
             _NODE_SECONDS,
         )
+        self.cron_ticks = counter(
+            "consentry_cron_ticks",
+            "Cron ticks this process took: `queued` (a run) or `skipped`, with why.",
+            ("outcome", "reason"),
+        )
         self.open_streams = Gauge(
             "consentry_open_streams", "Event streams this process is sending.", registry=registry
         )

@@ -15,7 +15,8 @@ class AuditRecord(BaseModel):
     action: str = Field(
         description="`run_started`, `run_ended`, `consent_requested`, `consent_decided`, "
         "`consent_expired`, `consent_cancelled`, `consent_superseded`, `state_updated`, "
-        "`thread_copied`, `run_deleted`, `run_rolled_back`, `effect_applied` or `error`."
+        "`thread_copied`, `run_deleted`, `run_rolled_back`, `effect_applied`, `cron_ticked`, "
+        "`cron_tick_skipped` or `error`."
     )
     actor: str = Field(description="`tenant/user`, `policy` or `system`.")
     run_id: str | None

@@ -359,7 +359,7 @@ class ServerFlags(BaseModel):
     """What the server offers beyond runs and threads, as the Agent Server's ``/info`` says."""
 
     assistants: bool = Field(description="Assistants can be read (they are the served graphs).")
-    crons: bool = False
+    crons: bool = Field(default=True, description="Crons are served (`client.crons`).")
     langsmith: bool = False
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "RunCancelManyRequest",
     "RunCommand",
     "RunCreate",
+    "RunFields",
     "SdkRun",
     "SdkRunStatus",
     "StreamMode",
@@ -63,8 +64,8 @@ class RunCommand(RequestModel):
     )
 
 
-class RunCreate(RequestModel):
-    """Start a run on a thread (or on a new one, ``/runs/stream``) and stream it."""
+class RunFields(RequestModel):
+    """What a run request and a cron (the runs it starts) both say."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -76,7 +77,6 @@ class RunCreate(RequestModel):
         description="The graph's input. Beside a `command` it may be sent empty (`{}`), as "
         "Agent Chat UI does; a `command` with a non-empty `input` is 422 `invalid_input`.",
     )
-    command: RunCommand | None = None
     stream_mode: StreamMode | list[StreamMode] = "values"
     interrupt_before: Literal["*"] | list[str] | None = Field(
         default=None,
@@ -123,6 +123,13 @@ class RunCreate(RequestModel):
         "is deleted with it (its events and audit records are kept; a consent it left pending "
         "ends `superseded`), then the run starts as with `enqueue`.",
     )
+    durability: Literal["sync"] | None = None
+
+
+class RunCreate(RunFields):
+    """Start a run on a thread (or on a new one, ``/runs/stream``) and stream it."""
+
+    command: RunCommand | None = None
     on_disconnect: Literal["continue", "cancel"] = Field(
         default="continue",
         description="`continue`: the run goes on when the client goes away; `cancel`: a client "
@@ -132,7 +139,6 @@ class RunCreate(RequestModel):
         default="reject",
         description="`create`: a thread path naming no thread creates it (its id must be a UUID).",
     )
-    durability: Literal["sync"] | None = None
     after_seconds: float | None = Field(
         default=None,
         ge=0,

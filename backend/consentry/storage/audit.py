@@ -44,6 +44,8 @@ AuditAction = Literal[
     "run_deleted",
     "run_rolled_back",
     "effect_applied",
+    "cron_ticked",
+    "cron_tick_skipped",
     "error",
 ]
 

@@ -69,7 +69,7 @@ export interface ApprovalsReady {
 export interface AuditRecord {
   /** Position in the whole audit log; grows with time. */
   seq: number;
-  /** `run_started`, `run_ended`, `consent_requested`, `consent_decided`, `consent_expired`, `consent_cancelled`, `consent_superseded`, `state_updated`, `thread_copied`, `run_deleted`, `run_rolled_back`, `effect_applied` or `error`. */
+  /** `run_started`, `run_ended`, `consent_requested`, `consent_decided`, `consent_expired`, `consent_cancelled`, `consent_superseded`, `state_updated`, `thread_copied`, `run_deleted`, `run_rolled_back`, `effect_applied`, `cron_ticked`, `cron_tick_skipped` or `error`. */
   action: string;
   /** `tenant/user`, `policy` or `system`. */
   actor: string;

@@ -19,6 +19,7 @@ from consentry.observability.metrics import Metrics
 from consentry.principal import LOCAL_PRINCIPAL, Principal
 from consentry.runtime.assistants import Assistants
 from consentry.runtime.consents import ApprovalInbox
+from consentry.runtime.crons import Crons
 from consentry.runtime.notes import NotesService
 from consentry.runtime.readiness import Readiness
 from consentry.runtime.runs import (
@@ -35,6 +36,7 @@ from consentry_graphs.registry import GraphSpec
 __all__ = [
     "ApprovalsDep",
     "AssistantsDep",
+    "CronsDep",
     "GraphsDep",
     "IdempotencyKey",
     "MetricsDep",
@@ -80,6 +82,7 @@ AssistantsDep = Annotated[Assistants, _service("assistants")]
 RunRecordsDep = Annotated[RunRecords, _service("run_records")]
 RunRollbackDep = Annotated[RunRollback, _service("run_rollback")]
 StoreDep = Annotated[ItemStore, _service("store")]
+CronsDep = Annotated[Crons, _service("crons")]
 ApprovalsDep = Annotated[ApprovalInbox, _service("approvals")]
 GraphsDep = Annotated[Mapping[str, GraphSpec], _service("graphs")]
 ReadinessDep = Annotated[Readiness, _service("readiness")]

@@ -6,7 +6,8 @@ named "search" and a 405's ``Allow`` would name methods the path does not docume
 what the OpenAPI document says (a thread or assistant is never named so: thread ids are UUIDs,
 assistant ids graph names or UUIDs, and a graph of that name would still be read at ``GET
 /v1/graphs``).
-The same for ``POST /threads/{id}/state/checkpoint`` beside ``GET
+The same for ``POST /runs/crons/search`` and ``/count`` beside ``PATCH|DELETE
+/runs/crons/{cron_id}``, and for ``POST /threads/{id}/state/checkpoint`` beside ``GET
 /threads/{id}/state/{checkpoint_id}`` (checkpoint ids are UUIDs)."""
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ SDK_ID = "sdk_id"
 CHECKPOINT_ID = "sdk_checkpoint_id"
 """``/threads/{thread_id}/state/{checkpoint_id:sdk_checkpoint_id}``: any id but ``checkpoint``."""
 RUN_ID = "sdk_run_id"
-"""``/threads/{thread_id}/runs/{run_id:sdk_run_id}``: any id but ``stream`` and ``wait`` (beside
-``POST /threads/{id}/runs/stream`` and ``/runs/wait``; run ids are UUIDs)."""
+"""``/threads/{thread_id}/runs/{run_id:sdk_run_id}``: any id but ``stream``, ``wait`` and
+``crons`` (beside ``POST /threads/{id}/runs/stream``, ``/runs/wait`` and ``/runs/crons``; run ids
+are UUIDs)."""
 
 
 class _SdkId(Convertor[str]):
@@ -37,7 +39,7 @@ class _SdkId(Convertor[str]):
 
 
 class _RunId(_SdkId):
-    regex: ClassVar[str] = "(?!(?:stream|wait)$)[^/]+"
+    regex: ClassVar[str] = "(?!(?:stream|wait|crons)$)[^/]+"
 
 
 class _CheckpointId(_SdkId):

@@ -1,4 +1,5 @@
-"""The run queue: made with the app's lifespan (:func:`open_run_queue`), and a route dependency."""
+"""The run queue: made with the app's lifespan (:func:`open_run_queue`), and a route dependency;
+the cron scheduler that queues crons' runs in it (:func:`scheduling_crons`)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ from consentry.api.run_requests import RunRequests
 from consentry.api.sdk._start import RunStart
 from consentry.errors import InvalidRequestError
 from consentry.principal import Principal
+from consentry.runtime.crons import CronScheduler
 from consentry.runtime.runs import ActiveRun, RunQueue
 from consentry.schemas.chat import ChatRequest
 from consentry.schemas.sdk_runs import RunCreate
 from consentry.services import Services
 
-__all__ = ["RunQueueDep", "open_run_queue"]
+__all__ = ["RunQueueDep", "open_run_queue", "scheduling_crons"]
 
 
 async def _run_queue(request: Request) -> RunQueue:
@@ -69,3 +71,26 @@ async def open_run_queue(services: Services, run_requests: RunRequests) -> Async
         yield queue
     finally:
         await queue.stop()
+
+
+@asynccontextmanager
+async def scheduling_crons(services: Services, queue: RunQueue) -> AsyncIterator[None]:
+    """The crons' ticks taken while the app serves, by every process that runs graphs (not an
+    API-only replica)."""
+    if services.settings.role == "api":
+        yield
+        return
+    scheduler = CronScheduler(
+        db=services.db,
+        clock=services.clock,
+        queue=queue,
+        threads=services.thread_writer,
+        assistants=services.assistants,
+        notifications=services.notifications,
+        metrics=services.metrics,
+    )
+    scheduler.start()
+    try:
+        yield
+    finally:
+        await scheduler.stop()

@@ -14,6 +14,9 @@
   (``runtime.approval_feed``). Sent by ``storage.db.database.notify_at_commit``, which on SQLite
   delivers to this process right after the commit (:meth:`EventNotifications.deliver`).
 
+- ``consentry_crons`` (no payload): a cron was created, changed or deleted; the cron scheduler
+  plans its next wake-up again (``runtime.crons``, :meth:`EventNotifications.watch_crons`).
+
 Each process keeps one ``LISTEN`` connection. If it drops, every waiter is woken (so none misses
 what happened meanwhile) and the listener reconnects. On SQLite one process serves the file and
 streams follow their runs in memory: the listener does nothing.
@@ -38,6 +41,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from consentry.runtime.background import BackgroundLoop
 from consentry.storage.audit import APPROVALS_CHANNEL
+from consentry.storage.crons import CRONS_CHANNEL
 from consentry.storage.db.database import libpq_url
 from consentry.storage.runs import CANCELS_CHANNEL, RUNS_CHANNEL
 
@@ -48,6 +52,7 @@ __all__ = [
     "APPROVALS_CHANNEL",
     "CANCELS_CHANNEL",
     "CONSENTS_CHANNEL",
+    "CRONS_CHANNEL",
     "EVENTS_CHANNEL",
     "RUNS_CHANNEL",
     "EventNotifications",
@@ -81,12 +86,13 @@ class EventNotifications(BackgroundLoop):
         self._dsn = libpq_url(database_url) if database_url else None
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self._approval_waiters: dict[str, set[asyncio.Event]] = {}
+        self._cron_waiters: set[asyncio.Event] = set()
         self._task: asyncio.Task[None] | None = None
         self._listening = asyncio.Event()
         self._on_consent_requested = on_consent_requested
         self._on_cancel_requested = on_cancel_requested
         self._on_run_queued = on_run_queued or (lambda run_id: None)
-        self._always = (CONSENTS_CHANNEL, CANCELS_CHANNEL) + (
+        self._always = (CONSENTS_CHANNEL, CANCELS_CHANNEL, CRONS_CHANNEL) + (
             (RUNS_CHANNEL,) if on_run_queued is not None else ()
         )
         self._connected = False
@@ -134,6 +140,17 @@ class EventNotifications(BackgroundLoop):
             await self._listen_to(APPROVALS_CHANNEL)
             yield waiter
 
+    @contextlib.asynccontextmanager
+    async def watch_crons(self) -> AsyncIterator[asyncio.Event]:
+        """An event set whenever a cron is created, changed or deleted in any process, or the
+        notifications were interrupted (clear it before reading)."""
+        waiter = asyncio.Event()
+        self._cron_waiters.add(waiter)
+        try:
+            yield waiter
+        finally:
+            self._cron_waiters.discard(waiter)
+
     def deliver(self, channel: str, payload: str) -> None:
         """A notification this process made, delivered after its commit (SQLite)."""
         self._dispatch(channel, payload)
@@ -169,7 +186,7 @@ class EventNotifications(BackgroundLoop):
             for waiter in waiters:
                 waiter.set()
         if thread_id is None:  # the listener was away: the approvals feeds read again too
-            for waiters in self._approval_waiters.values():
+            for waiters in [*self._approval_waiters.values(), self._cron_waiters]:
                 for waiter in waiters:
                     waiter.set()
 
@@ -182,6 +199,9 @@ class EventNotifications(BackgroundLoop):
             self._on_run_queued(payload)
         elif channel == CANCELS_CHANNEL:
             self._on_cancel_requested(payload)
+        elif channel == CRONS_CHANNEL:
+            for waiter in self._cron_waiters:
+                waiter.set()
         elif channel == APPROVALS_CHANNEL:
             for waiter in self._approval_waiters.get(payload, ()):
                 waiter.set()

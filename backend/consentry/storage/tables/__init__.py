@@ -12,6 +12,7 @@ from consentry.storage.tables._consents import (
     idempotency_keys,
     tenant_usage,
 )
+from consentry.storage.tables._crons import crons
 from consentry.storage.tables._notes import note_versions, notes, projects
 from consentry.storage.tables._store import store_items
 from consentry.storage.tables._threads import (
@@ -29,6 +30,7 @@ __all__ = [
     "assistant_versions",
     "assistants",
     "audit",
+    "crons",
     "effects",
     "events",
     "idempotency_keys",

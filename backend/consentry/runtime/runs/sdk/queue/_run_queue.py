@@ -72,6 +72,11 @@ class RunQueue:
             for thread_id in await queue_repo.threads_with_queued_runs(conn):
                 self._drainers.drain(thread_id)
 
+    def drain(self, thread_id: str) -> None:
+        """Start the thread's queued runs here, in turn: runs queued outside a request (a
+        cron's tick), or left waiting by a process that stopped."""
+        self._drainers.drain(thread_id)
+
     async def stop(self) -> None:
         drainers = [*self._drainers.tasks, *self._cancels]
         for task in drainers:

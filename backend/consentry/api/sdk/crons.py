@@ -1,0 +1,176 @@
+"""The LangGraph SDK's crons (``client.crons.create``, ``create_for_thread``, ``update``,
+``search``, ``count``, ``delete``): the caller's schedules of runs. Each tick starts an ordinary
+run, queued in its thread's run queue (``runtime.crons``); the run it starts is checked here as
+a run request is when the cron is created or changed, so that a cron that could never run is
+refused then (422, 404), not at each tick."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Response
+from pydantic import ValidationError
+
+from consentry.api.chat_requests import chat_request, not_a_run_request
+from consentry.api.http.deps import AssistantsDep, CronsDep, PrincipalDep
+from consentry.api.http.responses import ERROR_RESPONSES
+from consentry.api.sdk._breakpoints import breakpoints
+from consentry.api.sdk._ids import SDK_ID
+from consentry.api.sdk._run_checks import check_body
+from consentry.api.sdk._run_options import run_options
+from consentry.errors import InvalidRequestError
+from consentry.principal import Principal
+from consentry.runtime.assistants import Assistants
+from consentry.runtime.crons import CronPlan
+from consentry.schemas.sdk_crons import (
+    CRON_FIELDS,
+    Cron,
+    CronCountRequest,
+    CronCreate,
+    CronSearchRequest,
+    CronUpdate,
+)
+from consentry.schemas.sdk_runs import RunCreate
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["langgraph-sdk"], responses=ERROR_RESPONSES)
+
+
+@router.post("/runs/crons")
+async def create_cron(
+    body: CronCreate, owner: PrincipalDep, crons: CronsDep, assistants: AssistantsDep
+) -> Cron:
+    """A cron whose every tick starts its run on a new thread (deleted once the run has ended,
+    unless `on_run_completed` is `keep` or a consent waits on it)."""
+    return await _create(body, None, owner, crons, assistants)
+
+
+@router.post("/threads/{thread_id}/runs/crons")
+async def create_thread_cron(
+    thread_id: str,
+    body: CronCreate,
+    owner: PrincipalDep,
+    crons: CronsDep,
+    assistants: AssistantsDep,
+) -> Cron:
+    """A cron whose every tick starts its run on the thread, after its active run if it has
+    one. A tick while a consent waits on the thread is skipped (audited `cron_tick_skipped`)."""
+    return await _create(body, thread_id, owner, crons, assistants)
+
+
+@router.patch(f"/runs/crons/{{cron_id:{SDK_ID}}}")
+async def update_cron(
+    cron_id: str, body: CronUpdate, owner: PrincipalDep, crons: CronsDep, assistants: AssistantsDep
+) -> Cron:
+    """Change the cron: its schedule, time zone, end or `enabled` plans its next tick again
+    from now; a run's field replaces the one its runs start with."""
+    current = await crons.get(owner, cron_id)
+    sent = body.model_dump(mode="json", exclude_unset=True)
+    run_changes = {k: v for k, v in sent.items() if k not in CRON_FIELDS}
+    payload = None
+    if run_changes:
+        payload = {**current.payload, **run_changes}
+        await _checked_run(payload, current.thread_id, owner, assistants)
+    plan = None
+    if sent.keys() & {"schedule", "timezone", "end_time", "enabled"}:
+        plan = CronPlan(
+            schedule=body.schedule or current.schedule,
+            timezone=body.timezone if "timezone" in sent else current.timezone,
+            end_time=body.end_time if "end_time" in sent else current.end_time,
+            enabled=current.enabled if body.enabled is None else body.enabled,
+        )
+    return await crons.update(
+        owner,
+        cron_id,
+        plan=plan,
+        payload=payload,
+        on_run_completed=body.on_run_completed,
+        **({"metadata": body.metadata} if "metadata" in sent else {}),
+    )
+
+
+@router.delete(f"/runs/crons/{{cron_id:{SDK_ID}}}", status_code=204)
+async def delete_cron(cron_id: str, owner: PrincipalDep, crons: CronsDep) -> Response:
+    """Delete the cron: no tick after this; a run it started goes on."""
+    await crons.delete(owner, cron_id)
+    return Response(status_code=204)
+
+
+@router.post("/runs/crons/search")
+async def search_crons(
+    body: CronSearchRequest, owner: PrincipalDep, crons: CronsDep
+) -> list[dict[str, Any]]:
+    """The caller's crons that match every filter (each a `Cron`; with `select`, only those
+    fields, `now` being the server's time)."""
+    found = await crons.search(
+        owner,
+        assistant_id=body.assistant_id,
+        thread_id=body.thread_id,
+        enabled=body.enabled,
+        metadata=body.metadata or {},
+        limit=body.limit,
+        offset=body.offset,
+        order_by=body.sort_by or "created_at",
+        descending=(body.sort_order or "desc") == "desc",
+    )
+    chosen: set[str] | None = set(body.select) if body.select else None
+    answers = []
+    for cron in found:
+        answer = cron.model_dump(mode="json", include=chosen)
+        if chosen is not None and "now" in chosen:
+            answer["now"] = crons.now().isoformat()
+        answers.append(answer)
+    return answers
+
+
+@router.post("/runs/crons/count")
+async def count_crons(body: CronCountRequest, owner: PrincipalDep, crons: CronsDep) -> int:
+    """How many of the caller's crons `search` finds with these filters."""
+    return await crons.count(
+        owner,
+        assistant_id=body.assistant_id,
+        thread_id=body.thread_id,
+        metadata=body.metadata or {},
+    )
+
+
+async def _create(
+    body: CronCreate,
+    thread_id: str | None,
+    owner: Principal,
+    crons: CronsDep,
+    assistants: Assistants,
+) -> Cron:
+    payload = body.model_dump(mode="json", exclude_unset=True, exclude=CRON_FIELDS)
+    await _checked_run(payload, thread_id, owner, assistants)
+    return await crons.create(
+        owner,
+        plan=CronPlan(body.schedule, body.timezone, body.end_time, body.enabled),
+        assistant_id=body.assistant_id,
+        thread_id=thread_id,
+        payload=payload,
+        metadata=body.metadata,
+        on_run_completed=body.on_run_completed,
+    )
+
+
+async def _checked_run(
+    payload: dict[str, Any], thread_id: str | None, owner: Principal, assistants: Assistants
+) -> None:
+    """Refuse the run a cron's ticks would start as its request would be refused: its fields,
+    its assistant (404), its breakpoints, its options; on a new thread, what only a thread
+    takes (an `input`)."""
+    try:
+        run = RunCreate.model_validate(payload)
+    except ValidationError as exc:
+        raise not_a_run_request(exc) from None
+    check_body(run)
+    if thread_id is None and run.input is None:
+        raise InvalidRequestError(
+            "A cron without a thread starts each run on a new thread, from an `input`: send one.",
+            code="invalid_input",
+        )
+    assistant = await assistants.get(owner, run.assistant_id)
+    breakpoints(run, assistant.graph, assistants.nodes(assistant.graph))
+    chat_request({"graph": assistant.graph, "input": run.input or {}} | run_options(run, assistant))
