@@ -22,6 +22,7 @@ from consentry.storage.tables._threads import (
     tool_calls,
     transcript,
 )
+from consentry.storage.tables._webhooks import webhook_deliveries
 
 __all__ = [
     "UTCDateTime",
@@ -43,4 +44,5 @@ __all__ = [
     "threads",
     "tool_calls",
     "transcript",
+    "webhook_deliveries",
 ]
