@@ -40,6 +40,7 @@ from consentry.runtime.runs import (
     ThreadWriter,
 )
 from consentry.runtime.store import ItemStore, ScopedStore, StoreIndex
+from consentry.runtime.webhooks import WebhookHosts, WebhookSender
 from consentry.settings import Settings
 from consentry.storage.checkpoints import open_checkpointer
 from consentry.storage.db.database import Database
@@ -88,6 +89,10 @@ class Services:
     """What a rolled-back run wrote undone (the LangGraph SDK's ``rollback``)."""
     store: ItemStore
     """The Store: each tenant's items (the ``/store`` routes; the graphs' ``runtime.store``)."""
+    webhook_hosts: WebhookHosts
+    """Where a run's ``webhook`` may point (``CONSENTRY_WEBHOOK_HOSTS``), checked at its start."""
+    webhooks: WebhookSender
+    """Posts the runs' ends the outbox holds to their webhooks."""
 
 
 @asynccontextmanager
@@ -158,6 +163,17 @@ async def _open(
             if not db.is_postgres:  # the only process on the file: no key is really in flight
                 await idempotency.release_abandoned()
             worker = RunWorker(db=db, executor=executor, graphs=graphs, clock=clock)
+            webhook_hosts = WebhookHosts(settings.webhook_hosts)
+            webhooks = WebhookSender(
+                db=db,
+                clock=clock,
+                metrics=metrics,
+                hosts=webhook_hosts,
+                secret=settings.webhook_secret,
+                retry_seconds=settings.webhook_retry_seconds,
+                timeout_seconds=settings.webhook_timeout_seconds,
+                owner=executor.leases.owner,
+            )
             # Replicas share the database (PostgreSQL): unless this is an API-only replica, it
             # executes the runs API replicas queue, and takes over the runs of dead replicas.
             works = db.is_postgres and settings.role != "api"
@@ -166,6 +182,7 @@ async def _open(
                 on_consent_requested=alarm.consent_requested,
                 on_cancel_requested=executor.cancel_run,
                 on_run_queued=worker.run_queued if works else None,
+                on_webhook_queued=webhooks.wake,
             )
             if not db.is_postgres:  # one process: what it notifies at commit, it tells itself
                 db.listen_locally(notifications.deliver)
@@ -209,7 +226,12 @@ async def _open(
             if works:
                 worker.start()
                 takeover.start()
-            background: dict[str, BackgroundTask] = {"expiry_sweeper": expiry}
+            # Every process sends what is due, whatever its role: one replica per attempt.
+            webhooks.start()
+            background: dict[str, BackgroundTask] = {
+                "expiry_sweeper": expiry,
+                "webhook_sender": webhooks,
+            }
             if notifications.enabled:
                 background["notifications"] = notifications
             if works:
@@ -262,8 +284,11 @@ async def _open(
                         run_records=RunRecords(db=db, clock=clock),
                         run_rollback=RunRollback(db=db, runs=runs, clock=clock),
                         store=store,
+                        webhook_hosts=webhook_hosts,
+                        webhooks=webhooks,
                     )
             finally:
+                await webhooks.stop()
                 await worker.stop()
                 await takeover.stop()
                 await notifications.stop()

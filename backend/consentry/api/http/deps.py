@@ -29,6 +29,7 @@ from consentry.runtime.runs import (
     ThreadWriter,
 )
 from consentry.runtime.store import ItemStore
+from consentry.runtime.webhooks import WebhookHosts
 from consentry.settings import Settings
 from consentry_graphs.registry import GraphSpec
 
@@ -48,6 +49,7 @@ __all__ = [
     "StoreDep",
     "ThreadWriterDep",
     "ThreadsDep",
+    "WebhookHostsDep",
     "authenticate",
     "needs_principal",
     "request_api_key",
@@ -85,6 +87,7 @@ GraphsDep = Annotated[Mapping[str, GraphSpec], _service("graphs")]
 ReadinessDep = Annotated[Readiness, _service("readiness")]
 MetricsDep = Annotated[Metrics, _service("metrics")]
 NotesDep = Annotated[NotesService, _service("notes")]
+WebhookHostsDep = Annotated[WebhookHosts, _service("webhook_hosts")]
 
 
 async def get_principal(

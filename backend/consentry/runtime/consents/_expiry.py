@@ -11,7 +11,6 @@ keys past their retention, stored events past theirs and the Store's expired ite
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from datetime import timedelta
 from typing import Protocol
@@ -68,9 +67,6 @@ class ExpirySweeper(BackgroundLoop):
         self._key_retention = key_retention
         self._alarm = alarm
         self._task: asyncio.Task[None] | None = None
-        self._stopping = False
-        self._passing = False
-        """In a pass (its statements), which a stop lets end."""
         self._sweeping = asyncio.Lock()
         """One sweep at a time per process: a sweep asked for while one runs waits for it (so the
         runs it started have been launched when it returns) instead of racing it."""
@@ -153,15 +149,6 @@ class ExpirySweeper(BackgroundLoop):
         self._task = asyncio.create_task(self._run(), name="consent-expiry-sweeper")
 
     async def stop(self) -> None:
-        """Stop between statements: a pass under way ends first (up to
-        ``STOP_WAIT_SECONDS``), for a task cancelled inside a database statement can leave its
-        connection out of the pool; the wait for the next deadline is cancelled."""
-        if self._task is None:
-            return
-        self._stopping = True
-        if self._passing:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(self._task), STOP_WAIT_SECONDS)
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+        """Stop between statements (up to ``STOP_WAIT_SECONDS``); the wait for the next
+        deadline is cancelled."""
+        await self._stop_between_passes(STOP_WAIT_SECONDS)
