@@ -22,7 +22,7 @@ stream the same information arrives as an ``error`` event followed by the run's 
     │                                  policy_mismatch, message_too_long, invalid_input,
     │                                  idempotency_key_reused, limit_exceeded, unstorable_text,
     │                                  no_new_message, unsupported_content, invalid_context,
-    │                                  invalid_config
+    │                                  invalid_config, webhook_invalid, webhook_not_allowed
     ├── TooManyRequestsError       429 rate_limited, too_many_streams, too_many_active_runs
     │                                  (with ``Retry-After``)
     └── HeadersTooLargeError       431 headers_too_large

@@ -41,6 +41,7 @@ from consentry.runtime.runs import (
     ThreadWriter,
 )
 from consentry.runtime.store import ItemStore, ScopedStore, StoreIndex
+from consentry.runtime.webhooks import WebhookHosts, WebhookSender
 from consentry.settings import Settings
 from consentry.storage.checkpoints import open_checkpointer
 from consentry.storage.db.database import Database
@@ -92,6 +93,10 @@ class Services:
     crons: Crons
     """Each owner's crons (the ``/runs/crons`` routes); the app's lifespan runs their
     scheduler (``runtime.crons.CronScheduler``) beside the run queue."""
+    webhook_hosts: WebhookHosts
+    """Where a run's ``webhook`` may point (``CONSENTRY_WEBHOOK_HOSTS``), checked at its start."""
+    webhooks: WebhookSender
+    """Posts the runs' ends the outbox holds to their webhooks."""
 
 
 @asynccontextmanager
@@ -162,6 +167,17 @@ async def _open(
             if not db.is_postgres:  # the only process on the file: no key is really in flight
                 await idempotency.release_abandoned()
             worker = RunWorker(db=db, executor=executor, graphs=graphs, clock=clock)
+            webhook_hosts = WebhookHosts(settings.webhook_hosts)
+            webhooks = WebhookSender(
+                db=db,
+                clock=clock,
+                metrics=metrics,
+                hosts=webhook_hosts,
+                secret=settings.webhook_secret,
+                retry_seconds=settings.webhook_retry_seconds,
+                timeout_seconds=settings.webhook_timeout_seconds,
+                owner=executor.leases.owner,
+            )
             # Replicas share the database (PostgreSQL): unless this is an API-only replica, it
             # executes the runs API replicas queue, and takes over the runs of dead replicas.
             works = db.is_postgres and settings.role != "api"
@@ -170,6 +186,7 @@ async def _open(
                 on_consent_requested=alarm.consent_requested,
                 on_cancel_requested=executor.cancel_run,
                 on_run_queued=worker.run_queued if works else None,
+                on_webhook_queued=webhooks.wake,
             )
             if not db.is_postgres:  # one process: what it notifies at commit, it tells itself
                 db.listen_locally(notifications.deliver)
@@ -213,7 +230,12 @@ async def _open(
             if works:
                 worker.start()
                 takeover.start()
-            background: dict[str, BackgroundTask] = {"expiry_sweeper": expiry}
+            # Every process sends what is due, whatever its role: one replica per attempt.
+            webhooks.start()
+            background: dict[str, BackgroundTask] = {
+                "expiry_sweeper": expiry,
+                "webhook_sender": webhooks,
+            }
             if notifications.enabled:
                 background["notifications"] = notifications
             if works:
@@ -267,8 +289,11 @@ async def _open(
                         run_rollback=RunRollback(db=db, runs=runs, clock=clock),
                         store=store,
                         crons=Crons(db=db, clock=clock),
+                        webhook_hosts=webhook_hosts,
+                        webhooks=webhooks,
                     )
             finally:
+                await webhooks.stop()
                 await worker.stop()
                 await takeover.stop()
                 await notifications.stop()

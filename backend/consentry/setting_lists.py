@@ -1,14 +1,16 @@
 """How the settings written as comma-separated lists are read: API keys (with their principals
-and display names), CORS origins and graphs. Each returns a non-string value unchanged (a value
-given in code), and raises ``ValueError`` with the fix when an entry is malformed."""
+and display names), CORS origins, graphs and webhook hosts. Each returns a non-string value
+unchanged (a value given in code), and raises ``ValueError`` with the fix when an entry is
+malformed."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 
 from consentry.principal import Principal
 
-__all__ = ["parse_api_keys", "parse_cors_origins", "parse_graphs"]
+__all__ = ["parse_api_keys", "parse_cors_origins", "parse_graphs", "parse_webhook_hosts"]
 
 _NAME = re.compile(r"[A-Za-z0-9._@-]{1,128}")
 _DISPLAY_NAME = re.compile(r"[^\x00-\x1f\x7f,=]{1,128}")
@@ -87,3 +89,34 @@ def parse_graphs(raw: object) -> object:
             raise ValueError(f"CONSENTRY_GRAPHS names the graph {name!r} twice")
         graphs[name] = path
     return graphs
+
+
+# A host name (letters, digits, - and . ; `*.` first for its subdomains), an IPv4 or IPv6
+# address (brackets optional), or a network in CIDR form.
+_WEBHOOK_HOST = re.compile(
+    r"(?:\*\.)?[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.?|\[?[0-9A-Fa-f:.]+\]?(?:/\d{1,3})?"
+)
+
+
+def parse_webhook_hosts(raw: object) -> object:
+    """``CONSENTRY_WEBHOOK_HOSTS``: host names, ``*.example.com``, addresses or networks,
+    comma-separated."""
+    items = raw.split(",") if isinstance(raw, str) else raw
+    if not isinstance(items, list):
+        return raw
+    hosts = [str(item).strip() for item in items if str(item).strip()]
+    for host in hosts:
+        network = host.strip("[]").split("/")[0] if ":" in host or "/" in host else None
+        valid = _WEBHOOK_HOST.fullmatch(host) is not None
+        if valid and network is not None:
+            try:
+                ipaddress.ip_network(host.strip("[]"), strict=False)
+            except ValueError:
+                valid = False
+        if not valid:
+            raise ValueError(
+                f"CONSENTRY_WEBHOOK_HOSTS: {host!r} is not a host: write host names "
+                "(`hooks.example.com`, `*.example.com` for its subdomains), IP addresses "
+                "(`10.0.0.7`, `::1`) or networks (`10.0.0.0/24`), separated by commas"
+            )
+    return hosts

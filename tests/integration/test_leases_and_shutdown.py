@@ -237,9 +237,9 @@ def _taken_over_before_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
     """Another process takes every run's thread over right before the run stores its end."""
     store_end = RunStore.store_end
 
-    async def taken_over_first(self: RunStore, run: Any, outcome: Any) -> None:
+    async def taken_over_first(self: RunStore, run: Any, outcome: Any, **more: Any) -> None:
         await _take_over(self._db, run.events.thread_id)
-        await store_end(self, run, outcome)
+        await store_end(self, run, outcome, **more)
 
     monkeypatch.setattr(RunStore, "store_end", taken_over_first)
 

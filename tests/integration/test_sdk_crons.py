@@ -22,6 +22,7 @@ from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError
 
 from tests.conftest import ManualClock
+from tests.webhook_receiver import serve_receiver
 
 PROGRESS = "progress=tests.graph_forms:progress_writer"
 COUNT = "count=tests.integration.raw_interrupt_graphs:counting"
@@ -405,3 +406,44 @@ async def test_a_weekly_review_waits_in_the_inbox_and_holds_the_next_week_until_
     assert before["version"] == 1
     assert after["version"] == 2
     assert len(runs) == 3  # the question, the review, the approval's run: nothing stacked
+
+
+async def test_each_run_of_a_cron_with_a_webhook_posts_its_end(
+    open_live: Any, clock: ManualClock
+) -> None:
+    async with (
+        serve_receiver() as receiver,
+        open_live(graphs=GRAPHS, api_keys=KEYS) as (
+            client,
+            _,
+        ),
+    ):
+        sdk = _sdk(client)
+        thread_id = (await sdk.threads.create(graph_id="progress"))["thread_id"]
+        cron = await sdk.crons.create_for_thread(
+            thread_id,
+            "progress",
+            schedule=EVERY_SECOND,
+            input=_ask("Report"),
+            metadata={"purpose": "daily"},
+            webhook=receiver.url,
+        )
+        clock.advance(seconds=1)
+        (post,) = await receiver.wait_for(1)
+        runs = await _runs_ended(sdk, thread_id, 1)
+        with pytest.raises(UnprocessableEntityError) as elsewhere:
+            await sdk.crons.create_for_thread(
+                thread_id, "progress", schedule=EVERY_SECOND, webhook="http://10.0.0.8/hook"
+            )
+        with pytest.raises(UnprocessableEntityError) as changed_elsewhere:
+            await sdk.crons.update(cron["cron_id"], webhook="http://10.0.0.8/hook")
+        kept = await sdk.crons.search()
+        await sdk.aclose()
+
+    assert cron["payload"]["webhook"] == receiver.url
+    assert post.json["run_id"] == runs[0]["run_id"]
+    assert post.json["status"] == "success"
+    assert post.json["metadata"] == {"purpose": "daily", "cron_id": cron["cron_id"]}
+    assert elsewhere.value.response.json()["error"]["code"] == "webhook_not_allowed"
+    assert changed_elsewhere.value.response.json()["error"]["code"] == "webhook_not_allowed"
+    assert [c["payload"]["webhook"] for c in kept] == [receiver.url]

@@ -169,8 +169,6 @@ async def test_what_the_face_does_not_serve_is_refused_by_name(open_live: Any) -
         with pytest.raises(UnprocessableEntityError) as refused:
             await parts(sdk.runs.stream(None, "city", input=body, config={"tags": ["x"]}))
         assert refused.value.response.json()["error"]["code"] == "unsupported_field"
-        with pytest.raises(UnprocessableEntityError):  # (issue 36)
-            await parts(sdk.runs.stream(None, "city", input=body, webhook="http://127.0.0.1:9/"))
 
 
 async def test_a_run_cancelled_through_the_sdk_ends_cancelled_and_a_restart_keeps_an_interrupt(

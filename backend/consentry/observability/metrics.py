@@ -19,12 +19,16 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disa
 
 from consentry.observability.usage import ModelCallHandler, model_name, reported_usage
 
-__all__ = ["Decider", "Metrics", "ModelCallMetrics", "decider_of"]
+__all__ = ["Decider", "Metrics", "ModelCallMetrics", "WebhookOutcome", "decider_of"]
 
 # No `_created` twin of every series: nothing here needs one.
 disable_created_metrics()  # type: ignore[no-untyped-call]
 
 Decider = Literal["person", "policy", "system"]
+
+WebhookOutcome = Literal["delivered", "retry", "gave_up", "refused"]
+"""How one webhook attempt ended: a 2xx; a failure tried again later; the last failure of the
+retry window; not sent, its URL no longer allowed (``runtime.webhooks``)."""
 
 _RUN_SECONDS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 _NODE_SECONDS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -164,6 +168,13 @@ class Metrics:
             "`run_end` (a run's end could not be stored).",
             ("kind",),
         )
+        self.webhook_attempts = counter(
+            "consentry_webhook_attempts",
+            "Webhook posts attempted, by outcome: `delivered` (a 2xx), `retry` (failed, tried "
+            "again later), `gave_up` (failed past the retry window), `refused` (its URL no "
+            "longer allowed: not sent).",
+            ("outcome",),
+        )
 
     def watch(self, *, open_streams: Callable[[], int], active_runs: Callable[[], int]) -> None:
         """Read the gauges from these at each scrape (no bookkeeping on the hot path)."""
@@ -209,6 +220,9 @@ class Metrics:
         """An error answered: counted when it is a limit's (413, 429 or a size limit's 422)."""
         if status in (413, 429) or code in _LIMIT_CODES:
             self.refusals.labels(code).inc()
+
+    def webhook_attempted(self, outcome: WebhookOutcome) -> None:
+        self.webhook_attempts.labels(outcome).inc()
 
     def database_error(self, kind: Literal["unavailable", "query", "run_end"]) -> None:
         self.database_errors.labels(kind).inc()

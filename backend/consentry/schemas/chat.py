@@ -156,6 +156,19 @@ class ChatRequest(RequestModel):
     def breakpoints(self) -> tuple[Breakpoints, Breakpoints]:
         return self._breakpoints
 
+    _webhook: tuple[str, dict[str, Any] | None] | None = PrivateAttr(default=None)
+    """Set by the LangGraph SDK face: the URL the run posts its record to when it ends (checked
+    against the allow-list), with the client's metadata on the run."""
+
+    def posting_to(self, webhook: str | None, metadata: dict[str, Any] | None) -> Self:
+        """This request, as a run whose end is posted to ``webhook`` (None: nowhere)."""
+        self._webhook = None if webhook is None else (webhook, metadata)
+        return self
+
+    @property
+    def webhook(self) -> tuple[str, dict[str, Any] | None] | None:
+        return self._webhook
+
     _continues: bool = PrivateAttr(default=False)
     """Set by the LangGraph SDK face (a run with neither ``input`` nor ``command``): the graph
     goes on from the thread's newest checkpoint with no new input (``input`` is ``{}``)."""

@@ -110,6 +110,7 @@ class CronUpdate(RequestModel):
     stream_subgraphs: StrictBool | None = None
     stream_resumable: StrictBool | None = None
     durability: Literal["sync"] | None = None
+    webhook: str | None = Field(default=None, max_length=2048)
 
 
 class CronSearchRequest(RequestModel):

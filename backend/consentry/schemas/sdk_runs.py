@@ -24,6 +24,9 @@ __all__ = [
     "SdkRun",
     "SdkRunStatus",
     "StreamMode",
+    "WebhookPayload",
+    "ended_status",
+    "statuses_of",
 ]
 
 MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
@@ -31,6 +34,28 @@ MultitaskStrategy = Literal["reject", "enqueue", "interrupt", "rollback"]
 SdkRunStatus = Literal["pending", "running", "error", "success", "timeout", "interrupted"]
 """A run's status as the SDK reads it (``docs/langgraph-sdk.md`` maps Consentry's terminal
 reasons onto it)."""
+
+_ENDED: dict[TerminalReason, SdkRunStatus] = {
+    "completed": "success",
+    "expired": "success",
+    "interrupted": "interrupted",
+    "cancelled": "interrupted",
+    "failed": "error",
+    "step_limit": "error",
+    "budget_exhausted": "error",
+    "timeout": "timeout",
+}
+
+
+def ended_status(reason: TerminalReason | None) -> SdkRunStatus:
+    """The SDK's status of a run that ended with ``reason`` (``docs/langgraph-sdk.md``)."""
+    return _ENDED[reason] if reason is not None else "error"
+
+
+def statuses_of(status: SdkRunStatus) -> list[TerminalReason]:
+    """The terminal reasons the SDK shows as ``status``."""
+    return [reason for reason, shown in _ENDED.items() if shown == status]
+
 
 StreamMode = Literal[
     "values",
@@ -124,6 +149,16 @@ class RunFields(RequestModel):
         "ends `superseded`), then the run starts as with `enqueue`.",
     )
     durability: Literal["sync"] | None = None
+    webhook: str | None = Field(
+        default=None,
+        max_length=2048,
+        description="An `http(s)` URL the run's record is posted to when it ends (completed, "
+        "interrupted at a consent, failed, cancelled...), from a durable outbox, retried with "
+        "backoff for `CONSENTRY_WEBHOOK_RETRY_SECONDS`, signed when `CONSENTRY_WEBHOOK_SECRET` "
+        "is set. Its host must be in `CONSENTRY_WEBHOOK_HOSTS` (default: loopback only; else "
+        "422 `webhook_not_allowed`); a URL that is not `http(s)://host...` is 422 "
+        "`webhook_invalid`. This run's only, never kept with the thread (docs/webhooks.md).",
+    )
 
 
 class RunCreate(RunFields):
@@ -195,6 +230,23 @@ class SdkRun(BaseModel):
         description="Consentry's terminal reason (null while it runs)."
     )
     error_code: str | None = Field(description="The stable code of the error that ended it.")
+
+
+class WebhookPayload(SdkRun):
+    """What a run's end posts to its webhook: its record as ``runs.get`` reads it, then (as the
+    LangGraph Agent Server posts them) when it started and ended, when this attempt was sent, the
+    thread's state values as the run left them, and the code of the error that ended it."""
+
+    run_started_at: datetime
+    run_ended_at: datetime
+    webhook_sent_at: datetime = Field(description="When this attempt was sent.")
+    values: dict[str, Any] | None = Field(
+        description="The thread's state values as the run left them (null when they could not "
+        "be read)."
+    )
+    error: str | None = Field(
+        description="The stable code of the error that ended the run (`error_code`), or null."
+    )
 
 
 def _names_runs_schema(schema: dict[str, Any]) -> None:

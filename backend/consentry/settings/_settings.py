@@ -11,7 +11,12 @@ from pydantic import AliasChoices, Field, SecretStr, field_validator, model_vali
 from pydantic_settings import NoDecode, SettingsConfigDict
 
 from consentry.principal import Principal
-from consentry.setting_lists import parse_api_keys, parse_cors_origins, parse_graphs
+from consentry.setting_lists import (
+    parse_api_keys,
+    parse_cors_origins,
+    parse_graphs,
+    parse_webhook_hosts,
+)
 from consentry.settings._limits import Limits
 from consentry_graphs.models.retrying import RetryPolicy
 from consentry_graphs.window import DEFAULT_CONVERSATION_WINDOW
@@ -220,6 +225,34 @@ class Settings(Limits):
         description="When set, `GET /metrics` wants it as a bearer token (unset: open, like "
         "`/healthz`).",
     )
+
+    webhook_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["localhost", "127.0.0.1", "::1"],
+        description="The hosts a run's `webhook` may name, comma-separated: names "
+        "(`hooks.example.com`), `*.example.com` for subdomains, addresses or networks "
+        "(`10.0.0.0/24`). A name must resolve to public addresses or listed ones. Default: "
+        "loopback only (docs/webhooks.md).",
+    )
+    webhook_secret: SecretStr | None = Field(
+        default=None,
+        description="When set, each webhook post carries `X-Consentry-Signature: sha256=<HMAC "
+        "of timestamp.body>` (docs/webhooks.md); unset: unsigned.",
+    )
+    webhook_retry_seconds: float = Field(
+        default=3600.0,
+        ge=0,
+        le=7 * 86_400,
+        description="How long after a run's end its webhook post is retried (backoff from 1 s, "
+        "doubling, at most 10 min apart); then it is given up (`failed`).",
+    )
+    webhook_timeout_seconds: float = Field(
+        default=10.0, gt=0, le=120, description="How long one webhook post may take."
+    )
+
+    @field_validator("webhook_hosts", mode="before")
+    @classmethod
+    def _parse_webhook_hosts(cls, raw: object) -> object:
+        return parse_webhook_hosts(raw)
 
     @field_validator("api_keys", mode="before")
     @classmethod

@@ -71,6 +71,10 @@ class UnfinishedRun:
     tenant: str
     user_id: str
     fencing_token: int
+    webhook: str | None = None
+    """Where the run posts its record when it ends (``runs.webhook``), if anywhere."""
+    metadata: dict[str, Any] | None = None
+    """The client's metadata on the run."""
 
 
 _LOCK_THREAD_ROW = sa.text("SELECT 1 FROM threads WHERE id = :p_id FOR UPDATE")
@@ -316,6 +320,8 @@ async def unfinished_runs(
             threads.c.tenant,
             threads.c.user_id,
             threads.c.fencing_token,
+            runs.c.webhook,
+            runs.c.metadata,
         )
         .join(threads, threads.c.id == runs.c.thread_id)
         .where(runs.c.status == "running", threads.c.active_run_id == runs.c.id)

@@ -30,6 +30,7 @@ from consentry.runtime.runs import (
     ThreadWriter,
 )
 from consentry.runtime.store import ItemStore
+from consentry.runtime.webhooks import WebhookHosts
 from consentry.settings import Settings
 from consentry_graphs.registry import GraphSpec
 
@@ -50,6 +51,7 @@ __all__ = [
     "StoreDep",
     "ThreadWriterDep",
     "ThreadsDep",
+    "WebhookHostsDep",
     "authenticate",
     "needs_principal",
     "request_api_key",
@@ -88,6 +90,7 @@ GraphsDep = Annotated[Mapping[str, GraphSpec], _service("graphs")]
 ReadinessDep = Annotated[Readiness, _service("readiness")]
 MetricsDep = Annotated[Metrics, _service("metrics")]
 NotesDep = Annotated[NotesService, _service("notes")]
+WebhookHostsDep = Annotated[WebhookHosts, _service("webhook_hosts")]
 
 
 async def get_principal(

@@ -46,6 +46,7 @@ async def open_run_queue(services: Services, run_requests: RunRequests) -> Async
             queue,
             services.run_rollback,
             idempotency_key=None,
+            webhook_hosts=services.webhook_hosts,
         )
         try:
             body = RunCreate.model_validate(sent)

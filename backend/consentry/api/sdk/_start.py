@@ -42,6 +42,7 @@ from consentry.runtime.runs import (
     ThreadWriter,
     Waiter,
 )
+from consentry.runtime.webhooks import WebhookHosts
 from consentry.schemas.chat import ChatRequest
 from consentry.schemas.sdk_runs import RunCreate
 
@@ -73,6 +74,7 @@ class RunStart:
     queue: RunQueue
     rollback: RunRollback
     idempotency_key: str | None
+    webhook_hosts: WebhookHosts
     _found: dict[str, Assistant] = field(default_factory=dict, repr=False)
     """The request's assistant, once looked up."""
 
@@ -175,10 +177,17 @@ class RunStart:
         tells, before anything is stored: an unknown assistant (404), fields not served (422),
         what only a thread takes (a ``command``, a ``checkpoint``, going on with no input)."""
         await self._assistant(body)
-        check_body(body)
+        self._check(body)
         if body.on_disconnect == "cancel":
             raise no_client_to_watch()
         refuse_without_thread(body)
+
+    def _check(self, body: RunCreate) -> None:
+        """What is refused before anything is stored (``check_body``), and a ``webhook`` the
+        allow-list does not take (422 ``webhook_invalid``, ``webhook_not_allowed``)."""
+        check_body(body)
+        if body.webhook is not None:
+            self.webhook_hosts.check(body.webhook)
 
     async def _enqueue(
         self, body: RunCreate, thread_id: str, *, route: str, face: SdkStream | None = None
@@ -190,7 +199,7 @@ class RunStart:
         is queued then. A ``command`` asked to be queued is read when its turn comes. With
         ``rollback`` the thread's waiting and active runs are rolled back first (``_rollback``),
         and the run is then tried as with ``enqueue``."""
-        check_body(body)
+        self._check(body)
         strategy = body.multitask_strategy
         now = strategy in ("enqueue", "rollback") and body.command is None  # (a command: asked)
         now = now and not body.after_seconds
@@ -282,7 +291,7 @@ class RunStart:
         that a repeat finds it)."""
         if thread_id is not None or not body.after_seconds:
             return thread_id
-        check_body(body)  # (what the request alone refuses leaves no thread behind)
+        self._check(body)  # (what the request alone refuses leaves no thread behind)
         refuse_without_thread(body)
         key = self.idempotency_key
         chosen = None if key is None else str(uuid5(NAMESPACE_URL, f"{self.owner.display}/{key}"))
@@ -371,7 +380,7 @@ class RunStart:
         for its turn, whose ``checkpoint`` was checked when it was queued (the runs before it
         have moved the thread on since). An ``input`` from an older checkpoint is a fork."""
         assistant = await self._assistant(body)
-        check_body(body)
+        self._check(body)
         await self._create_thread(body, thread_id)
         if thread_id is None:
             refuse_without_thread(body)
@@ -382,6 +391,7 @@ class RunStart:
         def request(fields: dict[str, Any]) -> ChatRequest:
             sent = {"thread_id": thread_id, "graph": assistant.graph, **fields}
             made = chat_request(sent | run_options(body, assistant))
+            made = made.posting_to(body.webhook, body.metadata)
             return made.on_assistant(stored_id(assistant)).at_breakpoints(before, after)
 
         if body.command is not None:

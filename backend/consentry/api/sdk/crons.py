@@ -6,13 +6,14 @@ refused then (422, 404), not at each tick."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Response
 from pydantic import ValidationError
 
 from consentry.api.chat_requests import chat_request, not_a_run_request
-from consentry.api.http.deps import AssistantsDep, CronsDep, PrincipalDep
+from consentry.api.http.deps import AssistantsDep, CronsDep, PrincipalDep, WebhookHostsDep
 from consentry.api.http.responses import ERROR_RESPONSES
 from consentry.api.sdk._breakpoints import breakpoints
 from consentry.api.sdk._ids import SDK_ID
@@ -22,6 +23,7 @@ from consentry.errors import InvalidRequestError
 from consentry.principal import Principal
 from consentry.runtime.assistants import Assistants
 from consentry.runtime.crons import CronPlan
+from consentry.runtime.webhooks import WebhookHosts
 from consentry.schemas.sdk_crons import (
     CRON_FIELDS,
     Cron,
@@ -39,11 +41,15 @@ router = APIRouter(tags=["langgraph-sdk"], responses=ERROR_RESPONSES)
 
 @router.post("/runs/crons")
 async def create_cron(
-    body: CronCreate, owner: PrincipalDep, crons: CronsDep, assistants: AssistantsDep
+    body: CronCreate,
+    owner: PrincipalDep,
+    crons: CronsDep,
+    assistants: AssistantsDep,
+    hosts: WebhookHostsDep,
 ) -> Cron:
     """A cron whose every tick starts its run on a new thread (deleted once the run has ended,
     unless `on_run_completed` is `keep` or a consent waits on it)."""
-    return await _create(body, None, owner, crons, assistants)
+    return await _create(body, None, owner, crons, _RunCheck(assistants, hosts))
 
 
 @router.post("/threads/{thread_id}/runs/crons")
@@ -53,15 +59,21 @@ async def create_thread_cron(
     owner: PrincipalDep,
     crons: CronsDep,
     assistants: AssistantsDep,
+    hosts: WebhookHostsDep,
 ) -> Cron:
     """A cron whose every tick starts its run on the thread, after its active run if it has
     one. A tick while a consent waits on the thread is skipped (audited `cron_tick_skipped`)."""
-    return await _create(body, thread_id, owner, crons, assistants)
+    return await _create(body, thread_id, owner, crons, _RunCheck(assistants, hosts))
 
 
 @router.patch(f"/runs/crons/{{cron_id:{SDK_ID}}}")
 async def update_cron(
-    cron_id: str, body: CronUpdate, owner: PrincipalDep, crons: CronsDep, assistants: AssistantsDep
+    cron_id: str,
+    body: CronUpdate,
+    owner: PrincipalDep,
+    crons: CronsDep,
+    assistants: AssistantsDep,
+    hosts: WebhookHostsDep,
 ) -> Cron:
     """Change the cron: its schedule, time zone, end or `enabled` plans its next tick again
     from now; a run's field replaces the one its runs start with."""
@@ -71,7 +83,7 @@ async def update_cron(
     payload = None
     if run_changes:
         payload = {**current.payload, **run_changes}
-        await _checked_run(payload, current.thread_id, owner, assistants)
+        await _RunCheck(assistants, hosts).check(payload, current.thread_id, owner)
     plan = None
     if sent.keys() & {"schedule", "timezone", "end_time", "enabled"}:
         plan = CronPlan(
@@ -140,10 +152,10 @@ async def _create(
     thread_id: str | None,
     owner: Principal,
     crons: CronsDep,
-    assistants: Assistants,
+    runs: _RunCheck,
 ) -> Cron:
     payload = body.model_dump(mode="json", exclude_unset=True, exclude=CRON_FIELDS)
-    await _checked_run(payload, thread_id, owner, assistants)
+    await runs.check(payload, thread_id, owner)
     return await crons.create(
         owner,
         plan=CronPlan(body.schedule, body.timezone, body.end_time, body.enabled),
@@ -155,22 +167,30 @@ async def _create(
     )
 
 
-async def _checked_run(
-    payload: dict[str, Any], thread_id: str | None, owner: Principal, assistants: Assistants
-) -> None:
-    """Refuse the run a cron's ticks would start as its request would be refused: its fields,
-    its assistant (404), its breakpoints, its options; on a new thread, what only a thread
-    takes (an `input`)."""
-    try:
-        run = RunCreate.model_validate(payload)
-    except ValidationError as exc:
-        raise not_a_run_request(exc) from None
-    check_body(run)
-    if thread_id is None and run.input is None:
-        raise InvalidRequestError(
-            "A cron without a thread starts each run on a new thread, from an `input`: send one.",
-            code="invalid_input",
-        )
-    assistant = await assistants.get(owner, run.assistant_id)
-    breakpoints(run, assistant.graph, assistants.nodes(assistant.graph))
-    chat_request({"graph": assistant.graph, "input": run.input or {}} | run_options(run, assistant))
+@dataclass(frozen=True)
+class _RunCheck:
+    """Refuses the run a cron's ticks would start as its request would be refused: its fields,
+    its assistant (404), its breakpoints, its options, its webhook (the allow-list); on a new
+    thread, a run without an `input`."""
+
+    assistants: Assistants
+    hosts: WebhookHosts
+
+    async def check(self, payload: dict[str, Any], thread_id: str | None, owner: Principal) -> None:
+        try:
+            run = RunCreate.model_validate(payload)
+        except ValidationError as exc:
+            raise not_a_run_request(exc) from None
+        check_body(run)
+        if thread_id is None and run.input is None:
+            raise InvalidRequestError(
+                "A cron without a thread starts each run on a new thread, from an `input`: "
+                "send one.",
+                code="invalid_input",
+            )
+        if run.webhook is not None:
+            self.hosts.check(run.webhook)
+        assistant = await self.assistants.get(owner, run.assistant_id)
+        graph = assistant.graph
+        breakpoints(run, graph, self.assistants.nodes(graph))
+        chat_request({"graph": graph, "input": run.input or {}} | run_options(run, assistant))

@@ -22,6 +22,7 @@ from consentry.api.http.deps import (
     SettingsDep,
     ThreadsDep,
     ThreadWriterDep,
+    WebhookHostsDep,
 )
 from consentry.api.http.last_event_id import RunLastEventId
 from consentry.api.http.responses import ERROR_RESPONSES
@@ -61,6 +62,7 @@ async def _run_start(  # async: FastAPI runs a plain `def` dependency in its thr
     run_requests: RunRequestsDep,
     queue: RunQueueDep,
     rollback: RunRollbackDep,
+    webhook_hosts: WebhookHostsDep,
     idempotency_key: IdempotencyKey = None,
 ) -> RunStart:
     return RunStart(
@@ -73,6 +75,7 @@ async def _run_start(  # async: FastAPI runs a plain `def` dependency in its thr
         queue,
         rollback,
         idempotency_key,
+        webhook_hosts,
     )
 
 

@@ -11,7 +11,6 @@ keys past their retention, stored events past theirs and the Store's expired ite
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from datetime import timedelta
 from typing import Protocol
@@ -68,9 +67,6 @@ class ExpirySweeper(BackgroundLoop):
         self._key_retention = key_retention
         self._alarm = alarm
         self._task: asyncio.Task[None] | None = None
-        self._stopping = False
-        self._passing = False
-        """In a pass (its statements), which a stop lets end."""
         self._sweeping = asyncio.Lock()
         """One sweep at a time per process: a sweep asked for while one runs waits for it (so the
         runs it started have been launched when it returns) instead of racing it."""
@@ -130,38 +126,29 @@ class ExpirySweeper(BackgroundLoop):
         return BUSY_RETRY_SECONDS if seconds <= 0 else min(seconds, MAX_SLEEP_SECONDS)
 
     async def _run(self) -> None:
-        while not self._stopping:
+        async def one_pass() -> float:
             self._alarm.planned = None  # a consent asked during this pass rings for the next
-            self._passing = True
-            try:
-                await self.sweep()
-                await self.prune_idempotency_keys()
-                await self.prune_events()
-                await self.prune_store_items()
-                delay = await self._seconds_to_next_deadline()
-            except Exception:
-                log.exception("expiry sweep failed; retrying")
-                delay = BUSY_RETRY_SECONDS
-            finally:
-                self._passing = False
-            if self._stopping:
-                return
+            await self.sweep()
+            await self.prune_idempotency_keys()
+            await self.prune_events()
+            await self.prune_store_items()
+            return await self._seconds_to_next_deadline()
+
+        async def wait(delay: float) -> None:
             self._alarm.planned = self._clock() + timedelta(seconds=delay)
             await self._alarm.wait(delay)
+
+        await self._passes(
+            one_pass,
+            wait=wait,
+            retry_seconds=BUSY_RETRY_SECONDS,
+            failure="expiry sweep failed; retrying",
+        )
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="consent-expiry-sweeper")
 
     async def stop(self) -> None:
-        """Stop between statements: a pass under way ends first (up to
-        ``STOP_WAIT_SECONDS``), for a task cancelled inside a database statement can leave its
-        connection out of the pool; the wait for the next deadline is cancelled."""
-        if self._task is None:
-            return
-        self._stopping = True
-        if self._passing:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(self._task), STOP_WAIT_SECONDS)
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+        """Stop between statements (up to ``STOP_WAIT_SECONDS``); the wait for the next
+        deadline is cancelled."""
+        await self._stop_between_passes(STOP_WAIT_SECONDS)

@@ -59,6 +59,7 @@ log = logging.getLogger(__name__)
 MAX_SLEEP_SECONDS = 300.0
 RETRY_SECONDS = 5.0
 """After a pass failed (the database away): try again then."""
+STOP_WAIT_SECONDS = 5.0
 _BATCH = 100
 
 SkipReason = Literal[
@@ -92,10 +93,9 @@ class CronScheduler(BackgroundLoop):
             self._task = asyncio.create_task(self._run(), name="cron-scheduler")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        """Stop between statements (up to ``STOP_WAIT_SECONDS``): a tick taken is queued."""
+        await self._stop_between_passes(STOP_WAIT_SECONDS)
+        self._task = None
 
     async def take_due_ticks(self) -> int:
         """Take every tick due now (those another process takes first excepted); how many this
@@ -114,18 +114,22 @@ class CronScheduler(BackgroundLoop):
 
     async def _run(self) -> None:
         async with self._notifications.watch_crons() as changed:
-            while True:
-                changed.clear()
-                try:
-                    await self.take_due_ticks()
-                    wait = await self._seconds_to_next_tick()
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    log.exception("the cron scheduler's pass failed")
-                    wait = RETRY_SECONDS
+
+            async def one_pass() -> float:
+                changed.clear()  # a cron changed from now on wakes the next wait
+                await self.take_due_ticks()
+                return await self._seconds_to_next_tick()
+
+            async def wait(delay: float) -> None:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), wait)
+                    await asyncio.wait_for(changed.wait(), delay)
+
+            await self._passes(
+                one_pass,
+                wait=wait,
+                retry_seconds=RETRY_SECONDS,
+                failure="the cron scheduler's pass failed",
+            )
 
     async def _seconds_to_next_tick(self) -> float:
         async with self._db.read() as conn:
@@ -159,7 +163,9 @@ class CronScheduler(BackgroundLoop):
                 if_exists="do_nothing",
             )
         run_id = str(uuid4())
+        metadata = {**(cron.payload.get("metadata") or {}), "cron_id": cron.id}
         request = {k: v for k, v in cron.payload.items() if k != "multitask_strategy"}
+        request["metadata"] = metadata  # (the run's, as a webhook posts it too)
         tick = {"cron_id": cron.id, "due_at": due.isoformat()}
         async with self._db.write() as conn:
             if not await crons_repo.take_tick(
@@ -178,7 +184,7 @@ class CronScheduler(BackgroundLoop):
                 run_id=run_id,
                 thread_id=thread_id,
                 request=request,
-                metadata={**(cron.payload.get("metadata") or {}), "cron_id": cron.id},
+                metadata=metadata,
                 now=now,
             )
             await audit_repo.record_audit(

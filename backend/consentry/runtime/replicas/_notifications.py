@@ -13,6 +13,8 @@
   was requested, decided, expired or cancelled; the owner's approvals feeds read the change
   (``runtime.approval_feed``). Sent by ``storage.db.database.notify_at_commit``, which on SQLite
   delivers to this process right after the commit (:meth:`EventNotifications.deliver`).
+- ``consentry_webhooks`` (payload: a delivery id): a run's end queued a webhook post; the
+  senders look for what is due (``runtime.webhooks``). Sent by ``notify_at_commit`` too.
 
 - ``consentry_crons`` (no payload): a cron was created, changed or deleted; the cron scheduler
   plans its next wake-up again (``runtime.crons``, :meth:`EventNotifications.watch_crons`).
@@ -44,6 +46,7 @@ from consentry.storage.audit import APPROVALS_CHANNEL
 from consentry.storage.crons import CRONS_CHANNEL
 from consentry.storage.db.database import libpq_url
 from consentry.storage.runs import CANCELS_CHANNEL, RUNS_CHANNEL
+from consentry.storage.webhooks import WEBHOOKS_CHANNEL
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -55,6 +58,7 @@ __all__ = [
     "CRONS_CHANNEL",
     "EVENTS_CHANNEL",
     "RUNS_CHANNEL",
+    "WEBHOOKS_CHANNEL",
     "EventNotifications",
 ]
 
@@ -78,11 +82,13 @@ class EventNotifications(BackgroundLoop):
         on_consent_requested: Callable[[datetime], None],
         on_cancel_requested: Callable[[str], None],
         on_run_queued: Callable[[str], None] | None = None,
+        on_webhook_queued: Callable[[str], None] | None = None,
     ) -> None:
         """``database_url``: the PostgreSQL URL, or None (SQLite: nothing to listen to). Told
         with the deadline of every consent any process stored, the id of every run a client
-        asked to cancel, and (a worker replica, given ``on_run_queued``) the id of every run
-        queued for the workers."""
+        asked to cancel, (a worker replica, given ``on_run_queued``) the id of every run
+        queued for the workers, and (given ``on_webhook_queued``) the id of every webhook
+        delivery a run's end queued."""
         self._dsn = libpq_url(database_url) if database_url else None
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self._approval_waiters: dict[str, set[asyncio.Event]] = {}
@@ -92,8 +98,11 @@ class EventNotifications(BackgroundLoop):
         self._on_consent_requested = on_consent_requested
         self._on_cancel_requested = on_cancel_requested
         self._on_run_queued = on_run_queued or (lambda run_id: None)
-        self._always = (CONSENTS_CHANNEL, CANCELS_CHANNEL, CRONS_CHANNEL) + (
-            (RUNS_CHANNEL,) if on_run_queued is not None else ()
+        self._on_webhook_queued = on_webhook_queued or (lambda delivery_id: None)
+        self._always = (
+            (CONSENTS_CHANNEL, CANCELS_CHANNEL, CRONS_CHANNEL)
+            + ((RUNS_CHANNEL,) if on_run_queued is not None else ())
+            + ((WEBHOOKS_CHANNEL,) if on_webhook_queued is not None else ())
         )
         self._connected = False
         self._listened: set[str] = set()
@@ -202,6 +211,8 @@ class EventNotifications(BackgroundLoop):
         elif channel == CRONS_CHANNEL:
             for waiter in self._cron_waiters:
                 waiter.set()
+        elif channel == WEBHOOKS_CHANNEL:
+            self._on_webhook_queued(payload)
         elif channel == APPROVALS_CHANNEL:
             for waiter in self._approval_waiters.get(payload, ()):
                 waiter.set()
@@ -221,6 +232,7 @@ class EventNotifications(BackgroundLoop):
                     self._listening.set()
                     self._wake(None)  # whatever happened while not listening
                     self._on_run_queued("")
+                    self._on_webhook_queued("")  # (one queued while it was away)
                     while True:
                         await self._receive_until_resync(conn)
                         await self._sync_watched(conn)

@@ -58,6 +58,7 @@ class TakenRun:
     last_seq: int
     fencing_token: int
     run_options: dict[str, Any] | None
+    webhook: str | None
 
 
 _START_RUN = direct(runs.insert())
@@ -87,21 +88,24 @@ async def start_run(
     trigger: Trigger,
     inputs: list[dict[str, Any]],
     now: datetime,
+    webhook: str | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> None:
     """Record a claimed run with the graph inputs it starts with (``runtime.run_inputs``): what
-    continues it if its process dies before its graph got far (``runtime.continuation``)."""
-    await execute_unread(
-        conn,
-        _START_RUN,
-        {
-            "id": run_id,
-            "thread_id": thread_id,
-            "trigger": trigger,
-            "status": "running",
-            "inputs": inputs,
-            "started_at": now,
-        },
-    )
+    continues it if its process dies before its graph got far (``runtime.continuation``). A run
+    with a ``webhook`` keeps it, with the client's ``metadata``, from its claim: its end posts
+    them, however soon it comes."""
+    row: dict[str, Any] = {
+        "id": run_id,
+        "thread_id": thread_id,
+        "trigger": trigger,
+        "status": "running",
+        "inputs": inputs,
+        "started_at": now,
+    }
+    if webhook is not None:  # (a run without one sends the statement it always sent)
+        row |= {"webhook": webhook, "metadata": metadata}
+    await execute_unread(conn, _START_RUN, row)
 
 
 async def end_run(
@@ -217,7 +221,7 @@ async def take_queued_run(
             runs.update()
             .where(runs.c.id == run_id, runs.c.status == "queued")
             .values(status="running")
-            .returning(runs.c.thread_id, runs.c.trigger, runs.c.inputs)
+            .returning(runs.c.thread_id, runs.c.trigger, runs.c.inputs, runs.c.webhook)
         )
     ).first()
     if taken is None:

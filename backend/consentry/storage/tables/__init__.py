@@ -23,6 +23,7 @@ from consentry.storage.tables._threads import (
     tool_calls,
     transcript,
 )
+from consentry.storage.tables._webhooks import webhook_deliveries
 
 __all__ = [
     "UTCDateTime",
@@ -45,4 +46,5 @@ __all__ = [
     "threads",
     "tool_calls",
     "transcript",
+    "webhook_deliveries",
 ]

@@ -78,6 +78,9 @@ runs = sa.Table(
     # Deleted on the LangGraph SDK face (``runs.delete``, a rollback; migration 0026): hidden
     # there, still named by the thread's events, audit trail and consents.
     sa.Column("deleted_at", UTCDateTime, nullable=True),
+    # Where the run's record is posted when it ends (the LangGraph SDK's ``webhook``, migration
+    # 0029): the run's own, never the thread's; None: nowhere.
+    sa.Column("webhook", sa.Text, nullable=True),
     sa.Index("ix_runs_thread", "thread_id"),
     sa.Index("ix_runs_status", "status"),
 )

@@ -38,6 +38,13 @@ class RunOptions:
     interrupt_after: Breakpoints = None
     """The run's static breakpoints (the LangGraph SDK's): this run's only, never kept with
     the thread."""
+    webhook: str | None = None
+    """Where the run posts its record when it ends (the LangGraph SDK's ``webhook``, checked
+    against ``CONSENTRY_WEBHOOK_HOSTS``): this run's only, never kept with the thread; stored on
+    the run's row when it is claimed, so a worker or a takeover that ends it posts it too."""
+    metadata: Mapping[str, Any] | None = None
+    """The client's metadata on a run with a ``webhook``, stored with it at the claim (the
+    record posted has it, however soon the run ends)."""
 
     @classmethod
     def stored(cls, value: Mapping[str, Any] | None) -> RunOptions:

@@ -11,10 +11,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from typing import Any
+from uuid import uuid4
 
 from consentry.observability.metrics import Metrics
 from consentry.runtime.clock import Clock
 from consentry.runtime.consents import ExpiryAlarm, record_consent, reopen_consent
+from consentry.runtime.graph_state import read_graph_state
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.runs.execute._run_rollback import undo_run_in
 from consentry.runtime.runs.execute._run_types import Outcome, RunContext
@@ -23,6 +26,7 @@ from consentry.storage import approvals as approvals_repo
 from consentry.storage import events as events_repo
 from consentry.storage import leases as leases_repo
 from consentry.storage import runs as runs_repo
+from consentry.storage import webhooks as webhooks_repo
 from consentry.storage.checkpoints import saver_of
 from consentry.storage.db.database import Database, DbConnection
 from consentry.storage.leases import LeaseLostError
@@ -122,7 +126,11 @@ class RunStore:
                 now=now,
             )
 
-    async def store_end(self, run: RunContext, outcome: Outcome) -> None:
+    async def store_end(
+        self, run: RunContext, outcome: Outcome, *, values: dict[str, Any] | None = None
+    ) -> None:
+        """The run's end, in one transaction (with the post of its record to its webhook,
+        queued with ``values``, the thread's state values as the run left them)."""
         events, owner = run.events, run.owner
         now = self._clock()
         async with self._db.write() as conn:
@@ -141,6 +149,19 @@ class RunStore:
                 now=now,
                 usage=run.meter.usage,
             )
+            if run.options.webhook is not None:  # (no statement for a run without one)
+                await webhooks_repo.queue_delivery(
+                    conn,
+                    delivery_id=str(uuid4()),
+                    run_id=events.run_id,
+                    thread_id=events.thread_id,
+                    tenant=owner.tenant,
+                    graph=run.spec.name,
+                    reason=outcome.reason,
+                    error_code=outcome.error_code,
+                    values=values,
+                    now=now,
+                )
             # Rolled back before the thread is freed, so nothing starts from its writes; only
             # a run the cancel cut (one that ended by itself keeps what it did: 409 to the ask).
             if run.roll_back and outcome.reason in ("cancelled", "failed"):
@@ -175,6 +196,22 @@ class RunStore:
                 last=True,  # on PostgreSQL, refused, it fails the commit: ``finish`` reads why
             )
 
+    async def _values_posted(self, run: RunContext) -> dict[str, Any] | None:
+        """The thread's state values as the run leaves them, for a run whose end is posted to a
+        webhook (read before its closing transaction: its graph's checkpoints are stored by
+        then); None for a run without one, or when they cannot be read (the post goes without)."""
+        if run.options.webhook is None:
+            return None
+        try:
+            state = await read_graph_state(self._compiled(run.spec.name), run.events.thread_id)
+        except Exception:
+            log.exception(
+                "could not read the state a run left for its webhook; posted without values",
+                extra={"thread_id": run.events.thread_id, "run_id": run.events.run_id},
+            )
+            return None
+        return state.values
+
     async def _holds_lease(self, run: RunContext) -> bool:
         """Whether ``run`` still holds its lease (True when that cannot be read: the failure
         is then handled as the run's own)."""
@@ -200,9 +237,10 @@ class RunStore:
         final = events.make(FinalEvent, reason=outcome.reason, usage=run.meter.usage)
         for event in (*outcome.consents, final):
             events.record(event)
+        values = await self._values_posted(run)
         try:
             try:
-                await self.store_end(run, outcome)
+                await self.store_end(run, outcome, values=values)
             except Exception as failure:
                 # The lease is checked last in that transaction: a run taken over may first
                 # meet what the new owner wrote (the same consent recorded): still a lost lease.
@@ -241,7 +279,7 @@ class RunStore:
             events.record(events.make(FinalEvent, reason="failed", usage=run.meter.usage))
             run.roll_back = False  # (the end is what counts now; its writes are kept)
             try:
-                await self.store_end(run, outcome)
+                await self.store_end(run, outcome, values=values)
             except Exception:
                 log.exception(
                     "could not record the failure of a run either; the next start recovers it",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 
 from consentry.principal import Principal
 from consentry.runtime.background import BackgroundLoop
@@ -78,6 +79,9 @@ class RunWorker(BackgroundLoop):
         if run is None:
             return 0  # another worker took it
         spec = self._graphs[run.graph]
+        options = RunOptions.for_thread(spec, run.run_options)
+        if run.webhook is not None:  # (stored on its row by the replica that claimed it)
+            options = replace(options, webhook=run.webhook)
         started = self._executor.launch(
             Principal(run.tenant, run.user_id),
             spec=spec,
@@ -87,7 +91,7 @@ class RunWorker(BackgroundLoop):
             trigger=run.trigger,
             consent_policy=run.consent_policy,
             graph_inputs=load_inputs(run.inputs or []),
-            options=RunOptions.for_thread(spec, run.run_options),
+            options=options,
         )
         started.events.detach()  # the replica that queued it follows the stored log
         return 1

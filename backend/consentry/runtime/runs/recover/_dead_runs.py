@@ -28,6 +28,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
+from uuid import uuid4
 
 from langchain_core.messages import HumanMessage
 from langgraph.types import Interrupt
@@ -41,6 +43,7 @@ from consentry.runtime.consents import (
     record_consent,
     recorded_decisions,
 )
+from consentry.runtime.graph_state import read_graph_state
 from consentry.runtime.replicas import LeaseKeeper
 from consentry.runtime.runs.execute import (
     NOWHERE,
@@ -65,6 +68,7 @@ from consentry.storage import approvals as approvals_repo
 from consentry.storage import events as events_repo
 from consentry.storage import leases as leases_repo
 from consentry.storage import runs as runs_repo
+from consentry.storage import webhooks as webhooks_repo
 from consentry.storage.db.database import Database, DbConnection
 from consentry.storage.leases import UnfinishedRun
 from consentry.storage.transcript import TranscriptEntry, add_to_transcript, kept_message_ids
@@ -98,6 +102,8 @@ class Recovery:
     spec: GraphSpec | None = None
     """None: the thread's graph is no longer served (the run is closed ``failed``)."""
     deadlines: ConsentDeadlines = field(default_factory=lambda: ConsentDeadlines(timedelta(0)))
+    values: dict[str, Any] | None = None
+    """The thread's state values, for a run whose end is posted to its webhook."""
 
 
 async def read_recovery(
@@ -128,7 +134,10 @@ async def read_recovery(
         replies = [
             e for e in await checkpoint_transcript(graph, target.thread_id) if e.role == "assistant"
         ]
-    return Recovery(position, todo, unasked, replies, target.spec, deadlines)
+    values = None
+    if run.webhook is not None and not todo:  # (a run continued posts when its successor ends)
+        values = (await read_graph_state(graph, target.thread_id)).values
+    return Recovery(position, todo, unasked, replies, target.spec, deadlines, values)
 
 
 @dataclass(frozen=True)
@@ -213,6 +222,21 @@ async def close_dead_run(
         error_code=error_code,
         now=now,
     )
+    if run.webhook is not None and not recovery.continuation:
+        # Its end is posted as a run's that ended here; one continued hands its webhook to the
+        # run that continues it (``_recovery``), whose end is the work's.
+        await webhooks_repo.queue_delivery(
+            conn,
+            delivery_id=str(uuid4()),
+            run_id=run.id,
+            thread_id=run.thread_id,
+            tenant=run.tenant,
+            graph=run.graph,
+            reason=reason,
+            error_code=error_code,
+            values=recovery.values,
+            now=now,
+        )
     return ClosedRun(status, reason, consents)
 
 

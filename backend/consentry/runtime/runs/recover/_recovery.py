@@ -77,6 +77,10 @@ async def _take_over(
             position=await executor.position(target.spec, target.thread_id),
             deadlines=executor.deadlines,
         )
+    if target is not None and dead.webhook is not None and recovery.continuation:
+        # The run that continues the work posts its end to the dead run's webhook.
+        options = replace(target.run_options, webhook=dead.webhook, metadata=dead.metadata)
+        target = replace(target, run_options=options)
     now, run_id = launcher.clock(), str(uuid4())
     async with launcher.db.write() as conn:
         closed = await close_dead_run(

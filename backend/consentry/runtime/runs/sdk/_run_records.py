@@ -23,7 +23,7 @@ from consentry.principal import Principal
 from consentry.runtime.assistants import assistant_uuid
 from consentry.runtime.clock import Clock
 from consentry.schemas.events import TerminalReason
-from consentry.schemas.sdk_runs import SdkRun, SdkRunStatus
+from consentry.schemas.sdk_runs import SdkRun, SdkRunStatus, ended_status, statuses_of
 from consentry.storage import run_queue as queue_repo
 from consentry.storage import runs as runs_repo
 from consentry.storage import threads as threads_repo
@@ -34,17 +34,6 @@ from consentry.storage.runs import RunRecord
 from consentry.storage.tables import runs
 
 __all__ = ["RunRecords"]
-
-_ENDED: dict[TerminalReason, SdkRunStatus] = {
-    "completed": "success",
-    "expired": "success",
-    "interrupted": "interrupted",
-    "cancelled": "interrupted",
-    "failed": "error",
-    "step_limit": "error",
-    "budget_exhausted": "error",
-    "timeout": "timeout",
-}
 
 
 class RunRecords:
@@ -126,7 +115,7 @@ class RunRecords:
 
 def _sdk_run(run: RunRecord, *, graph: str) -> SdkRun:
     if run.status == "ended":
-        status = _ENDED[run.reason] if run.reason is not None else "error"
+        status = ended_status(run.reason)
     else:
         status = "pending" if run.status == "queued" else "running"
     return SdkRun(
@@ -178,5 +167,5 @@ def _status_is(status: SdkRunStatus | None) -> sa.ColumnElement[bool] | None:
         return None
     if status in ("pending", "running"):
         return runs.c.status == ("queued" if status == "pending" else "running")
-    reasons = [reason for reason, mapped in _ENDED.items() if mapped == status]
+    reasons = statuses_of(status)
     return sa.and_(runs.c.status == "ended", runs.c.reason.in_(reasons))

@@ -50,8 +50,16 @@ async def claim_run(
     )
     if claim is None:
         return None
+    options = target.run_options
     await runs_repo.start_run(
-        conn, run_id=run_id, thread_id=target.thread_id, trigger=trigger, inputs=inputs, now=now
+        conn,
+        run_id=run_id,
+        thread_id=target.thread_id,
+        trigger=trigger,
+        inputs=inputs,
+        now=now,
+        webhook=options.webhook,
+        metadata=dict(options.metadata) if options.metadata is not None else None,
     )
     await record_audit(
         conn,

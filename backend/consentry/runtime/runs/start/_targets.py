@@ -129,6 +129,9 @@ class RunTargets:
         before, after = request.breakpoints
         if before or after:  # this run's only
             options = replace(options, interrupt_before=before, interrupt_after=after)
+        if request.webhook is not None:  # this run's only, as its breakpoints
+            url, metadata = request.webhook
+            options = replace(options, webhook=url, metadata=metadata)
         assistant_id = target.assistant_id
         if request.assistant_named:  # the LangGraph SDK face's run: on this assistant
             assistant_id = request.assistant_id
