@@ -17,10 +17,13 @@ from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy as sa
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError
 
+from consentry.runtime.runs import RunQueue
+from consentry.storage.tables import crons
 from tests.conftest import ManualClock
 from tests.webhook_receiver import serve_receiver
 
@@ -154,13 +157,15 @@ async def test_ticks_missed_while_the_server_was_down_are_one_run_at_start_up(
         sdk = _sdk(client)
         runs = await _runs_ended(sdk, thread_id, 1)
         after = (await sdk.crons.search())[0]
-        await asyncio.sleep(0.3)  # (a second run of the missed ticks would have started)
-        again = await sdk.runs.list(thread_id)
+        audit = await _audit(client, thread_id)
         await sdk.aclose()
 
     assert cron["next_run_date"] == "2026-01-01T12:00:01Z"
-    assert len(runs) == len(again) == 1
-    assert after["next_run_date"] == "2026-01-01T12:00:31Z"  # the first after the start
+    assert len(runs) == 1
+    # The next tick is the first after the start (nothing else is due: no second run).
+    assert after["next_run_date"] == "2026-01-01T12:00:31Z"
+    assert [(r["action"], r["run_id"]) for r in audit] == [("cron_ticked", runs[0]["run_id"])]
+    assert audit[0]["data"]["missed"] == 29  # 12:00:02 to 12:00:30, in the one run
 
 
 async def test_a_cron_without_a_thread_runs_each_tick_on_a_new_thread(
@@ -184,10 +189,12 @@ async def test_a_cron_without_a_thread_runs_each_tick_on_a_new_thread(
         runs = await _runs_ended(sdk, threads[0]["thread_id"], 1)
 
         async def dropped() -> bool:
-            # Its thread is made before its tick is taken, and deleted after its run's end.
-            ticked = (await sdk.crons.search(metadata={"which": "drop"}))[0]
+            # Both ticks queued their runs (the thread is made with the tick), and the one
+            # `delete` made is gone since its run's end.
+            metrics = (await client.get("/metrics")).text
             found = await sdk.threads.search(metadata={"cron_id": deleted["cron_id"]})
-            return ticked["next_run_date"] != deleted["next_run_date"] and not found
+            queued = 'consentry_cron_ticks_total{outcome="queued",reason=""} 2.0' in metrics
+            return queued and not found
 
         await _until(dropped)
         await sdk.aclose()
@@ -273,9 +280,7 @@ async def test_a_disabled_or_ended_cron_has_no_tick(open_live: Any, clock: Manua
                 "next_run_date"
             ] is None
 
-        await _until(ended)
-        clock.advance(seconds=5)
-        await asyncio.sleep(0.3)
+        await _until(ended)  # past its end: no tick any more, however the clock moves
         runs = await sdk.runs.list(thread_id)
         cleared = await sdk.crons.update(ends["cron_id"], end_time=None)
         await sdk.aclose()
@@ -447,3 +452,92 @@ async def test_each_run_of_a_cron_with_a_webhook_posts_its_end(
     assert elsewhere.value.response.json()["error"]["code"] == "webhook_not_allowed"
     assert changed_elsewhere.value.response.json()["error"]["code"] == "webhook_not_allowed"
     assert [c["payload"]["webhook"] for c in kept] == [receiver.url]
+
+
+async def test_a_change_is_checked_and_one_that_leaves_the_plan_keeps_its_due_tick(
+    open_live: Any, clock: ManualClock
+) -> None:
+    async with open_live(graphs=GRAPHS, api_keys=KEYS) as (client, _):
+        sdk = _sdk(client)
+        thread_id = (await sdk.threads.create(graph_id="progress"))["thread_id"]
+        cron = await sdk.crons.create_for_thread(
+            thread_id, "progress", schedule="0 9 * * *", input={}
+        )
+        with pytest.raises(UnprocessableEntityError) as never:
+            await sdk.crons.update(cron["cron_id"], schedule="0 0 30 2 *")
+        cleared = await client.patch(
+            f"/runs/crons/{cron['cron_id']}", json={"schedule": None}, headers={"x-api-key": "ka"}
+        )
+        clock.advance(days=1)  # its tick (tomorrow 9:00) is due now, not taken yet
+        same = await sdk.crons.update(cron["cron_id"], enabled=True, schedule="0 9 * * *")
+        zone = await sdk.crons.update(cron["cron_id"], timezone="Asia/Tokyo")
+        await sdk.aclose()
+
+    assert never.value.response.json()["error"]["code"] == "invalid_schedule"
+    assert (cleared.status_code, cleared.json()["error"]["code"]) == (422, "request_invalid")
+    assert same["next_run_date"] == cron["next_run_date"] == "2026-01-02T09:00:00Z"
+    assert zone["next_run_date"] == "2026-01-03T00:00:00Z"  # 9:00 in Tokyo, planned from now
+
+
+async def test_a_run_its_process_left_waiting_is_started_after_a_lease(
+    open_live: Any, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that stopped right after the commit that queued a tick's run (here: its
+    drainer never told) leaves the run waiting; a scheduler's pass after a run lease starts it,
+    without waiting for the cron's next tick."""
+    drain = RunQueue.drain
+    monkeypatch.setattr(RunQueue, "drain", lambda self, thread_id: None)
+    async with open_live(graphs=GRAPHS, api_keys=KEYS, lease_seconds=10) as (client, _):
+        sdk = _sdk(client)
+        thread_id = (await sdk.threads.create(graph_id="progress"))["thread_id"]
+        cron = await sdk.crons.create_for_thread(
+            thread_id, "progress", schedule="0 13 * * *", input=_ask("Report")
+        )
+        clock.advance(hours=1)
+        await sdk.crons.update(cron["cron_id"], metadata={"woken": 1})  # (wakes the scheduler)
+
+        async def waiting() -> list[dict[str, Any]]:
+            return [r for r in await sdk.runs.list(thread_id) if r["status"] == "pending"]
+
+        left = await _until(waiting)
+        monkeypatch.setattr(RunQueue, "drain", drain)
+        clock.advance(seconds=11)
+        await sdk.crons.update(cron["cron_id"], metadata={"woken": 2})
+        runs = await _runs_ended(sdk, thread_id, 1)
+        audit = await _audit(client, thread_id)
+        await sdk.aclose()
+
+    assert [r["run_id"] for r in runs] == [left[0]["run_id"]]
+    assert runs[0]["status"] == "success"
+    assert [r["action"] for r in audit] == ["cron_ticked"]  # started, not skipped
+
+
+async def test_a_stored_schedule_no_longer_read_is_skipped_once_and_ticks_no_more(
+    open_live: Any, clock: ManualClock
+) -> None:
+    """A schedule a later release of croniter or tzdata refuses (here: written straight into
+    the table) is skipped on its thread's trail, and the cron has no next tick: it is not tried
+    again and again."""
+    async with open_live(graphs=GRAPHS, api_keys=KEYS) as (client, services):
+        sdk = _sdk(client)
+        thread_id = (await sdk.threads.create(graph_id="progress"))["thread_id"]
+        cron = await sdk.crons.create_for_thread(
+            thread_id, "progress", schedule=EVERY_SECOND, input=_ask("Report")
+        )
+        async with services.db.write() as conn:
+            await conn.execute(
+                sa.update(crons).where(crons.c.id == cron["cron_id"]).values(timezone="Gone/Zone")
+            )
+        clock.advance(seconds=1)
+
+        async def skipped() -> list[dict[str, Any]]:
+            return [r for r in await _audit(client, thread_id) if r["action"] != "cron_ticked"]
+
+        skips = await _until(skipped)
+        after = (await sdk.crons.search())[0]
+        runs = await sdk.runs.list(thread_id)
+        await sdk.aclose()
+
+    assert [s["data"]["reason"] for s in skips] == ["invalid_schedule"]
+    assert after["next_run_date"] is None
+    assert runs == []

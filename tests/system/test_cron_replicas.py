@@ -9,7 +9,6 @@ transaction that queues the run decides which one takes it (``runtime.crons``)."
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -82,15 +81,24 @@ async def test_each_tick_is_taken_once_across_two_replicas_and_a_kill(
         await two.aclose()
 
     due = [datetime.fromisoformat(r["data"]["due_at"]) for r in records]
+    missed = [r["data"].get("missed", 0) for r in records]
     assert len(due) >= TICKS_IN_ALL
     assert due == sorted(set(due))  # none taken twice
-    assert all(b - a == timedelta(seconds=2) for a, b in itertools.pairwise(due))  # none lost
+    # None lost: each next due time is two seconds on, or later by the ticks the record before
+    # counts as missed (a replica late by more than a period, which CI's load can make).
+    assert all(
+        b - a == timedelta(seconds=2 * (1 + m))
+        for a, b, m in zip(due, due[1:], missed, strict=False)
+    )
     ticked = [r["run_id"] for r in records if r["action"] == "cron_ticked"]
     skipped = [r["data"]["reason"] for r in records if r["action"] == "cron_tick_skipped"]
-    assert set(skipped) <= {"previous_run_waiting"}  # (a run held up by the kill's takeover)
+    # (a run held up by the kill: its lease expires before another replica continues it)
+    assert set(skipped) <= {"previous_run_waiting", "previous_run_running"}
     assert sorted(r["run_id"] for r in runs) == sorted(ticked)  # one run per tick, no more
     assert {r["status"] for r in runs} == {"success"}
     assert asked[0]["action"] == "cron_ticked"
     assert len(asked) >= TICKS_IN_ALL - 1
-    assert {r["data"]["reason"] for r in asked[1:]} == {"consent_pending"}
+    # Later ticks wait for the person: skipped while the first run runs, then while it waits.
+    assert {r["data"]["reason"] for r in asked[1:]} <= {"previous_run_running", "consent_pending"}
+    assert asked[-1]["data"]["reason"] == "consent_pending"
     assert [r["status"] for r in asked_runs] == ["interrupted"]

@@ -20,7 +20,7 @@ from consentry.errors import NotFoundError
 from consentry.principal import Principal
 from consentry.storage.db.database import DbConnection, notify_at_commit
 from consentry.storage.metadata_filters import MetadataValue, metadata_equals
-from consentry.storage.tables import crons
+from consentry.storage.tables import crons, run_queue
 
 __all__ = [
     "CRONS_CHANNEL",
@@ -33,8 +33,10 @@ __all__ = [
     "get_cron",
     "next_due_at",
     "search_crons",
+    "set_last_run",
     "take_tick",
     "update_cron",
+    "waiting_cron_runs",
 ]
 
 CRONS_CHANNEL = "consentry_crons"
@@ -167,37 +169,59 @@ async def next_due_at(conn: DbConnection) -> datetime | None:
     return due
 
 
-async def due_crons(conn: DbConnection, *, now: datetime, limit: int) -> list[CronRecord]:
-    """The crons whose tick is due by ``now``, the earliest first."""
-    query = (
-        sa.select(*_COLUMNS)
-        .where(crons.c.next_run_at.is_not(None), crons.c.next_run_at <= now)
-        .order_by(crons.c.next_run_at, crons.c.id)
-        .limit(limit)
-    )
+async def due_crons(
+    conn: DbConnection, *, now: datetime, after: tuple[datetime, str] | None, limit: int
+) -> list[CronRecord]:
+    """The crons whose tick is due by ``now``, the earliest first, from after ``after`` (the
+    due time and id of the last one of the previous batch)."""
+    query = sa.select(*_COLUMNS).where(crons.c.next_run_at.is_not(None), crons.c.next_run_at <= now)
+    if after is not None:
+        query = query.where(sa.tuple_(crons.c.next_run_at, crons.c.id) > sa.tuple_(*after))
+    query = query.order_by(crons.c.next_run_at, crons.c.id).limit(limit)
     return [CronRecord(*row) for row in await conn.execute(query)]
 
 
 async def take_tick(
     conn: DbConnection,
-    cron_id: str,
+    cron: CronRecord,
     *,
-    due_at: datetime,
     next_run_at: datetime | None,
-    now: datetime,
-    run_id: str | None = None,
-    thread_id: str | None = None,
 ) -> bool:
-    """Take the cron's tick due at ``due_at``, moving it on to ``next_run_at``, with the run
-    and thread it starts (none: a tick skipped). False when it is not due then any more:
-    another process took it, or a client changed or deleted the cron."""
-    values: dict[str, Any] = {"next_run_at": next_run_at, "updated_at": now}
-    if run_id is not None:
-        values |= {"last_run_id": run_id, "last_thread_id": thread_id}
+    """Take the cron's tick due at its ``next_run_at``, moving it on to ``next_run_at``; False
+    when it is not due then any more, or the cron changed since it was read (another process
+    took the tick; a client changed or deleted the cron): the caller does nothing then."""
     statement = (
-        crons.update().where(crons.c.id == cron_id, crons.c.next_run_at == due_at).values(**values)
+        crons.update()
+        .where(
+            crons.c.id == cron.id,
+            crons.c.next_run_at == cron.next_run_at,
+            crons.c.updated_at == cron.updated_at,
+        )
+        .values(next_run_at=next_run_at)
     )
     return (await conn.execute(statement)).rowcount == 1
+
+
+async def set_last_run(conn: DbConnection, cron_id: str, *, run_id: str, thread_id: str) -> None:
+    """The run (and its thread) the cron's latest tick queued."""
+    statement = (
+        crons.update()
+        .where(crons.c.id == cron_id)
+        .values(last_run_id=run_id, last_thread_id=thread_id)
+    )
+    await conn.execute(statement)
+
+
+async def waiting_cron_runs(conn: DbConnection, *, queued_before: datetime) -> list[str]:
+    """The threads of crons' latest runs still waiting in their run queue, queued before
+    ``queued_before`` (the process that queued one stopped before starting it)."""
+    query = (
+        sa.select(run_queue.c.thread_id)
+        .join(crons, crons.c.last_run_id == run_queue.c.id)
+        .where(run_queue.c.status == "waiting", run_queue.c.created_at < queued_before)
+        .distinct()
+    )
+    return [thread_id for (thread_id,) in await conn.execute(query)]
 
 
 def _owned(owner: Principal) -> tuple[sa.ColumnElement[bool], ...]:

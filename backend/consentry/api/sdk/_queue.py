@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
@@ -89,6 +90,7 @@ async def scheduling_crons(services: Services, queue: RunQueue) -> AsyncIterator
         assistants=services.assistants,
         notifications=services.notifications,
         metrics=services.metrics,
+        orphan_after=timedelta(seconds=services.settings.lease_seconds),
     )
     scheduler.start()
     try:

@@ -75,8 +75,9 @@ async def update_cron(
     assistants: AssistantsDep,
     hosts: WebhookHostsDep,
 ) -> Cron:
-    """Change the cron: its schedule, time zone, end or `enabled` plans its next tick again
-    from now; a run's field replaces the one its runs start with."""
+    """Change the cron: a change of its schedule, time zone, end or `enabled` plans its next tick
+    again from now (`timezone: null` is UTC, `end_time: null` no end); a run's field replaces
+    the one its runs start with."""
     current = await crons.get(owner, cron_id)
     sent = body.model_dump(mode="json", exclude_unset=True)
     run_changes = {k: v for k, v in sent.items() if k not in CRON_FIELDS}
@@ -84,14 +85,20 @@ async def update_cron(
     if run_changes:
         payload = {**current.payload, **run_changes}
         await _RunCheck(assistants, hosts).check(payload, current.thread_id, owner)
-    plan = None
-    if sent.keys() & {"schedule", "timezone", "end_time", "enabled"}:
-        plan = CronPlan(
-            schedule=body.schedule or current.schedule,
-            timezone=body.timezone if "timezone" in sent else current.timezone,
-            end_time=body.end_time if "end_time" in sent else current.end_time,
-            enabled=current.enabled if body.enabled is None else body.enabled,
+    if "schedule" in sent and body.schedule is None:
+        raise InvalidRequestError(
+            "A cron's `schedule` cannot be cleared: send another, or `enabled: false`.",
+            code="request_invalid",
+            details={"field": "schedule"},
         )
+    before = CronPlan(current.schedule, current.timezone, current.end_time, current.enabled)
+    after = CronPlan(
+        schedule=body.schedule or current.schedule,
+        timezone=body.timezone if "timezone" in sent else current.timezone,
+        end_time=body.end_time if "end_time" in sent else current.end_time,
+        enabled=current.enabled if body.enabled is None else body.enabled,
+    )
+    plan = None if after == before else after  # (unchanged: a due tick stays due)
     return await crons.update(
         owner,
         cron_id,

@@ -40,6 +40,16 @@ class CronPlan:
     end_time: datetime | None
     enabled: bool
 
+    def check(self, now: datetime) -> None:
+        """422 ``invalid_schedule`` or ``invalid_timezone`` for a plan that cannot tick, or
+        names no time that comes (February 30th)."""
+        if Schedule.of(self.schedule, self.timezone).next_after(now) is None:
+            raise InvalidRequestError(
+                "The schedule names no time that comes (such as February 30th).",
+                code="invalid_schedule",
+                details={"schedule": self.schedule},
+            )
+
     def next_tick(self, now: datetime) -> datetime | None:
         """Its first tick after ``now`` (None: disabled, or none before its end)."""
         if not self.enabled:
@@ -68,14 +78,8 @@ class Crons:
     ) -> Cron:
         """A new cron of the owner, on the owner's thread (404 ``thread_not_found`` for
         another's) or, with none, each tick's run on a new thread."""
-        schedule = Schedule.of(plan.schedule, plan.timezone)  # 422 before anything is stored
         now = self._clock()
-        if schedule.next_after(now) is None:
-            raise InvalidRequestError(
-                "The schedule names no time that comes (such as February 30th).",
-                code="invalid_schedule",
-                details={"schedule": plan.schedule},
-            )
+        plan.check(now)  # 422 before anything is stored
         if thread_id is not None and on_run_completed is not None:
             raise InvalidRequestError(
                 "`on_run_completed` is for a cron without a thread (each run on a new one).",
@@ -170,9 +174,9 @@ class Crons:
     ) -> Cron:
         """Change the owner's cron: its plan (its next tick planned again from now), the run
         its ticks start, its metadata."""
-        if plan is not None:
-            Schedule.of(plan.schedule, plan.timezone)
         now = self._clock()
+        if plan is not None:
+            plan.check(now)
         values: dict[str, Any] = {"updated_at": now}
         if plan is not None:
             values |= {

@@ -34,7 +34,7 @@ from consentry.schemas.sdk import SdkThread
 from consentry.storage import projects as projects_repo
 from consentry.storage import threads as threads_repo
 from consentry.storage.checkpoints import ConsentrySaver
-from consentry.storage.db.database import Database
+from consentry.storage.db.database import Database, DbConnection
 from consentry_graphs.registry import CompiledGraph, GraphSpec
 
 __all__ = ["DEFAULT_GRAPH", "ThreadWriter"]
@@ -88,21 +88,14 @@ class ThreadWriter:
                 else await projects_repo.find_default_project_id(conn, owner)
             )
         if not taken:
-            now = self._clock()
             async with self._db.write() as conn:
-                if project_id is None:
-                    project_id = await default_project_id(
-                        conn, owner, now=now, samples=self._sample_notes
-                    )
-                created = await threads_repo.insert_thread_unless_taken(
+                created = await self.create_in(
                     conn,
                     owner,
                     thread_id=thread_id,
                     graph=graph,
-                    project_id=project_id,
-                    title=graph,
                     metadata=kept,
-                    now=now,
+                    project_id=project_id,
                     note_id=None if note is None else note.note_id,
                 )
                 if created and chosen and isinstance(self._checkpointer, ConsentrySaver):
@@ -119,6 +112,35 @@ class ThreadWriter:
             except NotFoundError:  # somebody else's: 409, as for a `raise`
                 pass
         raise thread_exists(thread_id)
+
+    async def create_in(
+        self,
+        conn: DbConnection,
+        owner: Principal,
+        *,
+        thread_id: str,
+        graph: str,
+        metadata: Mapping[str, Any],
+        project_id: str | None = None,
+        note_id: str | None = None,
+    ) -> bool:
+        """A thread that has never run, under ``thread_id``, in ``project_id`` (else the
+        owner's default project), written in the caller's transaction (a cron's tick queues
+        its run there); False, and nothing written, when the id is taken."""
+        now = self._clock()
+        if project_id is None:
+            project_id = await default_project_id(conn, owner, now=now, samples=self._sample_notes)
+        return await threads_repo.insert_thread_unless_taken(
+            conn,
+            owner,
+            thread_id=thread_id,
+            graph=graph,
+            project_id=project_id,
+            title=graph,
+            metadata=metadata,
+            now=now,
+            note_id=note_id,
+        )
 
     async def update_metadata(
         self, owner: Principal, thread_id: str, metadata: Mapping[str, Any]
