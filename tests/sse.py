@@ -116,6 +116,21 @@ OFFLINE_ANSWER = (  # the offline model's answer to QUESTION, with no notes in t
 SUMMARY_TITLE = "Summary of our discussion"
 DRAFTED_NOTE = f"I drafted a new note, \u201c{SUMMARY_TITLE}\u201d."
 """What the tutor says before it asks to save a summary as a new note."""
+ASK_FOR_REVIEW = "Write a weekly review of my project's notes"
+REVIEWED_NOTES = (
+    ("RAG", "Retrieval-augmented generation uses documents. It cites them."),
+    ("Spaced repetition", "You review a fact just before you would forget it."),
+)
+"""A project's notes (title, content), written in this order."""
+OFFLINE_REVIEW = (
+    "## Notes reviewed\n"
+    "\n"
+    "- **Spaced repetition**: You review a fact just before you would forget it.\n"
+    "- **RAG**: Retrieval-augmented generation uses documents.\n"
+    "\n"
+    "_Reviewed by the offline model._\n"
+)
+"""The offline model's review of ``REVIEWED_NOTES``: the note written last first."""
 TUTOR_ASKED = ["run_started", "step", "step", "message", "step", "consent", "final"]
 """The event kinds of a tutor's run that drafts a change and asks for it: its steps, what it says
 it drafted (the assistant's last message, under which Agent Chat UI draws the consent), the

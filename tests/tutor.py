@@ -4,6 +4,7 @@ model and a notes store written here, which applies each approval at most once."
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from uuid import uuid4
 
@@ -28,6 +29,8 @@ NOTE = NoteSnapshot(
     version=1,
 )
 INTERRUPTED = "__interrupt__"
+NOW = datetime(2026, 1, 2, 16, 0, tzinfo=UTC)
+"""The graph's clock in these tests (``GraphServices.clock``)."""
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,9 @@ class Tutor:
 
     @property
     def services(self) -> GraphServices:
-        return GraphServices(notes=self.store, effects=InMemoryEffectLedger(), user="test/alice")
+        return GraphServices(
+            notes=self.store, effects=InMemoryEffectLedger(), user="test/alice", clock=lambda: NOW
+        )
 
     async def run(self, graph_input: Any, config: RunnableConfig | None = None) -> Turn:
         nodes: list[str] = []

@@ -1,5 +1,5 @@
 """What Consentry gives the graphs it serves (``GraphServices``): the caller's notes store, the
-ledger of effects already applied, who the user is, and the conversation window.
+ledger of effects already applied, who the user is, the conversation window and the clock.
 
 A node reads them with :func:`graph_services`, as it reads its config with LangGraph's
 ``get_config()``: they travel beside the run, not in LangGraph's runtime context, which stays the
@@ -12,10 +12,11 @@ scoped to the caller (tenant + user), and a test passes its own with ``serving(.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
@@ -73,6 +74,11 @@ class NotesStore(Protocol):
 
     async def search_notes(self, project_id: str, query: str, *, limit: int) -> list[NoteHit]: ...
 
+    async def recent_notes(self, project_id: str, *, limit: int) -> list[NoteSnapshot]:
+        """The project's notes, the most recently changed first, at most ``limit`` of them (none
+        for a project that is not the owner's)."""
+        ...
+
     async def apply_note_edit(
         self, *, approval_id: str, note_id: str, title: str, content: str, base_version: int
     ) -> AppliedEdit:
@@ -96,6 +102,10 @@ class NotesStore(Protocol):
         ...
 
 
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
 @dataclass(frozen=True)
 class GraphServices:
     """What every graph Consentry serves may use, scoped to the run's caller."""
@@ -106,6 +116,8 @@ class GraphServices:
     conversation_window: int = DEFAULT_CONVERSATION_WINDOW
     """Messages the graph keeps in its state (``consentry_graphs.window``); older ones live only in
     the server's transcript."""
+    clock: Callable[[], datetime] = _utc_now
+    """The time now, aware (the server's clock, which its tests move by hand)."""
 
 
 class GraphServicesMissingError(LookupError):

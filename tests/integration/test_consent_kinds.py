@@ -34,7 +34,9 @@ async def test_the_tutors_three_kinds_are_published_with_their_schemas(
             {
                 "graph": "tutor",
                 "kind": "note_create",
-                "description": "Create a new note in the project (the tutor saves a summary).",
+                "description": (
+                    "Create a new note in the project (the tutor saves a summary, or a review)."
+                ),
                 "allowed_decisions": ["approve", "edit", "reject"],
                 "ttl_seconds": None,
                 "always_ask": False,

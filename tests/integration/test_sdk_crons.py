@@ -25,6 +25,7 @@ from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError
 from consentry.runtime.runs import RunQueue
 from consentry.storage.tables import crons
 from tests.conftest import ManualClock
+from tests.sse import ASK_FOR_REVIEW, OFFLINE_REVIEW, REVIEWED_NOTES
 from tests.webhook_receiver import serve_receiver
 
 PROGRESS = "progress=tests.graph_forms:progress_writer"
@@ -353,30 +354,32 @@ async def test_a_weekly_review_waits_in_the_inbox_and_holds_the_next_week_until_
     open_live: Any, clock: ManualClock
 ) -> None:
     """The worked example of ``docs/schedules.md``: every Friday at 17:00 in Paris, the tutor
-    proposes the week's discussion about a note as an edit of that note, a consent in the
-    approvals inbox; the next Friday's tick is skipped while it waits, and the note changes only
-    once the person approves."""
-    review = "Add a summary of our discussion to my note"
+    drafts a review of the project's notes as a new note, a ``note_create`` consent in the
+    approvals inbox; the next Friday's tick is skipped while it waits, and the note is created
+    only once the person approves."""
     alice = {"x-api-key": "ka"}
     a_week = 7 * 24 * 3600 + 3600  # the review waits a week for its person (the default: a day)
     async with open_live(api_keys=KEYS, consent_ttl_seconds=a_week) as (client, _):
         sdk = _sdk(client)
-        project = (await client.post("/v1/projects", json={"name": "RAG"}, headers=alice)).json()
-        note = await client.post(
-            f"/v1/projects/{project['project_id']}/notes",
-            json={"title": "RAG", "content": "Retrieval-augmented generation uses documents."},
-            headers=alice,
-        )
-        note_id = note.json()["note_id"]
-        thread_id = (await sdk.threads.create(metadata={"note_id": note_id}))["thread_id"]
-        question = {"messages": [{"role": "user", "content": "What is retrieval?"}]}
-        await sdk.runs.wait(thread_id, "tutor", input=question)  # the week's discussion
+        project_id = (
+            await client.post("/v1/projects", json={"name": "Learning"}, headers=alice)
+        ).json()["project_id"]
+        for title, content in REVIEWED_NOTES:
+            note = await client.post(
+                f"/v1/projects/{project_id}/notes",
+                json={"title": title, "content": content},
+                headers=alice,
+            )
+        # A thread created with a note is in the note's project: the review covers the project.
+        thread_id = (await sdk.threads.create(metadata={"note_id": note.json()["note_id"]}))[
+            "thread_id"
+        ]
         cron = await sdk.crons.create_for_thread(
             thread_id,
             "tutor",
             schedule="0 17 * * 5",
             timezone="Europe/Paris",
-            input={"messages": [{"role": "user", "content": review}]},
+            input={"messages": [{"role": "user", "content": ASK_FOR_REVIEW}]},
         )
         # The clock jumps (the test's, by hand): a change to the cron wakes the scheduler, as it
         # wakes every replica's, and it finds the tick due.
@@ -396,21 +399,28 @@ async def test_a_weekly_review_waits_in_the_inbox_and_holds_the_next_week_until_
             return [r for r in audit if r["action"] == "cron_tick_skipped"]
 
         skips = await _until(skipped)
-        before = (await client.get(f"/v1/notes/{note_id}", headers=alice)).json()
+        notes_url = f"/v1/projects/{project_id}/notes"
+        before = (await client.get(notes_url, headers=alice)).json()["notes"]
         approve = {"resume": {"decisions": [{"type": "approve"}]}}
         await sdk.runs.wait(thread_id, "tutor", input={}, command=approve)
-        after = (await client.get(f"/v1/notes/{note_id}", headers=alice)).json()
+        after = (await client.get(notes_url, headers=alice)).json()["notes"]
         runs = await sdk.runs.list(thread_id)
         await sdk.aclose()
 
+    title = "Weekly review, 2026-01-02"  # the day of the tick, on the server's clock
+    content = OFFLINE_REVIEW
     assert cron["next_run_date"] == "2026-01-02T16:00:00Z"  # Friday 17:00 in Paris (UTC+1)
     assert len(waiting) == 1
-    assert waiting[0]["kind"] == "note_edit"
+    assert waiting[0]["kind"] == "note_create"
+    assert waiting[0]["proposal"] == {"project_id": project_id, "title": title, "content": content}
     assert [s["data"]["due_at"] for s in skips] == ["2026-01-09T16:00:00+00:00"]
     assert skips[0]["data"]["reason"] == "consent_pending"
-    assert before["version"] == 1
-    assert after["version"] == 2
-    assert len(runs) == 3  # the question, the review, the approval's run: nothing stacked
+    assert [n["title"] for n in before] == ["Spaced repetition", "RAG"]
+    assert [(n["title"], n["content"], n["version"]) for n in after] == [
+        (title, content, 1),
+        *[(n["title"], n["content"], n["version"]) for n in before],
+    ]
+    assert len(runs) == 2  # the review, the approval's run: nothing stacked
 
 
 async def test_each_run_of_a_cron_with_a_webhook_posts_its_end(

@@ -28,6 +28,7 @@ __all__ = [
     "find_note",
     "get_note",
     "list_notes",
+    "recent_notes",
     "update_note",
 ]
 
@@ -120,6 +121,20 @@ async def list_notes(conn: DbConnection, owner: Principal, project_id: str) -> l
         notes.select()
         .where(notes.c.project_id == project_id, _owned(owner))
         .order_by(notes.c.updated_at.desc())
+    )
+    return [_note(row) for row in rows]
+
+
+async def recent_notes(
+    conn: DbConnection, owner: Principal, project_id: str, *, limit: int
+) -> list[NoteRecord]:
+    """The project's notes, the most recently changed first, at most ``limit``: one query, no
+    404 (a project that is not the owner's has none of their notes)."""
+    rows = await conn.execute(
+        notes.select()
+        .where(notes.c.project_id == project_id, _owned(owner))
+        .order_by(notes.c.updated_at.desc(), notes.c.id)
+        .limit(limit)
     )
     return [_note(row) for row in rows]
 

@@ -1,11 +1,11 @@
 """The offline model: a small deterministic chat model that needs no key and no network.
 
 It is a real LangChain chat model, used by the same graph code as any other: it reads the task from
-the heading of the system prompt (``# task: classify | answer | summarize``) and answers it with
-rules instead of weights. It classifies intent with keyword rules (answer, search, edit or delete a
-note, remember something about the person), answers from the notes the prompt carries, summarizes
-the conversation into a note section, and streams its answers word by word. It always says that it
-is the offline model.
+the heading of the system prompt (``# task: classify | answer | summarize | review``) and answers
+it with rules instead of weights. It classifies intent with keyword rules (answer, search, edit or
+delete a note, remember something about the person, review the project's notes), answers from the
+notes the prompt carries, summarizes the conversation into a note section, reviews the notes it is
+given, and streams its answers word by word. It always says that it is the offline model.
 
 What it writes is what lands in people's notes, so it writes whole sentences
 (``consentry_graphs.sentences``: a note's sentences, never cut, without ``**`` markers):
@@ -20,7 +20,9 @@ What it writes is what lands in people's notes, so it writes whole sentences
 - a **summary** lists each question with the gist of its answer (the answer's sentences, without
   the offline model's introduction and lead-ins, up to about 400 characters), under
   "## Summary of our discussion". The graph gives it the discussion only, no replies about
-  consents; a last user message (the request to summarize) is left out.
+  consents; a last user message (the request to summarize) is left out;
+- a **review** lists each note of the prompt, in its order, with its title and its first
+  sentence, under "## Notes reviewed" ("no text yet" for an empty note).
 
 The same conversation always gives the same text.
 """
@@ -86,6 +88,19 @@ _REMEMBER_PATTERN = re.compile(
     r"(?!(?:this|that|it)\W*$)(?P<what>[^?]*[^?\s])[.!]*\s*$",
     re.IGNORECASE | re.DOTALL,
 )
+# "Review my notes", "Write a weekly review of my project's notes", "Can you draft a review of
+# this week's notes?": a request (the verb opens a clause) about the person's notes. Not a
+# question ("How do I review for an exam?", "Should I review my notes daily?").
+_NOTES_NAMED = (
+    r"(?:(?:all|of|my|our|the|this|these|recent|latest|(?:this|last|the)\s+week'?s|"
+    r"(?:my|our|the|this)\s+project'?s|project)\s+)*notes\b"
+)
+_REVIEW_PATTERN = re.compile(
+    rf"{_REQUEST}(?:review|(?:write|draft|make|do|prepare|create|give\s+me)\s+"
+    r"(?:(?:a|an|my|the|this|our)\s+)?(?:(?:weekly|short|quick|new)\s+)*review\s+of)\s+"
+    rf"{_NOTES_NAMED}",
+    re.IGNORECASE,
+)
 _NOTE = re.compile(
     r'<note title="(?P<title>[^"]*)"(?P<open> open="true")?>\n(?P<text>.*?)\n</note>', re.DOTALL
 )
@@ -97,6 +112,9 @@ _WORD = re.compile(r"\S+\s*")
 _INTRO = "I'm the offline model, so I answer from your notes rather than from general knowledge."
 _NOTHING_FOUND = "I found nothing in this project's notes about"
 _SUMMARY_HEADING = "## Summary of our discussion"
+_REVIEW_HEADING = "## Notes reviewed"
+_REVIEW_SENTENCE_CHARS = 200
+"""About the most a review quotes of one note: its first sentence."""
 _ANSWER_CHARS = 300
 """About the most an answer quotes of one note (whole sentences)."""
 _MOST_NOTES = 2
@@ -106,14 +124,16 @@ _QUESTION_CHARS = 300
 
 
 def classify(message: str) -> dict[str, str]:
-    """Return ``{"intent": "search" | "delete_note" | "edit_note" | "remember" | "answer",
-    "query": ...}``."""
+    """Return ``{"intent": "search" | "delete_note" | "review" | "edit_note" | "remember" |
+    "answer", "query": ...}``."""
     search = _SEARCH_PATTERN.search(message)
     if search:
         query = search.group("query").strip().strip("\"'?.!").strip()
         return {"intent": "search", "query": query or message.strip()}
     if _DELETE_PATTERN.search(message):
         return {"intent": "delete_note", "query": ""}
+    if _REVIEW_PATTERN.search(message):
+        return {"intent": "review", "query": ""}
     if _EDIT_PATTERN.search(message):
         return {"intent": "edit_note", "query": ""}
     if remember := _REMEMBER_PATTERN.match(message):
@@ -206,6 +226,21 @@ def _summarize(conversation: Sequence[BaseMessage]) -> str:
     return "\n".join(lines)
 
 
+def _review(system: str) -> str:
+    """Each note of the prompt's ``<notes>``, in its order: its title and first sentence."""
+    block = _NOTES_BLOCK.search(system)
+    lines = [_REVIEW_HEADING, ""]
+    for note in _NOTE.finditer(block.group("body") if block else ""):
+        title = unescape(note.group("title"))
+        found = sentences.sentences(unescape(note.group("text")))
+        first = " ".join(sentences.leading(found[:1], _REVIEW_SENTENCE_CHARS)) or "No text yet."
+        lines.append(f"- **{title}**: {first}")
+    if len(lines) == 2:
+        lines.append("- There are no notes to review.")
+    lines += ["", "_Reviewed by the offline model._"]
+    return "\n".join(lines)
+
+
 class OfflineChatModel(BaseChatModel):
     """Deterministic rule-based chat model; see the module docstring."""
 
@@ -234,6 +269,8 @@ class OfflineChatModel(BaseChatModel):
             return json.dumps(classify(last_human))
         if task == "summarize":
             return _summarize(conversation)
+        if task == "review":
+            return _review(system)
         return _answer(system, last_human) + _minding(system)
 
     def _generate(

@@ -2,7 +2,8 @@
 
 - ``note_edit``: write a summary into the open note, merged into its summary section (keeping
   every line a person wrote) or at its end (approve, edit or reject).
-- ``note_create``: save a summary as a new note, when no note is open (approve, edit or reject).
+- ``note_create``: save a summary as a new note, when no note is open, or a review of the
+  project's notes (``reviews``) (approve, edit or reject).
 - ``note_delete``: delete the open note. Destructive, so it always asks a person, whatever the
   thread's policy says, and it takes no edits (approve or reject).
 """
@@ -119,7 +120,7 @@ NOTE_CREATE: ConsentKind[NoteCreateProposal, NoteCreateRevision] = ConsentKind(
     name="note_create",
     proposal_model=NoteCreateProposal,
     edit_model=NoteCreateRevision,
-    description="Create a new note in the project (the tutor saves a summary).",
+    description="Create a new note in the project (the tutor saves a summary, or a review).",
 )
 NOTE_DELETE: ConsentKind[NoteDeleteProposal, BaseModel] = ConsentKind(
     name="note_delete",

@@ -7,6 +7,9 @@ analyze_message → answer_question
                 → draft_note_creation → request_note_create_consent → create_note
                                                                      | skip_note_creation
                                       → report_nothing_to_draft
+                → draft_note_review → request_note_create_consent → create_note
+                                                                   | skip_note_creation
+                                    → report_nothing_to_draft (no notes in the project)
                 → draft_note_deletion → request_note_delete_consent → delete_note | keep_note
                 → report_no_open_note (also after a draft whose note is gone)
                 → remember_preference (the Store: ``memories``)
@@ -31,6 +34,7 @@ from consentry_graphs.tutor.routing import (
     route_after_draft_note_creation,
     route_after_draft_note_deletion,
     route_after_draft_note_edit,
+    route_after_draft_note_review,
     route_after_request_note_create_consent,
     route_after_request_note_delete_consent,
     route_after_request_note_edit_consent,
@@ -52,6 +56,7 @@ STEP_LABELS = {
     "request_note_create_consent": "Asking for your approval",
     "create_note": "Creating your note",
     "skip_note_creation": "Leaving your notes unchanged",
+    "draft_note_review": "Reviewing your notes",
     "draft_note_deletion": "Preparing to delete your note",
     "request_note_delete_consent": "Asking for your approval",
     "delete_note": "Deleting your note",
@@ -77,6 +82,7 @@ def build_tutor_graph(
     builder.add_node("report_search_results", nodes.report_search_results)
     builder.add_node("draft_note_edit", nodes.draft_note_edit)
     builder.add_node("draft_note_creation", nodes.draft_note_creation)
+    builder.add_node("draft_note_review", nodes.draft_note_review)
     builder.add_node("draft_note_deletion", nodes.draft_note_deletion)
     builder.add_node("report_no_open_note", report_no_open_note)
     builder.add_node("report_nothing_to_draft", report_nothing_to_draft)
@@ -102,6 +108,7 @@ def build_tutor_graph(
     builder.add_conditional_edges(
         "request_note_create_consent", route_after_request_note_create_consent
     )
+    builder.add_conditional_edges("draft_note_review", route_after_draft_note_review)
     builder.add_conditional_edges("draft_note_deletion", route_after_draft_note_deletion)
     builder.add_conditional_edges(
         "request_note_delete_consent", route_after_request_note_delete_consent

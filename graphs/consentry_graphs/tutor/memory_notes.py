@@ -26,7 +26,9 @@ class EffectCall:
 
 @dataclass
 class InMemoryNotesStore:
-    """A NotesStore for one owner, in memory; applies each approval at most once."""
+    """A NotesStore for one owner, in memory; applies each approval at most once. ``notes`` is
+    in the order they were last written (those given first, in the order given): a write moves
+    a note to the end."""
 
     notes: dict[str, NoteSnapshot] = field(default_factory=dict)
     calls: list[EffectCall] = field(default_factory=list)
@@ -43,6 +45,10 @@ class InMemoryNotesStore:
             for note in self.notes.values()
             if note.project_id == project_id and words & set(_WORD.findall(note.content.lower()))
         ][:limit]
+
+    async def recent_notes(self, project_id: str, *, limit: int) -> list[NoteSnapshot]:
+        written = [note for note in self.notes.values() if note.project_id == project_id]
+        return written[::-1][:limit]
 
     def _recorded(
         self, method: str, approval_id: str, **args: Any
@@ -118,6 +124,7 @@ class InMemoryNotesStore:
         return deletion
 
     def _write(self, note: NoteSnapshot) -> AppliedEdit:
+        self.notes.pop(note.note_id, None)  # the most recently written last
         self.notes[note.note_id] = note
         self.writes += 1
         return AppliedEdit(outcome="applied", note=note)

@@ -1,5 +1,6 @@
 """The tutor's nodes that read and draft: understand the message, answer, search, and draft the
-proposal of a consent. None of them changes a note; asking and acting live in ``consent_nodes``.
+proposal of a consent (an edit, a new note, a review, a deletion). None of them changes a note;
+asking and acting live in ``consent_nodes``.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from consentry_graphs.tutor import prompts
 from consentry_graphs.tutor.consents import NoteCreateProposal, NoteDeleteProposal, NoteEditProposal
 from consentry_graphs.tutor.line_merge import removed_lines
 from consentry_graphs.tutor.memories import memories_block, remembered
-from consentry_graphs.tutor.passages import notes_block, search_excerpt
+from consentry_graphs.tutor.passages import notes_block, review_block, search_excerpt
 from consentry_graphs.tutor.replies import say, say_outcome
+from consentry_graphs.tutor.reviews import notes_to_review, review_title
 from consentry_graphs.tutor.state import Intent, TutorState
 from consentry_graphs.tutor.summaries import as_summary_section, discussion, with_summary
 from consentry_graphs.window import outside_window
@@ -102,12 +104,15 @@ def report_no_open_note(state: TutorState) -> dict[str, Any]:
 
 
 def report_nothing_to_draft(state: TutorState) -> dict[str, Any]:
-    """A summary was asked for, but there is none to propose: nothing is asked."""
-    if state.get("nothing_to_draft") == "nothing_discussed":
+    """A summary or a review was asked for, but there is none to propose: nothing is asked."""
+    why = state.get("nothing_to_draft")
+    if why == "nothing_discussed":
         text = (
             "We have not discussed anything yet in this conversation, so there is no summary to "
             "save. Ask me a question first."
         )
+    elif why == "no_notes":
+        text = "This project has no notes to review yet."
     else:
         text = "Your note already has everything we discussed: there is nothing to change."
     return {"messages": [say_outcome(text)], "nothing_to_draft": None}
@@ -238,6 +243,27 @@ class TutorNodes:
         )
         said = say_outcome(f"I drafted a new note, \u201c{proposal.title}\u201d.")
         return {"proposal": proposal.model_dump(), "drafted_summary": section, "messages": [said]}
+
+    async def draft_note_review(self, state: TutorState) -> dict[str, Any]:
+        """Propose a review of the project's most recently changed notes as a new note
+        (``reviews``); nothing is proposed for a project without notes (no model call)."""
+        notes = await notes_to_review(state["project_id"])
+        if not notes:
+            return {"proposal": None, "nothing_to_draft": "no_notes"}
+        system = SystemMessage(prompts.REVIEW.format(notes=review_block(notes)))
+        request = HumanMessage(_last_user_text(state))
+        reply = await self.model.ainvoke([system, request], config=_INTERNAL)
+        proposal = NoteCreateProposal(
+            project_id=state["project_id"],
+            title=review_title(graph_services().clock()),
+            content=f"{reply.text.strip()}\n",
+        )
+        plural = "s" if len(notes) != 1 else ""
+        said = say_outcome(
+            f"I drafted \u201c{proposal.title}\u201d, a review of {len(notes)} note{plural} "
+            "of this project."
+        )
+        return {"proposal": proposal.model_dump(), "messages": [said]}
 
     async def draft_note_deletion(self, state: TutorState) -> dict[str, Any]:
         """Propose deleting the open note, as it is now."""

@@ -1,5 +1,5 @@
-"""What the tutor shows of a note: to the model in the answer prompt's ``<notes>``, and to the
-user in search results.
+"""What the tutor shows of a note: to the model in the answer and review prompts' ``<notes>``, and
+to the user in search results.
 
 Both come from the note itself, never from the search engine's snippet: a snippet is a fragment
 of a few words, cut mid-sentence and with ``**`` around the words it matched, and a model (the
@@ -16,10 +16,19 @@ from consentry_graphs import sentences
 from consentry_graphs.services import NoteSnapshot
 from consentry_graphs.tutor.summaries import without_summary
 
-__all__ = ["PROMPT_CHARS", "SEARCH_EXCERPT_CHARS", "notes_block", "search_excerpt"]
+__all__ = [
+    "PROMPT_CHARS",
+    "REVIEW_CHARS",
+    "SEARCH_EXCERPT_CHARS",
+    "notes_block",
+    "review_block",
+    "search_excerpt",
+]
 
 PROMPT_CHARS = 1500
 """The most of one note the answer prompt carries."""
+REVIEW_CHARS = 600
+"""The most of one note the review prompt carries (its first sentences)."""
 SEARCH_EXCERPT_CHARS = 240
 """The most of one note a search result shows."""
 
@@ -32,6 +41,11 @@ def _prompt_passage(note: NoteSnapshot, query: str) -> str:
     return " ".join(sentences.about(sentences.sentences(text), query, limit=PROMPT_CHARS))
 
 
+def _element(note: NoteSnapshot, passage: str, *, opened: bool = False) -> str:
+    mark = ' open="true"' if opened else ""
+    return f'<note title="{escape(note.title)}"{mark}>\n{passage}\n</note>\n'
+
+
 def notes_block(notes: Sequence[NoteSnapshot], query: str, *, open_note_id: str | None) -> str:
     """The ``<notes>`` of the answer prompt: one ``<note title="…">`` element per note with text,
     the one the person has open marked ``open="true"``."""
@@ -39,8 +53,18 @@ def notes_block(notes: Sequence[NoteSnapshot], query: str, *, open_note_id: str 
     for note in notes:
         passage = _prompt_passage(note, query)
         if passage:
-            opened = ' open="true"' if note.note_id == open_note_id else ""
-            parts.append(f'<note title="{escape(note.title)}"{opened}>\n{passage}\n</note>\n')
+            parts.append(_element(note, passage, opened=note.note_id == open_note_id))
+    return "".join(parts)
+
+
+def review_block(notes: Sequence[NoteSnapshot]) -> str:
+    """The ``<notes>`` of the review prompt: one ``<note title="…">`` element per note, in the
+    order given, with its first sentences, its summary section's too (a note the tutor created
+    may be one); empty for a note with no text yet."""
+    parts = []
+    for note in notes:
+        found = sentences.sentences(note.content)
+        parts.append(_element(note, " ".join(sentences.leading(found, REVIEW_CHARS))))
     return "".join(parts)
 
 

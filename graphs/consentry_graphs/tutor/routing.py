@@ -12,6 +12,7 @@ __all__ = [
     "route_after_draft_note_creation",
     "route_after_draft_note_deletion",
     "route_after_draft_note_edit",
+    "route_after_draft_note_review",
     "route_after_request_note_create_consent",
     "route_after_request_note_delete_consent",
     "route_after_request_note_edit_consent",
@@ -26,6 +27,7 @@ def route_after_analyze_message(
     "draft_note_edit",
     "draft_note_creation",
     "draft_note_deletion",
+    "draft_note_review",
     "report_no_open_note",
     "remember_preference",
 ]:
@@ -35,6 +37,8 @@ def route_after_analyze_message(
         return "search_notes"
     if intent == "remember":
         return "remember_preference"
+    if intent == "review":
+        return "draft_note_review"
     if intent == "edit_note":
         return "draft_note_edit" if note_open else "draft_note_creation"
     if intent == "delete_note":
@@ -54,6 +58,10 @@ def route_after_draft_note_creation(
     state: TutorState,
 ) -> Literal["request_note_create_consent", "report_nothing_to_draft"]:
     return "request_note_create_consent" if state.get("proposal") else "report_nothing_to_draft"
+
+
+route_after_draft_note_review = route_after_draft_note_creation
+"""A review is proposed as a new note: it asks the ``note_create`` consent, or says why not."""
 
 
 def route_after_draft_note_deletion(

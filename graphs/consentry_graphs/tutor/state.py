@@ -9,11 +9,18 @@ from langgraph.graph.message import add_messages
 
 __all__ = ["INTENTS", "Intent", "NothingToDraft", "TutorInput", "TutorState"]
 
-Intent = Literal["answer", "search", "edit_note", "delete_note", "remember"]
-NothingToDraft = Literal["nothing_discussed", "nothing_new"]
-"""Why a summary was not proposed: no question was answered yet in this conversation, or the
-note already says all of it."""
-INTENTS: tuple[Intent, ...] = ("answer", "search", "edit_note", "delete_note", "remember")
+Intent = Literal["answer", "search", "edit_note", "delete_note", "remember", "review"]
+NothingToDraft = Literal["nothing_discussed", "nothing_new", "no_notes"]
+"""Why a summary or a review was not proposed: no question was answered yet in this
+conversation, the note already says all of it, or the project has no notes to review."""
+INTENTS: tuple[Intent, ...] = (
+    "answer",
+    "search",
+    "edit_note",
+    "delete_note",
+    "remember",
+    "review",
+)
 
 
 class TutorInput(TypedDict):
@@ -37,7 +44,8 @@ class TutorState(TypedDict, total=False):
     decision: dict[str, Any] | None
     """The decision on it, as ``TypedDecision.to_state()``; read it back with ``KIND.restore``."""
     nothing_to_draft: NothingToDraft | None
-    """Set instead of ``proposal`` when a summary was asked for but there is none to propose."""
+    """Set instead of ``proposal`` when a summary or a review was asked for but there is none to
+    propose."""
     drafted_summary: str | None
     """The summary section of the pending proposal, as the model drafted it."""
     written_summaries: dict[str, str]

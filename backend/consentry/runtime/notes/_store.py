@@ -36,6 +36,11 @@ class OwnerNotesStore:
             for h in hits
         ]
 
+    async def recent_notes(self, project_id: str, *, limit: int) -> list[NoteSnapshot]:
+        async with self._db.read() as conn:
+            found = await notes_repo.recent_notes(conn, self._owner, project_id, limit=limit)
+        return [note_effects.note_snapshot(note) for note in found]
+
     async def apply_note_edit(
         self, *, approval_id: str, note_id: str, title: str, content: str, base_version: int
     ) -> AppliedEdit:

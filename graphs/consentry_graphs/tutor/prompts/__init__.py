@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib.resources import files
 
-__all__ = ["ANSWER", "CLASSIFY", "SUMMARIZE"]
+__all__ = ["ANSWER", "CLASSIFY", "REVIEW", "SUMMARIZE"]
 
 
 def _load(name: str) -> str:
@@ -14,3 +14,4 @@ def _load(name: str) -> str:
 CLASSIFY = _load("classify")
 ANSWER = _load("answer")
 SUMMARIZE = _load("summarize")
+REVIEW = _load("review")

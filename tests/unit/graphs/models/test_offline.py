@@ -451,3 +451,96 @@ async def test_memories_are_read_from_the_prompts_last_block_and_never_summarize
     assert "remember" not in none_kept
     assert "documents" in summary
     assert "remember" not in summary
+
+
+# Reviews of a project's notes
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Review my notes",
+        "Write a weekly review of my project's notes",
+        "Draft a review of this week's notes",
+        "Please review my notes.",
+        "Can you write a review of my notes?",
+        "Could you do a weekly review of our notes?",
+        "Give me a weekly review of my notes",
+        "ok, review the project's notes",
+        "Review all my notes",
+    ],
+)
+def test_asking_for_a_review_of_the_notes_routes_to_review(message: str) -> None:
+    assert classify(message) == {"intent": "review", "query": ""}
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "How do I review for an exam?",
+        "Should I review my notes daily?",
+        "When should I review my notes?",
+        "What is a weekly review?",
+        "Did you review my notes?",
+        "Review spaced repetition",
+        "Review how to take notes",
+        "Remember that I review my notes on Fridays",
+    ],
+)
+def test_questions_about_reviewing_are_not_review_requests(message: str) -> None:
+    assert classify(message)["intent"] != "review"
+
+
+def test_a_review_of_the_discussion_into_a_note_is_still_an_edit() -> None:
+    assert classify("Add a review of our discussion to my note")["intent"] == "edit_note"
+
+
+def _review_prompt(notes: str) -> list[BaseMessage]:
+    system = prompts.REVIEW.format(notes=notes)
+    return [SystemMessage(system), HumanMessage("Review my notes")]
+
+
+async def test_classify_task_answers_a_review_request_as_review() -> None:
+    text = await _text([SystemMessage(prompts.CLASSIFY), HumanMessage("Review my notes")])
+
+    assert json.loads(text) == {"intent": "review", "query": ""}
+
+
+async def test_a_review_lists_each_note_with_its_title_and_first_sentence() -> None:
+    notes = (
+        '<note title="Spaced &amp; repeated">\n'
+        "You review a fact **just** before you forget it. Every review helps.\n</note>\n"
+        '<note title="To do">\n\n</note>\n' + NOTES
+    )
+
+    text = await _text(_review_prompt(notes))
+
+    assert text == (
+        "## Notes reviewed\n"
+        "\n"
+        "- **Spaced & repeated**: You review a fact just before you forget it.\n"
+        "- **To do**: No text yet.\n"
+        "- **RAG**: Retrieval-augmented generation uses documents.\n"
+        "- **Embeddings**: Dense vectors.\n"
+        "\n"
+        "_Reviewed by the offline model._"
+    )
+
+
+async def test_a_review_of_no_notes_says_so() -> None:
+    text = await _text(_review_prompt(""))
+
+    assert text == (
+        "## Notes reviewed\n\n- There are no notes to review.\n\n_Reviewed by the offline model._"
+    )
+
+
+async def test_a_review_quotes_one_long_sentence_shortened() -> None:
+    long = " ".join(["word"] * 80) + "."
+
+    text = await _text(_review_prompt(f'<note title="Long">\n{long}\n</note>\n'))
+
+    item = text.splitlines()[2]
+    assert item.startswith("- **Long**: word word")
+    assert item.endswith("\u2026")
+    assert len(item) <= len("- **Long**: ") + 200

@@ -216,6 +216,7 @@ class RunExecutor:
             effects=OwnerEffectLedger(self._db, owner, self._clock, thread_id=thread_id),
             user=owner.display,
             conversation_window=self._limits.conversation_window,
+            clock=self._clock,
         )
         meter = TokenMeter(
             thread_used=0,
