@@ -1,6 +1,6 @@
 """A local webhook receiver the tests start: a tiny ASGI app on a free loopback port that keeps
 every post it gets (headers and raw body) and answers each with the next scripted status (200
-once the script is used up)."""
+once the script is used up; a 3xx points to :data:`REDIRECT_PATH` of the same receiver)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from starlette.types import Receive, Scope, Send
 
 from tests.live_server import serve_app
 
-__all__ = ["Post", "Receiver", "serve_receiver"]
+__all__ = ["REDIRECT_PATH", "Post", "Receiver", "serve_receiver"]
+
+REDIRECT_PATH = "/redirected"
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,8 @@ class Receiver:
         if hold:
             await self._released.wait()
             return
-        await send({"type": "http.response.start", "status": status, "headers": []})
+        location = [(b"location", REDIRECT_PATH.encode())] if 300 <= status < 400 else []
+        await send({"type": "http.response.start", "status": status, "headers": location})
         await send({"type": "http.response.body", "body": b""})
 
     def release(self) -> None:

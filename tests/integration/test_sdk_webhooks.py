@@ -1,8 +1,10 @@
 """Webhooks through the real ``langgraph-sdk`` client (``webhook=`` on a run): each run's end is
 posted once to a local receiver the test starts, with the run's record as ``runs.get`` reads it,
-the thread's values and a delivery id; signed with the secret; retried after a 500 under the
-same delivery id; given up past the retry window; a host outside the allow-list or a URL that
-is not one is refused at the run's start with nothing run (docs/webhooks.md)."""
+the thread's values (JSON-safe; none for a rolled-back run) and a delivery id; signed with the
+secret over the delivery id and the body; retried after a 500 or a redirect (never followed) under
+the same delivery id; given up past the retry window; not posted to a name that resolves to an
+address the list does not take; a host outside the allow-list or a URL that is not one is refused
+at the run's start with nothing run, and a queued run's when its turn comes (docs/webhooks.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import hashlib
 import hmac
 from collections.abc import Awaitable, Callable
 from importlib.util import module_from_spec, spec_from_file_location
-from typing import Any
+from typing import Any, Literal
 from uuid import NAMESPACE_URL, uuid5
 
 import httpx
@@ -19,17 +21,21 @@ import pytest
 import sqlalchemy as sa
 from langgraph_sdk.errors import UnprocessableEntityError
 
+from consentry.runtime.webhooks import WebhookHosts
 from consentry.storage.tables import webhook_deliveries
 from tests.conftest import ManualClock
-from tests.integration import gate_graph
+from tests.integration import gate_graph, unjsonable_state_graph
 from tests.langgraph_client import parts, sdk_client
 from tests.paths import DOCS
-from tests.webhook_receiver import Receiver, serve_receiver
+from tests.webhook_receiver import REDIRECT_PATH, Receiver, serve_receiver
 
-SERVED = f"city=consentry_graphs.examples.ask_city:graph,{gate_graph.SERVED}"
+SERVED = (
+    f"city=consentry_graphs.examples.ask_city:graph,{gate_graph.SERVED},"
+    f"{unjsonable_state_graph.SERVED}"
+)
 CITY = str(uuid5(NAMESPACE_URL, "city"))
 PLAN = {"messages": [{"role": "user", "content": "Plan a trip"}]}
-SECRET = "a shared secret"
+SECRET = "a shared secret of the receiver"
 
 
 def _recipe() -> Any:
@@ -139,10 +145,11 @@ async def test_each_run_end_is_posted_once_with_its_record_its_values_and_a_deli
         ("delivered", 1, created["run_id"]),
         ("delivered", 1, done.json["run_id"]),
     ]
+    assert [row["run_values"] for row in rows] == [None, None]  # dropped once delivered
     assert len(receiver.posts) == 2
 
 
-async def test_a_post_is_signed_with_the_secret_over_its_timestamp_and_body(
+async def test_a_post_is_signed_with_the_secret_over_its_timestamp_delivery_id_and_body(
     open_live: Any,
 ) -> None:
     async with (
@@ -154,15 +161,25 @@ async def test_a_post_is_signed_with_the_secret_over_its_timestamp_and_body(
         (post,) = await receiver.wait_for(1)
 
     timestamp = post.headers["x-consentry-timestamp"]
-    signed = timestamp.encode() + b"." + post.body
+    delivery_id = post.headers["x-consentry-delivery"]
+    signed = f"{timestamp}.{delivery_id}.".encode() + post.body
     expected = hmac.new(SECRET.encode(), signed, hashlib.sha256).hexdigest()
     assert post.headers["x-consentry-signature"] == f"sha256={expected}"
     # The recipe of docs/webhooks.md (the manual clock's time is when it was sent).
     sent = float(timestamp)
-    assert RECIPE.verify_post(SECRET, post.headers, post.body, now=sent + 10)
-    assert not RECIPE.verify_post("another secret", post.headers, post.body, now=sent)
-    assert not RECIPE.verify_post(SECRET, post.headers, post.body + b" ", now=sent)
-    assert not RECIPE.verify_post(SECRET, post.headers, post.body, now=sent + 301)
+    headers = post.headers
+    assert RECIPE.verify_post(SECRET, headers, post.body, now=sent + 10)
+    assert not RECIPE.verify_post("another shared secret", headers, post.body, now=sent)
+    assert not RECIPE.verify_post(SECRET, headers, post.body + b" ", now=sent)
+    assert not RECIPE.verify_post(SECRET, headers, post.body, now=sent + 301)
+    another_id = headers | {"x-consentry-delivery": "another-delivery"}
+    assert not RECIPE.verify_post(SECRET, another_id, post.body, now=sent)
+    arabic_digits = "".join(chr(0x0660 + int(d)) for d in timestamp)  # str.isdigit() says yes
+    assert not RECIPE.verify_post(
+        SECRET, headers | {"x-consentry-timestamp": arabic_digits}, post.body, now=sent
+    )
+    not_ascii = headers | {"x-consentry-signature": "sha256=é" + expected[1:]}
+    assert not RECIPE.verify_post(SECRET, not_ascii, post.body, now=sent)
 
 
 async def _after_attempt(services: Any, receiver: Receiver, count: int) -> None:
@@ -227,12 +244,24 @@ async def test_a_post_is_given_up_once_its_next_attempt_falls_past_the_retry_win
     assert (attempts["retry"], attempts["gave_up"]) == (1, 1)
 
 
-async def test_a_run_cancelled_through_the_sdk_posts_its_end_too(
-    open_live: Any, gate: asyncio.Event
+@pytest.mark.parametrize(
+    ("action", "values", "found"),
+    [
+        ("interrupt", {"messages": []}, 200),
+        # What it wrote is undone and the run deleted: the end of a deleted run, no values.
+        ("rollback", None, 404),
+    ],
+)
+async def test_a_run_cancelled_through_the_sdk_posts_its_end_once(
+    open_live: Any,
+    gate: asyncio.Event,
+    action: Literal["interrupt", "rollback"],
+    values: dict[str, Any] | None,
+    found: int,
 ) -> None:
     async with (
         serve_receiver() as receiver,
-        open_live(graphs=SERVED) as (client, _),
+        open_live(graphs=SERVED) as (client, services),
         sdk_client(client) as sdk,
     ):
         thread = await sdk.threads.create(graph_id="gate")
@@ -240,14 +269,123 @@ async def test_a_run_cancelled_through_the_sdk_posts_its_end_too(
             thread["thread_id"], "gate", input={"messages": []}, webhook=receiver.url
         )
         await asyncio.wait_for(gate_graph.REACHED.wait(), 10)
-        await sdk.runs.cancel(thread["thread_id"], run["run_id"], wait=True)
+        await sdk.runs.cancel(thread["thread_id"], run["run_id"], wait=True, action=action)
         (post,) = await receiver.wait_for(1)
+        await _all_settled(services, 1)  # (a second post would have come before)
+        record = await client.get(f"/threads/{thread['thread_id']}/runs/{run['run_id']}")
 
     assert (post.json["run_id"], post.json["status"], post.json["reason"]) == (
         run["run_id"],
         "interrupted",
         "cancelled",
     )
+    assert (post.json["values"], record.status_code) == (values, found)
+    assert len(receiver.posts) == 1
+
+
+async def test_a_nan_or_an_infinity_in_the_state_is_posted_as_null_and_the_run_ends_normally(
+    open_live: Any,
+) -> None:
+    async with (
+        serve_receiver() as receiver,
+        open_live(graphs=SERVED) as (client, services),
+        sdk_client(client) as sdk,
+    ):
+        run = await sdk.runs.create(None, "scores", input=PLAN, webhook=receiver.url)
+        (post,) = await receiver.wait_for(1)
+        await _all_settled(services, 1)
+        ended = await sdk.runs.get(run["thread_id"], run["run_id"])
+        (row,) = await _deliveries(services)
+
+    assert (ended["status"], post.json["status"], post.json["reason"]) == (
+        "success",
+        "success",
+        "completed",
+    )
+    assert (post.json["values"]["score"], post.json["values"]["bounds"]) == (None, [None, None])
+    assert [m["content"] for m in post.json["values"]["messages"]] == ["Plan a trip", "Scored."]
+    assert (row["status"], row["attempts"]) == ("delivered", 1)
+
+
+async def test_a_redirect_is_not_followed_and_the_post_is_retried(
+    open_live: Any, clock: ManualClock
+) -> None:
+    async with (
+        serve_receiver() as receiver,
+        open_live(graphs=SERVED) as (client, services),
+        sdk_client(client) as sdk,
+    ):
+        receiver.statuses = [307]
+        await sdk.runs.wait(None, "city", input=PLAN, webhook=receiver.url)
+        await _after_attempt(services, receiver, 1)
+        (waiting,) = await _deliveries(services)
+        clock.advance(seconds=1)
+        services.webhooks.wake()
+        await _after_attempt(services, receiver, 2)
+        (row,) = await _deliveries(services)
+
+    assert [(post.path, post.status) for post in receiver.posts] == [("/hook", 307), ("/hook", 200)]
+    assert REDIRECT_PATH not in {post.path for post in receiver.posts}
+    assert (waiting["status"], waiting["last_error"]) == ("pending", "HTTP 307")
+    assert (row["status"], row["attempts"]) == ("delivered", 2)
+
+
+async def test_an_allowed_name_that_resolves_to_an_address_the_list_does_not_take_is_not_posted(
+    open_live: Any,
+) -> None:
+    async with (
+        serve_receiver() as receiver,
+        # `localhost` is listed by name only: its loopback addresses are not.
+        open_live(graphs=SERVED, webhook_hosts="localhost") as (client, services),
+        sdk_client(client) as sdk,
+    ):
+        before = _attempts(services)
+        webhook = receiver.url.replace("127.0.0.1", "localhost")
+        ended = await sdk.runs.wait(None, "city", input=PLAN, webhook=webhook)
+        await _all_settled(services, 1)
+        (row,) = await _deliveries(services)
+        after = _attempts(services)
+
+    assert ended["__interrupt__"]  # the run itself went as it would
+    assert (row["status"], row["attempts"], row["last_error"]) == (
+        "failed",
+        1,
+        "address_not_allowed",
+    )
+    assert (row["run_values"], receiver.posts) == (None, [])
+    assert {k: after[k] - before.get(k, 0) for k in after} == {"refused": 1}
+
+
+async def test_a_queued_run_whose_webhook_the_list_no_longer_takes_is_refused_when_its_turn_comes(
+    open_live: Any, gate: asyncio.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with (
+        serve_receiver() as receiver,
+        open_live(graphs=SERVED) as (client, services),
+        sdk_client(client) as sdk,
+    ):
+        thread = await sdk.threads.create(graph_id="gate")
+        thread_id = thread["thread_id"]
+        first = await sdk.runs.create(thread_id, "gate", input={"messages": []})
+        await asyncio.wait_for(gate_graph.REACHED.wait(), 10)
+        queued = await sdk.runs.create(
+            thread_id,
+            "gate",
+            input={"messages": []},
+            multitask_strategy="enqueue",
+            webhook=receiver.url,
+        )
+        # The allow-list changes while the run waits (a release with another list, say).
+        changed = WebhookHosts(["hooks.example.com"])
+        monkeypatch.setattr(services.webhook_hosts, "check", changed.check)
+        gate.set()
+        await sdk.runs.join(thread_id, first["run_id"])
+        await sdk.runs.join(thread_id, queued["run_id"])
+        refused = await sdk.runs.get(thread_id, queued["run_id"])
+        rows = await _deliveries(services)
+
+    assert (refused["status"], refused["error_code"]) == ("error", "webhook_not_allowed")
+    assert (rows, receiver.posts) == ([], [])  # it never ran: nothing to post
 
 
 @pytest.mark.parametrize(
@@ -261,6 +399,8 @@ async def test_a_run_cancelled_through_the_sdk_posts_its_end_too(
         ("http://user:password@127.0.0.1/end", "webhook_invalid"),
         ("http://127.0.0.1:99999/end", "webhook_invalid"),
         ("http:///end", "webhook_invalid"),
+        ("http://a..localhost/end", "webhook_invalid"),  # an empty label: IDNA refuses it
+        (f"http://{'a' * 64}.localhost/end", "webhook_invalid"),  # a label over 63 characters
     ],
 )
 async def test_a_webhook_the_allow_list_does_not_take_is_refused_at_the_start_with_nothing_run(

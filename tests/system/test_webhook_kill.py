@@ -19,15 +19,18 @@ WAIT_SECONDS = 30.0
 PLAN = {"messages": [{"role": "user", "content": "Plan a trip"}]}
 ENV = {
     "CONSENTRY_GRAPHS": "city=consentry_graphs.examples.ask_city:graph",
-    # An attempt's lease: twice this, and 5 s (the next server waits that long for it).
+    # An attempt's lease: this, and 5 s (the next server waits that long for it).
     "CONSENTRY_WEBHOOK_TIMEOUT_SECONDS": "2",
 }
 
 
-def _deliveries(database: Path) -> list[tuple[str, str, int]]:
+def _deliveries(database: Path) -> list[tuple[str, str, int, bool]]:
+    """Each delivery's id, status, attempts, and whether an attempt holds it (its lease)."""
     with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
-        rows = db.execute("SELECT id, status, attempts FROM webhook_deliveries").fetchall()
-    return [(str(id_), str(status), int(attempts)) for id_, status, attempts in rows]
+        rows = db.execute(
+            "SELECT id, status, attempts, lease_owner IS NOT NULL FROM webhook_deliveries"
+        ).fetchall()
+    return [(str(i), str(status), int(attempts), bool(held)) for i, status, attempts, held in rows]
 
 
 async def test_a_post_cut_by_a_kill_after_the_runs_end_is_delivered_once_by_the_next_server(
@@ -43,6 +46,7 @@ async def test_a_post_cut_by_a_kill_after_the_runs_end_is_delivered_once_by_the_
                     json={"assistant_id": "city", "input": PLAN, "webhook": receiver.url},
                 )
             (held,) = await receiver.wait_for(1)  # the run's end is committed, the post cut
+            in_flight = await asyncio.to_thread(_deliveries, database)
         # SIGKILLed mid-post: the receiver never acknowledged it.
         cut = _deliveries(database)
         with serve(database, env=ENV):
@@ -58,9 +62,10 @@ async def test_a_post_cut_by_a_kill_after_the_runs_end_is_delivered_once_by_the_
             rows = _deliveries(database)
 
     assert started.status_code == 200, started.text
-    ((delivery_id, status, attempts),) = cut
-    assert (status, attempts) == ("pending", 1)  # taken, never acknowledged
-    assert rows == [(delivery_id, "delivered", 2)]
+    ((delivery_id, status, attempts, leased),) = cut
+    assert in_flight == cut  # the attempt was under way when the server was killed
+    assert (status, attempts, leased) == ("pending", 1, True)  # taken, never recorded
+    assert rows == [(delivery_id, "delivered", 2, False)]
     assert [post.status for post in receiver.posts] == [0, 200]  # acknowledged once
     assert held.headers["x-consentry-delivery"] == again.headers["x-consentry-delivery"]
     assert held.headers["x-consentry-delivery"] == delivery_id

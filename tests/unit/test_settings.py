@@ -135,3 +135,23 @@ def test_origins_are_read_from_the_environment_comma_separated(
     monkeypatch.setenv("CONSENTRY_CORS_ORIGINS", "http://localhost:5173, https://app.example.org")
 
     assert Settings().cors_origins == ["http://localhost:5173", "https://app.example.org"]
+
+
+@pytest.mark.parametrize("secret", ["", "short", "fifteen chars.."])
+def test_a_webhook_secret_shorter_than_16_characters_refuses_to_start(
+    monkeypatch: pytest.MonkeyPatch, secret: str
+) -> None:
+    monkeypatch.setenv("CONSENTRY_WEBHOOK_SECRET", secret)
+    with pytest.raises(ValidationError, match="CONSENTRY_WEBHOOK_SECRET must be 16 characters"):
+        Settings()
+
+
+def test_a_webhook_secret_of_16_characters_or_more_is_taken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CONSENTRY_WEBHOOK_SECRET", "sixteen chars..!")
+    secret = Settings().webhook_secret
+    assert secret is not None
+    assert secret.get_secret_value() == "sixteen chars..!"
+    monkeypatch.delenv("CONSENTRY_WEBHOOK_SECRET")
+    assert Settings().webhook_secret is None

@@ -5,6 +5,8 @@ tasks with their interrupts, the checkpoint it was read from. One reading for ev
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -12,7 +14,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Interrupt, PregelTask, StateSnapshot
-from pydantic_core import to_jsonable_python
+from pydantic_core import to_json, to_jsonable_python
 
 from consentry_graphs.registry import CompiledGraph
 
@@ -24,7 +26,10 @@ __all__ = [
     "interrupt_as_json",
     "read_graph_state",
     "read_graph_state_at",
+    "read_values_as_json",
 ]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,26 @@ def as_json(value: Any) -> Any:
 async def read_graph_state(graph: CompiledGraph, thread_id: str) -> GraphState:
     """The newest checkpoint of the thread's graph (empty values when it never ran)."""
     return _graph_state(await graph.aget_state(_config(thread_id)), thread_id)
+
+
+async def read_values_as_json(
+    graph: CompiledGraph, thread_id: str, *, run_id: str
+) -> dict[str, Any] | None:
+    """The thread's state values as plain JSON data, which every database's JSON column takes
+    (what a webhook post carries, queued in the closing transaction of run ``run_id``): a
+    ``NaN`` or an infinity as ``None`` (PostgreSQL's ``json`` refuses them, and the transaction
+    with them), what JSON cannot say as its ``repr``. None, logged, when they cannot be read or
+    written at all: the caller goes on without them."""
+    try:
+        state = await read_graph_state(graph, thread_id)
+        values = json.loads(to_json(state.values, inf_nan_mode="null", fallback=repr))
+    except Exception:
+        log.exception(
+            "could not read a thread's state values as JSON; going on without them",
+            extra={"thread_id": thread_id, "run_id": run_id},
+        )
+        return None
+    return values if isinstance(values, dict) else None
 
 
 async def head_checkpoint_id(graph: CompiledGraph, thread_id: str) -> str | None:

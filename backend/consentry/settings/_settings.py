@@ -24,6 +24,7 @@ from consentry_graphs.window import DEFAULT_CONVERSATION_WINDOW
 __all__ = ["Settings"]
 
 DEFAULT_DATABASE_URL = f"sqlite:///{Path('data') / 'consentry.db'}"
+MIN_WEBHOOK_SECRET_CHARS = 16
 
 
 def _is_loopback(host: str) -> bool:
@@ -170,7 +171,9 @@ class Settings(Limits):
         "resume, a retry and a takeover read). `all`: keep every checkpoint of every step.",
     )
     event_retention_hours: float = Field(
-        default=168.0, ge=24.0, description="How long stored events stay replayable."
+        default=168.0,
+        ge=24.0,
+        description="How long stored events stay replayable (and settled webhook posts are kept).",
     )
     resumable_stream_seconds: float = Field(
         default=600.0,
@@ -235,8 +238,9 @@ class Settings(Limits):
     )
     webhook_secret: SecretStr | None = Field(
         default=None,
-        description="When set, each webhook post carries `X-Consentry-Signature: sha256=<HMAC "
-        "of timestamp.body>` (docs/webhooks.md); unset: unsigned.",
+        description="When set (16 characters at least), each webhook post carries "
+        "`X-Consentry-Signature: sha256=<HMAC of timestamp.delivery_id.body>` "
+        "(docs/webhooks.md); unset: unsigned.",
     )
     webhook_retry_seconds: float = Field(
         default=3600.0,
@@ -248,6 +252,18 @@ class Settings(Limits):
     webhook_timeout_seconds: float = Field(
         default=10.0, gt=0, le=120, description="How long one webhook post may take."
     )
+
+    @field_validator("webhook_secret")
+    @classmethod
+    def _refuse_a_short_webhook_secret(cls, secret: SecretStr | None) -> SecretStr | None:
+        if secret is not None and len(secret.get_secret_value()) < MIN_WEBHOOK_SECRET_CHARS:
+            raise ValueError(
+                f"CONSENTRY_WEBHOOK_SECRET must be {MIN_WEBHOOK_SECRET_CHARS} characters at "
+                "least (a signature keyed by a short or empty secret proves nothing): set a "
+                "long random one (`python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
+                ", or unset it to send posts unsigned"
+            )
+        return secret
 
     @field_validator("webhook_hosts", mode="before")
     @classmethod

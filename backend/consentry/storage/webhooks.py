@@ -6,7 +6,9 @@ that moves ``next_attempt_at`` to the end of the taker's lease: a second replica
 the row not due and writes nothing, and a replica killed mid-send leaves a row that is due again
 once its lease has expired (another replica sends it; the receiver dedupes on the delivery id).
 An outcome is recorded only by the attempt that holds the row (its owner and attempt number),
-so a late answer of an attempt whose lease expired changes nothing.
+so a late answer of an attempt whose lease expired changes nothing. A settled row (``delivered``,
+``failed``) drops the values it was posted with at once, and the row itself once it is older than
+the event retention (:func:`prune_settled_deliveries`, by the expiry sweeper).
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ __all__ = [
     "Delivery",
     "DeliveryStatus",
     "due_deliveries",
+    "fail_expired_deliveries",
     "next_attempt_due",
+    "prune_settled_deliveries",
     "queue_delivery",
     "record_attempt",
     "take_delivery",
@@ -173,7 +177,6 @@ async def take_delivery(
             .values(
                 attempts=webhook_deliveries.c.attempts + 1,
                 lease_owner=owner,
-                lease_expires_at=lease_until,
                 next_attempt_at=lease_until,
                 updated_at=now,
             )
@@ -194,17 +197,18 @@ async def record_attempt(
     now: datetime,
 ) -> bool:
     """Record the outcome of ``delivery``'s attempt (``pending`` again: due at
-    ``next_attempt_at``); False when this attempt no longer holds it (its lease expired and
-    another attempt took it)."""
+    ``next_attempt_at``; settled, its values are dropped); False when this attempt no longer
+    holds it (its lease expired and another attempt took it)."""
     values: dict[str, Any] = {
         "status": status,
         "lease_owner": None,
-        "lease_expires_at": None,
         "last_error": error[:200] if error else None,
         "updated_at": now,
     }
     if next_attempt_at is not None:
         values["next_attempt_at"] = next_attempt_at
+    if status != "pending":
+        values["run_values"] = None
     result = await conn.execute(
         webhook_deliveries.update()
         .where(
@@ -215,3 +219,46 @@ async def record_attempt(
         .values(**values)
     )
     return bool(result.rowcount)
+
+
+async def fail_expired_deliveries(
+    conn: DbConnection, *, ended_before: datetime, now: datetime
+) -> list[str]:
+    """Give up (``failed``) the due deliveries already tried of runs that ended before
+    ``ended_before`` (their retry window is over: their last attempt could not record its
+    outcome, say); their ids. A delivery never tried gets its first attempt, however late."""
+    rows = await conn.execute(
+        webhook_deliveries.update()
+        .where(
+            *_DUE,
+            webhook_deliveries.c.next_attempt_at <= now,
+            webhook_deliveries.c.attempts > 0,
+            webhook_deliveries.c.run_ended_at < ended_before,
+        )
+        .values(
+            status="failed",
+            lease_owner=None,
+            run_values=None,
+            last_error=sa.func.coalesce(webhook_deliveries.c.last_error, "retry_window_over"),
+            updated_at=now,
+        )
+        .returning(webhook_deliveries.c.id)
+    )
+    return [str(row.id) for row in rows]
+
+
+async def prune_settled_deliveries(
+    conn: DbConnection, *, settled_before: datetime, limit: int
+) -> int:
+    """Delete up to ``limit`` deliveries settled (``delivered``, ``failed``) before
+    ``settled_before``; how many."""
+    oldest = (
+        sa.select(webhook_deliveries.c.id)
+        .where(webhook_deliveries.c.status != "pending")
+        .where(webhook_deliveries.c.updated_at < settled_before)
+        .limit(limit)
+    )
+    result = await conn.execute(
+        webhook_deliveries.delete().where(webhook_deliveries.c.id.in_(oldest.scalar_subquery()))
+    )
+    return result.rowcount

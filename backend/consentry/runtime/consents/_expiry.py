@@ -5,7 +5,8 @@ which may expire sooner), then expires every overdue consent exactly once (a com
 a racing decision may win instead) and resumes its graph down the expired path; that run ends with
 ``final`` reason ``expired``. Consents that expired while no server ran are swept at start-up. No
 polling: between deadlines it sleeps, at most an hour, which is also when it prunes idempotency
-keys past their retention, stored events past theirs and the Store's expired items.
+keys past their retention, stored events past theirs (and the settled webhook posts with them),
+and the Store's expired items.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from consentry.runtime.clock import Clock
 from consentry.runtime.consents._alarm import ExpiryAlarm
 from consentry.storage import approvals as approvals_repo
 from consentry.storage import events as events_repo
+from consentry.storage import webhooks as webhooks_repo
 from consentry.storage.approvals import ApprovalRecord
 from consentry.storage.db.database import Database
 from consentry.storage.idempotency import prune_idempotency_keys
@@ -41,6 +43,8 @@ log = logging.getLogger(__name__)
 MAX_SLEEP_SECONDS = 3600.0
 BUSY_RETRY_SECONDS = 1.0
 BATCH = 100
+PRUNE_BATCH = 500
+"""Settled webhook posts deleted per transaction (a short write each, however many are due)."""
 STOP_WAIT_SECONDS = 5.0
 
 
@@ -111,6 +115,20 @@ class ExpirySweeper(BackgroundLoop):
             )
             return await events_repo.prune_events(conn, older_than=now - self._event_retention)
 
+    async def prune_webhook_deliveries(self) -> int:
+        """Forget the webhook posts settled (``delivered``, ``failed``) longer ago than the
+        event retention, :data:`PRUNE_BATCH` per transaction; how many."""
+        settled_before = self._clock() - self._event_retention
+        pruned = 0
+        while True:
+            async with self._db.write() as conn:
+                batch = await webhooks_repo.prune_settled_deliveries(
+                    conn, settled_before=settled_before, limit=PRUNE_BATCH
+                )
+            pruned += batch
+            if batch < PRUNE_BATCH:
+                return pruned
+
     async def prune_store_items(self) -> int:
         """Delete the Store's expired items (never read since they expired)."""
         async with self._db.write(offload=True) as conn:  # may be long: off the loop's thread
@@ -131,6 +149,7 @@ class ExpirySweeper(BackgroundLoop):
             await self.sweep()
             await self.prune_idempotency_keys()
             await self.prune_events()
+            await self.prune_webhook_deliveries()
             await self.prune_store_items()
             return await self._seconds_to_next_deadline()
 

@@ -4,14 +4,19 @@ task per process.
 It is woken right after a transaction that queued a delivery commits (on SQLite by this
 process's own notice; on PostgreSQL by the ``consentry_webhooks`` notification, which every
 replica gets), and otherwise sleeps until the first pending delivery is due: no polling. Each
-due delivery is taken with a lease (one replica sends each attempt), posted with httpx (no
-redirects followed, ``CONSENTRY_WEBHOOK_TIMEOUT_SECONDS``), and marked: a 2xx is ``delivered``;
-anything else is tried again after a backoff that doubles from :data:`FIRST_BACKOFF_SECONDS` up to
-:data:`MAX_BACKOFF_SECONDS`, until the next attempt would fall past
-``CONSENTRY_WEBHOOK_RETRY_SECONDS`` after the run's end (``failed`` then). A process killed
-mid-send leaves the lease to expire (:meth:`WebhookSender.lease_seconds`), and the post is sent
-again, under the same delivery id. Every attempt is logged and counted
-(``consentry_webhook_attempts_total{outcome}``).
+due delivery is taken with a lease (one replica sends each attempt), its host checked and posted
+with httpx (no redirects followed, no proxy from the environment), the check and the post bounded
+together by ``CONSENTRY_WEBHOOK_TIMEOUT_SECONDS``, and marked: a 2xx is ``delivered``; anything
+else (a status, any exception of the attempt) is tried again after a backoff that doubles from
+:data:`FIRST_BACKOFF_SECONDS` up to :data:`MAX_BACKOFF_SECONDS`, until the next attempt would fall
+past ``CONSENTRY_WEBHOOK_RETRY_SECONDS`` after the run's end (``failed`` then; a due row already
+past it is failed when due rows are taken). A process killed mid-send leaves the lease to expire
+(:meth:`WebhookSender.lease_seconds`), and the post is sent again, under the same delivery id.
+Every attempt is logged and counted (``consentry_webhook_attempts_total{outcome}``).
+
+At most :data:`IN_FLIGHT` attempts of a process run at once: each takes its row and records its
+outcome in a write transaction of its own, so a burst of due posts holds that many write
+transactions at most (on SQLite they queue for its one writer), not one per due row.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from consentry.storage import webhooks as webhooks_repo
 from consentry.storage.db.database import Database
 from consentry.storage.webhooks import Delivery, DeliveryStatus
 
-__all__ = ["FIRST_BACKOFF_SECONDS", "MAX_BACKOFF_SECONDS", "WebhookSender"]
+__all__ = ["FIRST_BACKOFF_SECONDS", "IN_FLIGHT", "MAX_BACKOFF_SECONDS", "WebhookSender"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +50,10 @@ MAX_SLEEP_SECONDS = 3600.0
 FAILED_PASS_RETRY_SECONDS = 5.0
 """After a pass that failed (the database away), when to look again."""
 BATCH = 50
+IN_FLIGHT = 4
+"""Attempts of one process under way at once (each takes its row, then records its outcome)."""
+LEASE_MARGIN_SECONDS = 5.0
+"""What an attempt's lease holds beyond its timeout: room to take its row and record it."""
 STOP_WAIT_SECONDS = 5.0
 
 
@@ -104,47 +113,77 @@ class WebhookSender(BackgroundLoop):
         self._owner = owner
         self._transport = transport
         self._wake = asyncio.Event()
+        self._in_flight = asyncio.Semaphore(IN_FLIGHT)
         self._task: asyncio.Task[None] | None = None
 
     @property
     def lease_seconds(self) -> float:
-        """How long an attempt holds its delivery: its timeout, and room to record it."""
-        return 2 * self._timeout + 5.0
+        """How long an attempt holds its delivery: its timeout (the host's check and the post
+        together), and room to take and record it."""
+        return self._timeout + LEASE_MARGIN_SECONDS
 
     def wake(self, delivery_id: str = "") -> None:
         """A delivery was queued (a notification): look now."""
         self._wake.set()
 
     async def send_due(self) -> int:
-        """Send every delivery due now that this process gets; how many attempts it made."""
+        """Send every delivery due now that this process gets (:data:`IN_FLIGHT` at a time);
+        how many attempts it made. Due deliveries already past their window are given up."""
+        now = self._clock()
         async with self._db.read() as conn:
-            due = await webhooks_repo.due_deliveries(conn, now=self._clock(), limit=BATCH)
+            due = await webhooks_repo.due_deliveries(conn, now=now, limit=BATCH)
+        if not due:
+            return 0  # (no write transaction for nothing)
+        async with self._db.write() as conn:
+            expired = await webhooks_repo.fail_expired_deliveries(
+                conn, ended_before=now - self._window, now=now
+            )
+        for delivery_id in expired:
+            self._metrics.webhook_attempted("gave_up")
+            log.warning(
+                "webhook given up past its retry window",
+                extra={"delivery_id": delivery_id, "outcome": "gave_up"},
+            )
+        due = [delivery_id for delivery_id in due if delivery_id not in expired]
         if not due:
             return 0
         async with httpx.AsyncClient(
-            transport=self._transport, timeout=self._timeout, follow_redirects=False
+            transport=self._transport,
+            timeout=self._timeout,
+            follow_redirects=False,
+            trust_env=False,  # no proxy (nor its credentials) from the environment
         ) as http:
-            sent = await asyncio.gather(*(self._attempt(http, id_) for id_ in due))
-        return sum(sent)
+            done = await asyncio.gather(
+                *(self._attempt(http, id_) for id_ in due), return_exceptions=True
+            )
+        for result in done:
+            if isinstance(result, Exception):  # (the database, taking or recording a row)
+                log.error("a webhook attempt failed", exc_info=result)
+        return sum(result for result in done if isinstance(result, int))
 
     async def _attempt(self, http: httpx.AsyncClient, delivery_id: str) -> int:
-        now = self._clock()
-        lease_until = now + timedelta(seconds=self.lease_seconds)
-        async with self._db.write() as conn:
-            delivery = await webhooks_repo.take_delivery(
-                conn, delivery_id, owner=self._owner, now=now, lease_until=lease_until
-            )
-        if delivery is None:
-            return 0  # another replica has it, or it ended
-        outcome, error = await self._post(http, delivery)
-        await self._record(delivery, outcome, error)
-        return 1
+        async with self._in_flight:
+            now = self._clock()
+            lease_until = now + timedelta(seconds=self.lease_seconds)
+            async with self._db.write() as conn:
+                delivery = await webhooks_repo.take_delivery(
+                    conn, delivery_id, owner=self._owner, now=now, lease_until=lease_until
+                )
+            if delivery is None:
+                return 0  # another replica has it, or it ended
+            try:
+                async with asyncio.timeout(self._timeout):
+                    outcome, error = await self._post(http, delivery)
+            except Exception as exc:  # (a timeout, a URL httpx refuses...): its window applies
+                outcome, error = "retry", type(exc).__name__
+            await self._record(delivery, outcome, error)
+            return 1
 
     async def _post(
         self, http: httpx.AsyncClient, delivery: Delivery
     ) -> tuple[WebhookOutcome, str | None]:
         """POST the delivery once: ``delivered``, or ``retry`` with why (``refused`` when the
-        URL may no longer be posted to: not retried)."""
+        URL may no longer be posted to: not retried). An exception is the caller's retry."""
         refusal = await self._hosts.refusal(delivery.url)
         if refusal == "host_not_resolved":  # (the name server may answer later)
             return "retry", refusal
@@ -158,10 +197,7 @@ class WebhookSender(BackgroundLoop):
             body=body,
             secret=self._secret,
         )
-        try:
-            response = await http.post(delivery.url, content=body, headers=headers)
-        except httpx.HTTPError as exc:
-            return "retry", type(exc).__name__
+        response = await http.post(delivery.url, content=body, headers=headers)
         if response.is_success:
             return "delivered", None
         return "retry", f"HTTP {response.status_code}"

@@ -1,6 +1,7 @@
 """The headers of a webhook post: its delivery id, and (with ``CONSENTRY_WEBHOOK_SECRET``) a
-timestamp and an HMAC-SHA256 signature of ``<timestamp>.<body>``, so that a receiver checks
-both who sent it and that it is not an old post replayed (``docs/webhooks.md`` has the recipe)."""
+timestamp and an HMAC-SHA256 signature of ``<timestamp>.<delivery id>.<body>``, so that a receiver
+checks who sent it, that it is not an old post replayed, and that the delivery id it dedupes on is
+the one sent with that body (``docs/webhooks.md`` has the recipe)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ TIMESTAMP_HEADER = "X-Consentry-Timestamp"
 SIGNATURE_HEADER = "X-Consentry-Signature"
 
 
-def signature(secret: SecretStr, *, timestamp: int, body: bytes) -> str:
-    """``sha256=<hex>``: the HMAC-SHA256, keyed by the secret, of ``<timestamp>.<body>``."""
-    signed = str(timestamp).encode() + b"." + body
+def signature(secret: SecretStr, *, timestamp: int, delivery_id: str, body: bytes) -> str:
+    """``sha256=<hex>``: the HMAC-SHA256, keyed by the secret, of
+    ``<timestamp>.<delivery_id>.<body>``."""
+    signed = f"{timestamp}.{delivery_id}.".encode() + body
     digest = hmac.new(secret.get_secret_value().encode(), signed, hashlib.sha256).hexdigest()
     return f"sha256={digest}"
 
@@ -32,5 +34,7 @@ def post_headers(
         TIMESTAMP_HEADER: str(timestamp),
     }
     if secret is not None:
-        headers[SIGNATURE_HEADER] = signature(secret, timestamp=timestamp, body=body)
+        headers[SIGNATURE_HEADER] = signature(
+            secret, timestamp=timestamp, delivery_id=delivery_id, body=body
+        )
     return headers

@@ -10,6 +10,7 @@ from consentry.storage.tables._columns import UTCDateTime, metadata
 __all__ = ["webhook_deliveries"]
 
 _PENDING = sa.text("status = 'pending'")
+_SETTLED = sa.text("status <> 'pending'")
 
 # No foreign key to the run or its thread: a thread deleted once its run ended (the SDK's
 # ``on_completion="delete"``) still has its run's end posted, from what the row keeps.
@@ -34,11 +35,10 @@ webhook_deliveries = sa.Table(
     # ``pending`` until a 2xx (``delivered``) or the retry window is over (``failed``).
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
-    # When the next attempt is due; while an attempt is under way, when its lease expires (a
-    # replica killed mid-send leaves it for another once it has).
+    # When the next attempt is due; while an attempt is under way (``lease_owner`` set), when
+    # its lease expires (a replica killed mid-send leaves it for another once it has).
     sa.Column("next_attempt_at", UTCDateTime, nullable=False),
     sa.Column("lease_owner", sa.String(64), nullable=True),
-    sa.Column("lease_expires_at", UTCDateTime, nullable=True),
     sa.Column("last_error", sa.String(200), nullable=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
@@ -47,5 +47,12 @@ webhook_deliveries = sa.Table(
         "next_attempt_at",
         sqlite_where=_PENDING,
         postgresql_where=_PENDING,
+    ),
+    # The settled rows the expiry sweeper prunes, oldest first.
+    sa.Index(
+        "ix_webhook_deliveries_settled",
+        "updated_at",
+        sqlite_where=_SETTLED,
+        postgresql_where=_SETTLED,
     ),
 )

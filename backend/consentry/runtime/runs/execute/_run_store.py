@@ -17,7 +17,7 @@ from uuid import uuid4
 from consentry.observability.metrics import Metrics
 from consentry.runtime.clock import Clock
 from consentry.runtime.consents import ExpiryAlarm, record_consent, reopen_consent
-from consentry.runtime.graph_state import read_graph_state
+from consentry.runtime.graph_state import read_values_as_json
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.runs.execute._run_rollback import undo_run_in
 from consentry.runtime.runs.execute._run_types import Outcome, RunContext
@@ -149,6 +149,18 @@ class RunStore:
                 now=now,
                 usage=run.meter.usage,
             )
+            # Rolled back before the thread is freed, so nothing starts from its writes; only
+            # a run the cancel cut (one that ended by itself keeps what it did: 409 to the ask).
+            undone = False
+            if run.roll_back and outcome.reason in ("cancelled", "failed"):
+                undone = await undo_run_in(
+                    conn,
+                    saver_of(self._compiled(run.spec.name)),
+                    owner,
+                    thread_id=events.thread_id,
+                    run_id=events.run_id,
+                    now=now,
+                )
             if run.options.webhook is not None:  # (no statement for a run without one)
                 await webhooks_repo.queue_delivery(
                     conn,
@@ -159,18 +171,8 @@ class RunStore:
                     graph=run.spec.name,
                     reason=outcome.reason,
                     error_code=outcome.error_code,
-                    values=values,
-                    now=now,
-                )
-            # Rolled back before the thread is freed, so nothing starts from its writes; only
-            # a run the cancel cut (one that ended by itself keeps what it did: 409 to the ask).
-            if run.roll_back and outcome.reason in ("cancelled", "failed"):
-                await undo_run_in(
-                    conn,
-                    saver_of(self._compiled(run.spec.name)),
-                    owner,
-                    thread_id=events.thread_id,
-                    run_id=events.run_id,
+                    # A run rolled back is deleted with what it wrote: its values are no one's.
+                    values=None if undone else values,
                     now=now,
                 )
             # A run that stopped half-way may leave consents pending (a parallel branch's): the
@@ -199,18 +201,12 @@ class RunStore:
     async def _values_posted(self, run: RunContext) -> dict[str, Any] | None:
         """The thread's state values as the run leaves them, for a run whose end is posted to a
         webhook (read before its closing transaction: its graph's checkpoints are stored by
-        then); None for a run without one, or when they cannot be read (the post goes without)."""
+        then; as JSON-safe data); None for a run without one, or when they cannot
+        be read (the post goes without)."""
         if run.options.webhook is None:
             return None
-        try:
-            state = await read_graph_state(self._compiled(run.spec.name), run.events.thread_id)
-        except Exception:
-            log.exception(
-                "could not read the state a run left for its webhook; posted without values",
-                extra={"thread_id": run.events.thread_id, "run_id": run.events.run_id},
-            )
-            return None
-        return state.values
+        graph = self._compiled(run.spec.name)
+        return await read_values_as_json(graph, run.events.thread_id, run_id=run.events.run_id)
 
     async def _holds_lease(self, run: RunContext) -> bool:
         """Whether ``run`` still holds its lease (True when that cannot be read: the failure

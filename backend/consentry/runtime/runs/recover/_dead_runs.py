@@ -43,7 +43,7 @@ from consentry.runtime.consents import (
     record_consent,
     recorded_decisions,
 )
-from consentry.runtime.graph_state import read_graph_state
+from consentry.runtime.graph_state import read_values_as_json
 from consentry.runtime.replicas import LeaseKeeper
 from consentry.runtime.runs.execute import (
     NOWHERE,
@@ -103,7 +103,8 @@ class Recovery:
     """None: the thread's graph is no longer served (the run is closed ``failed``)."""
     deadlines: ConsentDeadlines = field(default_factory=lambda: ConsentDeadlines(timedelta(0)))
     values: dict[str, Any] | None = None
-    """The thread's state values, for a run whose end is posted to its webhook."""
+    """The thread's state values, for a run whose end is posted to its webhook (JSON-safe;
+    None when they could not be read: the post goes without, the run is closed regardless)."""
 
 
 async def read_recovery(
@@ -136,7 +137,7 @@ async def read_recovery(
         ]
     values = None
     if run.webhook is not None and not todo:  # (a run continued posts when its successor ends)
-        values = (await read_graph_state(graph, target.thread_id)).values
+        values = await read_values_as_json(graph, target.thread_id, run_id=run.id)
     return Recovery(position, todo, unasked, replies, target.spec, deadlines, values)
 
 

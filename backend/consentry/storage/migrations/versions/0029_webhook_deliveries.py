@@ -17,6 +17,7 @@ branch_labels = None
 depends_on = None
 
 _PENDING = sa.text("status = 'pending'")
+_SETTLED = sa.text("status <> 'pending'")
 
 
 def upgrade() -> None:
@@ -39,7 +40,6 @@ def upgrade() -> None:
         sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
         sa.Column("next_attempt_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("lease_owner", sa.String(64), nullable=True),
-        sa.Column("lease_expires_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("last_error", sa.String(200), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
@@ -51,9 +51,17 @@ def upgrade() -> None:
         sqlite_where=_PENDING,
         postgresql_where=_PENDING,
     )
+    op.create_index(
+        "ix_webhook_deliveries_settled",
+        "webhook_deliveries",
+        ["updated_at"],
+        sqlite_where=_SETTLED,
+        postgresql_where=_SETTLED,
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_webhook_deliveries_settled", "webhook_deliveries")
     op.drop_index("ix_webhook_deliveries_due", "webhook_deliveries")
     op.drop_table("webhook_deliveries")
     with op.batch_alter_table("runs") as batch:
