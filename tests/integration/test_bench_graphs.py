@@ -3,8 +3,9 @@ servers: Consentry maps its consent as the tutor's (approval records of the kit'
 baseline serves it beside the tutor on its own checkpointer, on SQLite and on PostgreSQL
 (``AsyncPostgresSaver``), and the load generator checks every conversation's outcome.
 ``--graph memory_flow`` is the same conversation with a Store search and a Store put: on
-Consentry's Store, and on LangGraph's (``AsyncSqliteStore``, ``AsyncPostgresStore``) in the
-baseline's database, each holding the one decision every conversation of the person rewrote."""
+Consentry's Store, and on LangGraph's (``AsyncSqliteStore`` in a file beside the saver's,
+``AsyncPostgresStore`` in the baseline's database), each holding the one decision every
+conversation of the person rewrote."""
 
 from __future__ import annotations
 
@@ -149,7 +150,7 @@ async def test_the_baseline_serves_memory_flow_on_langgraphs_store_in_its_databa
     assert result.errors == []
     query = "SELECT prefix, key FROM store"  # AsyncSqliteStore's or AsyncPostgresStore's table
     if kind == "sqlite":
-        with sqlite3.connect(path) as conn:
+        with sqlite3.connect(tmp_path / "baseline.store.db") as conn:  # beside the saver's
             rows = conn.execute(query).fetchall()
     else:
         with psycopg.connect(str(database)) as conn:

@@ -24,7 +24,7 @@ graph asks for no ranking, and what a put costs depends on the Store's index (no
 Consentry serves it with
 ``CONSENTRY_GRAPHS=memory_flow=consentry_graphs.examples.memory_flow:graph_spec`` and gives it
 its own Store; the bench's naive baseline compiles :func:`build_memory_flow_graph` with LangGraph's
-store on its database (``AsyncSqliteStore`` or ``AsyncPostgresStore``).
+store on its kind of database (``AsyncSqliteStore``, ``AsyncPostgresStore``; ``bench.baseline``).
 """
 
 from __future__ import annotations

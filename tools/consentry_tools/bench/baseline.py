@@ -8,8 +8,14 @@ default durability; events are sent as they come; notes, effects and each thread
 in memory.
 
 Each saver and store is opened the simplest way LangGraph documents, ``from_conn_string``: one
-connection each per process, on SQLite as on PostgreSQL, in the same database (``setup()`` creates
-their tables on start). Only ``memory_flow`` is compiled with the store.
+connection each per process (``setup()`` creates their tables on start). On PostgreSQL both are in
+the given database; on SQLite the store has a file of its own beside the saver's
+(``<name>.store.db``, not counted in the bench's database bytes: it holds one item a person).
+In the saver's file, concurrent runs failed with ``database is locked`` (2 conversations of 200
+at C=10): ``AsyncSqliteStore`` runs a batch (LangGraph batches the calls of concurrent runs, here
+one's search with another's put) in a deferred ``BEGIN``, and its write after a read whose
+snapshot the saver's connection has since moved past fails at once (``SQLITE_BUSY_SNAPSHOT``:
+no busy wait helps). Only ``memory_flow`` is compiled with the store.
 
 It speaks just enough of Consentry's chat protocol for the load generator (``POST /v1/chat`` with
 ``graph`` and ``message``, or ``thread_id`` + ``resume``; ``consent``, ``note``, ``message`` and
@@ -133,11 +139,12 @@ async def _open_database(
             await store.setup()
             yield saver, store
     else:
+        store_path = Path(url).with_suffix(".store.db")
         async with (
             AsyncSqliteSaver.from_conn_string(url) as sqlite_saver,
-            AsyncSqliteStore.from_conn_string(url) as sqlite_store,
+            AsyncSqliteStore.from_conn_string(str(store_path)) as sqlite_store,
         ):
-            await sqlite_saver.setup()  # WAL, before the store's connection writes
+            await sqlite_saver.setup()
             await sqlite_store.setup()
             yield sqlite_saver, sqlite_store
 
