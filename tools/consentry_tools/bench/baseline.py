@@ -10,7 +10,8 @@ in memory.
 Each saver and store is opened the simplest way LangGraph documents, ``from_conn_string``: one
 connection each per process (``setup()`` creates their tables on start). On PostgreSQL both are in
 the given database; on SQLite the store has a file of its own beside the saver's
-(``<name>.store.db``, not counted in the bench's database bytes: it holds one item a person).
+(``<name>.store.db``, in WAL mode as the saver's, not counted in the bench's database bytes: it
+holds one item a person).
 In the saver's file, concurrent runs failed with ``database is locked`` (2 conversations of 200
 at C=10): ``AsyncSqliteStore`` runs a batch (LangGraph batches the calls of concurrent runs, here
 one's search with another's put) in a deferred ``BEGIN``, and its write after a read whose
@@ -146,6 +147,9 @@ async def _open_database(
         ):
             await sqlite_saver.setup()
             await sqlite_store.setup()
+            # As the saver's setup() does for its file: without WAL a put's commit waits for a
+            # rollback journal's fsyncs (16 ms a put against 4 ms with WAL, on this machine).
+            await sqlite_store.conn.execute("PRAGMA journal_mode=WAL")
             yield sqlite_saver, sqlite_store
 
 
