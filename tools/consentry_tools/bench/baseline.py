@@ -148,7 +148,7 @@ async def _open_database(
             await sqlite_saver.setup()
             await sqlite_store.setup()
             # As the saver's setup() does for its file: without WAL a put's commit waits for a
-            # rollback journal's fsyncs (16 ms a put against 4 ms with WAL, on this machine).
+            # rollback journal's fsyncs (16 ms a put here, against 0.3 to 4 ms with WAL).
             await sqlite_store.conn.execute("PRAGMA journal_mode=WAL")
             yield sqlite_saver, sqlite_store
 
