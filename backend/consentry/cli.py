@@ -17,8 +17,8 @@ consentry db upgrade                      apply database migrations and exit
 
 With the development tools installed (``tools/``, by ``make test``; ``TOOL_COMMANDS``):
 
-consentry bench [--graph tutor|consent_flow] [--concurrency 1,10,100] [--conversations N]
-                [--postgres URL [--baseline-postgres URL]] [--url URL] …
+consentry bench [--graph tutor|consent_flow|memory_flow] [--concurrency 1,10,100]
+                [--conversations N] [--postgres URL [--baseline-postgres URL]] [--url URL] …
                                           measure a server beside a naive baseline, on the
                                           same graph and database (docs/performance.md)
 consentry chaos [--trials N] [--database sqlite|postgres] [--database-url URL] [--plant F] …

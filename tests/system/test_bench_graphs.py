@@ -2,7 +2,8 @@
 baseline run the same five-node consent graph, every conversation checked; with ``--postgres``
 the baseline runs on PostgreSQL too, on a database of its own (made beside the given one and
 dropped after the run, or the one ``--baseline-postgres`` names), and each Consentry's ratio is to
-the baseline on its own database."""
+the baseline on its own database. ``--graph memory_flow`` runs the same way, each server on its
+own Store (LangGraph's in the baseline's database)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ import psycopg
 from tests.postgres import PostgresCluster
 
 
-def _bench(tmp_path: Path, *options: str) -> tuple[dict[str, Any], str]:
-    """Run ``consentry bench --graph consent_flow --concurrency 1 --conversations 3`` with
+def _bench(
+    tmp_path: Path, *options: str, graph: str = "consent_flow"
+) -> tuple[dict[str, Any], str]:
+    """Run ``consentry bench --graph <graph> --concurrency 1 --conversations 3`` with
     ``options``: its JSON results and its table."""
     out = tmp_path / "bench.json"
-    command = [sys.executable, "-m", "consentry.cli", "bench", "--graph", "consent_flow"]
+    command = [sys.executable, "-m", "consentry.cli", "bench", "--graph", graph]
     command += ["--concurrency", "1", "--conversations", "3", "--json", str(out), *options]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr
@@ -105,3 +108,34 @@ def test_baseline_postgres_names_the_baselines_database_and_keeps_it(
     with psycopg.connect(baseline_database) as conn:
         row = conn.execute("SELECT count(DISTINCT thread_id) FROM checkpoints").fetchone()
     assert row == (13,)  # 10 warm-up conversations and 3 measured, on LangGraph's own table
+
+
+def test_memory_flow_runs_on_both_servers_on_both_databases(
+    tmp_path: Path, postgres: PostgresCluster
+) -> None:
+    baseline_database, consentry_database = postgres.new_database(), postgres.new_database()
+
+    results, _ = _bench(
+        tmp_path,
+        "--postgres",
+        consentry_database,
+        "--baseline-postgres",
+        baseline_database,
+        graph="memory_flow",
+    )
+
+    assert results["graph"] == "memory_flow"
+    assert _servers(results) == [
+        ("baseline", "sqlite", "memory_flow", 3, 0),
+        ("consentry", "sqlite", "memory_flow", 3, 0),
+        ("baseline-pg", "postgres", "memory_flow", 3, 0),
+        ("consentry-pg", "postgres", "memory_flow", 3, 0),
+    ]
+    # 13 conversations each, one person's decision: on LangGraph's store, and on Consentry's,
+    # with no index (not embedded: what is compared is the Store's calls)
+    with psycopg.connect(baseline_database) as conn:
+        row = conn.execute("SELECT count(*), min(key) FROM store").fetchone()
+    assert row == (1, "Record a message of 9 words")
+    with psycopg.connect(consentry_database) as conn:
+        rows = conn.execute("SELECT key, vectors::text FROM store_items").fetchall()
+    assert rows == [("Record a message of 9 words", "null")]

@@ -15,7 +15,7 @@ def test_baseline_postgres_without_postgres_is_refused(capsys: pytest.CaptureFix
     assert capsys.readouterr().err == "--baseline-postgres goes with --postgres\n"
 
 
-def test_graph_is_the_tutor_or_the_five_node_consent_flow(
+def test_graph_is_the_tutor_the_five_node_consent_flow_or_memory_flow(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     with pytest.raises(SystemExit) as exited:
@@ -24,4 +24,4 @@ def test_graph_is_the_tutor_or_the_five_node_consent_flow(
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert "argument --graph: invalid choice: 'city'" in err
-    assert "[--graph {tutor,consent_flow}]" in err
+    assert "[--graph {tutor,consent_flow,memory_flow}]" in err

@@ -11,10 +11,13 @@ ledger) or ``cancel_change`` answers with one message whose id is made from the 
 Consentry serves it with
 ``CONSENTRY_GRAPHS=consent_flow=consentry_graphs.examples.consent_flow:graph_spec``; the bench's
 naive baseline compiles :func:`build_consent_flow_graph` on its own checkpointer.
+``memory_flow`` is the same graph (:func:`add_consent_flow`) with three of its nodes also reading
+and writing the Store.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypedDict
 
 from langchain_core.language_models import BaseChatModel
@@ -35,9 +38,14 @@ __all__ = [
     "CHANGE",
     "GRAPH_NAME",
     "STEP_LABELS",
+    "AppliedChange",
     "ChangeProposal",
     "ConsentFlowState",
+    "add_consent_flow",
+    "analyze_message",
+    "apply_change",
     "build_consent_flow_graph",
+    "cancel_change",
     "graph_spec",
 ]
 
@@ -139,22 +147,35 @@ STEP_LABELS = {
 }
 
 
-def build_consent_flow_graph(
-    model: BaseChatModel | None = None, checkpointer: BaseCheckpointSaver[Any] | None = None
-) -> CompiledStateGraph[ConsentFlowState, None, ConsentFlowState, ConsentFlowState]:
-    """The server passes its chat model to every graph; this one needs none."""
-    builder = StateGraph(ConsentFlowState)
-    builder.add_node("analyze_message", analyze_message)
+def add_consent_flow(
+    builder: StateGraph[Any, Any, Any, Any],
+    *,
+    analyze: Callable[..., Any] = analyze_message,
+    apply: Callable[..., Any] = apply_change,
+    cancel: Callable[..., Any] = cancel_change,
+) -> None:
+    """The five nodes and their edges on ``builder``; ``analyze``, ``apply`` and ``cancel`` run
+    as ``analyze_message``, ``apply_change`` and ``cancel_change`` (memory_flow's, which call
+    this module's)."""
+    builder.add_node("analyze_message", analyze)
     builder.add_node("draft_change", draft_change)
     builder.add_node("request_change_consent", request_change_consent)
-    builder.add_node("apply_change", apply_change)
-    builder.add_node("cancel_change", cancel_change)
+    builder.add_node("apply_change", apply)
+    builder.add_node("cancel_change", cancel)
     builder.add_edge(START, "analyze_message")
     builder.add_edge("analyze_message", "draft_change")
     builder.add_edge("draft_change", "request_change_consent")
     builder.add_conditional_edges("request_change_consent", route_after_request_change_consent)
     builder.add_edge("apply_change", END)
     builder.add_edge("cancel_change", END)
+
+
+def build_consent_flow_graph(
+    model: BaseChatModel | None = None, checkpointer: BaseCheckpointSaver[Any] | None = None
+) -> CompiledStateGraph[ConsentFlowState, None, ConsentFlowState, ConsentFlowState]:
+    """The server passes its chat model to every graph; this one needs none."""
+    builder = StateGraph(ConsentFlowState)
+    add_consent_flow(builder)
     return builder.compile(checkpointer=checkpointer, name=GRAPH_NAME)
 
 

@@ -19,6 +19,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
 from consentry_graphs.services import graph_services
+from consentry_graphs.store_labels import person_label
 from consentry_graphs.tutor.replies import say_outcome
 from consentry_graphs.tutor.state import TutorState
 
@@ -30,8 +31,6 @@ RECALLED = 5
 """The most memories an answer is given (the most recent)."""
 LONGEST = 500
 """The most characters of one memory (a longer request is cut)."""
-LABEL_CHARS = 256
-"""The longest namespace label the Store takes."""
 
 log = logging.getLogger(__name__)
 
@@ -67,13 +66,8 @@ async def remembered(runtime: Runtime[Any]) -> list[str]:
 
 def _namespace() -> tuple[str, ...]:
     """The person's namespace: ``("tutor", "memories", "<tenant>/<user>")``, their id as one
-    label (a ``.``, which a label cannot hold, written ``%2E``, and ``%`` ``%25``; an id that
-    would be longer than a label may be, its SHA-256)."""
-    user = graph_services().user
-    label = user.replace("%", "%25").replace(".", "%2E")
-    if len(label) > LABEL_CHARS:
-        label = "sha256-" + hashlib.sha256(user.encode()).hexdigest()
-    return (*MEMORIES, label)
+    label (``store_labels.person_label``)."""
+    return (*MEMORIES, person_label(graph_services().user))
 
 
 def memories_block(memories: list[str]) -> str:

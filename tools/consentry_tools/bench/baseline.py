@@ -1,12 +1,22 @@
 """The baseline ``consentry bench`` compares Consentry with: the same graphs (the tutor with the
-offline model, and the five-node ``consent_flow``) behind a naive FastAPI + LangGraph endpoint on
-LangGraph's own checkpointer, ``AsyncSqliteSaver`` or ``AsyncPostgresSaver``, with none of
-Consentry's guarantees. No event log, approval records, audit, leases, idempotency or budgets;
-the run lives in the request; the graph streams with LangGraph's default durability; events are
-sent as they come; notes, effects and each thread's graph are kept in memory.
+offline model, the five-node ``consent_flow``, and ``memory_flow``, the same with Store calls)
+behind a naive FastAPI + LangGraph endpoint on LangGraph's own checkpointer, ``AsyncSqliteSaver``
+or ``AsyncPostgresSaver``, and store, ``AsyncSqliteStore`` or ``AsyncPostgresStore`` (no index:
+no embeddings), with none of Consentry's guarantees. No event log, approval records, audit,
+leases, idempotency or budgets; the run lives in the request; the graph streams with LangGraph's
+default durability; events are sent as they come; notes, effects and each thread's graph are kept
+in memory.
 
-Each saver is opened the simplest way LangGraph documents, ``from_conn_string``: one connection
-per process, on SQLite as on PostgreSQL (``setup()`` creates the saver's tables on start).
+Each saver and store is opened the simplest way LangGraph documents, ``from_conn_string``: one
+connection each per process (``setup()`` creates their tables on start). On PostgreSQL both are in
+the given database; on SQLite the store has a file of its own beside the saver's
+(``<name>.store.db``, in WAL mode as the saver's, not counted in the bench's database bytes: it
+holds one item a person).
+In the saver's file, concurrent runs failed with ``database is locked`` (2 conversations of 200
+at C=10): ``AsyncSqliteStore`` runs a batch (LangGraph batches the calls of concurrent runs, here
+one's search with another's put) in a deferred ``BEGIN``, and its write after a read whose
+snapshot the saver's connection has since moved past fails at once (``SQLITE_BUSY_SNAPSHOT``:
+no busy wait helps). Only ``memory_flow`` is compiled with the store.
 
 It speaks just enough of Consentry's chat protocol for the load generator (``POST /v1/chat`` with
 ``graph`` and ``message``, or ``thread_id`` + ``resume``; ``consent``, ``note``, ``message`` and
@@ -21,7 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal, cast
 from uuid import uuid4
@@ -34,11 +44,15 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
+from langgraph.store.postgres.aio import AsyncPostgresStore
+from langgraph.store.sqlite.aio import AsyncSqliteStore
 from langgraph.types import Command
 from pydantic import BaseModel
 
 from consentry_graphs.consent import ConsentDecision, InMemoryEffectLedger
 from consentry_graphs.examples.consent_flow import build_consent_flow_graph
+from consentry_graphs.examples.memory_flow import build_memory_flow_graph
 from consentry_graphs.models.offline import OfflineChatModel
 from consentry_graphs.services import GraphServices, serving
 from consentry_graphs.tutor.graph import build_tutor_graph
@@ -56,7 +70,7 @@ class _Resume(BaseModel):
 
 
 class _Chat(BaseModel):
-    graph: Literal["tutor", "consent_flow"] = "tutor"
+    graph: Literal["tutor", "consent_flow", "memory_flow"] = "tutor"
     thread_id: str | None = None
     message: str | None = None
     resume: _Resume | None = None
@@ -69,10 +83,11 @@ def create_baseline_app(database: Path | str) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with _open_saver(database) as saver:
+        async with _open_database(database) as (saver, store):
             state["graphs"] = {
                 "tutor": build_tutor_graph(OfflineChatModel(), saver),
                 "consent_flow": build_consent_flow_graph(None, saver),
+                "memory_flow": build_memory_flow_graph(None, saver, store=store),
             }
             state["thread_graphs"] = {}
             state["services"] = GraphServices(
@@ -110,18 +125,32 @@ def create_baseline_app(database: Path | str) -> FastAPI:
     return app
 
 
-def _open_saver(database: Path | str) -> AbstractAsyncContextManager[BaseCheckpointSaver[Any]]:
+@asynccontextmanager
+async def _open_database(
+    database: Path | str,
+) -> AsyncIterator[tuple[BaseCheckpointSaver[Any], BaseStore]]:
+    """The saver and the store on ``database``, their tables made."""
     url = str(database)
     if url.split("://", 1)[0] in ("postgresql", "postgres", "postgresql+psycopg"):
-        return _postgres_saver(libpq_url(url))
-    return AsyncSqliteSaver.from_conn_string(url)
-
-
-@asynccontextmanager
-async def _postgres_saver(url: str) -> AsyncIterator[BaseCheckpointSaver[Any]]:
-    async with AsyncPostgresSaver.from_conn_string(url) as saver:
-        await saver.setup()
-        yield saver
+        async with (
+            AsyncPostgresSaver.from_conn_string(libpq_url(url)) as saver,
+            AsyncPostgresStore.from_conn_string(libpq_url(url)) as store,
+        ):
+            await saver.setup()
+            await store.setup()
+            yield saver, store
+    else:
+        store_path = Path(url).with_suffix(".store.db")
+        async with (
+            AsyncSqliteSaver.from_conn_string(url) as sqlite_saver,
+            AsyncSqliteStore.from_conn_string(str(store_path)) as sqlite_store,
+        ):
+            await sqlite_saver.setup()
+            await sqlite_store.setup()
+            # As the saver's setup() does for its file: without WAL a put's commit waits for a
+            # rollback journal's fsyncs (16 ms a put here, against 0.3 to 4 ms with WAL).
+            await sqlite_store.conn.execute("PRAGMA journal_mode=WAL")
+            yield sqlite_saver, sqlite_store
 
 
 async def _events(

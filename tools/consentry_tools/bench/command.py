@@ -27,12 +27,13 @@ def add_bench_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
     bench.add_argument(
         "--graph",
-        choices=["tutor", "consent_flow"],
+        choices=["tutor", "consent_flow", "memory_flow"],
         default="tutor",
         help="the graph of every conversation, the same on every server: tutor (the default; "
-        "with the offline model) or consent_flow (five nodes, no model: analyze, draft, "
+        "with the offline model), consent_flow (five nodes, no model: analyze, draft, "
         "consent, apply or cancel; consentry_graphs.examples.consent_flow), which measures the "
-        "serving stack alone",
+        "serving stack alone, or memory_flow (consent_flow with a Store search and a Store put "
+        "a conversation; consentry_graphs.examples.memory_flow), which adds the Store's calls",
     )
     bench.add_argument("--concurrency", default="1,10,100", help="levels, e.g. 1,10,100,1000")
     bench.add_argument(
@@ -85,8 +86,8 @@ def add_bench_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     bench.add_argument("--json", help="also write the results as JSON to this file")
     bench.add_argument(
         "--url",
-        help="drive this running server instead (no CPU figures; with --graph consent_flow it "
-        "must serve consentry_graphs.examples.consent_flow:graph_spec as consent_flow)",
+        help="drive this running server instead (no CPU figures; with --graph consent_flow or "
+        "memory_flow it must serve consentry_graphs.examples.<graph>:graph_spec as <graph>)",
     )
     bench.set_defaults(run=_run)
 

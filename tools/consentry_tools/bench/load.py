@@ -3,12 +3,14 @@ conversations in a closed loop (a user starts the next one when the last ended) 
 
 A conversation is a message that reaches a consent (``POST /v1/chat``, timed to the ``consent``
 event) and a decision on it (timed to ``final``), approving a fixed share of them and rejecting
-the rest, on one of two graphs (``BenchGraph``): the tutor, or ``consent_flow``, the five-node
-consent graph without a model (``consentry_graphs.examples.consent_flow``). A tutor conversation
-asks a question first (a summary of nothing discussed is not proposed), outside the message's
-timing. Every conversation is checked: one consent and ``final`` ``interrupted``, then ``final``
-``completed`` with, for the tutor, a ``note`` event exactly when approved, for ``consent_flow``
-one ``message`` that says the change was applied when approved and cancelled when rejected. A
+the rest, on one of three graphs (``BenchGraph``): the tutor, ``consent_flow``, the five-node
+consent graph without a model (``consentry_graphs.examples.consent_flow``), or ``memory_flow``,
+the same with a Store search and a Store put per conversation
+(``consentry_graphs.examples.memory_flow``). A tutor conversation asks a question first (a
+summary of nothing discussed is not proposed), outside the message's timing. Every conversation
+is checked: one consent and ``final`` ``interrupted``, then ``final`` ``completed`` with, for the
+tutor, a ``note`` event exactly when approved, for ``consent_flow`` and ``memory_flow`` one
+``message`` that says the change was applied when approved and cancelled when rejected. A
 conversation that fails a check, or a request that fails, counts as an error.
 
 The ``interrupt`` workload is the same conversation with a plain LangGraph graph instead of the
@@ -44,6 +46,7 @@ from consentry_graphs.examples.consent_flow import APPLIED, CANCELLED
 __all__ = [
     "CONSENT_FLOW_GRAPH",
     "INTERRUPT_GRAPH",
+    "MEMORY_FLOW_GRAPH",
     "MESSAGE",
     "QUESTION",
     "BenchGraph",
@@ -58,12 +61,14 @@ Workload = Literal["chat", "interrupt", "sdk", "agui"]
 """``chat``: the conversation through ``/v1/chat``; ``interrupt``: a raw ``interrupt()``
 answered; ``sdk``: the conversation through the LangGraph SDK's face; ``agui``: through
 AG-UI's."""
-BenchGraph = Literal["tutor", "consent_flow"]
+BenchGraph = Literal["tutor", "consent_flow", "memory_flow"]
 """The graph of a ``chat``, ``sdk`` or ``agui`` conversation."""
 INTERRUPT_GRAPH = "city=consentry_graphs.examples.ask_city:graph"
 """What a server of the ``interrupt`` workload serves (``CONSENTRY_GRAPHS``)."""
 CONSENT_FLOW_GRAPH = "consent_flow=consentry_graphs.examples.consent_flow:graph_spec"
 """What a Consentry serves for ``consent_flow`` conversations (``CONSENTRY_GRAPHS``)."""
+MEMORY_FLOW_GRAPH = "memory_flow=consentry_graphs.examples.memory_flow:graph_spec"
+"""What a Consentry serves for ``memory_flow`` conversations (``CONSENTRY_GRAPHS``)."""
 
 MESSAGE = "Add a summary of our discussion to my note"
 """A message the tutor answers with a consent (a new note) on every server, once the thread

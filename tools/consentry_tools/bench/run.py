@@ -26,6 +26,7 @@ from consentry_tools.bench.databases import database_beside
 from consentry_tools.bench.load import (
     CONSENT_FLOW_GRAPH,
     INTERRUPT_GRAPH,
+    MEMORY_FLOW_GRAPH,
     BenchGraph,
     LoadResult,
     Workload,
@@ -72,7 +73,8 @@ class BenchRow:
     database: DatabaseKind | None
     """Where the server kept its state; None for a running server (``--url``)."""
     graph: str
-    """The graph of its conversations: ``tutor``, ``consent_flow``, or ``city`` (``interrupt``)."""
+    """The graph of its conversations: ``tutor``, ``consent_flow``, ``memory_flow``, or ``city``
+    (``interrupt``)."""
     concurrency: int
     conversations: int
     errors: int
@@ -256,7 +258,7 @@ async def run_local_bench(
             for server in servers:
                 server.stop()
 
-        graphs = {"CONSENTRY_GRAPHS": CONSENT_FLOW_GRAPH} if graph == "consent_flow" else {}
+        graphs = _served(graph)
 
         def serve(name: str, database_url: str, env: dict[str, str]) -> LocalServer:
             server = start_consentry(database_url, env=env)
@@ -307,6 +309,17 @@ async def run_local_bench(
         json.dump(results, json_out, indent=2)
         json_out.write("\n")
     return rows
+
+
+def _served(graph: BenchGraph) -> dict[str, str]:
+    """The settings of a Consentry serving ``graph`` (none for the tutor, a built-in graph).
+    ``memory_flow`` on a Store without an index, as the baseline's: what is compared is the
+    Store's calls, not the embedding of its puts (``CONSENTRY_STORE_INDEX_FIELDS``' default)."""
+    if graph == "consent_flow":
+        return {"CONSENTRY_GRAPHS": CONSENT_FLOW_GRAPH}
+    if graph == "memory_flow":
+        return {"CONSENTRY_GRAPHS": MEMORY_FLOW_GRAPH, "CONSENTRY_STORE_INDEX_FIELDS": "none"}
+    return {}
 
 
 def _target(

@@ -150,7 +150,7 @@ class ItemStore:
             found = (await _rows.get_items(conn, tenant, [(op.namespace, op.key)], now=now)).get(
                 (op.namespace, op.key)
             )
-            if found is not None and self._refreshes(op.refresh_ttl):
+            if found is not None and found.ttl_minutes and self._refreshes(op.refresh_ttl):
                 refreshed.append(found)
             if found is None:
                 return None
@@ -202,7 +202,7 @@ class ItemStore:
             scored = await asyncio.to_thread(_filtered, rows, op.filter, query)
             scored = scored[op.offset : op.offset + op.limit]
         if self._refreshes(op.refresh_ttl):
-            refreshed.extend(row for _, row in scored)
+            refreshed.extend(row for _, row in scored if row.ttl_minutes)
         return [_item(row, score=score) for score, row in scored]
 
     def _refreshes(self, asked: bool | None) -> bool:
