@@ -551,3 +551,18 @@ async def test_a_stored_schedule_no_longer_read_is_skipped_once_and_ticks_no_mor
     assert [s["data"]["reason"] for s in skips] == ["invalid_schedule"]
     assert after["next_run_date"] is None
     assert runs == []
+
+
+async def test_deleting_a_thread_deletes_its_crons(open_live: Any) -> None:
+    async with open_live(graphs=GRAPHS, api_keys=KEYS) as (client, _):
+        sdk = _sdk(client)
+        thread_id = (await sdk.threads.create(graph_id="progress"))["thread_id"]
+        await sdk.crons.create_for_thread(thread_id, "progress", schedule="0 9 * * *", input={})
+        kept = await sdk.crons.create("progress", schedule="0 9 * * *", input=_ask("Report"))
+        before = await sdk.crons.count()
+        await sdk.threads.delete(thread_id)
+        after = await sdk.crons.search()
+        await sdk.aclose()
+
+    assert before == 2
+    assert [c["cron_id"] for c in after] == [kept["cron_id"]]

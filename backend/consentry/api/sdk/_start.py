@@ -2,7 +2,8 @@
 (``input``, or ``command.resume`` as decisions through the consent gate), on the thread it names
 (created first with ``if_not_exists="create"``), with the client's metadata kept on the run.
 With ``multitask_strategy="enqueue"`` on a thread the request is queued (``_queue``) and made a
-run service request when its turn comes."""
+run service request when its turn comes. What makes the run service's request of a run request
+(its checks, assistant, fork point) is ``_run_request``."""
 
 from __future__ import annotations
 
@@ -12,24 +13,19 @@ from functools import partial
 from typing import Any
 from uuid import NAMESPACE_URL, uuid4, uuid5
 
-from consentry.api.chat_requests import chat_request
 from consentry.api.http.sse_response import EventStreamResponse
-from consentry.api.new_thread_ids import check_uuid
 from consentry.api.run_requests import Followed, RunRequests
-from consentry.api.sdk._breakpoints import breakpoints
 from consentry.api.sdk._outcome import run_outcome
-from consentry.api.sdk._resume import decisions_for
 from consentry.api.sdk._run_checks import (
-    check_body,
     goes_through_queue,
     no_client_to_watch,
     refuse_without_thread,
 )
-from consentry.api.sdk._run_options import run_options, stored_id
+from consentry.api.sdk._run_request import RunRequestMaker
 from consentry.api.sdk._stream import SdkStream
 from consentry.errors import ConflictError
 from consentry.principal import Principal
-from consentry.runtime.assistants import Assistant, Assistants
+from consentry.runtime.assistants import Assistants
 from consentry.runtime.guards import KeyHold
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.runs import (
@@ -75,8 +71,20 @@ class RunStart:
     rollback: RunRollback
     idempotency_key: str | None
     webhook_hosts: WebhookHosts
-    _found: dict[str, Assistant] = field(default_factory=dict, repr=False)
-    """The request's assistant, once looked up."""
+    requests: RunRequestMaker = field(init=False, repr=False)
+    """The run service's requests of this request's runs (``_run_request``)."""
+
+    def __post_init__(self) -> None:
+        maker = RunRequestMaker(
+            self.owner, self.threads, self.writer, self.assistants, self.webhook_hosts
+        )
+        object.__setattr__(self, "requests", maker)
+
+    async def chat_request(
+        self, body: RunCreate, thread_id: str | None, *, queued: bool = False
+    ) -> ChatRequest:
+        """The run service's request of this run (``RunRequestMaker.chat_request``)."""
+        return await self.requests.chat_request(body, thread_id, queued=queued)
 
     async def stream(
         self, body: RunCreate, thread_id: str | None, *, route: str
@@ -87,7 +95,7 @@ class RunStart:
             self.threads,
             self.owner,
             body.modes,
-            graph=(await self._assistant(body)).graph,
+            graph=(await self.requests.assistant(body)).graph,
             subgraphs=body.stream_subgraphs,
             resumable=body.stream_resumable,
         )
@@ -176,18 +184,11 @@ class RunStart:
         """What ``runs.create(None, ...)`` of ``body`` is refused for that the request alone
         tells, before anything is stored: an unknown assistant (404), fields not served (422),
         what only a thread takes (a ``command``, a ``checkpoint``, going on with no input)."""
-        await self._assistant(body)
-        self._check(body)
+        await self.requests.assistant(body)
+        self.requests.check(body)
         if body.on_disconnect == "cancel":
             raise no_client_to_watch()
         refuse_without_thread(body)
-
-    def _check(self, body: RunCreate) -> None:
-        """What is refused before anything is stored (``check_body``), and a ``webhook`` the
-        allow-list does not take (422 ``webhook_invalid``, ``webhook_not_allowed``)."""
-        check_body(body)
-        if body.webhook is not None:
-            self.webhook_hosts.check(body.webhook)
 
     async def _enqueue(
         self, body: RunCreate, thread_id: str, *, route: str, face: SdkStream | None = None
@@ -199,12 +200,12 @@ class RunStart:
         is queued then. A ``command`` asked to be queued is read when its turn comes. With
         ``rollback`` the thread's waiting and active runs are rolled back first (``_rollback``),
         and the run is then tried as with ``enqueue``."""
-        self._check(body)
+        self.requests.check(body)
         strategy = body.multitask_strategy
         now = strategy in ("enqueue", "rollback") and body.command is None  # (a command: asked)
         now = now and not body.after_seconds
         if not now:  # (else its request creates the thread: ``chat_request``)
-            await self._create_thread(body, thread_id)
+            await self.requests.create_thread(body, thread_id)
             await self._refuse_queued_fork(body, thread_id)
         run_id = str(uuid4())
 
@@ -256,7 +257,7 @@ class RunStart:
         return repeat
 
     async def _refuse_queued_fork(self, body: RunCreate, thread_id: str) -> None:
-        if await self._fork_point(body, thread_id) is not None:
+        if await self.requests.fork_point(body, thread_id) is not None:
             raise ConflictError(
                 "A run from an older checkpoint (a fork) is not queued: send it when the "
                 "thread has no active run, or send the thread's newest checkpoint.",
@@ -291,11 +292,11 @@ class RunStart:
         that a repeat finds it)."""
         if thread_id is not None or not body.after_seconds:
             return thread_id
-        self._check(body)  # (what the request alone refuses leaves no thread behind)
+        self.requests.check(body)  # (what the request alone refuses leaves no thread behind)
         refuse_without_thread(body)
         key = self.idempotency_key
         chosen = None if key is None else str(uuid5(NAMESPACE_URL, f"{self.owner.display}/{key}"))
-        graph = (await self._assistant(body)).graph
+        graph = (await self.requests.assistant(body)).graph
         made = await self.writer.create(
             self.owner, thread_id=chosen, metadata={"graph_id": graph}, if_exists="do_nothing"
         )
@@ -329,82 +330,3 @@ class RunStart:
     async def _keep_metadata(self, body: RunCreate, run_id: str) -> None:
         if body.metadata:
             await self.run_records.keep_metadata(run_id, body.metadata)
-
-    async def _assistant(self, body: RunCreate) -> Assistant:
-        """The assistant the run is on: a served graph's own, or one of the caller's."""
-        found = self._found.get(body.assistant_id)
-        if found is None:
-            found = await self.assistants.get(self.owner, body.assistant_id)
-            self._found[body.assistant_id] = found
-        return found
-
-    async def _fork_point(self, body: RunCreate, thread_id: str | None) -> str | None:
-        """The older checkpoint of the thread a run branches from (a fork), or None: it names
-        none, or the thread's newest (as ``useStream`` sends it), and continues. A decision
-        answers what the newest waits for, and a run with no input goes on from it: with an
-        older one, 409 ``checkpoint_not_head``."""
-        asked = body.from_checkpoint
-        if asked is None:
-            return None
-        head = None
-        if thread_id is not None:
-            head = await self.threads.head_checkpoint_id(self.owner, thread_id)
-        if asked == head:
-            return None
-        if body.command is not None or body.input is None:
-            raise ConflictError(
-                "A `command` answers the consents the thread's newest checkpoint waits for, "
-                "and a run with no `input` goes on from it: send that checkpoint, or none (a "
-                "fork from an older one starts with an `input`).",
-                code="checkpoint_not_head",
-                details={"checkpoint_id": asked, "head_checkpoint_id": head},
-            )
-        return asked
-
-    async def _create_thread(self, body: RunCreate, thread_id: str | None) -> None:
-        """``if_not_exists="create"``: the thread the path names, if it has none."""
-        if thread_id is not None and body.if_not_exists == "create":
-            check_uuid(thread_id)
-            await self.writer.create(
-                self.owner,
-                thread_id=thread_id,
-                metadata={"graph_id": (await self._assistant(body)).graph},
-                if_exists="do_nothing",
-            )
-
-    async def chat_request(
-        self, body: RunCreate, thread_id: str | None, *, queued: bool = False
-    ) -> ChatRequest:
-        """The ``/v1/chat`` request this run is, on the assistant's graph (a ``command`` as
-        decisions on the consents the thread waits for now). ``queued``: a run that waited
-        for its turn, whose ``checkpoint`` was checked when it was queued (the runs before it
-        have moved the thread on since). An ``input`` from an older checkpoint is a fork."""
-        assistant = await self._assistant(body)
-        self._check(body)
-        await self._create_thread(body, thread_id)
-        if thread_id is None:
-            refuse_without_thread(body)
-        fork = None if queued else await self._fork_point(body, thread_id)
-
-        before, after = breakpoints(body, assistant.graph, self.assistants.nodes(assistant.graph))
-
-        def request(fields: dict[str, Any]) -> ChatRequest:
-            sent = {"thread_id": thread_id, "graph": assistant.graph, **fields}
-            made = chat_request(sent | run_options(body, assistant))
-            made = made.posting_to(body.webhook, body.metadata)
-            return made.on_assistant(stored_id(assistant)).at_breakpoints(before, after)
-
-        if body.command is not None:
-            assert thread_id is not None  # refused above
-            pending = await self.threads.pending_consents(self.owner, thread_id)
-            return request({"resume": decisions_for(body.command.resume, pending)})
-        if body.input is None:  # the graph goes on as it stands
-            return request({"input": {}}).continuing()
-        # The note and project the thread is about, when its graph takes them as input (the
-        # tutor): checked and remembered as `/v1/chat`'s fields are (404 `note_not_found`).
-        named = {
-            name: value
-            for name in ("project_id", "note_id")
-            if isinstance(value := body.input.get(name), str)
-        }
-        return request({"input": body.input, **named}).forked_from(fork)

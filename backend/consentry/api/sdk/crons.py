@@ -6,24 +6,26 @@ refused then (422, 404), not at each tick."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Depends, Response
 from pydantic import ValidationError
 
-from consentry.api.chat_requests import chat_request, not_a_run_request
-from consentry.api.http.deps import AssistantsDep, CronsDep, PrincipalDep, WebhookHostsDep
+from consentry.api.chat_requests import not_a_run_request
+from consentry.api.http.deps import (
+    AssistantsDep,
+    CronsDep,
+    PrincipalDep,
+    ThreadsDep,
+    ThreadWriterDep,
+    WebhookHostsDep,
+)
 from consentry.api.http.responses import ERROR_RESPONSES
-from consentry.api.sdk._breakpoints import breakpoints
 from consentry.api.sdk._ids import SDK_ID
-from consentry.api.sdk._run_checks import check_body
-from consentry.api.sdk._run_options import run_options
+from consentry.api.sdk._run_request import RunRequestMaker
 from consentry.errors import InvalidRequestError
 from consentry.principal import Principal
-from consentry.runtime.assistants import Assistants
 from consentry.runtime.crons import CronPlan
-from consentry.runtime.webhooks import WebhookHosts
 from consentry.schemas.sdk_crons import (
     CRON_FIELDS,
     Cron,
@@ -39,17 +41,29 @@ __all__ = ["router"]
 router = APIRouter(tags=["langgraph-sdk"], responses=ERROR_RESPONSES)
 
 
+async def _run_requests(
+    owner: PrincipalDep,
+    threads: ThreadsDep,
+    writer: ThreadWriterDep,
+    assistants: AssistantsDep,
+    hosts: WebhookHostsDep,
+) -> RunRequestMaker:
+    return RunRequestMaker(owner, threads, writer, assistants, hosts)
+
+
+RunRequestsDep = Annotated[RunRequestMaker, Depends(_run_requests)]
+
+
 @router.post("/runs/crons")
 async def create_cron(
     body: CronCreate,
     owner: PrincipalDep,
     crons: CronsDep,
-    assistants: AssistantsDep,
-    hosts: WebhookHostsDep,
+    requests: RunRequestsDep,
 ) -> Cron:
     """A cron whose every tick starts its run on a new thread (deleted once the run has ended,
     unless `on_run_completed` is `keep` or a consent waits on it)."""
-    return await _create(body, None, owner, crons, _RunCheck(assistants, hosts))
+    return await _create(body, None, owner, crons, requests)
 
 
 @router.post("/threads/{thread_id}/runs/crons")
@@ -58,12 +72,11 @@ async def create_thread_cron(
     body: CronCreate,
     owner: PrincipalDep,
     crons: CronsDep,
-    assistants: AssistantsDep,
-    hosts: WebhookHostsDep,
+    requests: RunRequestsDep,
 ) -> Cron:
     """A cron whose every tick starts its run on the thread, after its active run if it has
     one. A tick while a consent waits on the thread is skipped (audited `cron_tick_skipped`)."""
-    return await _create(body, thread_id, owner, crons, _RunCheck(assistants, hosts))
+    return await _create(body, thread_id, owner, crons, requests)
 
 
 @router.patch(f"/runs/crons/{{cron_id:{SDK_ID}}}")
@@ -72,8 +85,7 @@ async def update_cron(
     body: CronUpdate,
     owner: PrincipalDep,
     crons: CronsDep,
-    assistants: AssistantsDep,
-    hosts: WebhookHostsDep,
+    requests: RunRequestsDep,
 ) -> Cron:
     """Change the cron: a change of its schedule, time zone, end or `enabled` plans its next tick
     again from now (`timezone: null` is UTC, `end_time: null` no end); a run's field replaces
@@ -84,7 +96,7 @@ async def update_cron(
     payload = None
     if run_changes:
         payload = {**current.payload, **run_changes}
-        await _RunCheck(assistants, hosts).check(payload, current.thread_id, owner)
+        await _check_run(requests, payload, on_thread=current.thread_id is not None)
     if "schedule" in sent and body.schedule is None:
         raise InvalidRequestError(
             "A cron's `schedule` cannot be cleared: send another, or `enabled: false`.",
@@ -159,10 +171,10 @@ async def _create(
     thread_id: str | None,
     owner: Principal,
     crons: CronsDep,
-    runs: _RunCheck,
+    requests: RunRequestMaker,
 ) -> Cron:
     payload = body.model_dump(mode="json", exclude_unset=True, exclude=CRON_FIELDS)
-    await runs.check(payload, thread_id, owner)
+    await _check_run(requests, payload, on_thread=thread_id is not None)
     return await crons.create(
         owner,
         plan=CronPlan(body.schedule, body.timezone, body.end_time, body.enabled),
@@ -174,30 +186,12 @@ async def _create(
     )
 
 
-@dataclass(frozen=True)
-class _RunCheck:
-    """Refuses the run a cron's ticks would start as its request would be refused: its fields,
-    its assistant (404), its breakpoints, its options, its webhook (the allow-list); on a new
-    thread, a run without an `input`."""
-
-    assistants: Assistants
-    hosts: WebhookHosts
-
-    async def check(self, payload: dict[str, Any], thread_id: str | None, owner: Principal) -> None:
-        try:
-            run = RunCreate.model_validate(payload)
-        except ValidationError as exc:
-            raise not_a_run_request(exc) from None
-        check_body(run)
-        if thread_id is None and run.input is None:
-            raise InvalidRequestError(
-                "A cron without a thread starts each run on a new thread, from an `input`: "
-                "send one.",
-                code="invalid_input",
-            )
-        if run.webhook is not None:
-            self.hosts.check(run.webhook)
-        assistant = await self.assistants.get(owner, run.assistant_id)
-        graph = assistant.graph
-        breakpoints(run, graph, self.assistants.nodes(graph))
-        chat_request({"graph": graph, "input": run.input or {}} | run_options(run, assistant))
+async def _check_run(
+    requests: RunRequestMaker, payload: dict[str, Any], *, on_thread: bool
+) -> None:
+    """The run a cron's ticks would start, refused as its request would be (422, 404)."""
+    try:
+        run = RunCreate.model_validate(payload)
+    except ValidationError as exc:
+        raise not_a_run_request(exc) from None
+    await requests.check_scheduled(run, on_thread=on_thread)
