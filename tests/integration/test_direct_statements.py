@@ -35,7 +35,11 @@ from consentry.storage.db.database import (
     execute_unread,
     notify_at_commit,
 )
-from consentry.storage.db.direct import direct
+from consentry.storage.db.direct import (
+    commit_with_one_row_change_on_postgres,
+    direct,
+    refused_one_row_change,
+)
 from consentry.storage.tables import UTCDateTime
 from tests.postgres import PostgresCluster
 
@@ -392,6 +396,39 @@ async def test_on_postgres_a_statement_whose_result_is_read_runs_past_sqlalchemy
             ("two", {"a": [1, "é"]}, AT, False),
         ]
     )
+
+
+async def test_on_postgres_a_last_one_row_change_commits_its_transaction_in_its_own_message(
+    pg: Database, round_trips: list[list[str]]
+) -> None:
+    async with pg.write() as conn:
+        await execute_unread(conn, _INSERT_DIRECT, _row("one"))
+        changed = await commit_with_one_row_change_on_postgres(
+            conn, _UPDATE_RETURNING_DIRECT, {"p_name": "one"}
+        )
+        assert changed is not None
+        assert [tuple(row) for row in changed] == [("one", AT)]
+        assert pg.committed_with_its_last_statement(conn)
+        with pytest.raises(RuntimeError, match="already committed"):
+            await execute_unread(conn, _INSERT_DIRECT, _row("too late"))
+    assert round_trips == [["BEGIN", "INSERT", "WITH", "COMMIT"]]  # nothing after it
+    assert await _stored(pg) == [("one", {"a": [1, "é"]}, AT, "k", False)]
+
+
+async def test_on_postgres_a_last_one_row_change_that_changes_none_commits_nothing(
+    pg: Database,
+) -> None:
+    async def claim_nothing() -> None:
+        async with pg.write() as conn:
+            await execute_unread(conn, _INSERT_DIRECT, _row("written with it"))
+            await commit_with_one_row_change_on_postgres(
+                conn, _UPDATE_RETURNING_DIRECT, {"p_name": "nobody"}
+            )
+
+    with pytest.raises(StatementError) as raised:
+        await claim_nothing()
+    assert refused_one_row_change(raised.value)
+    assert await _stored(pg) == []  # the insert sent with it is not committed
 
 
 @pytest.mark.parametrize("second", ["sqlalchemy", "direct"])

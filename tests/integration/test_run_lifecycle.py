@@ -20,6 +20,7 @@ import pytest_asyncio
 import sqlalchemy as sa
 
 import consentry.runtime.runs.execute._executor
+import consentry.runtime.runs.start._launcher
 import consentry.storage.runs._lifecycle
 from consentry.app import create_app
 from consentry.runtime.notes import OwnerNotesStore
@@ -36,7 +37,7 @@ from consentry.schemas.events import (
 )
 from consentry.services import Services
 from consentry.settings import Settings
-from consentry.storage.tables import approvals
+from consentry.storage.tables import approvals, audit, runs, threads
 from tests.conftest import ManualClock
 from tests.lifespan import running
 from tests.openai_stub import OpenAIStub
@@ -255,6 +256,47 @@ async def test_a_message_while_a_run_is_active_is_run_in_progress_and_both_threa
         ("user", "Hello?"),
         ("assistant", "Yes, still here."),
     ]
+
+
+async def test_a_claim_that_finds_the_thread_changed_is_run_in_progress_and_writes_nothing(
+    app: RunningApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The claim is its transaction's last statement (on PostgreSQL sent with the commit, after
+    the run's row and audit record): refused, none of what went before it is stored."""
+    first = await chat(app.client, {"message": "What is retrieval?"})
+    thread_id = first[0].thread_id
+    check_cap = consentry.runtime.runs.start._launcher.refuse_if_tenant_at_cap
+
+    async def another_run_claims_first(conn: Any, *args: Any, **kwargs: Any) -> None:
+        await check_cap(conn, *args, **kwargs)
+        # What another replica's claim would have done between this request's read and its
+        # claim (in this transaction, so that SQLite's single writer can have it too).
+        await conn.execute(
+            sa.update(threads).where(threads.c.id == thread_id).values(status="running")
+        )
+
+    monkeypatch.setattr(
+        consentry.runtime.runs.start._launcher, "refuse_if_tenant_at_cap", another_run_claims_first
+    )
+    busy = await app.client.post("/v1/chat", json={"thread_id": thread_id, "message": "Hello?"})
+    monkeypatch.undo()
+
+    assert busy.status_code == 409
+    assert busy.json()["error"]["code"] == "run_in_progress"
+    async with app.services.db.read() as conn:
+        runs_of_thread = await conn.scalar(
+            sa.select(sa.func.count()).select_from(runs).where(runs.c.thread_id == thread_id)
+        )
+        started = await conn.scalar(
+            sa.select(sa.func.count())
+            .select_from(audit)
+            .where(audit.c.thread_id == thread_id, audit.c.action == "run_started")
+        )
+    assert (runs_of_thread, started) == (1, 1)
+    assert (await _thread(app.client, thread_id))["status"] == "idle"
+    again = await chat(app.client, {"thread_id": thread_id, "message": "What is retrieval?"})
+    assert _final(again).reason == "completed"
+    assert again[0].seq == first[-1].seq + 1
 
 
 # Failures that end a run

@@ -10,10 +10,9 @@ import sqlalchemy as sa
 from pydantic import BaseModel
 
 from consentry.principal import Principal
-from consentry.storage.audit import record_audit
-from consentry.storage.db.database import DbConnection, execute
+from consentry.storage.db.database import DbConnection, execute, execute_unread
 from consentry.storage.db.direct import direct
-from consentry.storage.tables import approvals, effects, threads
+from consentry.storage.tables import approvals, audit, effects, threads
 from consentry_graphs.consent import ConsentNotGrantedError
 
 __all__ = ["apply_once", "recall_effect", "remember_effect"]
@@ -37,16 +36,36 @@ _RECALL = direct(
 _GRANTED = frozenset({"approved", "edited"})
 """The statuses of an approval whose effect may run."""
 _REMEMBER = direct(effects.insert())
-_DOER = direct(
-    sa.select(
-        approvals.c.thread_id,
-        approvals.c.tenant,
-        approvals.c.user_id,
-        threads.c.active_run_id,  # the run doing the effect
+_AUDIT_APPLIED = direct(
+    audit.insert().from_select(
+        [
+            "thread_id",
+            "tenant",
+            "user_id",
+            "run_id",
+            "approval_id",
+            "action",
+            "actor",
+            "data",
+            "created_at",
+        ],
+        sa.select(
+            approvals.c.thread_id,
+            approvals.c.tenant,
+            approvals.c.user_id,
+            threads.c.active_run_id,  # the run doing the effect
+            approvals.c.id,
+            sa.literal("effect_applied", audit.c.action.type),
+            sa.literal("system", audit.c.actor.type),
+            sa.bindparam("p_data", type_=audit.c.data.type),
+            sa.bindparam("p_at", type_=audit.c.created_at.type),
+        )
+        .join(threads, threads.c.id == approvals.c.thread_id)
+        .where(approvals.c.id == sa.bindparam("p_id")),
     )
-    .join(threads, threads.c.id == approvals.c.thread_id)
-    .where(approvals.c.id == sa.bindparam("p_id"))
 )
+"""The ``effect_applied`` audit record of the approval's owner, thread and run, written from
+the approval's row: nothing is read back, so it goes with the transaction's commit."""
 
 
 async def apply_once(
@@ -97,25 +116,19 @@ async def remember_effect(
     conn: DbConnection, *, approval_id: str, kind: str, result: dict[str, Any], now: datetime
 ) -> None:
     """Record an effect's result, with its ``effect_applied`` audit record, in the caller's
-    transaction (the one that made the effect, for effects on Consentry's own tables)."""
-    await execute(
+    transaction (the one that made the effect, for effects on Consentry's own tables). Both
+    statements go with the transaction's next one or its commit: on PostgreSQL no round trip of
+    their own."""
+    await execute_unread(
         conn,
         _REMEMBER,
         {"approval_id": approval_id, "kind": kind, "result": result, "created_at": now},
     )
-    approval = (await execute(conn, _DOER, {"p_id": approval_id})).first()
-    if approval is not None:
-        await record_audit(
-            conn,
-            Principal(approval.tenant, approval.user_id),
-            action="effect_applied",
-            thread_id=approval.thread_id,
-            run_id=approval.active_run_id,
-            approval_id=approval_id,
-            actor="system",
-            now=now,
-            data={"kind": kind, **_summary(result)},
-        )
+    await execute_unread(
+        conn,
+        _AUDIT_APPLIED,
+        {"p_id": approval_id, "p_data": {"kind": kind, **_summary(result)}, "p_at": now},
+    )
 
 
 def _summary(result: dict[str, Any]) -> dict[str, Any]:

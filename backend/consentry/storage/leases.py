@@ -17,12 +17,14 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from consentry.schemas.events import TerminalReason, Trigger
 from consentry.schemas.threads import ThreadStatus
 from consentry.storage.db.database import DbConnection, execute
 from consentry.storage.db.direct import (
+    commit_with_one_row_change_on_postgres,
     defer_one_row_change_on_postgres,
     direct,
     refused_one_row_change,
@@ -140,31 +142,42 @@ async def claim_thread(
     lease_expires_at: datetime,
     now: datetime,
     assistant_id: str | None = None,
+    last: bool = False,
 ) -> Claim | None:
     """Mark the thread running if its status is one of ``expected``, lease it to ``lease_owner``
     with a new fencing token, and reserve the next ``reserve`` sequence numbers for the run.
     ``assistant_id``: the assistant of the owner's the run is on (None: its graph's own). None
     when another run got there first.
 
+    ``last``: the claim is its transaction's last statement. On PostgreSQL the transaction then
+    commits in the claim's message (one round trip saved), or, when another run got there first,
+    commits nothing: the caller must end it with an error (it rolls back).
+
     The stored ``last_seq`` stays at the end of the reservation until the run ends, so a run that
     dies mid-way never has its numbers handed out again."""
     if not expected:
         raise ValueError("a claim expects at least one status")
-    row = (
-        await execute(
-            conn,
-            _claim_thread(tuple(expected)),
-            {
-                "p_id": thread_id,
-                "p_run": run_id,
-                "p_reserve": reserve,
-                "p_owner": lease_owner,
-                "p_expires": lease_expires_at,
-                "p_now": now,
-                "p_assistant": assistant_id,
-            },
-        )
-    ).first()
+    statement = _claim_thread(tuple(expected))
+    parameters = {
+        "p_id": thread_id,
+        "p_run": run_id,
+        "p_reserve": reserve,
+        "p_owner": lease_owner,
+        "p_expires": lease_expires_at,
+        "p_now": now,
+        "p_assistant": assistant_id,
+    }
+    result: Any = None
+    if last and isinstance(conn, AsyncConnection):
+        try:
+            result = await commit_with_one_row_change_on_postgres(conn, statement, parameters)
+        except DBAPIError as error:
+            if refused_one_row_change(error):
+                return None
+            raise
+    if result is None:
+        result = await execute(conn, statement, parameters)
+    row = result.first()
     if row is None:
         return None
     return Claim(last_seq=int(row.last_seq) - reserve, fencing_token=int(row.fencing_token))

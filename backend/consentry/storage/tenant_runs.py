@@ -15,15 +15,21 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from consentry.storage.db.database import DbConnection
+from consentry.storage.db.database import DbConnection, execute, execute_unread
+from consentry.storage.db.direct import direct
 from consentry.storage.tables import threads
 
 __all__ = ["TENANT_RUNS_LOCK_CLASS", "count_active_runs"]
 
 TENANT_RUNS_LOCK_CLASS = 0x636F6E73  # "cons": the first key of the per-tenant advisory lock
 
-_LOCK_TENANT = sa.text(f"SELECT pg_advisory_xact_lock({TENANT_RUNS_LOCK_CLASS}, hashtext(:tenant))")
-_COUNT_OTHERS = (
+_LOCK_TENANT = direct(
+    sa.text(f"SELECT pg_advisory_xact_lock({TENANT_RUNS_LOCK_CLASS}, hashtext(:tenant))")
+)
+"""Nobody reads its result: it goes in one message with the count. Each statement of a message
+takes its own snapshot under ``READ COMMITTED``, so the count, which follows the lock, sees every
+claim committed before the lock was granted."""
+_COUNT_OTHERS = direct(
     sa.select(sa.func.count())
     .select_from(threads)
     .where(
@@ -38,6 +44,7 @@ async def count_active_runs(conn: DbConnection, tenant: str, *, excluding_thread
     """The tenant's active runs other than ``excluding_thread``'s, in the caller's write
     transaction; on PostgreSQL, after taking the tenant's lock for the rest of it."""
     if conn.dialect.name == "postgresql":
-        await conn.execute(_LOCK_TENANT, {"tenant": tenant})
-    count = await conn.scalar(_COUNT_OTHERS, {"p_tenant": tenant, "p_thread": excluding_thread})
+        await execute_unread(conn, _LOCK_TENANT, {"tenant": tenant})
+    parameters = {"p_tenant": tenant, "p_thread": excluding_thread}
+    count = (await execute(conn, _COUNT_OTHERS, parameters)).scalar()
     return int(count or 0)

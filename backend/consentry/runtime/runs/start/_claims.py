@@ -33,23 +33,48 @@ async def claim_run(
     leases: LeaseKeeper,
     now: datetime,
     expected: tuple[str, ...],
+    last: bool = False,
 ) -> Claim | None:
     """Lease ``target``'s thread for run ``run_id`` if its status is one of ``expected``, and
     record the run's start with its graph ``inputs`` (``run_inputs.dump_inputs``); None (and
-    nothing written) when it is not."""
-    claim = await leases_repo.claim_thread(
-        conn,
-        target.thread_id,
-        run_id=run_id,
-        expected=expected,
-        reserve=SEQ_RESERVATION,
-        lease_owner=leases.owner,
-        lease_expires_at=leases.expires_at(now),
-        now=now,
-        assistant_id=target.assistant_id,
-    )
-    if claim is None:
-        return None
+    nothing written) when it is not.
+
+    ``last``: the claim is the transaction's last work, and a refused claim ends it with an
+    error. The run's start is then written first and the claim goes last, with the transaction's
+    commit on PostgreSQL (``leases.claim_thread``): a round trip saved."""
+
+    async def claimed() -> Claim | None:
+        return await leases_repo.claim_thread(
+            conn,
+            target.thread_id,
+            run_id=run_id,
+            expected=expected,
+            reserve=SEQ_RESERVATION,
+            lease_owner=leases.owner,
+            lease_expires_at=leases.expires_at(now),
+            now=now,
+            assistant_id=target.assistant_id,
+            last=last,
+        )
+
+    if last:
+        await _record_start(conn, owner, target, run_id, trigger, inputs, now)
+        return await claimed()
+    claim = await claimed()
+    if claim is not None:
+        await _record_start(conn, owner, target, run_id, trigger, inputs, now)
+    return claim
+
+
+async def _record_start(
+    conn: DbConnection,
+    owner: Principal,
+    target: RunTarget,
+    run_id: str,
+    trigger: Trigger,
+    inputs: list[dict[str, Any]],
+    now: datetime,
+) -> None:
     options = target.run_options
     await runs_repo.start_run(
         conn,
@@ -71,4 +96,3 @@ async def claim_run(
         now=now,
         data={"trigger": trigger, "graph": target.spec.name},
     )
-    return claim

@@ -77,13 +77,15 @@ class Launcher:
         await refuse_if_tenant_at_cap(
             conn, owner, thread_id=target.thread_id, cap=self._max_active_runs_per_tenant
         )
+        if key is not None:
+            await key.complete(conn, thread_id=target.thread_id, run_id=run_id)
+        # The claim is the transaction's last statement (on PostgreSQL sent with its commit);
+        # refused, it fails the transaction, which then writes nothing.
         claim = await self.try_claim(
-            conn, owner, target, run_id, trigger, now, (target.status,), inputs
+            conn, owner, target, run_id, trigger, now, (target.status,), inputs, last=True
         )
         if claim is None:
             raise run_in_progress(target.thread_id)
-        if key is not None:
-            await key.complete(conn, thread_id=target.thread_id, run_id=run_id)
         return claim
 
     async def try_claim(
@@ -96,8 +98,14 @@ class Launcher:
         now: datetime,
         expected: tuple[str, ...],
         inputs: list[GraphInput],
+        *,
+        last: bool = False,
     ) -> Claim | None:
-        """Claim the thread if its status is one of ``expected`` (else None, nothing written)."""
+        """Claim the thread if its status is one of ``expected`` (else None, nothing written).
+        ``last``: the claim is the transaction's last work (``claim_run``): what goes with it is
+        written first, and a refused claim must end the transaction with an error."""
+        if last:
+            await self._with_the_claim(conn, target, now)
         claim = await claim_run(
             conn,
             owner,
@@ -108,20 +116,26 @@ class Launcher:
             leases=self.executor.leases,
             now=now,
             expected=expected,
+            last=last,
         )
-        if claim is not None and target.run_options.given:
+        if claim is not None and not last:
+            await self._with_the_claim(conn, target, now)
+        return claim
+
+    async def _with_the_claim(self, conn: DbConnection, target: RunTarget, now: datetime) -> None:
+        """What a run's claim writes beside the run's start."""
+        if target.run_options.given:
             # The thread's runs given none (an inbox decision, an expiry) get these from now on.
             await threads_repo.keep_run_options(
                 conn, target.thread_id, target.run_options.to_store()
             )
-        if claim is not None and not target.transcript_kept:
+        if not target.transcript_kept:
             # A thread from before the transcript table: its messages so far are in its
             # checkpoint only. They go first, before anything this run says.
             graph = self.executor.graph(target.spec.name)
             earlier = await checkpoint_transcript(graph, target.thread_id)
             await add_to_transcript(conn, target.thread_id, earlier, now=now)
             await mark_transcript_kept(conn, target.thread_id)
-        return claim
 
     async def continue_with(
         self,

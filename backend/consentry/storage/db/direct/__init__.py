@@ -43,7 +43,9 @@ Which module holds what:
   and set of parameter names, and :class:`BufferedResult` (its rows as SQLAlchemy's result gives
   them).
 - ``_run``: a direct statement whose result is read, run at once: :func:`run_direct` (SQLite)
-  and :func:`run_direct_on_postgres` (with what its transaction deferred).
+  and :func:`run_direct_on_postgres` (with what its transaction deferred), or as the last
+  statement of its transaction, sent with its ``COMMIT``, failing when it changes no row
+  (:func:`commit_with_one_row_change_on_postgres`: a run's claim).
 - ``_deferral``: what a PostgreSQL transaction deferred (its ``BEGIN`` included), the
   ``defer_*`` functions, :data:`NO_TRANSACTION`, and the mark of a transaction committed with
   its last statement.
@@ -73,7 +75,11 @@ from consentry.storage.db.direct._messages import (
     postgres_driver,
     returned_rows,
 )
-from consentry.storage.db.direct._run import run_direct, run_direct_on_postgres
+from consentry.storage.db.direct._run import (
+    commit_with_one_row_change_on_postgres,
+    run_direct,
+    run_direct_on_postgres,
+)
 
 __all__ = [
     "NO_TRANSACTION",
@@ -82,6 +88,7 @@ __all__ = [
     "as_sqlalchemy_error",
     "client_cursor",
     "commit_on_postgres",
+    "commit_with_one_row_change_on_postgres",
     "committed_on_postgres",
     "defer_on_postgres",
     "defer_one_row_change_on_postgres",
