@@ -20,8 +20,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import count
+from typing import Any
 
 import psycopg
+import sqlalchemy as sa
+from sqlalchemy.schema import CreateIndex, CreateTable
 
 __all__ = ["PostgresCluster", "postgres_cluster"]
 
@@ -151,3 +154,15 @@ def postgres_cluster() -> Iterator[PostgresCluster]:
                 stderr=subprocess.DEVNULL,
                 check=True,
             )
+
+
+async def create_tables(conn: Any, metadata: sa.MetaData) -> None:
+    """``metadata.create_all`` in a transaction of ``Database.write()`` on either database
+    (PostgreSQL's connections run SQL, not SQLAlchemy's DDL execution)."""
+    if hasattr(conn, "run_sync"):
+        await conn.run_sync(metadata.create_all)
+        return
+    for table in metadata.sorted_tables:
+        await conn.exec_driver_sql(str(CreateTable(table).compile(dialect=conn.dialect)))
+        for index in table.indexes:
+            await conn.exec_driver_sql(str(CreateIndex(index).compile(dialect=conn.dialect)))

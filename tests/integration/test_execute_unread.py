@@ -118,9 +118,10 @@ READS: dict[str, Callable[[DbConnection], Awaitable[Any]]] = {
     "execute": _count_by_execute,
     "scalar": _count_by_scalar,
     "exec_driver_sql": _count_by_exec_driver_sql,
-    "run_sync": _count_by_run_sync,
 }
-"""Every way a storage module reaches the connection; each one is a hop on SQLite."""
+"""Every way a storage module reaches the connection on both databases."""
+SQLITE_READS = {**READS, "run_sync": _count_by_run_sync}
+"""And on SQLite (PostgreSQL's connections have no ``run_sync``); each one is a hop there."""
 
 
 # --- Order and visibility -------------------------------------------------------------------
@@ -249,7 +250,7 @@ async def _write(db: Database, body: Callable[[DbConnection], Awaitable[None]]) 
         await body(conn)
 
 
-@pytest.mark.parametrize("next_hop", READS)
+@pytest.mark.parametrize("next_hop", SQLITE_READS)
 async def test_on_sqlite_a_failing_unread_statement_raises_at_the_next_hop_and_nothing_is_stored(
     sqlite_db: Database, next_hop: str
 ) -> None:
@@ -261,7 +262,7 @@ async def test_on_sqlite_a_failing_unread_statement_raises_at_the_next_hop_and_n
         await execute_unread(conn, INSERT_ITEM, {"name": "executed", "n": 3})  # a duplicate
         await execute_unread(conn, INSERT_ITEM, {"name": "after the duplicate", "n": 4})
         progress.append("deferred")
-        await READS[next_hop](conn)
+        await SQLITE_READS[next_hop](conn)
         progress.append(next_hop)
 
     with pytest.raises(IntegrityError, match=r"UNIQUE constraint failed: items\.name"):
@@ -292,9 +293,11 @@ async def test_on_sqlite_a_failing_unread_statement_left_for_the_commit_fails_th
     assert await _write_next_item_and_read_it_back(sqlite_db) == [("next", 0)]
 
 
-async def test_on_postgresql_a_failing_unread_statement_raises_at_once_and_nothing_is_stored(
+async def test_on_postgresql_a_failing_unread_statement_raises_at_the_commit_and_nothing_is_stored(
     postgres_db: Database,
 ) -> None:
+    """Every statement whose result is unread goes with the transaction's next round trip (here
+    its commit), marked direct or not (``postgres_connection``)."""
     progress: list[str] = []
 
     async def insert_a_duplicate(conn: DbConnection) -> None:
@@ -307,7 +310,7 @@ async def test_on_postgresql_a_failing_unread_statement_raises_at_once_and_nothi
     with pytest.raises(IntegrityError, match=r"duplicate key value violates unique constraint"):
         await _write(postgres_db, insert_a_duplicate)
 
-    assert progress == ["unread"]
+    assert progress == ["unread", "duplicate"]  # the body ran to its end: the commit raised
     assert await _items(postgres_db) == []
     assert await _write_next_item_and_read_it_back(postgres_db) == [("next", 0)]
 

@@ -1,25 +1,23 @@
-"""``storage.db.postgres_transactions``: a PostgreSQL transaction in two hops through SQLAlchemy's
-greenlet bridge ends as ``AsyncEngine.begin()`` ends one: committed when its block ends, rolled
-back when the block raises, and its connection always back in the pool, even when the caller is
-cancelled while the commit is in flight (the commit completes, or fails, then the cancellation is
-raised).
+"""``storage.db.postgres_connection``: a PostgreSQL transaction on psycopg's pool is committed
+when its block ends, rolled back when the block raises, and its connection always back in the
+pool, even when the caller is cancelled while the commit is in flight (the commit completes, or
+fails, then the cancellation is raised).
 On a throwaway PostgreSQL cluster."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 import pytest_asyncio
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-import consentry.storage.db.direct._engine_hooks
 from consentry.storage.db.database import Database, execute_unread
 from consentry.storage.db.direct import direct
-from tests.postgres import PostgresCluster
+from consentry.storage.db.postgres_connection import PostgresConnection
+from tests.postgres import PostgresCluster, create_tables
 
 WAIT_SECONDS = 10.0
 _metadata = sa.MetaData()
@@ -36,7 +34,7 @@ async def pg(postgres: PostgresCluster) -> AsyncIterator[Database]:
     database = Database(postgres.new_database())
     await database.open()
     async with database.write() as conn:
-        await conn.run_sync(_metadata.create_all)
+        await create_tables(conn, _metadata)
     try:
         yield database
     finally:
@@ -49,8 +47,9 @@ async def _names(db: Database) -> list[str]:
 
 
 def _checked_out(db: Database) -> int:
-    pool: Any = db._engine.pool  # type: ignore[union-attr]
-    return int(pool.checkedout())
+    assert db._pool is not None
+    opened, idle = db._pool.sizes
+    return opened - idle
 
 
 async def test_a_block_that_ends_commits_and_one_that_raises_rolls_back(pg: Database) -> None:
@@ -97,14 +96,14 @@ async def test_a_caller_cancelled_during_the_commit_returns_once_it_completed(
         async with pg.write() as conn:
             await execute_unread(conn, _INSERT, {"name": "committed"})
     sending, go_on = asyncio.Event(), asyncio.Event()
-    send = consentry.storage.db.direct._engine_hooks._send
+    commit_it = PostgresConnection.commit
 
-    async def held_send(*args: Any, **kwargs: Any) -> None:
+    async def held_commit(conn: PostgresConnection) -> None:
         sending.set()
         await go_on.wait()
-        await send(*args, **kwargs)
+        await commit_it(conn)
 
-    monkeypatch.setattr(consentry.storage.db.direct._engine_hooks, "_send", held_send)
+    monkeypatch.setattr(PostgresConnection, "commit", held_commit)
 
     async def write() -> None:
         async with pg.write() as conn:

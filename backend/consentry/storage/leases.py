@@ -18,17 +18,12 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from consentry.schemas.events import TerminalReason, Trigger
 from consentry.schemas.threads import ThreadStatus
 from consentry.storage.db.database import DbConnection, execute
-from consentry.storage.db.direct import (
-    commit_with_one_row_change_on_postgres,
-    defer_one_row_change_on_postgres,
-    direct,
-    refused_one_row_change,
-)
+from consentry.storage.db.direct import direct
+from consentry.storage.db.postgres_connection import PostgresConnection, refused_one_row_change
 from consentry.storage.tables import runs, threads
 
 __all__ = [
@@ -167,15 +162,15 @@ async def claim_thread(
         "p_now": now,
         "p_assistant": assistant_id,
     }
-    result: Any = None
-    if last and isinstance(conn, AsyncConnection):
+    result: Any
+    if last and isinstance(conn, PostgresConnection):
         try:
-            result = await commit_with_one_row_change_on_postgres(conn, statement, parameters)
+            result = await conn.commit_with_one_row_change(statement, parameters)
         except DBAPIError as error:
             if refused_one_row_change(error):
                 return None
             raise
-    if result is None:
+    else:
         result = await execute(conn, statement, parameters)
     row = result.first()
     if row is None:
@@ -300,11 +295,8 @@ async def release_thread(
         "p_now": now,
         "p_tokens": tokens_used,
     }
-    if (
-        last
-        and isinstance(conn, AsyncConnection)
-        and defer_one_row_change_on_postgres(conn, _RELEASE_THREAD, parameters)
-    ):
+    if last and isinstance(conn, PostgresConnection):
+        conn.defer_one_row_change(_RELEASE_THREAD, parameters)
         return
     result = await execute(conn, _RELEASE_THREAD, parameters)
     if result.rowcount != 1:

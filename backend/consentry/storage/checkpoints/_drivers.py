@@ -2,9 +2,9 @@
 
 In the server, the connection is the one of an app transaction (``Database.read()`` /
 ``write()``): on SQLite the operation runs in one call of that connection, statement by statement on
-the sqlite3 connection underneath SQLAlchemy's; on PostgreSQL on the psycopg
-connection underneath SQLAlchemy's, awaited directly (no greenlet bridge per statement). The
-checkpointer's synchronous methods run it on a connection of their own.
+the sqlite3 connection underneath SQLAlchemy's; on PostgreSQL on the transaction's psycopg
+connection, awaited directly. The checkpointer's synchronous methods run it on a connection of
+their own.
 """
 
 from __future__ import annotations
@@ -24,9 +24,6 @@ from consentry.storage.db.direct import (
     AnsweringCursor,
     as_sqlalchemy_error,
     client_cursor,
-    commit_on_postgres,
-    deferred_sql_on_postgres,
-    postgres_driver,
     returned_rows,
 )
 from consentry.storage.db.sqlite_connection import SqliteConnection
@@ -142,11 +139,11 @@ async def run_on(
             conn.defer_call(functools.partial(_on_sqlalchemy_sqlite, operation=operation))
             return None
         return await conn.run_sync(_on_sqlalchemy_sqlite, operation)
-    driver = await postgres_driver(conn)
+    driver = conn.driver
     # What the transaction deferred (its BEGIN, its events) goes with the first statement.
-    before = deferred_sql_on_postgres(conn, driver)
+    before = conn.take_deferred()
     try:
         return await run_async(driver, operation, before=before, commit=commit)
     finally:
         if commit and driver.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
-            commit_on_postgres(conn)
+            conn.mark_committed()

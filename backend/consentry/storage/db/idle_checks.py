@@ -13,43 +13,22 @@ network fault) while the database stayed up is found out when it is used, not be
 request fails with 503 ``database_unavailable``, or the run with a retryable error (``POST
 /v1/threads/{id}/retry``), and the pool drops the connection.
 
-One pool has the rule: SQLAlchemy's (:func:`check_idle_connections`), which the app's tables and
-the checkpointer (``storage.checkpoints``) share.
+The rule is the pool's (``postgres_pool.PostgresPool``), which the app's tables and the
+checkpointer (``storage.checkpoints``) share.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from sqlalchemy import event, exc
-from sqlalchemy.ext.asyncio import AsyncEngine
+import psycopg
 
-__all__ = ["IDLE_CHECK_SECONDS", "check_idle_connections"]
+__all__ = ["IDLE_CHECK_SECONDS", "check"]
 
 IDLE_CHECK_SECONDS = 0.1
 """A connection back in its pool for this long is checked before its next use."""
 
-_RETURNED_AT = "consentry_returned_at"
 
-
-def check_idle_connections(engine: AsyncEngine) -> None:
-    """SQLAlchemy's pool: ping a connection that sat idle before handing it out (a dead one is
-    replaced, as ``pool_pre_ping`` would do for every connection)."""
-    sync_engine = engine.sync_engine
-
-    @event.listens_for(sync_engine, "checkin")
-    def _returned(_dbapi_connection: Any, record: Any) -> None:
-        record.info[_RETURNED_AT] = time.monotonic()
-
-    @event.listens_for(sync_engine, "checkout")
-    def _taken(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
-        returned = record.info.get(_RETURNED_AT)
-        if returned is None or time.monotonic() - returned < IDLE_CHECK_SECONDS:
-            return  # new, or given back a moment ago
-        try:
-            alive = sync_engine.dialect.do_ping(dbapi_connection)
-        except Exception as error:
-            raise exc.DisconnectionError("an idle connection no longer answers") from error
-        if not alive:
-            raise exc.DisconnectionError("an idle connection no longer answers")
+async def check(driver: psycopg.AsyncConnection[Any]) -> None:
+    """Ping ``driver`` (an empty query: one round trip); raises when it does not answer."""
+    await driver.execute("")

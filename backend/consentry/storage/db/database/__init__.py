@@ -1,4 +1,4 @@
-"""The database: one async engine, write transactions, and migrations at start-up.
+"""The database: its connections, read and write transactions, and migrations at start-up.
 
 Two backends, one set of statements, each written once with SQLAlchemy (the hot path's run on
 the driver directly, past SQLAlchemy's execution, with the same SQL: ``db.direct``):
@@ -9,14 +9,16 @@ the driver directly, past SQLAlchemy's execution, with the same SQL: ``db.direct
   ``BEGIN IMMEDIATE``, so a writer of another process waits on the busy timeout instead of
   failing halfway through a read-then-write transaction; read transactions stay
   ``BEGIN DEFERRED`` and never block.
-- **PostgreSQL** (``postgresql://…``, for several replicas) through psycopg 3, ``READ COMMITTED``.
+- **PostgreSQL** (``postgresql://…``, for several replicas) through psycopg 3 and its pool
+  (``postgres_connection``; SQLAlchemy compiles the statements and runs the migrations),
+  ``READ COMMITTED``.
   Every cross-request invariant is a single-statement compare-and-set or an
   ``INSERT … ON CONFLICT``, so it holds there as on SQLite. Migrations take an advisory lock, so
   replicas booting at once against an empty database migrate it once.
 
 Which module holds what:
 
-- ``_database``: :class:`Database` (the engine, ``read()`` / ``write()`` / ``lease_write()``,
+- ``_database``: :class:`Database` (its connections, ``read()`` / ``write()`` / ``lease_write()``,
   migrating at start-up), :data:`DbConnection`, SQLite's connection settings
   (:data:`BUSY_TIMEOUT_SECONDS`).
 - ``_statements``: running a statement in a transaction: :func:`execute` (its result read),

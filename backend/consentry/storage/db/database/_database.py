@@ -1,4 +1,4 @@
-"""The :class:`Database`: one async engine on PostgreSQL, one writer and a few readers on SQLite,
+"""The :class:`Database`: psycopg's pool on PostgreSQL, one writer and a few readers on SQLite,
 each handing out one transaction at a time."""
 
 from __future__ import annotations
@@ -9,8 +9,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
+import sqlalchemy as sa
 from sqlalchemy import create_engine, event
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
+from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 from sqlalchemy.pool import NullPool
 
 from consentry.storage.db.database._migrations import (
@@ -20,10 +23,9 @@ from consentry.storage.db.database._migrations import (
     _upgrade,
     head_revision,
 )
-from consentry.storage.db.database._urls import sqlalchemy_postgres_url
-from consentry.storage.db.direct import committed_on_postgres, install_postgres_deferral
-from consentry.storage.db.idle_checks import check_idle_connections
-from consentry.storage.db.postgres_transactions import postgres_transaction
+from consentry.storage.db.database._urls import libpq_url, sqlalchemy_postgres_url
+from consentry.storage.db.postgres_connection import PostgresConnection
+from consentry.storage.db.postgres_pool import PostgresPool
 from consentry.storage.db.sqlite_connection import SqliteConnection, SqliteWorker
 
 __all__ = ["BUSY_TIMEOUT_SECONDS", "Database", "DbConnection"]
@@ -32,9 +34,10 @@ BUSY_TIMEOUT_SECONDS = 30.0
 SQLITE_READERS = 2
 """Read connections on SQLite (WAL readers never block each other, nor wait for the writer)."""
 
-DbConnection = AsyncConnection | SqliteConnection
-"""A transaction as ``Database.read()`` and ``Database.write()`` hand it out: SQLAlchemy's on
-PostgreSQL, ``SqliteConnection`` on SQLite. The storage modules take either."""
+DbConnection = PostgresConnection | SqliteConnection
+"""A transaction as ``Database.read()`` and ``Database.write()`` hand it out:
+``PostgresConnection`` on PostgreSQL, ``SqliteConnection`` on SQLite. The storage modules take
+either."""
 
 
 def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -50,7 +53,7 @@ def _on_connect(dbapi_connection: Any, _record: Any) -> None:
 
 
 class Database:
-    """Owns the engine. ``read()`` and ``write()`` hand out one transaction each."""
+    """Owns the connections. ``read()`` and ``write()`` hand out one transaction each."""
 
     def __init__(self, url: str, *, pool_size: int = 10, pool_timeout: float = 60.0) -> None:
         """``url``: ``sqlite:///<path>`` or ``postgresql://…`` (``CONSENTRY_DATABASE_URL``).
@@ -62,8 +65,8 @@ class Database:
         ``pool_timeout`` seconds for one fails as ``is_database_unavailable`` (503
         ``database_unavailable``, a retryable run error)."""
         self.dialect: Literal["sqlite", "postgresql"]
-        self._engine: AsyncEngine | None = None
-        self._lease_engine: AsyncEngine | None = None
+        self._pool: PostgresPool | None = None
+        self._lease_pool: PostgresPool | None = None
         self._sqlite_writer: SqliteWorker | None = None
         self._sqlite_lock = asyncio.Lock()
         self._sqlite_writing: asyncio.Task[Any] | None = None
@@ -96,36 +99,29 @@ class Database:
             ]
         else:
             self.dialect = "postgresql"
-            self._engine = create_async_engine(
-                sqlalchemy_postgres_url(url),
-                pool_size=3 * pool_size,
-                max_overflow=0,
-                pool_timeout=pool_timeout,
-                connect_args={"prepare_threshold": None},
-                hide_parameters=True,  # errors never carry a message's or a note's text
+            self._url = url
+            dialect: Dialect = PGDialect_psycopg()  # type: ignore[no-untyped-call]
+            self._pool = PostgresPool(
+                libpq_url(url), dialect, max_size=3 * pool_size, timeout=pool_timeout
             )
-            check_idle_connections(self._engine)  # not a ping per transaction
-            install_postgres_deferral(self._engine.sync_engine)
             # The lease heartbeat's own connection: under a load that keeps every pooled
             # connection busy, a heartbeat waiting in that queue would let the process's leases
             # expire (and its runs be taken over) while they make progress.
-            self._lease_engine = create_async_engine(
-                sqlalchemy_postgres_url(url),
-                pool_size=1,
-                max_overflow=0,
-                pool_timeout=pool_timeout,
-                connect_args={"prepare_threshold": None},
-                hide_parameters=True,
+            self._lease_pool = PostgresPool(
+                libpq_url(url), dialect, max_size=1, timeout=pool_timeout
             )
-            check_idle_connections(self._lease_engine)
-            install_postgres_deferral(self._lease_engine.sync_engine)
 
     @property
     def is_postgres(self) -> bool:
         return self.dialect == "postgresql"
 
     async def open(self) -> None:
-        """Start SQLite's connection threads (PostgreSQL's pool connects on first use)."""
+        """Start SQLite's connection threads. PostgreSQL's pools connect on first use; here
+        SQLAlchemy's dialect, which compiles the statements, learns the server on a connection
+        of its own."""
+        if self._pool is not None and self._lease_pool is not None:
+            async with self._sqlalchemy_connection() as conn:  # the dialect, initialized
+                self._pool.dialect = self._lease_pool.dialect = conn.dialect
         for worker in self._sqlite_workers:
             await worker.start()
         for worker in self._sqlite_workers[1:]:
@@ -136,10 +132,10 @@ class Database:
         """A read transaction. ``offload``: on SQLite its statements run on the connection's
         thread, not the loop's (for a read long enough to hold up every stream: see
         ``sqlite_connection``); PostgreSQL's are always awaited."""
-        if self._engine is not None:
+        if self._pool is not None:
             # No BEGIN: under READ COMMITTED each statement sees what it would in a transaction
-            # (``direct.NO_TRANSACTION``). A read never writes (SQLite's readers enforce it).
-            async with postgres_transaction(self._engine, read=True) as conn:
+            # (``postgres_connection``). A read never writes (SQLite's readers enforce it).
+            async with self._pool.transaction(read=True) as conn:
                 yield conn
             return
         worker = await self._sqlite_readers.get()
@@ -153,8 +149,8 @@ class Database:
     async def write(self, *, offload: bool = False) -> AsyncIterator[DbConnection]:
         """A write transaction (on SQLite one at a time in the process). ``offload``: as for
         :meth:`read`, for the migrations and the retention sweeps."""
-        if self._engine is not None:
-            async with postgres_transaction(self._engine) as conn:
+        if self._pool is not None:
+            async with self._pool.transaction() as conn:
                 yield conn
             return
         assert self._sqlite_writer is not None
@@ -177,18 +173,18 @@ class Database:
     async def lease_write(self) -> AsyncIterator[DbConnection]:
         """A write transaction for the lease heartbeat: on PostgreSQL on a connection of its own,
         never queued behind the pool's (on SQLite, ``write()``)."""
-        if self._lease_engine is None:
+        if self._lease_pool is None:
             async with self.write() as conn:
                 yield conn
             return
-        async with postgres_transaction(self._lease_engine) as conn:
+        async with self._lease_pool.transaction() as conn:
             yield conn
 
     def committed_with_its_last_statement(self, conn: DbConnection) -> bool:
         """Whether ``conn``'s transaction was already committed in the message of its last
         statement (PostgreSQL: ``run_on(…, commit=True)``); on SQLite never (it commits when its
         block ends)."""
-        return isinstance(conn, AsyncConnection) and committed_on_postgres(conn)
+        return isinstance(conn, PostgresConnection) and conn.committed
 
     def listen_locally(self, listener: Callable[[str, str], None]) -> None:
         """On SQLite: ``listener(channel, payload)`` for each ``notify_at_commit`` of this process,
@@ -201,17 +197,43 @@ class Database:
 
     async def migrate(self) -> None:
         """Bring the schema to the newest migration (idempotent; one process at a time)."""
-        async with self.write(offload=True) as conn:
-            if self.is_postgres:
+        if self.is_postgres:
+            async with self._sqlalchemy_connection() as conn, conn.begin():
                 # DDL is transactional on PostgreSQL: a replica that waited here finds the
                 # schema current and does nothing.
                 await conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
-            await conn.run_sync(_upgrade)
+                await conn.run_sync(_upgrade)
+            return
+        async with self.write(offload=True) as sqlite_conn:
+            assert isinstance(sqlite_conn, SqliteConnection)
+            await sqlite_conn.run_sync(_upgrade)
 
     async def schema_revision(self) -> str | None:
         """The migration the database is at (None before the first)."""
         async with self.read() as conn:
-            return await conn.run_sync(_current_revision)
+            if isinstance(conn, SqliteConnection):
+                return await conn.run_sync(_current_revision)
+            # alembic's own reading of it, on the pool (readiness asks it at every probe)
+            if not await conn.scalar(sa.text("SELECT to_regclass('alembic_version') IS NOT NULL")):
+                return None
+            found = await conn.scalar(sa.text("SELECT version_num FROM alembic_version"))
+            return str(found) if found is not None else None
+
+    @asynccontextmanager
+    async def _sqlalchemy_connection(self) -> AsyncIterator[AsyncConnection]:
+        """PostgreSQL: a connection of SQLAlchemy's own, for what needs its execution (alembic's
+        migrations) and to learn the server (its dialect); closed after."""
+        engine = create_async_engine(
+            sqlalchemy_postgres_url(self._url),
+            poolclass=NullPool,
+            connect_args={"prepare_threshold": None},
+            hide_parameters=True,  # errors never carry a message's or a note's text
+        )
+        try:
+            async with engine.connect() as conn:
+                yield conn
+        finally:
+            await engine.dispose()
 
     async def require_current_schema(self) -> None:
         """For a server told not to migrate: refuse to start on a schema that is not current."""
@@ -224,10 +246,10 @@ class Database:
             )
 
     async def close(self) -> None:
-        if self._lease_engine is not None:
-            await self._lease_engine.dispose()
-        if self._engine is not None:
-            await self._engine.dispose()
+        if self._lease_pool is not None:
+            await self._lease_pool.close()
+        if self._pool is not None:
+            await self._pool.close()
         for worker in reversed(self._sqlite_workers):
             await worker.stop()
 

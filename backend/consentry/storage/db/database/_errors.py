@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import psycopg
-from psycopg_pool import PoolTimeout
 from sqlalchemy import exc as sa_exc
+
+from consentry.storage.db.postgres_pool import PoolExhaustedError
 
 __all__ = ["DATABASE_ERRORS", "is_database_unavailable", "is_duplicate_key"]
 
@@ -12,7 +13,7 @@ DATABASE_ERRORS: tuple[type[Exception], ...] = (
     sa_exc.DBAPIError,
     sa_exc.TimeoutError,
     psycopg.Error,
-    PoolTimeout,
+    PoolExhaustedError,
 )
 """What the drivers raise; :func:`is_database_unavailable` tells an outage from a bug."""
 
@@ -43,7 +44,7 @@ def is_database_unavailable(exc: BaseException) -> bool:
             | sa_exc.InterfaceError
             | sa_exc.TimeoutError  # no pooled connection came free in time: overloaded
             | psycopg.OperationalError
-            | PoolTimeout
+            | PoolExhaustedError  # no pooled connection came free in time: overloaded
             | ConnectionError,
         ):
             return True

@@ -3,21 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, cast
 
-import sqlalchemy as sa
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.engine.interfaces import _CoreAnyExecuteParams
-from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.base import Executable
 
 from consentry.storage.db.database._database import DbConnection
-from consentry.storage.db.direct import (
-    defer_on_postgres,
-    defer_sql_on_postgres,
-    run_direct_on_postgres,
-)
 from consentry.storage.db.sqlite_connection import SqliteConnection
 
 __all__ = ["execute", "execute_unread", "notify_at_commit"]
@@ -35,23 +27,18 @@ async def notify_at_commit(conn: DbConnection, channel: str, payload: str) -> No
     if isinstance(conn, SqliteConnection):
         if (channel, payload) not in conn.notices:
             conn.notices.append((channel, payload))
-    elif not defer_sql_on_postgres(conn, _NOTIFY, {"channel": channel, "payload": payload}):
-        await conn.execute(sa.select(sa.func.pg_notify(channel, payload)))
+    else:
+        conn.defer_sql(_NOTIFY, {"channel": channel, "payload": payload})
 
 
 async def execute(
     conn: DbConnection, statement: Executable, parameters: _CoreAnyExecuteParams
 ) -> CursorResult[*tuple[Any, ...]]:
-    """Run a statement whose result is read (its rows, its row count). A statement marked
-    ``direct`` runs on the driver, past SQLAlchemy's execution: on SQLite as every statement of a
-    ``SqliteConnection`` does; on PostgreSQL in one message with what the transaction deferred
-    (``direct.run_direct_on_postgres``), without the async engine's greenlet bridge. Either way
-    the result is read as SQLAlchemy's (``direct.BufferedResult``: its rows, its row count)."""
-    result: Any = None
-    if isinstance(conn, AsyncConnection) and isinstance(parameters, Mapping):
-        result = await run_direct_on_postgres(conn, statement, parameters)
-    if result is None:
-        result = await conn.execute(statement, parameters)
+    """Run a statement whose result is read (its rows, its row count), on the driver: on
+    SQLite a statement marked ``direct`` past SQLAlchemy's execution, on PostgreSQL every one,
+    in one message with what the transaction deferred (``postgres_connection``). Either way the
+    result is read as SQLAlchemy's (``direct.BufferedResult``: its rows, its row count)."""
+    result: Any = await conn.execute(statement, parameters)
     return cast("CursorResult[*tuple[Any, ...]]", result)
 
 
@@ -61,10 +48,7 @@ async def execute_unread(
     """Run a statement whose result nobody reads (no rows, no row count). On SQLite it goes with
     the transaction's next statement or its commit instead of a call of its own
     (``SqliteConnection.defer``; in an offloaded transaction, a thread hop saved); on
-    PostgreSQL a statement marked ``direct`` goes in one message with the transaction's next
-    round trip (``direct.defer_on_postgres``), any other is run at once. A deferred failure
-    surfaces there, and the transaction still commits all or nothing."""
-    if isinstance(conn, SqliteConnection):
-        conn.defer(statement, parameters)
-    elif not defer_on_postgres(conn, statement, parameters):
-        await conn.execute(statement, parameters)
+    PostgreSQL in one message with the transaction's next round trip
+    (``PostgresConnection.defer``). A deferred failure surfaces there, and the transaction
+    still commits all or nothing."""
+    conn.defer(statement, parameters)

@@ -16,8 +16,9 @@ from sqlalchemy.engine.result import SimpleResultMetaData
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
+from sqlalchemy.util import LRUCache
 
-__all__ = ["BufferedResult", "direct"]
+__all__ = ["BufferedResult", "compiled_for_driver", "direct"]
 
 E = TypeVar("E", bound=Executable)
 _Parameters = Mapping[str, Any] | Sequence[Mapping[str, Any]] | None
@@ -26,7 +27,7 @@ _DIRECT: dict[int, Executable] = {}
 """The statements marked :func:`direct`, by identity (held, so an identity is never reused)."""
 
 
-class BufferedResult(IteratorResult[Any]):
+class BufferedResult(IteratorResult[*tuple[Any, ...]]):
     """A statement's result, every row already fetched, with the driver's ``rowcount``."""
 
     rowcount: int
@@ -149,3 +150,79 @@ def _compile(statement: Executable, names: tuple[str, ...], dialect: Dialect) ->
         keys=tuple(column.keyname for column in columns),
         row_processors=row_processors if any(row_processors) else None,
     )
+
+
+_AD_HOC_CACHE: LRUCache[Any, Any] = LRUCache(500)
+"""SQLAlchemy's compiled forms of the statements not marked :func:`direct`, by its cache key."""
+
+
+def compiled_for_driver(
+    statement: Executable, row: Mapping[str, Any], dialect: Dialect
+) -> _Compiled:
+    """``statement`` with the parameters ``row``, compiled to run on the driver: a statement
+    marked :func:`direct` as compiled once; any other through SQLAlchemy's compiled cache (its
+    cache key, its values, its defaults and expanding parameters as SQLAlchemy's execution
+    would give them), for this one row. PostgreSQL's connections run every statement so
+    (``postgres_connection``)."""
+    compiled = _compiled(statement, (row,), dialect) if row else None
+    return compiled if compiled is not None else _ad_hoc(statement, row, dialect)
+
+
+def _ad_hoc(statement: Executable, row: Mapping[str, Any], dialect: Dialect) -> _Compiled:
+    assert isinstance(statement, ClauseElement)
+    compiled, extracted, collected, _hit = statement._compile_w_cache(
+        dialect=dialect,
+        compiled_cache=_AD_HOC_CACHE,
+        column_keys=sorted(row),
+        for_executemany=True,  # as direct's: no implicit RETURNING of a key nobody reads
+    )
+    assert isinstance(compiled, SQLCompiler)
+    values = compiled.construct_params(
+        dict(row),
+        escape_names=False,
+        extracted_parameters=extracted,
+        _collected_params=collected,
+    )
+    for column, default in (
+        *((column, column.default) for column in compiled.insert_prefetch),
+        *((column, column.onupdate) for column in compiled.update_prefetch),
+    ):
+        key = compiled._within_exec_param_key_getter(column)
+        if key not in row:
+            values[key] = _python_default(column.key, default)
+    sql = compiled.string
+    processors: dict[str, Any] = dict(compiled._bind_processors)
+    if compiled.literal_execute_params or compiled.post_compile_params:
+        expanded = compiled._process_parameters_for_postcompile(values)
+        sql, values = expanded.statement, dict(expanded.parameters)
+        processors.update(expanded.processors)
+    escaped: Mapping[str, str] = compiled.escaped_bind_names or {}
+    names = tuple(values)
+    columns = compiled._result_columns
+    row_processors = tuple(_result_processor(column.type, dialect) for column in columns)
+    return _Compiled(
+        sql=sql,
+        names=tuple(escaped.get(name, name) for name in names),
+        processors=tuple(processors.get(name) for name in names),
+        carried={escaped.get(name, name): value for name, value in values.items()},
+        positional=False,
+        keys=tuple(column.keyname for column in columns),
+        row_processors=row_processors if any(row_processors) else None,
+    )
+
+
+def _python_default(name: str, default: Any) -> Any:
+    """A column's Python-side default value (only plain values are used in our tables)."""
+    if default is None:
+        return None
+    if not default.is_scalar:
+        raise TypeError(f"column {name!r}: only a plain default value runs on the driver")
+    return default.arg
+
+
+def _result_processor(type_: Any, dialect: Dialect) -> Callable[[Any], Any] | None:
+    try:
+        processor: Callable[[Any], Any] | None = type_._cached_result_processor(dialect, None)
+    except Exception:  # one that wants the driver's column type: psycopg's own value is kept
+        return None
+    return processor

@@ -3,34 +3,23 @@ that answers with the caller's statement's result, and psycopg's errors as SQLAl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 __all__ = [
     "AnsweringCursor",
     "as_sqlalchemy_error",
+    "bound_statements",
     "client_cursor",
-    "postgres_driver",
+    "one_query",
     "returned_rows",
 ]
 
-_Deferred = list[tuple[str, Mapping[str, Any] | None]]
-
-
-async def postgres_driver(conn: AsyncConnection) -> psycopg.AsyncConnection[Any]:
-    """The psycopg connection under ``conn`` (without a trip through the greenlet bridge when
-    it is connected, as it is once its transaction began)."""
-    sync = conn.sync_connection
-    if sync is not None and not sync.closed and not sync.invalidated:
-        driver = sync.connection.driver_connection
-    else:
-        driver = (await conn.get_raw_connection()).driver_connection
-    assert isinstance(driver, psycopg.AsyncConnection)
-    return driver
+Statements = Sequence[tuple[str, Any]]
+"""Statements with their parameters (None: none), as psycopg takes them (``%(name)s``)."""
 
 
 _ROWS = (psycopg.pq.ExecStatus.TUPLES_OK, psycopg.pq.ExecStatus.SINGLE_TUPLE)
@@ -57,20 +46,21 @@ def client_cursor(driver: psycopg.AsyncConnection[Any]) -> psycopg.AsyncClientCu
     return client
 
 
-def _bound(driver: psycopg.AsyncConnection[Any], deferred: _Deferred) -> list[str]:
+def bound_statements(driver: psycopg.AsyncConnection[Any], statements: Statements) -> list[str]:
+    """The statements with their values bound on the client (``mogrify``)."""
     client = client_cursor(driver)
     return [
         sql if parameters is None else client.mogrify(sql, parameters)
-        for sql, parameters in deferred
+        for sql, parameters in statements
     ]
 
 
-def _one_query(driver: psycopg.AsyncConnection[Any], deferred: _Deferred) -> str:
+def one_query(driver: psycopg.AsyncConnection[Any], statements: Statements) -> str:
     """The statements as one query: their parameters bound by psycopg on the client
     (``ClientCursor.mogrify``, psycopg's own quoting), so that the simple query protocol sends
     them in one message, answered in one round trip (a pipeline did the same with a message,
     a flush and a wait per statement, which cost more than the round trips it saved)."""
-    return ";\n".join(_bound(driver, deferred))
+    return ";\n".join(bound_statements(driver, statements))
 
 
 def as_sqlalchemy_error(exc: psycopg.Error, sql: str) -> sa_exc.StatementError:
