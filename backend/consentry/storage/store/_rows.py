@@ -7,12 +7,12 @@ its statements are built once and run ``direct`` (``storage.db.direct``), past S
 execution: a get, a put, a delete and a refresh are one statement each. A namespace listing's
 depends on its prefix (one or none: two statements, built at import), a search's on its shape
 (a prefix or none, the kinds of the filter's conditions, a limit or none), built when first
-asked for and held (:func:`_search`). A search with more than :data:`MOST_DIRECT_CONDITIONS` conditions in SQL is
-built per call and runs through SQLAlchemy, so that whatever clients send, the shapes held stay
-at most 140 for the database served. Built and run
-through SQLAlchemy at each call, a search and a put cost 1.1–2.3 ms of CPU on SQLite and
-2.6–3.7 on PostgreSQL; run direct, 0.19–0.29 and 1.1–1.8 (``bench.store_calls``;
-``docs/performance.md``, "memory_flow")."""
+asked for and held (:func:`_search`). A search with more than :data:`MOST_DIRECT_CONDITIONS`
+conditions in SQL is built per call and runs through SQLAlchemy, so that whatever clients send,
+the shapes held stay at most 140 for the database served. Built and run through SQLAlchemy at
+each call, a search and a put cost 1.1–2.3 ms of CPU on SQLite and 2.6–3.7 on PostgreSQL; run
+direct, 0.19–0.29 and 1.1–1.8 (``bench.store_calls``; ``docs/performance.md``,
+"memory_flow")."""
 
 from __future__ import annotations
 
