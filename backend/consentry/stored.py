@@ -1,5 +1,6 @@
 """The stored data, as the development tools (``consentry_tools``: the benchmark and the kill
-trials) and the tests may reach it: the database handle, the tables and the checkpointer.
+trials) and the tests may reach it: the database handle, the tables, the checkpointer and the
+Store (``ItemStore``: ``bench.store_calls`` measures its calls).
 
 This is the one seam between the product and those tools (``.importlinter`` holds them to it):
 what they read to check the invariants on the stored data, and what they damage on purpose to
@@ -8,6 +9,7 @@ prove that the checks catch it. Nothing in the product imports this module.
 
 from __future__ import annotations
 
+from consentry.runtime.store import ItemStore
 from consentry.storage.checkpoints import ConsentrySaver
 from consentry.storage.db.database import Database, DbConnection, libpq_url
 from consentry.storage.tables import (
@@ -26,6 +28,7 @@ __all__ = [
     "ConsentrySaver",
     "Database",
     "DbConnection",
+    "ItemStore",
     "approvals",
     "audit",
     "effects",

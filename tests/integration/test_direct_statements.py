@@ -14,16 +14,14 @@ runs without a transaction."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 import pytest_asyncio
 import sqlalchemy as sa
-from sqlalchemy import Engine, event
 from sqlalchemy.exc import IntegrityError, StatementError
 
 from consentry.storage.checkpoints._drivers import run_on
@@ -39,6 +37,7 @@ from consentry.storage.db.direct import direct
 from consentry.storage.db.postgres_connection import PostgresConnection, refused_one_row_change
 from consentry.storage.tables import UTCDateTime
 from tests.postgres import PostgresCluster, create_tables
+from tests.statements_sent import postgres_round_trips, sent_by_sqlalchemy
 
 _metadata = sa.MetaData()
 _items = sa.Table(
@@ -109,23 +108,8 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
 @pytest.fixture
 def through_sqlalchemy(db: Database) -> Iterator[list[str]]:
     """The statements SQLAlchemy's execution ran (a direct one never reaches this hook)."""
-    with _sent_by_sqlalchemy(db._sqlite_writer._engine) as seen:  # type: ignore[union-attr]
+    with sent_by_sqlalchemy(db) as seen:
         yield seen
-
-
-@contextmanager
-def _sent_by_sqlalchemy(engine: Engine) -> Iterator[list[str]]:
-    """The first word of each statement SQLAlchemy's execution sends on ``engine``."""
-    seen: list[str] = []
-
-    def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        seen.append(statement.split()[0])
-
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
 
 
 async def _stored(db: Database) -> list[tuple[Any, ...]]:
@@ -254,28 +238,8 @@ async def pg(postgres: PostgresCluster) -> AsyncIterator[Database]:
 
 @pytest.fixture
 def round_trips(pg: Database, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """Every round trip psycopg makes from here on, as the first word of each statement it
-    sends (a message of several statements is one round trip)."""
-    seen: list[list[str]] = []
-    execute = psycopg.AsyncCursor.execute
-    commit, rollback = psycopg.AsyncConnection.commit, psycopg.AsyncConnection.rollback
-
-    async def executed(self: psycopg.AsyncCursor[Any], query: Any, *args: Any, **kw: Any) -> Any:
-        seen.append([statement.split()[0] for statement in str(query).split(";\n")])
-        return await execute(self, query, *args, **kw)
-
-    def ended(word: str, end: Any) -> Any:
-        async def ending(self: psycopg.AsyncConnection[Any]) -> None:
-            if self.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                seen.append([word])  # psycopg sends nothing when no transaction is open
-            await end(self)
-
-        return ending
-
-    monkeypatch.setattr(psycopg.AsyncCursor, "execute", executed)
-    monkeypatch.setattr(psycopg.AsyncConnection, "commit", ended("COMMIT", commit))
-    monkeypatch.setattr(psycopg.AsyncConnection, "rollback", ended("ROLLBACK", rollback))
-    return seen
+    """Every round trip psycopg makes on ``pg`` from here on."""
+    return postgres_round_trips(monkeypatch)
 
 
 async def test_on_postgres_unread_direct_statements_go_with_the_begin_and_commit_in_one_message(
@@ -363,16 +327,20 @@ async def test_on_postgres_a_statement_whose_result_is_read_goes_in_one_message(
     pg: Database, round_trips: list[list[str]]
 ) -> None:
     """Marked direct or not, a statement runs on psycopg (the one not marked compiled through
-    SQLAlchemy's cache), with what its transaction deferred."""
-    async with pg.write() as conn:
-        await execute_unread(conn, _INSERT_DIRECT, [_row("one"), _row("two")])
-        updated = await execute(conn, _UPDATE_RETURNING_DIRECT, {"p_name": "two"})
-        updated_rows = [tuple(row) for row in updated]
-        missed = await execute(conn, _UPDATE_RETURNING_DIRECT, {"p_name": "nobody"})
-    async with pg.read() as conn:
-        direct_rows = [tuple(row) for row in await execute(conn, _SELECT_DIRECT, {"p_kind": "k"})]
-    async with pg.read() as conn:
-        plain = [tuple(row) for row in await conn.execute(_SELECT_PLAIN, {"p_kind": "k"})]
+    SQLAlchemy's cache, never through its execution), with what its transaction deferred."""
+    with sent_by_sqlalchemy(pg) as through_sqlalchemy:
+        async with pg.write() as conn:
+            await execute_unread(conn, _INSERT_DIRECT, [_row("one"), _row("two")])
+            updated = await execute(conn, _UPDATE_RETURNING_DIRECT, {"p_name": "two"})
+            updated_rows = [tuple(row) for row in updated]
+            missed = await execute(conn, _UPDATE_RETURNING_DIRECT, {"p_name": "nobody"})
+        async with pg.read() as conn:
+            direct_rows = [
+                tuple(row) for row in await execute(conn, _SELECT_DIRECT, {"p_kind": "k"})
+            ]
+        async with pg.read() as conn:
+            plain = [tuple(row) for row in await conn.execute(_SELECT_PLAIN, {"p_kind": "k"})]
+    assert through_sqlalchemy == []
     assert round_trips == [
         ["BEGIN", "INSERT", "INSERT", "UPDATE"],  # the statement answers with its own rows
         ["UPDATE"],

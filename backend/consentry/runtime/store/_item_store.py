@@ -147,9 +147,7 @@ class ItemStore:
     ) -> Result:
         now = self._clock()
         if isinstance(op, GetOp):
-            found = (await _rows.get_items(conn, tenant, [(op.namespace, op.key)], now=now)).get(
-                (op.namespace, op.key)
-            )
+            found = await _rows.get_item(conn, tenant, op.namespace, op.key, now=now)
             if found is not None and found.ttl_minutes and self._refreshes(op.refresh_ttl):
                 refreshed.append(found)
             if found is None:

@@ -5,11 +5,12 @@ refreshed and swept in the caller's transaction (``_rows``). The store itself is
 from __future__ import annotations
 
 from consentry.storage.store._rows import (
+    MOST_DIRECT_CONDITIONS,
     ItemRow,
     candidates,
     delete_expired,
     delete_item,
-    get_items,
+    get_item,
     joined,
     namespaces,
     put_item,
@@ -17,11 +18,12 @@ from consentry.storage.store._rows import (
 )
 
 __all__ = [
+    "MOST_DIRECT_CONDITIONS",
     "ItemRow",
     "candidates",
     "delete_expired",
     "delete_item",
-    "get_items",
+    "get_item",
     "joined",
     "namespaces",
     "put_item",

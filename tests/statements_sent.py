@@ -1,0 +1,60 @@
+"""What a database is sent, for tests of how statements run: those SQLAlchemy's execution sends
+(a statement marked ``direct``, ``storage/db/direct/``, runs on the driver and never reaches that
+hook), and psycopg's round trips on PostgreSQL (several statements in one message are one)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import pytest
+from sqlalchemy import Engine, event
+
+from consentry.storage.db.database import Database
+
+__all__ = ["postgres_round_trips", "sent_by_sqlalchemy"]
+
+
+@contextmanager
+def sent_by_sqlalchemy(db: Database) -> Iterator[list[str]]:
+    """The first word of each statement SQLAlchemy's execution sends, on SQLite on ``db``'s
+    engine; on PostgreSQL on any (none runs a statement of ``db``'s: its connections run every
+    one on psycopg, ``storage/db/postgres_connection.py``)."""
+    engine: Any = Engine if db.is_postgres else db._sqlite_writer._engine  # type: ignore[union-attr]
+    seen: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        seen.append(statement.split()[0])
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+def postgres_round_trips(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """Every round trip psycopg makes from here on, as the first word of each statement it
+    sends (a message of several statements is one round trip)."""
+    seen: list[list[str]] = []
+    execute = psycopg.AsyncCursor.execute
+    commit, rollback = psycopg.AsyncConnection.commit, psycopg.AsyncConnection.rollback
+
+    async def executed(self: psycopg.AsyncCursor[Any], query: Any, *args: Any, **kw: Any) -> Any:
+        seen.append([statement.split()[0] for statement in str(query).split(";\n")])
+        return await execute(self, query, *args, **kw)
+
+    def ended(word: str, end: Any) -> Any:
+        async def ending(self: psycopg.AsyncConnection[Any]) -> None:
+            if self.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                seen.append([word])  # psycopg sends nothing when no transaction is open
+            await end(self)
+
+        return ending
+
+    monkeypatch.setattr(psycopg.AsyncCursor, "execute", executed)
+    monkeypatch.setattr(psycopg.AsyncConnection, "commit", ended("COMMIT", commit))
+    monkeypatch.setattr(psycopg.AsyncConnection, "rollback", ended("ROLLBACK", rollback))
+    return seen
