@@ -14,7 +14,7 @@ from sqlalchemy import Engine, event
 
 from consentry.storage.db.database import Database
 
-__all__ = ["postgres_round_trips", "sent_by_sqlalchemy"]
+__all__ = ["every_statement_sent", "postgres_round_trips", "sent_by_sqlalchemy"]
 
 
 @contextmanager
@@ -58,3 +58,27 @@ def postgres_round_trips(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     monkeypatch.setattr(psycopg.AsyncConnection, "commit", ended("COMMIT", commit))
     monkeypatch.setattr(psycopg.AsyncConnection, "rollback", ended("ROLLBACK", rollback))
     return seen
+
+
+@contextmanager
+def every_statement_sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The text of every statement sent from here on, on either database: through SQLAlchemy's
+    execution (any engine: SQLite's statements not marked ``direct``) and by psycopg (every
+    PostgreSQL message, whole)."""
+    seen: list[str] = []
+    execute = psycopg.AsyncCursor.execute
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        seen.append(statement)
+
+    async def executed(self: psycopg.AsyncCursor[Any], query: Any, *args: Any, **kw: Any) -> Any:
+        seen.append(str(query))
+        return await execute(self, query, *args, **kw)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(psycopg.AsyncCursor, "execute", executed)
+        event.listen(Engine, "before_cursor_execute", record)
+        try:
+            yield seen
+        finally:
+            event.remove(Engine, "before_cursor_execute", record)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from sqlalchemy import event
-from sqlalchemy.engine import Engine
+import pytest
+
+from tests.statements_sent import every_statement_sent
 
 
 async def test_racing_first_requests_of_a_new_user_create_one_default_project(
@@ -29,28 +30,20 @@ async def test_racing_first_requests_of_a_new_user_create_one_default_project(
 
 
 async def test_new_threads_of_an_owner_find_the_default_project_without_reading_it_again(
-    open_client: Any,
+    open_client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The default project is never deleted nor replaced, so a process reads it once per owner;
     each owner still gets their own."""
-    statements: list[str] = []
-
-    def seen(*args: Any) -> None:
-        statements.append(args[2])  # (conn, cursor, statement, ...)
-
     async with open_client(api_keys="ka=acme:alice,kb=acme:bob") as client:
         alice = {"Authorization": "Bearer ka"}
         bob = {"Authorization": "Bearer kb"}
         first = await client.post("/v1/chat", json={"message": "What is RAG?"}, headers=alice)
-        event.listen(Engine, "before_cursor_execute", seen)
-        try:
+        with every_statement_sent(monkeypatch) as statements:
             second = await client.post("/v1/chat", json={"message": "Why?"}, headers=alice)
             read_for_alice = [s for s in statements if "FROM projects" in s]
             statements.clear()
             bobs = await client.post("/v1/chat", json={"message": "What is RAG?"}, headers=bob)
             read_for_bob = [s for s in statements if "FROM projects" in s]
-        finally:
-            event.remove(Engine, "before_cursor_execute", seen)
         threads = [
             (await client.get(f"/v1/threads/{r.headers['X-Thread-Id']}", headers=h)).json()
             for r, h in ((first, alice), (second, alice), (bobs, bob))
