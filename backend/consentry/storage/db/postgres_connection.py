@@ -225,9 +225,14 @@ class PostgresConnection:
             )
 
     async def commit(self) -> None:
-        """Send what was deferred with the ``COMMIT`` (nothing when nothing was sent)."""
-        if not self._committed:
-            await self._flush(commit=True)
+        """Send what was deferred with the ``COMMIT`` (nothing when nothing was sent). A
+        transaction one of whose statements failed cannot commit (PostgreSQL would answer its
+        ``COMMIT`` with a rollback): that is an error, not a silent loss."""
+        if self._committed:
+            return
+        if self.driver.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+            raise RuntimeError("a transaction one of whose statements failed cannot commit")
+        await self._flush(commit=True)
 
     async def rollback(self) -> None:
         """Roll back what was sent; what was deferred is dropped."""
