@@ -41,11 +41,11 @@ BACKGROUND = frozenset(
 )
 """The tasks whose round trips are not a conversation's."""
 
-ROUND_TRIPS = {"message": 8, "decision": 12}
+ROUND_TRIPS = {"message": 8, "decision": 11}
 """A conversation's round trips on PostgreSQL, by request (at ``b88c483``: 10 and 16)."""
 WRITES = {"message": 7, "decision": 5}
 """Its write transactions that sent anything (a ``BEGIN``)."""
-CHECKOUTS = {"message": 7, "decision": 10}
+CHECKOUTS = {"message": 7, "decision": 9}
 """Its transactions: ``Database.read()``, ``write()`` and ``lease_write()`` handed out."""
 
 

@@ -13,6 +13,7 @@ before the commit: nothing of the step may be stored.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -20,7 +21,14 @@ import pytest
 import sqlalchemy as sa
 from langgraph.checkpoint.base import empty_checkpoint
 
-from consentry.storage.checkpoints import RUN_KEY, CheckpointFence, ConsentrySaver
+from consentry.storage.checkpoints import (
+    READ_KEY,
+    RUN_KEY,
+    CheckpointFence,
+    ConsentrySaver,
+    HeadRead,
+    TurnStart,
+)
 from consentry.storage.checkpoints import _operations as checkpoint_operations
 from consentry.storage.db.database import DbConnection
 from consentry.storage.leases import LeaseLostError
@@ -47,6 +55,7 @@ class _DiesBeforeCommit:
         self.keep_turns = run.keep_turns
         self.turn = run.turn
         self.new_thread = run.new_thread
+        self.head = run.head
 
     async def commit_step(self, write: Callable[[DbConnection], Awaitable[None]]) -> None:
         async def die_before_the_checkpoint(conn: DbConnection) -> None:
@@ -65,6 +74,24 @@ class _FailsAfterCommit(_DiesBeforeCommit):
             raise ProcessDiedError
 
         await self._run.commit_step(write_then_fail)
+
+
+@dataclass(eq=False)  # kept by identity, as a run's own (``ConsentrySaver._held``)
+class _Committer:
+    """A run's committer as a test makes it (``StepCommitter``): its checkpoints fenced by
+    ``fence``, each step in a transaction of ``db``'s of its own."""
+
+    fence: CheckpointFence
+    db: Any
+    head: HeadRead | None = None
+    latest_only: bool = True
+    keep_turns: bool = False
+    turn: TurnStart | None = None
+    new_thread: bool = False
+
+    async def commit_step(self, write: Callable[[DbConnection], Awaitable[None]]) -> None:
+        async with self.db.write() as conn:
+            await write(conn)
 
 
 def _answered(checkpoint: Any) -> bool:
@@ -189,20 +216,8 @@ async def test_a_checkpoint_written_under_a_lease_that_moved_on_is_refused_and_n
     before = await saver.aget_tuple(config)
     assert before is not None
 
-    class EndedRun:
-        """The committer of the run that ended: the thread has no active run any more."""
-
-        fence = CheckpointFence(thread_id, run_id, 1)
-        latest_only = True
-        keep_turns = False
-        turn = None
-        new_thread = False
-
-        async def commit_step(self, write: Callable[[DbConnection], Awaitable[None]]) -> None:
-            async with db.write() as conn:
-                await write(conn)
-
-    stale = {**before.config["configurable"], RUN_KEY: EndedRun()}
+    ended_run = _Committer(CheckpointFence(thread_id, run_id, 1), db)  # no active run any more
+    stale = {**before.config["configurable"], RUN_KEY: ended_run}
     with pytest.raises(LeaseLostError):
         await saver.aput({"configurable": stale}, empty_checkpoint(), {"step": 99}, {})
 
@@ -210,6 +225,45 @@ async def test_a_checkpoint_written_under_a_lease_that_moved_on_is_refused_and_n
     assert after is not None
     assert after.config == before.config
     assert after.checkpoint == before.checkpoint
+
+
+async def test_a_runs_first_read_of_its_threads_newest_checkpoint_is_answered_with_a_kept_read(
+    client: httpx.AsyncClient, db_url: str
+) -> None:
+    """A read with a ``HeadRead`` in its config keeps the rows of the newest checkpoint; a run
+    given it (``StepCommitter.head``) has its first read of the newest checkpoint answered with
+    them, decoded again (equal, nothing shared), without a statement: the thread's checkpoints
+    are deleted before it, and still it finds the kept one. Its next read reads (nothing now),
+    and a run whose first read is of a given checkpoint reads that and drops the kept rows."""
+    events = await chat(client, {"message": QUESTION})
+    thread_id, run_id = events[0].thread_id, events[0].run_id
+    db = client.services.db  # type: ignore[attr-defined]
+    saver = ConsentrySaver(db, database_url=db_url)
+    kept = HeadRead(thread_id)
+    read = await saver.aget_tuple({"configurable": {"thread_id": thread_id, READ_KEY: kept}})
+    assert read is not None
+    assert kept.rows
+    read_id = read.config["configurable"]["checkpoint_id"]
+    await saver.adelete_thread(thread_id)
+
+    fence = CheckpointFence(thread_id, run_id, 1)
+    run, other = _Committer(fence, db, head=kept), _Committer(fence, db, head=kept)
+    config: Any = {"configurable": {"thread_id": thread_id, RUN_KEY: run}}
+    first = await saver.aget_tuple(config)
+    again = await saver.aget_tuple(config)
+    given: Any = {"configurable": {**config["configurable"], RUN_KEY: other}}
+    given["configurable"]["checkpoint_id"] = read_id
+    older = await saver.aget_tuple(given)
+    after = await saver.aget_tuple({"configurable": {**given["configurable"], "checkpoint_id": ""}})
+
+    assert first == read
+    assert first is not None
+    assert first.checkpoint is not read.checkpoint
+    assert first.metadata is not read.metadata
+    assert first.pending_writes is not read.pending_writes
+    assert (run.head, run.turn) == (None, TurnStart(read_id))
+    assert again is None
+    assert (older, after, other.head) == (None, None, None)
 
 
 async def test_pending_writes_are_fenced_and_each_key_keeps_the_value_the_graph_gave_last(
@@ -227,14 +281,8 @@ async def test_pending_writes_are_fenced_and_each_key_keeps_the_value_the_graph_
     assert saved is not None
 
     def under(token: int) -> Any:
-        class Run:
-            fence = CheckpointFence(thread_id, run_id, token)
-            latest_only = True
-            keep_turns = False
-            turn = None
-            new_thread = False
-
-        return {"configurable": {**saved.config["configurable"], RUN_KEY: Run()}}
+        run = _Committer(CheckpointFence(thread_id, run_id, token), db)
+        return {"configurable": {**saved.config["configurable"], RUN_KEY: run}}
 
     with pytest.raises(LeaseLostError):
         await saver.aput_writes(under(1), [("__error__", "stale")], "task-1")
@@ -259,13 +307,13 @@ async def test_a_thread_created_with_its_run_is_not_read_before_the_run_writes_i
     """A new conversation's thread cannot have a checkpoint yet: its run does not read one (a
     transaction and a round trip saved). The next message on it reads what the first wrote."""
     read: list[str] = []
-    real = checkpoint_operations.get_tuple
+    real = checkpoint_operations.get_rows
 
-    def get_tuple(*args: Any, **kwargs: Any) -> Any:
+    def get_rows(*args: Any, **kwargs: Any) -> Any:
         read.append(kwargs["thread_id"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(checkpoint_operations, "get_tuple", get_tuple)
+    monkeypatch.setattr(checkpoint_operations, "get_rows", get_rows)
     first = await chat(client, {"message": QUESTION})
     thread_id = first[0].thread_id
     assert read == []

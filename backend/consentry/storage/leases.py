@@ -6,6 +6,11 @@ owner's heartbeat renews it), and increments the thread's ``fencing_token``. Eve
 the run (its events, its end) is checked against that token, so a process that lost its lease (it
 stalled, and another took the run over) cannot store anything more for it:
 :class:`LeaseLostError`.
+
+Whatever else lets the thread's graph state be written moves the token on too (a takeover, a
+worker taking a queued run, a state update made outside a run: ``threads.hold_thread``), so a
+claim whose token is the one a request read plus one is the first such change since that read
+(:meth:`Claim.follows`).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from consentry.storage.tables import runs, threads
 __all__ = [
     "Claim",
     "LeaseLostError",
+    "ThreadVersion",
     "UnfinishedRun",
     "claim_thread",
     "earliest_lease_expiry",
@@ -48,11 +54,28 @@ class LeaseLostError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class ThreadVersion:
+    """A thread's row as a request read it: which row (a deleted thread's id may be taken
+    again) and its fencing token."""
+
+    created_at: datetime
+    fencing_token: int
+
+
+@dataclass(frozen=True, slots=True)
 class Claim:
     """A thread claimed for a run: the seq before its reservation, and the run's fencing token."""
 
     last_seq: int
     fencing_token: int
+    created_at: datetime | None = None
+    """When the claimed thread was created (None: not told)."""
+
+    def follows(self, read: ThreadVersion) -> bool:
+        """Nothing else let the thread's graph state be written between the read of its row
+        ``read`` and this claim: no other run claimed or took it over, no state update was
+        made, and it is the same thread (not one made again under a deleted one's id)."""
+        return self.fencing_token == read.fencing_token + 1 and self.created_at == read.created_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +145,7 @@ def _claim_thread(expected: tuple[str, ...]) -> sa.Update:
             updated_at=sa.bindparam("p_now"),
             assistant_id=sa.bindparam("p_assistant"),
         )
-        .returning(threads.c.last_seq, threads.c.fencing_token)
+        .returning(threads.c.last_seq, threads.c.fencing_token, threads.c.created_at)
     )
 
 
@@ -175,7 +198,11 @@ async def claim_thread(
     row = result.first()
     if row is None:
         return None
-    return Claim(last_seq=int(row.last_seq) - reserve, fencing_token=int(row.fencing_token))
+    return Claim(
+        last_seq=int(row.last_seq) - reserve,
+        fencing_token=int(row.fencing_token),
+        created_at=row.created_at,
+    )
 
 
 async def extend_reservation(

@@ -9,6 +9,7 @@ write lock.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ __all__ = [
     "copy_thread",
     "delete_runs",
     "delete_thread",
+    "get_rows",
     "get_tuple",
     "head_id",
     "list_tuples",
@@ -44,6 +46,7 @@ __all__ = [
     "put_checkpoint",
     "put_held_writes",
     "put_writes",
+    "tuple_of",
 ]
 
 
@@ -259,16 +262,38 @@ def get_tuple(
     checkpoint_ns: str,
     checkpoint_id: str | None,
 ) -> Operation:
+    rows = yield from get_rows(
+        sql, thread_id=thread_id, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
+    )
+    return tuple_of(serde, rows)
+
+
+def get_rows(
+    sql: CheckpointSql, *, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
+) -> Operation:
+    """The rows of one checkpoint (the newest, without ``checkpoint_id``) and of its pending
+    writes, as read (``CheckpointSql.get_one``): :func:`tuple_of` decodes them."""
     if checkpoint_id:
         found = yield Query(sql.get_one, (thread_id, checkpoint_ns, checkpoint_id))
     else:
         found = yield Query(sql.get_latest, (thread_id, checkpoint_ns))
-    if not found.rows:
+    return found.rows
+
+
+def tuple_of(
+    serde: SerializerProtocol, rows: list[tuple[Any, ...]], *, again: bool = False
+) -> CheckpointTuple | None:
+    """The checkpoint :func:`get_rows` read (None: there was none). ``again``: the rows were
+    decoded before; the metadata PostgreSQL's driver gives as a dict is copied, so the two
+    tuples share nothing (the rest is decoded anew from bytes and strings)."""
+    if not rows:
         return None
-    first, *writes = found.rows  # the checkpoint, then its writes (``CheckpointSql.get_one``)
-    return _checkpoint_tuple(
-        serde, first[1 : 1 + _CHECKPOINT_WIDTH], _pending_writes(serde, [w[-6:] for w in writes])
-    )
+    first, *writes = rows  # the checkpoint, then its writes (``CheckpointSql.get_one``)
+    row = first[1 : 1 + _CHECKPOINT_WIDTH]
+    found = _checkpoint_tuple(serde, row, _pending_writes(serde, [w[-6:] for w in writes]))
+    if again and isinstance(row[-1], dict):  # the row's own metadata (PostgreSQL)
+        return found._replace(metadata=copy.deepcopy(found.metadata))
+    return found
 
 
 def list_tuples(

@@ -21,7 +21,8 @@ own, opened on first use. Nothing here is fenced or batched without a run's comm
 
 The class keeps LangGraph's methods; what they write is made by its siblings: a checkpoint's row
 (``_serialized``), a task's pending writes and which of a run's are held (``_pending``), and the
-synchronous methods' connection (``_sync_connection``).
+synchronous methods' connection (``_sync_connection``), and the newest checkpoint a read before
+a run's claim kept for the run's first read (``_head_read``).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from consentry.storage.checkpoints import _operations as ops
 from consentry.storage.checkpoints._drivers import run_on
+from consentry.storage.checkpoints._head_read import READ_KEY, HeadRead
 from consentry.storage.checkpoints._in_transaction import InTransaction
 from consentry.storage.checkpoints._operations import CheckpointFence, Droppable, Operation
 from consentry.storage.checkpoints._pending import WriteRows, holds, put_task_writes, write_rows
@@ -69,7 +71,16 @@ from consentry.storage.checkpoints._turns import (
 )
 from consentry.storage.db.database import Database, DbConnection
 
-__all__ = ["FORK_MARK", "RUN_KEY", "RUN_MARK", "ConsentrySaver", "StepCommitter", "TurnStart"]
+__all__ = [
+    "FORK_MARK",
+    "READ_KEY",
+    "RUN_KEY",
+    "RUN_MARK",
+    "ConsentrySaver",
+    "HeadRead",
+    "StepCommitter",
+    "TurnStart",
+]
 
 RUN_KEY = "__consentry_run__"
 """The ``configurable`` key of a run's ``StepCommitter`` (``__``-prefixed: LangGraph keeps it out
@@ -89,6 +100,10 @@ class StepCommitter(Protocol):
     """The run's thread was created with the run: until the run writes, the thread has no
     checkpoint to read (the saver answers without a read, and clears it at the run's first
     write)."""
+    head: HeadRead | None
+    """The thread's newest checkpoint as read before the run's claim, when nothing can have
+    written the thread since: the run's first read is answered with it (``_head_read``), and
+    clears it."""
 
     async def commit_step(self, write: Callable[[DbConnection], Awaitable[None]]) -> None:
         """Open the step's write transaction, ``write(conn)`` the checkpoint in it, add what else
@@ -116,15 +131,29 @@ class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
     # -- async: the server's ------------------------------------------------------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        run: StepCommitter | None = config["configurable"].get(RUN_KEY)
-        if run is not None and config["configurable"].get("thread_id") != run.fence.thread_id:
+        configurable = config["configurable"]
+        run: StepCommitter | None = configurable.get(RUN_KEY)
+        if run is not None and configurable.get("thread_id") != run.fence.thread_id:
             run = None  # another thread's read in the run (its graph reads another thread)
         if run is not None and run.new_thread:
             run.turn = run.turn or TurnStart(None)
             return None  # a thread created with its run: nothing to read before it writes
-        async with self._db.read() as conn:
-            found = cast(CheckpointTuple | None, await run_on(conn, self._get_tuple(config)))
-        if run is not None and run.turn is None and is_head_read(config):
+        newest = is_head_read(config)
+        read_before: HeadRead | None = None
+        if run is not None:
+            read_before, run.head = run.head, None  # for the run's first read only
+        # What a read before the run's claim found, when nothing can have written since
+        # (``_head_read``): the rows, decoded again.
+        kept = read_before.rows if newest and read_before is not None else None
+        rows = kept
+        if rows is None:
+            async with self._db.read() as conn:
+                rows = await run_on(conn, self._get_rows(config))
+        found = ops.tuple_of(self.serde, rows, again=kept is not None)
+        keeps: HeadRead | None = configurable.get(READ_KEY)
+        if newest and keeps is not None and keeps.thread_id == configurable.get("thread_id"):
+            keeps.rows = rows  # for the run that starts from it
+        if run is not None and run.turn is None and newest:
             run.turn = turn_start(found)  # the run's first read of its thread
         return found
 
@@ -343,10 +372,13 @@ class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
         return f"{number + 1:032}.{random.random():016}"
 
     def _get_tuple(self, config: RunnableConfig) -> Operation:
+        rows = yield from self._get_rows(config)
+        return ops.tuple_of(self.serde, rows)
+
+    def _get_rows(self, config: RunnableConfig) -> Operation:
         configurable = config["configurable"]
-        return ops.get_tuple(
+        return ops.get_rows(
             self._sql,
-            self.serde,
             thread_id=str(configurable["thread_id"]),
             checkpoint_ns=configurable.get("checkpoint_ns", ""),
             checkpoint_id=get_checkpoint_id(config),

@@ -17,11 +17,16 @@ async def hold_thread(
     conn: DbConnection, owner: Principal, row: ThreadRecord, *, idle_at: datetime | None
 ) -> bool:
     """Hold the owner's thread ``row`` in ``conn``'s transaction while it is as read: no run
-    active, none claimed since (its ``last_seq``). With ``idle_at``, it becomes ``idle`` (its
-    consents were closed) then; else nothing changes. False: it is not as read."""
+    active, none claimed since (its ``last_seq``). With ``idle_at`` (its graph state is
+    updated), it becomes ``idle`` (its consents were closed) then, and its fencing token moves
+    on (``leases.Claim.follows``); else nothing changes. False: it is not as read."""
     changes: dict[str, object] = {"updated_at": threads.c.updated_at}  # a no-op: a row lock
     if idle_at is not None:
-        changes = {"status": "idle", "updated_at": idle_at}
+        changes = {
+            "status": "idle",
+            "updated_at": idle_at,
+            "fencing_token": threads.c.fencing_token + 1,
+        }
     held = await conn.execute(
         threads.update()
         .where(

@@ -69,7 +69,7 @@ from consentry.schemas.events import (
     RunStartedEvent,
     Trigger,
 )
-from consentry.storage.checkpoints import CheckpointFence, ConsentrySaver
+from consentry.storage.checkpoints import CheckpointFence, ConsentrySaver, HeadRead
 from consentry.storage.db.database import Database, DbConnection
 from consentry.storage.leases import Claim, LeaseLostError
 from consentry.storage.runs import ROLL_BACK
@@ -197,11 +197,14 @@ class RunExecutor:
         graph_inputs: list[GraphInput],
         resumed: frozenset[str] = frozenset(),
         new_thread: bool = False,
+        head: HeadRead | None = None,
         options: RunOptions | None = None,
     ) -> ActiveRun:
         """Start the run as a task. ``resumed``: the nodes that asked the consents its input
         answers (their first step gets the trigger's ``RESUMED_LABELS`` label). ``new_thread``:
-        the thread was created with the run (its graph has no checkpoint to read)."""
+        the thread was created with the run (its graph has no checkpoint to read). ``head``:
+        the thread's newest checkpoint as read before the run's claim, when nothing can have
+        written the thread since (its graph's first read is answered with it)."""
         events = RunEventStream(
             thread_id=thread_id,
             run_id=run_id,
@@ -251,6 +254,7 @@ class RunExecutor:
             latest_only=spec.name in self._latest_only,
             keep_turns=self._keep_turns,
             new_thread=new_thread,
+            head=head,
         )
         self._active[thread_id] = run
         self.leases.track(run_id)

@@ -48,7 +48,7 @@ from consentry.storage import events as events_repo
 from consentry.storage import leases as leases_repo
 from consentry.storage import runs as runs_repo
 from consentry.storage import threads as threads_repo
-from consentry.storage.checkpoints import RUN_KEY, ConsentrySaver
+from consentry.storage.checkpoints import READ_KEY, RUN_KEY, ConsentrySaver, HeadRead
 from consentry.storage.db.database import Database
 from consentry.storage.leases import LeaseLostError
 from consentry.storage.transcript import TranscriptEntry
@@ -92,8 +92,12 @@ class GraphStreamer:
         return graph
 
     async def position(self, spec: GraphSpec, thread_id: str) -> GraphPosition:
-        """Where the thread's graph stands, from one checkpoint read."""
-        state = await self.graph(spec.name).aget_state(_config(thread_id))
+        """Where the thread's graph stands, from one checkpoint read (kept for the run that
+        starts from it: ``GraphPosition.checkpoint``)."""
+        config = _config(thread_id)
+        read = HeadRead(thread_id)
+        config["configurable"][READ_KEY] = read
+        state = await self.graph(spec.name).aget_state(config)
         metadata: Mapping[str, Any] = state.metadata or {}
         written_by, input_index = metadata.get(RUN_MARK), metadata.get(INPUT_MARK)
         return GraphPosition(
@@ -105,6 +109,7 @@ class GraphStreamer:
             asking=frozenset(task.name for task in state.tasks if task.interrupts),
             written_by=written_by if isinstance(written_by, str) else None,
             input_index=input_index if isinstance(input_index, int) else None,
+            checkpoint=read if read.rows is not None else None,
         )
 
     async def forget_answer(self, spec: GraphSpec, thread_id: str, interrupt_id: str) -> bool:

@@ -20,7 +20,7 @@ from consentry.runtime.runs.execute._run_options import RunOptions
 from consentry.runtime.runs.execute._step_batching import ProgressBatcher
 from consentry.schemas.chat import ConsentPolicy
 from consentry.schemas.events import ConsentEvent, TerminalReason, Trigger
-from consentry.storage.checkpoints import RUN_MARK
+from consentry.storage.checkpoints import RUN_MARK, HeadRead
 from consentry.storage.db.database import DbConnection
 from consentry_graphs.registry import GraphSpec
 from consentry_graphs.services import GraphServices
@@ -158,6 +158,9 @@ class GraphPosition:
     """The run whose graph input wrote the newest checkpoint (``RUN_MARK``), if any."""
     input_index: int | None = None
     """Which of that run's graph inputs (0, 1, ...) it was."""
+    checkpoint: HeadRead | None = field(default=None, compare=False, repr=False)
+    """The checkpoint it was read from, for the first read of the run that starts from it
+    (``Launcher.launch``); None when the graph's saver is not Consentry's."""
 
 
 NOWHERE = GraphPosition(waiting=frozenset(), unfinished=False)

@@ -29,7 +29,7 @@ from typing import Protocol
 
 from consentry.runtime.outgoing import OutgoingEvent
 from consentry.runtime.runs.execute._event_stream import RunEventStream
-from consentry.storage.checkpoints import CheckpointFence, TurnStart
+from consentry.storage.checkpoints import CheckpointFence, HeadRead, TurnStart
 from consentry.storage.db.database import Database, DbConnection
 from consentry.storage.leases import LeaseLostError
 
@@ -63,11 +63,12 @@ class ProgressBatcher:
         latest_only: bool,
         keep_turns: bool = False,
         new_thread: bool = False,
+        head: HeadRead | None = None,
         delay: float = PROGRESS_DELAY_SECONDS,
     ) -> None:
         """``store(conn, rows)``: insert the run's events in the caller's transaction. ``fence``,
-        ``latest_only``, ``keep_turns`` and ``new_thread``: what the run's checkpointer is told
-        (``StepCommitter``)."""
+        ``latest_only``, ``keep_turns``, ``new_thread`` and ``head``: what the run's
+        checkpointer is told (``StepCommitter``)."""
         self._events = events
         self._store_in = store
         self._db = db
@@ -76,6 +77,7 @@ class ProgressBatcher:
         self.keep_turns = keep_turns
         self.turn: TurnStart | None = None
         self.new_thread = new_thread
+        self.head = head
         self._delay = delay
         self._lock = asyncio.Lock()
         self._timer: asyncio.TimerHandle | None = None

@@ -13,7 +13,13 @@ from uuid import uuid4
 from consentry.errors import ConflictError, InvalidRequestError
 from consentry.principal import Principal
 from consentry.runtime.consents import ExpiryAlarm, recorded_decisions
-from consentry.runtime.runs.execute import ActiveRun, ClaimHold, GraphInput, load_inputs
+from consentry.runtime.runs.execute import (
+    NOWHERE,
+    ActiveRun,
+    ClaimHold,
+    GraphInput,
+    load_inputs,
+)
 from consentry.runtime.runs.recover._dead_runs import (
     Recovery,
     close_dead_run,
@@ -115,6 +121,7 @@ async def retry_failed_run(
     when its graph never got its inputs (``_continuation``); 409 ``nothing_to_retry``."""
     refuse_if_running(target)
     inputs: list[GraphInput] = []
+    position = NOWHERE
     if target.last_reason == "failed":
         position = await launcher.executor.position(target.spec, target.thread_id)
         async with launcher.db.read() as conn:
@@ -135,4 +142,4 @@ async def retry_failed_run(
             code="nothing_to_retry",
             details={"thread_id": target.thread_id, "last_reason": target.last_reason},
         )
-    return await launcher.continue_with(owner, target, inputs, "retry", key)
+    return await launcher.continue_with(owner, target, inputs, "retry", key, position=position)

@@ -93,7 +93,9 @@ async def start_decisions(
     ):
         remaining = continuation(position, recorded, run_id=None, inputs=None)
         if remaining:
-            return await launcher.continue_with(owner, target, remaining, "resume", key)
+            return await launcher.continue_with(
+                owner, target, remaining, "resume", key, position=position
+            )
     if not pending and all(row is None for row in rows):
         raise ConflictError(
             "This thread has no pending consent to decide.",
@@ -136,7 +138,14 @@ async def start_decisions(
         claim = await launcher.claim(conn, owner, target, run_id, "resume", now, [command], key)
     launcher.count_decisions(list(zip(checked, decisions, strict=True)), now)
     return await launcher.launch(
-        owner, target, run_id, claim, "resume", [command], resumed=position.asking
+        owner,
+        target,
+        run_id,
+        claim,
+        "resume",
+        [command],
+        resumed=position.asking,
+        position=position,
     )
 
 
@@ -209,7 +218,14 @@ async def _expire_in(
             raise _ThreadBusyError  # roll the expiry back: it happens when the thread is free
     launcher.metrics.expired(row.kind)
     return await launcher.launch(
-        owner, target, run_id, claim, "expiry", [command], resumed=position.asking
+        owner,
+        target,
+        run_id,
+        claim,
+        "expiry",
+        [command],
+        resumed=position.asking,
+        position=position,
     )
 
 

@@ -16,9 +16,11 @@ from consentry.runtime.clock import Clock
 from consentry.runtime.guards import refuse_if_tenant_at_cap
 from consentry.runtime.replicas import EventNotifications, FollowedRun
 from consentry.runtime.runs.execute import (
+    NOWHERE,
     ActiveRun,
     ClaimHold,
     GraphInput,
+    GraphPosition,
     RunExecutor,
     checkpoint_transcript,
     dump_inputs,
@@ -144,15 +146,17 @@ class Launcher:
         inputs: list[GraphInput],
         trigger: Trigger,
         key: ClaimHold | None,
+        *,
+        position: GraphPosition = NOWHERE,
     ) -> ActiveRun:
         """Claim the thread for a run that continues a stopped one with ``inputs``, and launch
-        it."""
+        it (from ``position``, as :meth:`launch`)."""
         run_id = run_id_for(key)
         async with self.db.write() as conn:
             claim = await self.claim(
                 conn, owner, target, run_id, trigger, self.clock(), inputs, key
             )
-        return await self.launch(owner, target, run_id, claim, trigger, inputs)
+        return await self.launch(owner, target, run_id, claim, trigger, inputs, position=position)
 
     async def launch(
         self,
@@ -164,9 +168,16 @@ class Launcher:
         inputs: list[GraphInput],
         *,
         resumed: frozenset[str] = frozenset(),
+        position: GraphPosition = NOWHERE,
     ) -> ActiveRun:
         """Execute the claimed run here, or (an API-only replica) queue it for a worker.
-        ``resumed``: the nodes that asked the consents its inputs answer."""
+        ``resumed``: the nodes that asked the consents its inputs answer. ``position``: where
+        the thread's graph stood when this request read it (after the thread's row,
+        ``target.version``). When the claim is the first change of that row since
+        (``Claim.follows``), nobody else can have written the thread's checkpoints in between
+        (a run writes them under its lease, a state update moves the token on, a thread made
+        again is another row) nor can after it: the run's graph starts from that read instead
+        of reading the checkpoint again (``storage.checkpoints._head_read``)."""
         if self._queue_for is not None:
             async with self.db.write() as conn:
                 await runs_repo.queue_run(
@@ -191,6 +202,9 @@ class Launcher:
             graph_inputs=inputs,
             resumed=resumed,
             new_thread=target.is_new,
+            head=position.checkpoint
+            if target.version is not None and claim.follows(target.version)
+            else None,
             options=target.run_options,
         )
 

@@ -119,9 +119,9 @@ async def _continue(
         )
     if recorded:  # as the decision's own run would have
         return await launcher.continue_with(
-            owner, target, [Command(resume=recorded)], "resume", key
+            owner, target, [Command(resume=recorded)], "resume", key, position=position
         )
-    return await launcher.continue_with(owner, target, [None], "message", key)
+    return await launcher.continue_with(owner, target, [None], "message", key, position=position)
 
 
 async def _created_meanwhile(
@@ -186,7 +186,7 @@ async def _start(
         # stale facts (e.g. cancelling a consent that was asked a moment ago).
         claim = await launcher.claim(conn, owner, target, run_id, "message", now, inputs, key)
     launcher.count_decisions(settled.closed, now)
-    return await launcher.launch(owner, target, run_id, claim, "message", inputs)
+    return await launcher.launch(owner, target, run_id, claim, "message", inputs, position=position)
 
 
 async def _before_message(

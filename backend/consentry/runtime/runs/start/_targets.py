@@ -19,6 +19,7 @@ from consentry.storage import notes as notes_repo
 from consentry.storage import projects as projects_repo
 from consentry.storage import threads as threads_repo
 from consentry.storage.db.database import Database, DbConnection
+from consentry.storage.leases import ThreadVersion
 from consentry.storage.threads import ThreadRecord
 from consentry_graphs.registry import GraphSpec
 
@@ -50,6 +51,8 @@ class RunTarget:
     """What the run gets beside its input: the request's (checked), else the thread's."""
     assistant_id: str | None = None
     """The owner's assistant the run is on (``threads.assistant_id``; None: its graph's own)."""
+    version: ThreadVersion | None = None
+    """The thread's row as this request read it (None: a new thread)."""
 
     @property
     def stopped_half_way(self) -> bool:
@@ -255,6 +258,7 @@ class RunTargets:
             never_ran=row.never_ran,
             run_options=RunOptions.for_thread(self.spec(graph or row.graph), row.run_options),
             assistant_id=row.assistant_id,
+            version=ThreadVersion(row.created_at, row.fencing_token),
         )
 
     def spec(self, name: str) -> GraphSpec:
