@@ -1,4 +1,4 @@
-"""``storage.db.postgres_connection``: a PostgreSQL transaction on psycopg's pool is committed
+"""``storage.db.postgres_pool``: a PostgreSQL transaction on Consentry's pool is committed
 when its block ends, rolled back when the block raises, and its connection always back in the
 pool, even when the caller is cancelled while the commit is in flight (the commit completes, or
 fails, then the cancellation is raised).
@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import pytest_asyncio
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from consentry.storage.db.database import Database, execute_unread
+from consentry.storage.db import idle_checks
+from consentry.storage.db.database import Database, execute_unread, is_database_unavailable
 from consentry.storage.db.direct import direct
 from consentry.storage.db.postgres_connection import PostgresConnection
+from consentry.storage.db.postgres_pool import PoolClosedError
 from tests.postgres import PostgresCluster, create_tables
 
 WAIT_SECONDS = 10.0
@@ -123,3 +126,98 @@ async def test_a_caller_cancelled_during_the_commit_returns_once_it_completed(
         assert isinstance(raised.value.__cause__, IntegrityError)
     assert await _names(pg) == ["committed"]
     assert _checked_out(pg) == 0
+
+
+async def test_a_caller_cancelled_while_its_idle_connection_is_checked_loses_no_connection(
+    pg: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert await _names(pg) == []  # one connection, now idle
+    checking, never = asyncio.Event(), asyncio.Event()
+
+    async def hung_check(_driver: Any) -> None:
+        checking.set()
+        await never.wait()
+
+    monkeypatch.setattr(idle_checks, "IDLE_CHECK_SECONDS", 0.0)
+    monkeypatch.setattr(idle_checks, "check", hung_check)
+    reader = asyncio.create_task(_names(pg))
+    async with asyncio.timeout(WAIT_SECONDS):
+        await checking.wait()
+        reader.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reader
+    monkeypatch.undo()
+    assert pg._pool is not None
+    assert pg._pool.sizes == (0, 0)  # the connection being checked was closed, not lost
+    assert await _names(pg) == []  # a new one serves
+
+
+async def test_a_statement_that_cannot_be_sent_loses_nothing_deferred_before_it(
+    pg: Database,
+) -> None:
+    """What was deferred goes with the next statement's message, built before anything is taken:
+    a value psycopg cannot send fails that statement alone, before anything is sent."""
+    async with pg.write() as conn:
+        await execute_unread(conn, _INSERT, {"name": "deferred"})
+        with pytest.raises(Exception, match="cannot adapt"):
+            await conn.execute(_INSERT, {"name": object()})
+        await execute_unread(conn, _INSERT, {"name": "after"})
+    assert sorted(await _names(pg)) == ["after", "deferred"]
+    assert _checked_out(pg) == 0
+
+
+async def test_a_transaction_whose_statement_failed_cannot_commit(pg: Database) -> None:
+    """PostgreSQL answers the COMMIT of a failed transaction with a rollback: a caller that
+    carries on after the failure gets an error, not a silent loss."""
+
+    async def carry_on_after_a_failure() -> None:
+        async with pg.write() as conn:
+            await execute_unread(conn, _INSERT, {"name": "twice"})
+            with pytest.raises(IntegrityError):
+                await conn.execute(_INSERT, {"name": "twice"})
+
+    with pytest.raises(RuntimeError, match="cannot commit"):
+        await carry_on_after_a_failure()
+    assert await _names(pg) == []
+    assert _checked_out(pg) == 0
+
+
+async def test_a_transaction_asked_for_once_the_database_is_closed_is_an_outage(
+    pg: Database,
+) -> None:
+    await pg.close()
+    with pytest.raises(PoolClosedError) as refused:
+        async with pg.read():
+            pass
+    assert is_database_unavailable(refused.value)  # a 503, not a 500
+
+
+async def test_a_connection_given_back_goes_to_the_transaction_that_waited_longest(
+    postgres: PostgresCluster,
+) -> None:
+    db = Database(postgres.new_database(), pool_size=1)  # three connections at most
+    await db.open()
+    served: list[str] = []
+    release = asyncio.Event()
+
+    async def hold() -> None:
+        async with db.read():
+            await release.wait()
+
+    async def wait_then_read(name: str) -> None:
+        async with db.read():
+            served.append(name)
+
+    try:
+        holders = [asyncio.create_task(hold()) for _ in range(3)]
+        await asyncio.sleep(0.2)  # every connection taken
+        first = asyncio.create_task(wait_then_read("first"))
+        await asyncio.sleep(0.05)
+        second = asyncio.create_task(wait_then_read("second"))
+        await asyncio.sleep(0.05)
+        release.set()
+        async with asyncio.timeout(WAIT_SECONDS):
+            await asyncio.gather(*holders, first, second)
+        assert served == ["first", "second"]
+    finally:
+        await db.close()

@@ -521,7 +521,7 @@ async def test_the_writers_first_transaction_is_atomic(tmp_path: Path) -> None:
 
 
 async def test_a_read_transaction_cannot_write(db: Database) -> None:
-    """On PostgreSQL a read's statements run without a transaction (``direct.NO_TRANSACTION``):
+    """On PostgreSQL a read's statements run without a transaction (``postgres_connection``):
     SQLite's readers refuse writes, so a read that writes fails in every test."""
     with pytest.raises(OperationalError, match="readonly"):
         async with db.read() as conn:

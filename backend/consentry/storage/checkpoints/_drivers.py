@@ -75,11 +75,18 @@ async def run_async(
     commit: bool = False,
 ) -> Any:
     """Run ``operation`` on an async psycopg connection, in the caller's transaction.
-    ``before``: statements with their values bound (``direct.deferred_sql_on_postgres``) sent in
-    one message with the operation's first statement. ``commit``: when that statement is also
-    its last (``Query.last``), the transaction's ``COMMIT`` goes in the message too."""
+    ``before``: statements with their values bound (``PostgresConnection.take_deferred``) sent in
+    one message with the operation's first statement (on their own if it makes none).
+    ``commit``: when that statement is also its last (``Query.last``), the transaction's
+    ``COMMIT`` goes in the message too."""
     try:
         query = next(operation)
+    except StopIteration as done:
+        if before:  # taken from the transaction: sent, not lost
+            async with AnsweringCursor(connection) as cursor:
+                await cursor.execute(";\n".join(before))
+        return done.value
+    try:
         while True:
             async with AnsweringCursor(connection, row_factory=tuple_row) as cursor:
                 if before or (commit and query.last):
@@ -144,6 +151,9 @@ async def run_on(
     before = conn.take_deferred()
     try:
         return await run_async(driver, operation, before=before, commit=commit)
+    except BaseException:
+        conn.mark_failed()  # what was taken may not have gone: the transaction cannot commit
+        raise
     finally:
         if commit and driver.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
             conn.mark_committed()

@@ -9,8 +9,8 @@ the checkpointer. Nothing here knows a table's meaning.
   SQLAlchemy), several in one message on PostgreSQL.
 - ``sqlite_connection`` and ``sqlite_thread``: SQLite's connections; the work that must not
   hold the event loop up runs on each connection's own thread.
-- ``postgres_connection``: PostgreSQL's transactions on psycopg's pool, their ``BEGIN`` and
-  unread statements sent with the next one.
+- ``postgres_connection`` and ``postgres_pool``: PostgreSQL's transactions, their ``BEGIN`` and
+  unread statements sent with the next one, on a small pool of psycopg connections.
 - ``idle_checks``: a pooled connection idle long enough is checked before use, not each time.
 - ``dialect``: what the two databases spell differently (``INSERT … ON CONFLICT``).
 - ``process_lock``: one server per SQLite file (``serving_lock``).

@@ -1,10 +1,10 @@
-"""PostgreSQL transactions on psycopg's pool, past SQLAlchemy's engine.
+"""PostgreSQL transactions on psycopg connections, past SQLAlchemy's engine.
 
 A conversation opens about fifteen transactions on PostgreSQL. SQLAlchemy's async engine cost
 more than their statements: its pool's checkout and checkin, its ``Connection`` and its
 transaction objects, and two crossings of its greenlet bridge a transaction, though none of a
 conversation's statements ran through its execution (``storage.db.direct``). Here a
-transaction is a psycopg connection taken from psycopg's pool (:class:`PostgresPool`), and
+transaction is a psycopg connection taken from a pool (``postgres_pool.PostgresPool``), and
 :class:`PostgresConnection` speaks the part of SQLAlchemy's ``AsyncConnection`` that the storage
 modules use (``execute``, ``scalar``, ``exec_driver_sql``, ``dialect``), as ``SqliteConnection``
 does on SQLite, so they run unchanged on both databases. SQLAlchemy still compiles every
@@ -33,7 +33,7 @@ connection the database dropped is discarded by the pool when it is given back.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import psycopg
 from sqlalchemy.engine import Dialect
@@ -68,6 +68,8 @@ class PostgresConnection:
         self.dialect = dialect
         self._deferred: list[_Statement] = [] if read else [_BEGIN]
         self._committed = False
+        self._failed = False
+        self._read = read
 
     @property
     def committed(self) -> bool:
@@ -124,6 +126,8 @@ class PostgresConnection:
     ) -> BufferedResult:
         if execution_options:
             raise ValueError("execution options are not supported on PostgreSQL connections")
+        if isinstance(parameters, Sequence) and len(parameters) == 1:
+            parameters = parameters[0]  # one row: as SQLAlchemy runs it, its rows read
         if parameters is not None and not isinstance(parameters, Mapping):
             self.defer(statement, parameters)  # several rows: their counts are not read
             await self._flush()
@@ -160,11 +164,9 @@ class PostgresConnection:
         if not compiled.keys:
             raise ValueError("the statement must return the changed row's columns")
         checked = _one_row_or_fail(compiled.sql, compiled.keys)
-        result = await self._send(
+        return await self._send(
             checked, compiled.arguments(parameters), compiled.result, commit=True
         )
-        self._committed = True
-        return result
 
     # The round trips
 
@@ -177,28 +179,39 @@ class PostgresConnection:
         commit: bool = False,
     ) -> BufferedResult:
         self._refuse_after_commit()
-        deferred, self._deferred = self._deferred, []
-        async with self.driver.cursor() as cursor:
-            assert isinstance(cursor, AnsweringCursor)
-            try:
-                if deferred or commit:
-                    # Built before anything is sent: a value that cannot be bound loses nothing.
-                    sent: list[_Statement] = [*deferred, (sql, cast(Any, arguments))]
-                    cursor.answer = len(deferred)  # the statement, before any COMMIT
-                    await cursor.execute(one_query(self.driver, [*sent, *([_COMMIT] * commit)]))
-                else:
-                    await cursor.execute(sql, arguments)
-                rows = await cursor.fetchall() if returned_rows(cursor) else None
-            except psycopg.Error as exc:
-                raise as_sqlalchemy_error(exc, sql) from exc
-            if result is None:  # SQL of the caller's: its columns as the driver names them
-                columns = [column[0] for column in cursor.description or ()]
-                return BufferedResult(columns, rows or [], cursor.rowcount)
-            built: BufferedResult = result(rows, cursor.rowcount, lambda: cursor.description or ())
-            return built
+        deferred = self._deferred
+        message = None
+        if deferred or commit:  # built before anything is taken: a value that cannot be bound
+            sent: list[_Statement] = [*deferred, (sql, arguments), *([_COMMIT] * commit)]
+            message = one_query(self.driver, sent)  # fails here, and nothing is lost
+        self._deferred = []
+        try:
+            async with self.driver.cursor() as cursor:
+                assert isinstance(cursor, AnsweringCursor)
+                cursor.answer = len(deferred)  # the statement, after what was deferred
+                try:
+                    if message is not None:
+                        await cursor.execute(message)
+                    else:
+                        await cursor.execute(sql, arguments)
+                    rows = await cursor.fetchall() if returned_rows(cursor) else None
+                except psycopg.Error as exc:
+                    raise as_sqlalchemy_error(exc, sql) from exc
+                if commit:
+                    self._committed = True
+                if result is None:  # SQL of the caller's: its columns as the driver names them
+                    columns = [column[0] for column in cursor.description or ()]
+                    return BufferedResult(columns, rows or [], cursor.rowcount)
+                built: BufferedResult = result(
+                    rows, cursor.rowcount, lambda: cursor.description or ()
+                )
+                return built
+        except BaseException:
+            self._failed = True  # what went with it may be lost: the transaction cannot commit
+            raise
 
     async def _flush(self, *, commit: bool = False) -> None:
-        deferred, self._deferred = self._deferred, []
+        deferred = self._deferred
         began = self._in_transaction()
         if deferred == [_BEGIN]:
             deferred = []  # a transaction that sent nothing sends nothing
@@ -206,14 +219,25 @@ class PostgresConnection:
             began = True
         statements = [*deferred, *([_COMMIT] if commit and began else [])]
         if not statements:
+            self._deferred = []
             return
-        message = one_query(self.driver, statements)
+        message = one_query(self.driver, statements)  # before anything is taken
+        self._deferred = []
         try:
             async with self.driver.cursor() as cursor:
                 await cursor.execute(message)
         except psycopg.Error as exc:
+            self._failed = True
             named = next((sql for sql, _ in deferred if sql != "BEGIN"), "COMMIT")
             raise as_sqlalchemy_error(exc, named) from exc
+        except BaseException:
+            self._failed = True
+            raise
+
+    def mark_failed(self) -> None:
+        """A statement sent on :attr:`driver` directly failed (or what was taken for it was not
+        sent): the transaction cannot commit."""
+        self._failed = True
 
     def _in_transaction(self) -> bool:
         return self.driver.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
@@ -230,7 +254,8 @@ class PostgresConnection:
         ``COMMIT`` with a rollback): that is an error, not a silent loss."""
         if self._committed:
             return
-        if self.driver.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+        failed = self.driver.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
+        if failed or (self._failed and not self._read):  # a read's statements stand alone
             raise RuntimeError("a transaction one of whose statements failed cannot commit")
         await self._flush(commit=True)
 

@@ -6,12 +6,15 @@
   new connections a conversation and half again the CPU).
 - **Last in, first out**: the connection given back last is taken first, so under a light load
   one connection serves, and it is never idle long enough to need a check (``idle_checks``).
-- **Connecting where it is asked for**: when the database cannot be reached, the request that
-  needed a connection fails at once (``is_database_unavailable``: 503 ``database_unavailable``),
-  rather than waiting while a background task retries (psycopg's own pool does that: every
-  request of an outage then waited its full timeout before its 503).
-- **A wait with a limit**: a transaction that waits ``timeout`` seconds for a connection, all of
-  them busy, fails with :class:`PoolExhaustedError` (also an outage: a 503, a retryable run).
+- **Connecting where it is asked for**: when the database refuses connections (it is down or
+  restarting), the request that needed one fails at once (``is_database_unavailable``: 503
+  ``database_unavailable``), rather than waiting while a background task retries (psycopg's own
+  pool does that: every request of an outage then waited its full timeout before its 503). A
+  host that does not answer at all fails it within the time the transaction may wait.
+- **A wait with a limit, first come first served**: a connection given back goes to the
+  transaction that waited longest; one that waits ``timeout`` seconds, all of them busy, fails
+  with :class:`PoolExhaustedError` (an outage: a 503, a retryable run), as does one that comes
+  while the server stops (:class:`PoolClosedError`).
 - **Ends that complete**: a transaction's end (its commit or rollback, and the connection's
   return) runs to completion even when the caller is cancelled meanwhile; the cancellation is
   raised after. A connection that is broken, or not idle after its end, is closed, not kept.
@@ -20,6 +23,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable
@@ -33,7 +37,7 @@ from consentry.storage.db import idle_checks
 from consentry.storage.db.direct import AnsweringCursor
 from consentry.storage.db.postgres_connection import PostgresConnection
 
-__all__ = ["PoolExhaustedError", "PostgresPool"]
+__all__ = ["PoolClosedError", "PoolExhaustedError", "PostgresPool"]
 
 T = TypeVar("T")
 _Driver = psycopg.AsyncConnection[Any]
@@ -41,6 +45,15 @@ _Driver = psycopg.AsyncConnection[Any]
 
 class PoolExhaustedError(Exception):
     """Every connection of the pool stayed busy for as long as a transaction may wait."""
+
+
+class PoolClosedError(PoolExhaustedError):
+    """The server is stopping: its database connections are closed (an outage to a request)."""
+
+
+_Handed = tuple[_Driver, float] | None
+"""What a waiter is handed: a connection given back (and when), or None: a connection was
+closed, so one may be opened in its place."""
 
 
 class PostgresPool:
@@ -55,7 +68,8 @@ class PostgresPool:
         """Connections given back, with when: the last one is taken first."""
         self._opened = 0
         """Connections open or being opened (idle or in a transaction)."""
-        self._waiting: deque[asyncio.Future[None]] = deque()
+        self._waiting: deque[asyncio.Future[_Handed]] = deque()
+        """Transactions waiting for a connection, first come first served."""
         self._closed = False
 
     @property
@@ -76,8 +90,13 @@ class PostgresPool:
         await _to_completion(self._end(conn, commit=True))
 
     async def close(self) -> None:
-        """Close the idle connections; those in a transaction are closed when it ends."""
+        """Close the idle connections (those in a transaction are closed when it ends) and
+        refuse what waits or comes: :class:`PoolClosedError`."""
         self._closed = True
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)  # it finds the pool closed
         idle, self._idle = self._idle, []
         for driver, _ in idle:
             self._opened -= 1
@@ -85,68 +104,89 @@ class PostgresPool:
                 await driver.close()
 
     async def _take(self) -> _Driver:
-        if self._closed:
-            raise RuntimeError("the database is closed")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._timeout
+        handed: _Handed = None
         while True:
-            if self._idle:
-                driver, returned = self._idle.pop()
-                if await self._answers(driver, returned):
+            if self._closed:
+                if handed is not None:
+                    await self._discard(handed[0])
+                raise PoolClosedError("the server is stopping: its database connections are closed")
+            if handed is None and self._idle and not self._waiting:
+                handed = self._idle.pop()
+            if handed is not None:
+                driver, returned = handed
+                handed = None
+                if await self._answers(driver, returned, deadline - loop.time()):
                     return driver
                 continue  # closed: another, or a new one
             if self._opened < self._max_size:
-                self._opened += 1
-                try:
-                    return await psycopg.AsyncConnection.connect(
-                        self._url,
-                        autocommit=True,  # the BEGIN is ours, deferred (``postgres_connection``)
-                        prepare_threshold=None,
-                        cursor_factory=AnsweringCursor,
-                    )
-                except BaseException:
-                    self._opened -= 1
-                    self._wake_one()
-                    raise
-            await self._wait(deadline - loop.time())
+                return await self._connect(deadline - loop.time())
+            handed = await self._wait(deadline - loop.time())
 
-    async def _answers(self, driver: _Driver, returned: float) -> bool:
+    async def _connect(self, remaining: float) -> _Driver:
+        self._opened += 1
+        try:
+            return await psycopg.AsyncConnection.connect(
+                self._url,
+                autocommit=True,  # the BEGIN is ours, deferred (``postgres_connection``)
+                prepare_threshold=None,
+                cursor_factory=AnsweringCursor,
+                connect_timeout=max(1, math.ceil(remaining)),  # libpq's: whole seconds
+            )
+        except BaseException:
+            self._opened -= 1
+            self._hand_over(None)  # a connection may be opened in its place
+            raise
+
+    async def _answers(self, driver: _Driver, returned: float, remaining: float) -> bool:
         """Whether a connection taken from the idle ones may serve: one idle for a while is
-        checked first (``idle_checks``); one that fails is closed and replaced."""
-        if time.monotonic() - returned < idle_checks.IDLE_CHECK_SECONDS and not driver.closed:
+        checked first (``idle_checks``); one that fails, or does not answer in the time left, is
+        closed and replaced. A caller cancelled meanwhile closes it too: never lost."""
+        if driver.closed:
+            await _to_completion(self._discard(driver))
+            return False
+        if time.monotonic() - returned < idle_checks.IDLE_CHECK_SECONDS:
             return True
         try:
-            if not driver.closed:
+            async with asyncio.timeout(max(remaining, 0.001)):
                 await idle_checks.check(driver)
-                return True
-        except Exception:
-            pass
-        await self._discard(driver)
-        return False
+        except Exception:  # a dead connection: replaced, the caller never sees it
+            await _to_completion(self._discard(driver))
+            return False
+        except BaseException:
+            await _to_completion(self._discard(driver))
+            raise
+        return True
 
-    async def _wait(self, remaining: float) -> None:
+    async def _wait(self, remaining: float) -> _Handed:
         if remaining <= 0:
             raise PoolExhaustedError(f"no database connection came free in {self._timeout} s")
-        waiter = asyncio.get_running_loop().create_future()
-        self._waiting.append(waiter)  # one stopped waiting stays, done, until skipped
+        waiter: asyncio.Future[_Handed] = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
         try:
             async with asyncio.timeout(remaining):
-                await waiter
+                return await waiter
         except BaseException as stopped:
             if waiter.done() and not waiter.cancelled():
-                self._wake_one()  # woken as it stopped waiting: the next one is
+                self._hand_over(waiter.result())  # handed as it stopped waiting: to the next
+            else:
+                waiter.cancel()  # skipped by ``_hand_over``
             if isinstance(stopped, TimeoutError):
                 raise PoolExhaustedError(
                     f"no database connection came free in {self._timeout} s"
                 ) from None
             raise
 
-    def _wake_one(self) -> None:
+    def _hand_over(self, handed: _Handed) -> None:
+        """Give a connection back (or the room to open one) to the first waiter, if any."""
         while self._waiting:
             waiter = self._waiting.popleft()
             if not waiter.done():
-                waiter.set_result(None)
+                waiter.set_result(handed)
                 return
+        if handed is not None:
+            self._idle.append(handed)
 
     async def _end(self, conn: PostgresConnection, *, commit: bool) -> None:
         try:
@@ -159,19 +199,16 @@ class PostgresPool:
             else:
                 await _quietly(conn.rollback())
         finally:
-            await self._give_back(conn.driver)
-
-    async def _give_back(self, driver: _Driver) -> None:
-        idle = psycopg.pq.TransactionStatus.IDLE
-        if self._closed or driver.closed or driver.info.transaction_status != idle:
-            await self._discard(driver)
-            return
-        self._idle.append((driver, time.monotonic()))
-        self._wake_one()
+            driver = conn.driver
+            idle = psycopg.pq.TransactionStatus.IDLE
+            if self._closed or driver.closed or driver.info.transaction_status != idle:
+                await self._discard(driver)
+            else:
+                self._hand_over((driver, time.monotonic()))
 
     async def _discard(self, driver: _Driver) -> None:
         self._opened -= 1
-        self._wake_one()  # a connection may be opened in its place
+        self._hand_over(None)  # a connection may be opened in its place
         with suppress(psycopg.Error, OSError):
             await driver.close()
 

@@ -98,8 +98,8 @@ class SqliteWorker:
             driver.execute("PRAGMA busy_timeout=0")
         else:
             # A read transaction never writes: on PostgreSQL its statements run without a
-            # transaction of their own (``direct.NO_TRANSACTION``), so a write there would not be
-            # atomic. Here it fails, in every test.
+            # transaction of their own (a read sends no ``BEGIN``: ``postgres_connection``), so
+            # a write there would not be atomic. Here it fails, in every test.
             driver.execute("PRAGMA query_only=ON")
         self._connection = connection
 

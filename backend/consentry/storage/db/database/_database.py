@@ -1,5 +1,5 @@
-"""The :class:`Database`: psycopg's pool on PostgreSQL, one writer and a few readers on SQLite,
-each handing out one transaction at a time."""
+"""The :class:`Database`: a pool of psycopg connections on PostgreSQL, one writer and a few
+readers on SQLite, each handing out one transaction at a time."""
 
 from __future__ import annotations
 

@@ -13,6 +13,6 @@ def sqlalchemy_postgres_url(url: str) -> str:
 
 
 def libpq_url(url: str) -> str:
-    """The SQLAlchemy form back to what libpq (psycopg's pool, the checkpointer) accepts."""
+    """The SQLAlchemy form back to what libpq (the pool, the checkpointer) accepts."""
     scheme, _, rest = url.partition("://")
     return f"postgresql://{rest}" if scheme.startswith("postgresql+") else url

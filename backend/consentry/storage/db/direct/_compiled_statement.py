@@ -1,8 +1,9 @@
 """A statement marked :func:`direct`, compiled once per database and set of parameter names.
 
 SQLAlchemy compiles it (the SQL, its parameters' order, its types' bind processors, the values it
-carries itself, its columns' result processors); a form that needs SQLAlchemy's execution (a
-default, an expanding ``IN``) compiles to None and runs through SQLAlchemy.
+carries itself, its columns' result processors); a form that needs more (a default, an expanding
+``IN``) compiles to None: on SQLite it runs through SQLAlchemy's execution, on PostgreSQL it is
+compiled for the one row it runs with (:func:`compiled_for_driver`).
 """
 
 from __future__ import annotations
