@@ -18,6 +18,7 @@ from langgraph_sdk.errors import ConflictError, UnprocessableEntityError
 from consentry.principal import Principal
 from consentry.runtime.runs import RunQueue
 from consentry.storage import run_queue as queue_repo
+from consentry.storage import runs as runs_repo
 from tests.integration import gate_graph
 from tests.integration.gate_graph import SERVED
 from tests.langgraph_client import parts, sdk_client
@@ -80,6 +81,52 @@ async def test_a_queued_run_waits_its_turn_and_a_command_is_read_against_the_con
     assert done["messages"][-1]["content"] == "Done: yes"
     (answered,) = [a for a in approvals["approvals"] if a["thread_id"] == thread_id]
     assert (answered["run_id"], answered["decided"]["value"]) == (held, "yes")
+
+
+async def test_a_queued_run_read_just_as_it_starts_is_found(
+    open_live: Any, gate: asyncio.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: a read of a queued run found neither its queue row waiting nor its run row
+    when the run started between the two statements (404 ``run_not_found`` on PostgreSQL)."""
+    async with open_live(graphs=SERVED) as (client, services), sdk_client(client) as sdk:
+        thread_id, _held = await _held_run(sdk)
+        resumed = await sdk.runs.create(
+            thread_id, "gate", command={"resume": "yes"}, multitask_strategy="enqueue"
+        )
+        run_id = resumed["run_id"]
+        interleaved: list[str] = []
+
+        async def started() -> bool:
+            async with services.db.read() as conn:
+                return await runs_repo.run_status(conn, run_id) is not None
+
+        def starting_after(name: str, read: Any) -> Any:
+            async def first_read_then_the_start(conn: Any, thread: str, run: str) -> Any:
+                found = await read(conn, thread, run)
+                if run == run_id and not interleaved:
+                    interleaved.append(name)  # the run starts between this read and the next
+                    gate.set()
+                    for _ in range(500):  # its start, committed by the queue's drain
+                        if await started():
+                            break
+                        await asyncio.sleep(0.02)
+                    else:
+                        raise AssertionError("the queued run did not start")
+                return found
+
+            return first_read_then_the_start
+
+        monkeypatch.setattr(runs_repo, "thread_run", starting_after("run", runs_repo.thread_run))
+        monkeypatch.setattr(
+            queue_repo, "queued_run", starting_after("queue", queue_repo.queued_run)
+        )
+        found = await sdk.runs.get(thread_id, run_id)
+        monkeypatch.undo()
+        done = await sdk.runs.join(thread_id, run_id)
+
+    assert interleaved  # the start did come between the reads
+    assert found["run_id"] == run_id
+    assert done["messages"][-1]["content"] == "Done: yes"
 
 
 async def test_a_waiting_run_is_cancelled_and_never_starts(

@@ -45,10 +45,11 @@ class RunRecords:
         """One run of the owner's thread (404 ``run_not_found`` when the thread has none such)."""
         async with self._db.read() as conn:
             thread = await threads_repo.get_thread(conn, owner, thread_id)
+            # The queue first: a run that starts commits its row with its queue row's `started`,
+            # so a `started` read here is followed by a read that finds the run, even where
+            # each statement sees what was committed when it ran (PostgreSQL's reads).
+            queued = await queue_repo.queued_run(conn, thread_id, run_id)
             run = await runs_repo.thread_run(conn, thread_id, run_id)
-            queued = (
-                None if run is not None else await queue_repo.queued_run(conn, thread_id, run_id)
-            )
         if run is not None:
             return _sdk_run(run, graph=thread.graph)
         if queued is not None and queued.status not in ("started", "deleted"):
