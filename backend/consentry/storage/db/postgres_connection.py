@@ -99,7 +99,7 @@ class PostgresConnection:
         :func:`refused_one_row_change`), which fails the message it goes in, and the transaction
         commits nothing. Sent with the ``COMMIT``, it saves the round trip of its row count."""
         compiled = compiled_for_driver(statement, parameters, self.dialect)
-        checked = f"WITH changed AS ({compiled.sql} RETURNING 1) SELECT 1 / count(*) FROM changed"
+        checked = _one_row_or_fail(f"{compiled.sql} RETURNING 1 AS one", ("one",))
         self.defer_sql(checked, compiled.arguments(parameters))
 
     def take_deferred(self) -> list[str]:
