@@ -75,8 +75,27 @@ CheckpointMetadata = Annotated[
 _METADATA_KEY = r'^[^"\\]+$'
 MetadataKey = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=_METADATA_KEY)]
 """A key a search names: no ``"`` nor ``\\`` (it becomes a JSON path)."""
+_SAFE_INTEGER = 2**53 - 1
+"""The largest integer a JSON number holds exactly wherever it is read (a double: JavaScript's
+``Number.MAX_SAFE_INTEGER``)."""
+
+
+def _a_safe_integer(value: Any) -> Any:
+    """An integer a filter compares is one JSON holds exactly (the databases bind up to 64 bits);
+    a number written with a fraction or an exponent whose value is an integer is one too (JSON
+    Schema's ``integer``: ``1e19`` is refused as ``10000000000000000000`` is)."""
+    integral = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if integral and not isinstance(value, bool) and abs(value) > _SAFE_INTEGER:
+        raise PydanticCustomError(
+            "int_range",
+            "An integer in a metadata filter must be within ±(2^53 - 1), "
+            "the integers a JSON number holds exactly",
+        )
+    return value
+
+
 MetadataFilter = Annotated[
-    dict[MetadataKey, MetadataValue],
+    dict[MetadataKey, Annotated[MetadataValue, BeforeValidator(_a_safe_integer)]],
     WithJsonSchema(
         {
             "type": "object",
@@ -84,16 +103,17 @@ MetadataFilter = Annotated[
             "additionalProperties": {
                 "anyOf": [
                     {"type": "string"},
-                    {"type": "integer"},
-                    {"type": "number"},
+                    {"type": "integer", "minimum": -_SAFE_INTEGER, "maximum": _SAFE_INTEGER},
+                    {"type": "number", "not": {"type": "integer"}},
                     {"type": "boolean"},
                 ]
             },
         }
     ),
 ]
-"""The metadata a search or a count filters on. (Its JSON Schema names the keys' pattern by
-``propertyNames``: pydantic's ``patternProperties`` would let a key of any other form through.)"""
+"""The metadata a search or a count filters on: text, an integer JSON holds exactly, another
+number or a boolean a key. (Its JSON Schema names the keys' pattern by ``propertyNames``: pydantic's
+``patternProperties`` would let a key of any other form through.)"""
 
 
 def _not_a_boolean(value: Any) -> Any:

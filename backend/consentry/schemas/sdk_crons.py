@@ -121,7 +121,7 @@ class CronSearchRequest(RequestModel):
     enabled: StrictBool | None = None
     metadata: MetadataFilter | None = None
     limit: Count = Field(default=10, ge=1, le=1000)
-    offset: Count = Field(default=0, ge=0)
+    offset: Count = Field(default=0, ge=0, le=1_000_000)
     sort_by: (
         Literal[
             "cron_id",

@@ -31,7 +31,7 @@ MetadataKind = Literal["boolean", "text", "integer", "float"]
 BOUND_TYPES: dict[MetadataKind, sa.types.TypeEngine[Any]] = {
     "boolean": sa.String(),  # JSON's text of it
     "text": sa.String(),
-    "integer": sa.Integer(),
+    "integer": sa.BigInteger(),  # any a filter takes (``schemas.sdk``: 64 bits)
     "float": sa.Float(),
 }
 """The type of the value :func:`metadata_bound` gives for each kind."""

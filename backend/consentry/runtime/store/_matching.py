@@ -45,13 +45,19 @@ def check_filter(filter: Mapping[str, Any] | None) -> None:
             check_filter(wanted)
 
 
+_INT64 = 2**63
+
+
 def scalar_equalities(filter: Mapping[str, Any] | None) -> dict[str, str | int | float | bool]:
     """The filter's plain ``key: scalar`` conditions the database can compare itself (a key
-    with ``"`` or ``\\`` is compared in Python: it could not name a JSON path safely)."""
+    with ``"`` or ``\\`` is compared in Python: it could not name a JSON path safely, nor can an
+    integer beyond 64 bits be bound)."""
     return {
         key: value
         for key, value in (filter or {}).items()
-        if isinstance(value, str | int | float | bool) and not ('"' in key or "\\" in key)
+        if isinstance(value, str | int | float | bool)
+        and not ('"' in key or "\\" in key)
+        and not (isinstance(value, int) and not -_INT64 <= value < _INT64)
     }
 
 
