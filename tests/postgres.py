@@ -16,8 +16,8 @@ import socket
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from itertools import count
 from typing import Any
@@ -25,6 +25,8 @@ from typing import Any
 import psycopg
 import sqlalchemy as sa
 from sqlalchemy.schema import CreateIndex, CreateTable
+
+from consentry.storage.db.database import Database
 
 __all__ = ["PostgresCluster", "postgres_cluster"]
 
@@ -166,3 +168,17 @@ async def create_tables(conn: Any, metadata: sa.MetaData) -> None:
         await conn.exec_driver_sql(str(CreateTable(table).compile(dialect=conn.dialect)))
         for index in table.indexes:
             await conn.exec_driver_sql(str(CreateIndex(index).compile(dialect=conn.dialect)))
+
+
+@asynccontextmanager
+async def opened_with_tables(url: str, metadata: sa.MetaData) -> AsyncIterator[Database]:
+    """A :class:`Database` on ``url`` (either database), opened, with ``metadata``'s tables made;
+    closed after."""
+    database = Database(url)
+    await database.open()
+    async with database.write() as conn:
+        await create_tables(conn, metadata)
+    try:
+        yield database
+    finally:
+        await database.close()

@@ -1,9 +1,15 @@
 """What a database is sent, for tests of how statements run: those SQLAlchemy's execution sends
 (a statement marked ``direct``, ``storage/db/direct/``, runs on the driver and never reaches that
-hook), and psycopg's round trips on PostgreSQL (several statements in one message are one)."""
+hook), and psycopg's round trips on PostgreSQL (several statements in one message are one).
+
+On PostgreSQL a statement the process has run before goes as ``EXECUTE`` of one prepared on the
+connection (``storage/db/direct/_prepared.py``): here it reads as the statement it runs, and what
+prepares it (its ``PREPARE``, a ``DEALLOCATE ALL``, the first time's round trip of its own) is left
+out: which statements are prepared depends on what the process ran before the test."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -13,8 +19,50 @@ import pytest
 from sqlalchemy import Engine, event
 
 from consentry.storage.db.database import Database
+from consentry.storage.db.direct import _prepared
 
-__all__ = ["every_statement_sent", "postgres_round_trips", "sent_by_sqlalchemy"]
+__all__ = [
+    "every_statement_sent",
+    "postgres_round_trips",
+    "sent_by_sqlalchemy",
+    "statement_words",
+    "statements_of",
+]
+
+_PREPARING = (
+    "PREPARE ",
+    "DEALLOCATE ",
+    "SAVEPOINT consentry_prepare",
+    "RELEASE SAVEPOINT consentry_prepare",
+    "ROLLBACK TO SAVEPOINT consentry_prepare",
+)
+_EXECUTE = re.compile(r"EXECUTE (consentry_\d+)(.*)", re.DOTALL)
+
+
+def _prepared_sql(name: str) -> str:
+    return next(
+        sql for sql, form in _prepared._FORMS.items() if form is not None and form.name == name
+    )
+
+
+def statements_of(message: str) -> list[str]:
+    """The statements of one message psycopg sends, as written: an ``EXECUTE`` as the SQL of
+    the statement it runs (its arguments in a comment after it), what prepares one left out."""
+    statements = []
+    for statement in re.split(r";\n|; (?=PREPARE )", message):
+        text = statement.strip()
+        if not text or text.startswith(_PREPARING):
+            continue
+        executed = _EXECUTE.fullmatch(text)
+        if executed:
+            text = f"{_prepared_sql(executed[1])} /* {executed[2]} */"
+        statements.append(text)
+    return statements
+
+
+def statement_words(message: str) -> list[str]:
+    """The first word of each statement of a message (:func:`statements_of`)."""
+    return [statement.split()[0].upper() for statement in statements_of(message)]
 
 
 @contextmanager
@@ -43,7 +91,9 @@ def postgres_round_trips(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     commit, rollback = psycopg.AsyncConnection.commit, psycopg.AsyncConnection.rollback
 
     async def executed(self: psycopg.AsyncCursor[Any], query: Any, *args: Any, **kw: Any) -> Any:
-        seen.append([statement.split()[0] for statement in str(query).split(";\n")])
+        words = statement_words(str(query))
+        if words:  # not a statement's first preparing
+            seen.append(words)
         return await execute(self, query, *args, **kw)
 
     def ended(word: str, end: Any) -> Any:
@@ -72,7 +122,9 @@ def every_statement_sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]
         seen.append(statement)
 
     async def executed(self: psycopg.AsyncCursor[Any], query: Any, *args: Any, **kw: Any) -> Any:
-        seen.append(str(query))
+        statements = statements_of(str(query))
+        if statements:
+            seen.append(";\n".join(statements))
         return await execute(self, query, *args, **kw)
 
     with monkeypatch.context() as patched:

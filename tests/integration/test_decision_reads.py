@@ -23,6 +23,7 @@ from consentry.storage.checkpoints import _drivers
 from consentry_graphs.registry import GraphSpec
 from consentry_tools.bench.load import CONSENT_FLOW_GRAPH
 from tests.sse import ask_for_note_edit, chat, kinds
+from tests.statements_sent import statements_of
 
 STRANGER = Principal(LOCAL_PRINCIPAL.tenant, "someone-else")
 Read = tuple[ApprovalRecord | None, list[ApprovalRecord]]
@@ -81,7 +82,7 @@ def checkpoint_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
 
     def note(sql: str) -> None:
-        for statement in sql.split(";\n"):
+        for statement in statements_of(sql):
             writes = any(word in statement for word in ("INSERT", "UPDATE", "DELETE"))
             if "graph_checkpoints" in statement and not writes:
                 seen.append(statement)

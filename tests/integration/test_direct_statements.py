@@ -14,7 +14,7 @@ runs without a transaction."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from consentry.storage.db.database import (
 from consentry.storage.db.direct import direct
 from consentry.storage.db.postgres_connection import PostgresConnection, refused_one_row_change
 from consentry.storage.tables import UTCDateTime
-from tests.postgres import PostgresCluster, create_tables
+from tests.postgres import PostgresCluster, opened_with_tables
 from tests.statements_sent import postgres_round_trips, sent_by_sqlalchemy
 
 _metadata = sa.MetaData()
@@ -86,17 +86,9 @@ def _row(name: str, **more: Any) -> dict[str, Any]:
     return {"name": name, "data": {"a": [1, "é"]}, "at": AT, "kind": "k", "flag": True, **more}
 
 
-@asynccontextmanager
-async def _opened(url: str) -> AsyncIterator[Database]:
+def _opened(url: str) -> AbstractAsyncContextManager[Database]:
     """A database with the ``items`` table."""
-    database = Database(url)
-    await database.open()
-    async with database.write() as conn:
-        await create_tables(conn, _metadata)
-    try:
-        yield database
-    finally:
-        await database.close()
+    return opened_with_tables(url, _metadata)
 
 
 @pytest_asyncio.fixture

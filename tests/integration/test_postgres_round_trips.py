@@ -25,6 +25,7 @@ from consentry.storage.db.database import Database
 from consentry_tools.bench.load import CONSENT_FLOW_GRAPH
 from tests.postgres import PostgresCluster
 from tests.sse import chat
+from tests.statements_sent import statement_words
 
 CONSENT_FLOW = dict([CONSENT_FLOW_GRAPH.split("=", 1)])
 
@@ -85,8 +86,9 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], _Counts]
 
     def sent(query: Any) -> None:
         if _counted():
-            words = [s.split()[0].upper() for s in str(query).split(";\n") if s.strip()]
-            current[0].messages.append(words or ["?"])
+            words = statement_words(str(query))
+            if words:  # not a statement's first preparing (once a process)
+                current[0].messages.append(words)
 
     async def executed(self: psycopg.AsyncCursor[Any], query: Any, *args: Any, **kw: Any) -> Any:
         sent(query)

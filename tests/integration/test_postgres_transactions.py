@@ -20,7 +20,7 @@ from consentry.storage.db.database import Database, execute_unread, is_database_
 from consentry.storage.db.direct import direct
 from consentry.storage.db.postgres_connection import PostgresConnection
 from consentry.storage.db.postgres_pool import PoolClosedError
-from tests.postgres import PostgresCluster, create_tables
+from tests.postgres import PostgresCluster, opened_with_tables
 
 WAIT_SECONDS = 10.0
 _metadata = sa.MetaData()
@@ -34,14 +34,8 @@ class _BlockFailedError(Exception):
 
 @pytest_asyncio.fixture
 async def pg(postgres: PostgresCluster) -> AsyncIterator[Database]:
-    database = Database(postgres.new_database())
-    await database.open()
-    async with database.write() as conn:
-        await create_tables(conn, _metadata)
-    try:
+    async with opened_with_tables(postgres.new_database(), _metadata) as database:
         yield database
-    finally:
-        await database.close()
 
 
 async def _names(db: Database) -> list[str]:

@@ -23,7 +23,9 @@ from consentry.storage.db.database import DbConnection
 from consentry.storage.db.direct import (
     AnsweringCursor,
     as_sqlalchemy_error,
-    client_cursor,
+    is_prepared,
+    one_message,
+    prepare_new,
     returned_rows,
 )
 from consentry.storage.db.sqlite_connection import SqliteConnection
@@ -71,11 +73,11 @@ async def run_async(
     connection: psycopg.AsyncConnection[Any],
     operation: Operation,
     *,
-    before: Sequence[str] = (),
+    before: Sequence[tuple[str, Any]] = (),
     commit: bool = False,
 ) -> Any:
     """Run ``operation`` on an async psycopg connection, in the caller's transaction.
-    ``before``: statements with their values bound (``PostgresConnection.take_deferred``) sent in
+    ``before``: statements with their parameters (``PostgresConnection.take_deferred``) sent in
     one message with the operation's first statement (on their own if it makes none).
     ``commit``: when that statement is also its last (``Query.last``), the transaction's
     ``COMMIT`` goes in the message too."""
@@ -84,18 +86,20 @@ async def run_async(
     except StopIteration as done:
         if before:  # taken from the transaction: sent, not lost
             async with AnsweringCursor(connection) as cursor:
-                await cursor.execute(";\n".join(before))
+                await _send(connection, cursor, before, answer=len(before) - 1)
         return done.value
     try:
         while True:
             async with AnsweringCursor(connection, row_factory=tuple_row) as cursor:
-                if before or (commit and query.last):
-                    await _execute_in_one_message(connection, cursor, before, query, commit)
-                    before, commit = (), False
-                elif query.many is not None:
+                if query.many is not None:  # executemany sends its own messages
+                    if before:
+                        await _send(connection, cursor, before, answer=len(before) - 1)
                     await cursor.executemany(query.sql, query.many)
                 else:
-                    await cursor.execute(query.sql, query.params)
+                    after = [("COMMIT", None)] if commit and query.last else []
+                    statements = [*before, (query.sql, query.params), *after]
+                    await _execute(connection, cursor, statements, answer=len(before))
+                before, commit = (), False
                 rows = await cursor.fetchall() if returned_rows(cursor) else []
                 result = Result(rows=rows, rowcount=cursor.rowcount)
             query = operation.send(result)
@@ -103,25 +107,40 @@ async def run_async(
         return done.value
 
 
-async def _execute_in_one_message(
+async def _execute(
     connection: psycopg.AsyncConnection[Any],
     cursor: AnsweringCursor,
-    before: Sequence[str],
-    query: Query,
-    commit: bool,
+    statements: list[tuple[str, Any]],
+    *,
+    answer: int,
 ) -> None:
-    if query.many is not None:  # executemany sends its own messages: what went before first
-        if before:
-            await cursor.execute(";\n".join(before))
-        await cursor.executemany(query.sql, query.many)
-        return
-    bound = client_cursor(connection).mogrify(query.sql, query.params)
-    after = ["COMMIT"] if commit and query.last else []
-    cursor.answer = len(before)  # the operation's statement answers after what went before it
+    """The operation's statement (at ``answer``) with what goes before and after it: one
+    message, or on its own a statement of psycopg's (server-side binding) unless prepared."""
+    sql, parameters = statements[answer]
+    await prepare_new(connection, statements)
     try:
-        await cursor.execute(";\n".join([*before, bound, *after]))
+        if len(statements) > 1 or is_prepared(sql):
+            await _send(connection, cursor, statements, answer=answer)
+        else:
+            await cursor.execute(sql, parameters)
     except psycopg.Error as exc:
-        raise as_sqlalchemy_error(exc, query.sql) from exc
+        raise as_sqlalchemy_error(exc, sql) from exc
+
+
+async def _send(
+    connection: psycopg.AsyncConnection[Any],
+    cursor: AnsweringCursor,
+    statements: Sequence[tuple[str, Any]],
+    *,
+    answer: int,
+) -> None:
+    message = one_message(connection, statements)
+    cursor.answer = message.offset + answer
+    try:
+        await cursor.execute(message.text)
+    except BaseException:
+        message.failed(connection)
+        raise
 
 
 def _on_sqlalchemy_sqlite(connection: Connection, operation: Operation) -> Any:

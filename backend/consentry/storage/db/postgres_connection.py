@@ -15,8 +15,9 @@ runs the migrations.
 ``BEGIN`` of its own. A write transaction's ``BEGIN`` is deferred, with every statement whose
 result nobody reads (``database.execute_unread``: an audit record, an event, a ``pg_notify``),
 and goes in one message with the transaction's next statement or its ``COMMIT``, its values bound
-on the client (``direct.client_cursor``), so that the simple query protocol sends them together
-and the cursor answers with the caller's statement's result (``direct.AnsweringCursor``). A
+on the client (``direct.one_message``; a statement the process runs often as ``EXECUTE`` of one
+prepared on the connection), so that the simple query protocol sends them together and the
+cursor answers with the caller's statement's result (``direct.AnsweringCursor``). A
 transaction that sent nothing sends nothing. A deferred statement that fails fails the message
 it goes in, so the transaction still commits all or nothing. A read transaction
 (``Database.read()``) sends no ``BEGIN``: under ``READ COMMITTED`` each of its statements sees
@@ -44,9 +45,10 @@ from consentry.storage.db.direct import (
     AnsweringCursor,
     BufferedResult,
     as_sqlalchemy_error,
-    bound_statements,
     compiled_for_driver,
-    one_query,
+    is_prepared,
+    one_message,
+    prepare_new,
     returned_rows,
 )
 
@@ -102,13 +104,13 @@ class PostgresConnection:
         checked = _one_row_or_fail(f"{compiled.sql} RETURNING 1 AS one", ("one",))
         self.defer_sql(checked, compiled.arguments(parameters))
 
-    def take_deferred(self) -> list[str]:
-        """What the transaction deferred (its ``BEGIN`` first), as statements with their values
-        bound, taken to send in one message with a statement run on :attr:`driver` directly (the
-        checkpointer's: ``checkpoints._drivers.run_on``)."""
+    def take_deferred(self) -> list[tuple[str, Any]]:
+        """What the transaction deferred (its ``BEGIN`` first), statements with their
+        parameters, taken to send in one message with a statement run on :attr:`driver` directly
+        (the checkpointer's: ``checkpoints._drivers.run_on``)."""
         self._refuse_after_commit()
         deferred, self._deferred = self._deferred, []
-        return bound_statements(self.driver, deferred)
+        return deferred
 
     def mark_committed(self) -> None:
         """The transaction was committed by a message sent on :attr:`driver`: nothing may run in
@@ -180,18 +182,26 @@ class PostgresConnection:
     ) -> BufferedResult:
         self._refuse_after_commit()
         deferred = self._deferred
+        sent: list[_Statement] = [*deferred, (sql, arguments), *([_COMMIT] * commit)]
+        try:
+            await prepare_new(self.driver, sent)
+        except BaseException:
+            self._failed = True
+            raise
         message = None
-        if deferred or commit:  # built before anything is taken: a value that cannot be bound
-            sent: list[_Statement] = [*deferred, (sql, arguments), *([_COMMIT] * commit)]
-            message = one_query(self.driver, sent)  # fails here, and nothing is lost
+        if deferred or commit or is_prepared(sql):
+            # built before anything is taken: a value that cannot be bound fails here, and
+            # nothing is lost
+            message = one_message(self.driver, sent)
         self._deferred = []
         try:
             async with self.driver.cursor() as cursor:
                 assert isinstance(cursor, AnsweringCursor)
-                cursor.answer = len(deferred)  # the statement, after what was deferred
                 try:
                     if message is not None:
-                        await cursor.execute(message)
+                        # the statement, after what was prepared and deferred
+                        cursor.answer = message.offset + len(deferred)
+                        await cursor.execute(message.text)
                     else:
                         await cursor.execute(sql, arguments)
                     rows = await cursor.fetchall() if returned_rows(cursor) else None
@@ -208,6 +218,8 @@ class PostgresConnection:
                 return built
         except BaseException:
             self._failed = True  # what went with it may be lost: the transaction cannot commit
+            if message is not None:
+                message.failed(self.driver)
             raise
 
     async def _flush(self, *, commit: bool = False) -> None:
@@ -221,17 +233,23 @@ class PostgresConnection:
         if not statements:
             self._deferred = []
             return
-        message = one_query(self.driver, statements)  # before anything is taken
-        self._deferred = []
+        message = None
         try:
+            await prepare_new(self.driver, statements)
+            message = one_message(self.driver, statements)  # before anything is taken
+            self._deferred = []
             async with self.driver.cursor() as cursor:
-                await cursor.execute(message)
+                await cursor.execute(message.text)
         except psycopg.Error as exc:
             self._failed = True
+            if message is not None:
+                message.failed(self.driver)
             named = next((sql for sql, _ in deferred if sql != "BEGIN"), "COMMIT")
             raise as_sqlalchemy_error(exc, named) from exc
         except BaseException:
             self._failed = True
+            if message is not None:
+                message.failed(self.driver)
             raise
 
     def mark_failed(self) -> None:

@@ -17,8 +17,9 @@ itself on the server's hot path.
   marked direct as compiled once, any other compiled through SQLAlchemy's compiled cache, with
   its values, defaults and expanding parameters as SQLAlchemy's execution would give them, for
   the one row it runs with (:func:`compiled_for_driver`). Several go in one message, their
-  values bound on the client (:func:`one_query`), and the cursor answers with the last one's
-  result, or the one the caller names (:class:`AnsweringCursor`).
+  values bound on the client (:func:`one_message`), those this process runs often prepared
+  once a connection and sent as ``EXECUTE`` (:func:`prepare_new`), and the cursor answers with
+  the last one's result, or the one the caller names (:class:`AnsweringCursor`).
 
 Which module holds what:
 
@@ -27,8 +28,10 @@ Which module holds what:
   rows as SQLAlchemy's result gives them).
 - ``_run``: :func:`run_direct` (SQLite).
 - ``_messages``: the psycopg side of one message: values bound on the client
-  (:func:`client_cursor`, :func:`one_query`), :class:`AnsweringCursor`, :func:`returned_rows`,
+  (:func:`client_cursor`, :func:`one_message`), :class:`AnsweringCursor`, :func:`returned_rows`,
   :func:`as_sqlalchemy_error`.
+- ``_prepared``: statements prepared once a connection (:func:`prepare_new`,
+  :class:`PreparedMessage`).
 """
 
 from consentry.storage.db.direct._compiled_statement import (
@@ -38,10 +41,12 @@ from consentry.storage.db.direct._compiled_statement import (
 )
 from consentry.storage.db.direct._messages import (
     AnsweringCursor,
+    PreparedMessage,
     as_sqlalchemy_error,
-    bound_statements,
     client_cursor,
-    one_query,
+    is_prepared,
+    one_message,
+    prepare_new,
     returned_rows,
 )
 from consentry.storage.db.direct._run import run_direct
@@ -49,12 +54,14 @@ from consentry.storage.db.direct._run import run_direct
 __all__ = [
     "AnsweringCursor",
     "BufferedResult",
+    "PreparedMessage",
     "as_sqlalchemy_error",
-    "bound_statements",
     "client_cursor",
     "compiled_for_driver",
     "direct",
-    "one_query",
+    "is_prepared",
+    "one_message",
+    "prepare_new",
     "returned_rows",
     "run_direct",
 ]

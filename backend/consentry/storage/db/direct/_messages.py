@@ -1,5 +1,6 @@
-"""The psycopg side of one message: statements bound on the client into one query, the cursor
-that answers with the caller's statement's result, and psycopg's errors as SQLAlchemy's."""
+"""The psycopg side of one message: statements bound on the client into one query (those run
+before as ``EXECUTE`` of a statement prepared on the connection: ``_prepared``), the cursor that
+answers with the caller's statement's result, and psycopg's errors as SQLAlchemy's."""
 
 from __future__ import annotations
 
@@ -9,12 +10,21 @@ from typing import Any
 import psycopg
 from sqlalchemy import exc as sa_exc
 
+from consentry.storage.db.direct._prepared import (
+    PreparedMessage,
+    is_prepared,
+    prepare_new,
+    prepared_message,
+)
+
 __all__ = [
     "AnsweringCursor",
+    "PreparedMessage",
     "as_sqlalchemy_error",
-    "bound_statements",
     "client_cursor",
-    "one_query",
+    "is_prepared",
+    "one_message",
+    "prepare_new",
     "returned_rows",
 ]
 
@@ -46,21 +56,13 @@ def client_cursor(driver: psycopg.AsyncConnection[Any]) -> psycopg.AsyncClientCu
     return client
 
 
-def bound_statements(driver: psycopg.AsyncConnection[Any], statements: Statements) -> list[str]:
-    """The statements with their values bound on the client (``mogrify``)."""
-    client = client_cursor(driver)
-    return [
-        sql if parameters is None else client.mogrify(sql, parameters)
-        for sql, parameters in statements
-    ]
-
-
-def one_query(driver: psycopg.AsyncConnection[Any], statements: Statements) -> str:
+def one_message(driver: psycopg.AsyncConnection[Any], statements: Statements) -> PreparedMessage:
     """The statements as one query: their parameters bound by psycopg on the client
-    (``ClientCursor.mogrify``, psycopg's own quoting), so that the simple query protocol sends
-    them in one message, answered in one round trip (a pipeline did the same with a message,
-    a flush and a wait per statement, which cost more than the round trips it saved)."""
-    return ";\n".join(bound_statements(driver, statements))
+    (``ClientCursor.mogrify``, psycopg's own quoting), those prepared as ``EXECUTE``
+    (``_prepared``), so that the simple query protocol sends them in one message, answered in
+    one round trip (a pipeline did the same with a message, a flush and a wait per statement,
+    which cost more than the round trips it saved). Call :func:`prepare_new` before it."""
+    return prepared_message(driver, statements, client_cursor(driver).mogrify)
 
 
 def as_sqlalchemy_error(exc: psycopg.Error, sql: str) -> sa_exc.StatementError:
