@@ -23,6 +23,7 @@ already has keeps its value.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -265,6 +266,26 @@ def started_line(sockets: list[socket.socket]) -> str:
     )
 
 
+YOUNG_COLLECTION_THRESHOLD = 7_000
+"""Allocations between two collections of the youngest generation (Python's default: 700)."""
+
+
+def settle_the_heap() -> None:
+    """Once the server is started: collect, then freeze what start-up made (the modules of
+    LangChain, LangGraph, SQLAlchemy, pydantic, the compiled graphs, the services), which lives
+    as long as the process, so that the garbage collector no longer walks it at each full
+    collection; and collect the youngest generation a tenth as often. A conversation's objects
+    are many and short-lived: with 100 in flight, the collections' walks of what start-up made
+    cost about a tenth of the server's CPU.
+    ``consentry serve`` on PostgreSQL, 600 ``consent_flow`` conversations at C=100, user + sys
+    CPU a conversation in two rounds: 17.5 and 17.6 ms, 16.2 and 15.3 frozen, 15.2 and 14.8
+    frozen and collected less often (issue 37)."""
+    gc.collect()
+    gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, older, oldest)
+
+
 class _AnnouncedServer(uvicorn.Server):
     """Uvicorn's server, which logs ``summary`` (a line each) and prints :func:`started_line` on
     stdout once it listens."""
@@ -280,3 +301,4 @@ class _AnnouncedServer(uvicorn.Server):
                 log.info(line)
             bound = [sock for server in self.servers for sock in (server.sockets or ())]
             print(started_line(bound), flush=True)
+            settle_the_heap()
