@@ -41,7 +41,7 @@ _EXECUTE = re.compile(r"EXECUTE (consentry_\d+)(.*)", re.DOTALL)
 
 def _prepared_sql(name: str) -> str:
     return next(
-        sql for sql, form in _prepared._FORMS.items() if form is not None and form.name == name
+        sql for (sql, _), form in _prepared._FORMS.items() if form is not None and form.name == name
     )
 
 

@@ -1,12 +1,13 @@
-"""``storage.db.direct._prepared``: on PostgreSQL a statement the process runs again is prepared
-once a connection and sent as ``EXECUTE``, still in one message a transaction; one PostgreSQL
+"""``storage.db.direct._prepared``: on PostgreSQL a statement of the hot path the process runs
+again is prepared once a connection and sent as ``EXECUTE``, still in one message a transaction,
+with the values the statement carries itself written in as literals (a generic plan then still
+uses a partial index on them); a statement compiled for one call is not prepared; one PostgreSQL
 cannot prepare runs as it is, even inside a transaction; and a message that may or may not have
-prepared leaves its connection to prepare again, never to ``EXECUTE`` a statement it lacks.
-On a throwaway PostgreSQL cluster."""
+prepared, or a statement whose result's type a migration changed, leaves its connection to
+prepare again, never to ``EXECUTE`` a statement it lacks. On a throwaway PostgreSQL cluster."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -14,24 +15,40 @@ import psycopg
 import pytest
 import pytest_asyncio
 import sqlalchemy as sa
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, NotSupportedError
 
 from consentry.storage.db.database import Database, execute_unread
 from consentry.storage.db.direct import _prepared, direct
 from tests.postgres import PostgresCluster, opened_with_tables
 
 _metadata = sa.MetaData()
-_items = sa.Table("items", _metadata, sa.Column("name", sa.String, primary_key=True))
+_items = sa.Table(
+    "items",
+    _metadata,
+    sa.Column("name", sa.String, primary_key=True),
+    sa.Column("status", sa.String, nullable=True),
+)
 _INSERT = direct(_items.insert())
-_PREPARED = "SELECT name FROM pg_prepared_statements WHERE name LIKE 'consentry%%'"
+_PENDING_FROM = direct(
+    sa.select(_items.c.name).where(
+        _items.c.status == "pending", _items.c.name >= sa.bindparam("p_from")
+    )
+)
+_DONE_FROM = direct(  # the same SQL, another value of its own
+    sa.select(_items.c.name).where(
+        _items.c.status == "done", _items.c.name >= sa.bindparam("p_from")
+    )
+)
+_PREPARED = "SELECT name FROM pg_prepared_statements WHERE name LIKE 'consentry%'"
+_INSERT_SQL = "INSERT INTO items (name) VALUES (%(name)s::VARCHAR)"
 
 
 @pytest.fixture(autouse=True)
 def _new_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    """What this process has learned, as if it had just started."""
+    """What this process has prepared and run, as if it had just started (its names go on:
+    they are never used twice)."""
     monkeypatch.setattr(_prepared, "_FORMS", {})
-    monkeypatch.setattr(_prepared, "_SIGHTINGS", {})
-    monkeypatch.setattr(_prepared, "_NUMBERS", itertools.count(1))
+    monkeypatch.setattr(_prepared, "_SIGHTINGS", set())
 
 
 @pytest.fixture
@@ -47,16 +64,23 @@ async def pg(url: str) -> AsyncIterator[Database]:
 
 @pytest.fixture
 def messages(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every message psycopg sends from here on, whole."""
+    """Every message psycopg sends from here on, whole (not the pool's empty idle checks)."""
     seen: list[str] = []
     execute = psycopg.AsyncCursor.execute
 
     async def executed(self: psycopg.AsyncCursor[Any], query: Any, *args: Any, **kw: Any) -> Any:
-        seen.append(str(query))
+        if str(query):
+            seen.append(str(query))
         return await execute(self, query, *args, **kw)
 
     monkeypatch.setattr(psycopg.AsyncCursor, "execute", executed)
     return seen
+
+
+def _name(sql: str, *constants: Any) -> str:
+    form = _prepared._FORMS[sql, constants]
+    assert form is not None
+    return form.name
 
 
 async def _insert(db: Database, *names: str) -> None:
@@ -72,7 +96,7 @@ async def _names(db: Database) -> list[str]:
 
 async def _prepared_on(db: Database) -> list[str]:
     async with db.read() as conn:
-        return list((await conn.exec_driver_sql(_PREPARED)).scalars())
+        return sorted((await conn.exec_driver_sql(_PREPARED)).scalars())
 
 
 async def test_a_statement_run_again_is_prepared_once_and_then_executed(
@@ -82,15 +106,58 @@ async def test_a_statement_run_again_is_prepared_once_and_then_executed(
     await _insert(pg, "second")
     await _insert(pg, "third", "fourth")
 
-    insert = "INSERT INTO items (name) VALUES"
-    assert messages[0].startswith("BEGIN;\n" + insert)  # seen once: as it is
+    name = _name(_INSERT_SQL)
+    assert messages[0] == "BEGIN;\nINSERT INTO items (name) VALUES ('first'::VARCHAR);\nCOMMIT"
     learned, second, third = messages[1:]
-    assert learned.startswith("PREPARE consentry_1 AS " + insert)  # a round trip of its own
-    assert "$1" in learned
-    assert second == "BEGIN;\nEXECUTE consentry_1('second');\nCOMMIT"
-    assert third == "BEGIN;\nEXECUTE consentry_1('third');\nEXECUTE consentry_1('fourth');\nCOMMIT"
+    assert learned == f"PREPARE {name} AS INSERT INTO items (name) VALUES ($1::VARCHAR)"
+    assert second == f"BEGIN;\nEXECUTE {name}('second');\nCOMMIT"
+    assert third == f"BEGIN;\nEXECUTE {name}('third');\nEXECUTE {name}('fourth');\nCOMMIT"
     assert await _names(pg) == ["first", "fourth", "second", "third"]
-    assert await _prepared_on(pg) == ["consentry_1"]  # the pool's one connection
+    assert await _prepared_on(pg) == [name]  # the pool's one connection
+
+
+async def test_what_a_statement_carries_itself_is_prepared_as_a_literal(
+    pg: Database, messages: list[str]
+) -> None:
+    async with pg.write() as conn:
+        await conn.execute(_items.insert(), [{"name": "a", "status": "pending"}, {"name": "b"}])
+    found = []
+    for _ in range(3):
+        async with pg.read() as conn:
+            found.append(list((await conn.execute(_PENDING_FROM, {"p_from": "a"})).scalars()))
+
+    assert found == [["a"], ["a"], ["a"]]
+    (prepare,) = [m for m in messages if m.startswith("PREPARE")]
+    assert "status = 'pending'::VARCHAR" in prepare  # a generic plan's partial index's condition
+    assert "name >= $1::VARCHAR" in prepare
+    assert messages[-1].endswith("('a')")  # the one value a run gives
+
+
+async def test_statements_of_one_sql_that_carry_other_values_are_prepared_apart(
+    pg: Database,
+) -> None:
+    async with pg.write() as conn:
+        await conn.execute(
+            _items.insert(), [{"name": "a", "status": "pending"}, {"name": "b", "status": "done"}]
+        )
+    found = []
+    for _ in range(3):
+        async with pg.read() as conn:
+            pending = list((await conn.execute(_PENDING_FROM, {"p_from": ""})).scalars())
+            done = list((await conn.execute(_DONE_FROM, {"p_from": ""})).scalars())
+            found.append((pending, done))
+
+    assert found == [(["a"], ["b"])] * 3
+    assert len(await _prepared_on(pg)) == 2
+
+
+async def test_a_statement_compiled_for_one_call_is_not_prepared(
+    pg: Database, messages: list[str]
+) -> None:
+    for _ in range(3):
+        async with pg.read() as conn:
+            await conn.execute(sa.select(_items.c.name).where(_items.c.status == "pending"))
+    assert not any("PREPARE" in m or "EXECUTE" in m for m in messages)
 
 
 async def test_a_connection_that_lacks_a_learned_statement_prepares_it_in_the_message(
@@ -98,16 +165,17 @@ async def test_a_connection_that_lacks_a_learned_statement_prepares_it_in_the_me
 ) -> None:
     await _insert(pg, "a")
     await _insert(pg, "b")  # learned on pg's connection
+    name = _name(_INSERT_SQL)
     other = Database(url)
     await other.open()
     try:
         messages.clear()
         await _insert(other, "c", "d")
         assert messages == [
-            "PREPARE consentry_1 AS INSERT INTO items (name) VALUES ($1::VARCHAR);\n"
-            "BEGIN;\nEXECUTE consentry_1('c');\nEXECUTE consentry_1('d');\nCOMMIT"
+            f"PREPARE {name} AS INSERT INTO items (name) VALUES ($1::VARCHAR);\n"
+            f"BEGIN;\nEXECUTE {name}('c');\nEXECUTE {name}('d');\nCOMMIT"
         ]
-        assert await _prepared_on(other) == ["consentry_1"]
+        assert await _prepared_on(other) == [name]
     finally:
         await other.close()
     assert await _names(pg) == ["a", "b", "c", "d"]
@@ -118,6 +186,8 @@ async def test_a_statement_postgresql_cannot_prepare_runs_as_it_is_in_or_out_of_
 ) -> None:
     # PREPARE cannot tell $1's type; psycopg's own binding sends an int's
     untyped = "SELECT %(value)s IS NULL AS missing"
+    _prepared.preparable(untyped)
+    _prepared.preparable(untyped + "_2")
     for _ in range(2):
         async with pg.read() as conn:
             assert (await conn.exec_driver_sql(untyped, {"value": 1})).scalar() is False
@@ -129,11 +199,11 @@ async def test_a_statement_postgresql_cannot_prepare_runs_as_it_is_in_or_out_of_
         await execute_unread(conn, _INSERT, {"name": "after"})
 
     assert await _names(pg) == ["after", "sent"]  # the failed PREPARE failed nothing
-    assert _prepared._FORMS[untyped] is None
-    assert _prepared._FORMS[untyped + "_2"] is None
+    assert _prepared._FORMS[untyped, ()] is None
+    assert _prepared._FORMS[untyped + "_2", ()] is None
     assert any(m.startswith("SAVEPOINT consentry_prepare; PREPARE") for m in messages)
-    # only the INSERT (the third learned; within the transaction, at its second run)
-    assert await _prepared_on(pg) == ["consentry_3"]
+    # only the INSERT, learned within the transaction at its second run
+    assert await _prepared_on(pg) == [_name(_INSERT_SQL)]
 
 
 async def test_a_failed_message_that_prepared_has_its_connection_prepare_again(
@@ -141,6 +211,7 @@ async def test_a_failed_message_that_prepared_has_its_connection_prepare_again(
 ) -> None:
     await _insert(pg, "a")
     await _insert(pg, "b")  # learned
+    name = _name(_INSERT_SQL)
     other = Database(url)
     await other.open()
     try:
@@ -148,8 +219,8 @@ async def test_a_failed_message_that_prepared_has_its_connection_prepare_again(
             await _insert(other, "a")
         messages.clear()
         await _insert(other, "c")
-        assert messages[0].startswith("DEALLOCATE ALL;\nPREPARE consentry_1 AS")
-        assert await _prepared_on(other) == ["consentry_1"]
+        assert messages[0].startswith(f"DEALLOCATE ALL;\nPREPARE {name} AS")
+        assert await _prepared_on(other) == [name]
     finally:
         await other.close()
     assert await _names(pg) == ["a", "b", "c"]
@@ -178,3 +249,25 @@ async def test_a_message_that_was_never_sent_has_its_connection_prepare_again(
     finally:
         await other.close()
     assert await _names(pg) == ["a", "b", "c"]
+
+
+async def test_a_statement_whose_result_a_migration_changed_is_prepared_again(
+    pg: Database, messages: list[str]
+) -> None:
+    async with pg.write() as conn:
+        await conn.execute(_items.insert(), {"name": "a", "status": "pending"})
+    for _ in range(2):
+        async with pg.read() as conn:
+            await conn.execute(_PENDING_FROM, {"p_from": "a"})  # prepared
+    async with pg.write() as conn:  # another replica's migration
+        await conn.exec_driver_sql("ALTER TABLE items ALTER COLUMN name TYPE text")
+
+    with pytest.raises(NotSupportedError, match="cached plan must not change result type"):
+        async with pg.read() as conn:
+            await conn.execute(_PENDING_FROM, {"p_from": "a"})
+    messages.clear()
+    async with pg.read() as conn:
+        found = list((await conn.execute(_PENDING_FROM, {"p_from": "a"})).scalars())
+
+    assert found == ["a"]
+    assert messages[0].startswith("DEALLOCATE ALL;\nPREPARE")

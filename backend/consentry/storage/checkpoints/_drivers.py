@@ -25,6 +25,7 @@ from consentry.storage.db.direct import (
     as_sqlalchemy_error,
     is_prepared,
     one_message,
+    preparable,
     prepare_new,
     returned_rows,
 )
@@ -117,9 +118,10 @@ async def _execute(
     """The operation's statement (at ``answer``) with what goes before and after it: one
     message, or on its own a statement of psycopg's (server-side binding) unless prepared."""
     sql, parameters = statements[answer]
-    await prepare_new(connection, statements)
+    preparable(sql)  # the checkpointer's statements are few, and made once
     try:
-        if len(statements) > 1 or is_prepared(sql):
+        await prepare_new(connection, statements)
+        if len(statements) > 1 or is_prepared(sql, parameters):
             await _send(connection, cursor, statements, answer=answer)
         else:
             await cursor.execute(sql, parameters)
@@ -138,8 +140,8 @@ async def _send(
     cursor.answer = message.offset + answer
     try:
         await cursor.execute(message.text)
-    except BaseException:
-        message.failed(connection)
+    except BaseException as exc:
+        message.failed(connection, exc)
         raise
 
 

@@ -48,6 +48,7 @@ from consentry.storage.db.direct import (
     compiled_for_driver,
     is_prepared,
     one_message,
+    preparable,
     prepare_new,
     returned_rows,
 )
@@ -102,6 +103,8 @@ class PostgresConnection:
         commits nothing. Sent with the ``COMMIT``, it saves the round trip of its row count."""
         compiled = compiled_for_driver(statement, parameters, self.dialect)
         checked = _one_row_or_fail(f"{compiled.sql} RETURNING 1 AS one", ("one",))
+        if compiled.constants is not None:
+            preparable(checked, compiled.constants)
         self.defer_sql(checked, compiled.arguments(parameters))
 
     def take_deferred(self) -> list[tuple[str, Any]]:
@@ -166,6 +169,8 @@ class PostgresConnection:
         if not compiled.keys:
             raise ValueError("the statement must return the changed row's columns")
         checked = _one_row_or_fail(compiled.sql, compiled.keys)
+        if compiled.constants is not None:
+            preparable(checked, compiled.constants)
         return await self._send(
             checked, compiled.arguments(parameters), compiled.result, commit=True
         )
@@ -185,11 +190,13 @@ class PostgresConnection:
         sent: list[_Statement] = [*deferred, (sql, arguments), *([_COMMIT] * commit)]
         try:
             await prepare_new(self.driver, sent)
-        except BaseException:
+        except BaseException as exc:
             self._failed = True
+            if isinstance(exc, psycopg.Error):
+                raise as_sqlalchemy_error(exc, sql) from exc
             raise
         message = None
-        if deferred or commit or is_prepared(sql):
+        if deferred or commit or is_prepared(sql, arguments):
             # built before anything is taken: a value that cannot be bound fails here, and
             # nothing is lost
             message = one_message(self.driver, sent)
@@ -216,10 +223,10 @@ class PostgresConnection:
                     rows, cursor.rowcount, lambda: cursor.description or ()
                 )
                 return built
-        except BaseException:
+        except BaseException as exc:
             self._failed = True  # what went with it may be lost: the transaction cannot commit
             if message is not None:
-                message.failed(self.driver)
+                message.failed(self.driver, exc)
             raise
 
     async def _flush(self, *, commit: bool = False) -> None:
@@ -240,16 +247,13 @@ class PostgresConnection:
             self._deferred = []
             async with self.driver.cursor() as cursor:
                 await cursor.execute(message.text)
-        except psycopg.Error as exc:
+        except BaseException as exc:
             self._failed = True
             if message is not None:
-                message.failed(self.driver)
-            named = next((sql for sql, _ in deferred if sql != "BEGIN"), "COMMIT")
-            raise as_sqlalchemy_error(exc, named) from exc
-        except BaseException:
-            self._failed = True
-            if message is not None:
-                message.failed(self.driver)
+                message.failed(self.driver, exc)
+            if isinstance(exc, psycopg.Error):
+                named = next((sql for sql, _ in deferred if sql != "BEGIN"), "COMMIT")
+                raise as_sqlalchemy_error(exc, named) from exc
             raise
 
     def mark_failed(self) -> None:

@@ -10,12 +10,14 @@ from sqlalchemy.engine.interfaces import _CoreAnyExecuteParams
 from sqlalchemy.sql.base import Executable
 
 from consentry.storage.db.database._database import DbConnection
+from consentry.storage.db.direct import preparable
 from consentry.storage.db.sqlite_connection import SqliteConnection
 
 __all__ = ["execute", "execute_unread", "notify_at_commit"]
 
 
 _NOTIFY = "SELECT pg_notify(%(channel)s, %(payload)s)"
+preparable(_NOTIFY)
 
 
 async def notify_at_commit(conn: DbConnection, channel: str, payload: str) -> None:

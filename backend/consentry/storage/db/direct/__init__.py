@@ -46,6 +46,7 @@ from consentry.storage.db.direct._messages import (
     client_cursor,
     is_prepared,
     one_message,
+    preparable,
     prepare_new,
     returned_rows,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "direct",
     "is_prepared",
     "one_message",
+    "preparable",
     "prepare_new",
     "returned_rows",
     "run_direct",

@@ -19,6 +19,8 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.util import LRUCache
 
+from consentry.storage.db.direct._prepared import preparable
+
 __all__ = ["BufferedResult", "compiled_for_driver", "direct"]
 
 E = TypeVar("E", bound=Executable)
@@ -53,6 +55,9 @@ class _Compiled:
     row_processors: tuple[Callable[[Any], Any] | None, ...] | None
     """What SQLAlchemy's result would do to each column's value (SQLite's dates from text);
     None: nothing."""
+    constants: tuple[str, ...] | None = None
+    """A statement compiled once: the parameters no row gives (their values the statement's
+    own); None: compiled for one call."""
 
     def result(
         self, rows: list[Any] | None, rowcount: int, description: Callable[[], Sequence[Any]]
@@ -142,14 +147,19 @@ def _compile(statement: Executable, names: tuple[str, ...], dialect: Dialect) ->
         )
     except Exception:  # a processor that wants the driver's column type (a NUMERIC's scale)
         return None
+    bound = tuple(processors.get(name) for name in order)
+    constants = tuple(name for name in order if name not in names)
+    if dialect.name == "postgresql":
+        preparable(compiled.string, constants)
     return _Compiled(
         sql=compiled.string,
         names=tuple(order),
-        processors=tuple(processors.get(name) for name in order),
+        processors=bound,
         carried=carried,
         positional=compiled.positiontup is not None,
         keys=tuple(column.keyname for column in columns),
         row_processors=row_processors if any(row_processors) else None,
+        constants=constants,
     )
 
 

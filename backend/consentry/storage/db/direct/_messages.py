@@ -13,6 +13,7 @@ from sqlalchemy import exc as sa_exc
 from consentry.storage.db.direct._prepared import (
     PreparedMessage,
     is_prepared,
+    preparable,
     prepare_new,
     prepared_message,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "client_cursor",
     "is_prepared",
     "one_message",
+    "preparable",
     "prepare_new",
     "returned_rows",
 ]

@@ -4,32 +4,40 @@ A transaction's statements go in one message of the simple query protocol, their
 on the client (``_messages``). PostgreSQL then parses, analyses and plans every one of them at
 every run, and that was most of the time it spent on a conversation: 6.5 ms of its statements'
 durations against the naive server's 1.3 on the same conversations (``log_min_duration_statement``,
-``consentry_flow`` at C=1), the naive server's statements being prepared (psycopg's, through
-LangGraph's ``AsyncPostgresSaver``). Here a statement this process has run before is prepared on
-each connection once (``PREPARE consentry_3 AS … $1 …``, the first time in the message that
-first runs it there) and then sent as ``EXECUTE consentry_3('…', 42)``: still one message a
-transaction, its values still bound on the client, and PostgreSQL plans it once a connection.
-In a loop of a two-statement transaction (an event and a checkpoint), that took a transaction
-from 370 to 220 µs and the client's CPU from 125 to 116 µs; psycopg's pipeline with prepared
-statements took it to 230 µs for 185 µs of the client's CPU.
+``consent_flow`` at C=1), the naive server's statements being prepared (psycopg's, through
+LangGraph's ``AsyncPostgresSaver``). Here a statement of the hot path is prepared on each
+connection once (``PREPARE consentry_3 AS … $1 …``) and then sent as ``EXECUTE consentry_3('…',
+42)``: still one message a transaction, its values still bound on the client, and PostgreSQL
+plans it once a connection. In a loop of a two-statement transaction (an event and a
+checkpoint), that took a transaction from 370 to 220 µs and the client's CPU from 125 to 116 µs;
+psycopg's pipeline with prepared statements took it to 230 µs for 185 µs of the client's CPU;
+planning each run again (``plan_cache_mode = force_custom_plan``) gave back most of the gain.
 
-- **Which statements.** One seen :data:`SIGHTINGS_BEFORE_PREPARED` times by this process (the
-  SQL as psycopg takes it, ``%(name)s`` or ``%s``) that starts as a query PostgreSQL can prepare
-  does: the statements a conversation runs, not a migration's. At most
-  :data:`MOST_STATEMENTS` a process.
+- **Which statements.** Those a module declares :func:`preparable`: a statement marked
+  ``direct`` (compiled once, ``_compiled_statement``), the checkpointer's, a notification's. A
+  statement compiled for one call (a search with its filters, a cold path) is not: its values
+  would become parameters of a plan made once. A preparable statement is prepared the second time
+  this process runs it; at most :data:`MOST_STATEMENTS` are.
+- **Plans.** PostgreSQL plans a prepared statement for its values the first five runs, then may
+  keep a generic plan, made without them (``plan_cache_mode``). A generic plan cannot use a
+  partial index whose condition a parameter decides (``status = $1`` for ``WHERE status =
+  'pending'``), so the values a ``direct`` statement carries itself (``status == "pending"``)
+  are written into the prepared statement as literals, each set of those values a prepared
+  statement of its own (one SQL may be two statements: the claim of an idle thread and that of
+  a waiting one, ``leases``); only what changes from run to run is a parameter.
 - **Learning it can be.** The first time, it is prepared in a round trip of its own (in a
   transaction, within a savepoint): a statement whose parameters' types PostgreSQL cannot tell
   (``SELECT $1``) fails there, harming nothing, and is never prepared again. A statement that
-  prepared once prepares on any connection, so from then on its ``PREPARE`` goes in the
-  message that first runs it on a connection, in front of its ``EXECUTE``.
+  prepared once prepares on any connection, so from then on its ``PREPARE`` goes in front of the
+  message that first runs it on another connection.
 - **What a connection holds.** The names prepared on it are kept on the connection. A
   ``PREPARE`` is not undone by a rollback, but a message that fails (or is not sent) may or may
-  not have run the ``PREPARE`` it held: the connection's next message then starts with
-  ``DEALLOCATE ALL`` and prepares again. psycopg prepares nothing on these connections
-  (``prepare_threshold=None``, ``postgres_pool``), so nothing of its own is lost.
-- **Plans.** PostgreSQL plans a prepared statement for its values the first five runs, then keeps
-  a generic plan if it costs no more (``plan_cache_mode``): every statement prepared here finds
-  its rows by key.
+  not have run the ``PREPARE`` it held; and a statement prepared before a migration changed its
+  result's type fails, with its transaction (``cached plan must not change result type``: once a
+  connection). Either way the connection's next message starts with ``DEALLOCATE ALL`` and
+  prepares again. psycopg prepares nothing on
+  these connections (``prepare_threshold=None``, ``postgres_pool``), so nothing of its own is
+  lost.
 """
 
 from __future__ import annotations
@@ -41,18 +49,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
+from psycopg.sql import Literal
 
 __all__ = [
     "MOST_STATEMENTS",
-    "SIGHTINGS_BEFORE_PREPARED",
     "PreparedMessage",
     "is_prepared",
+    "preparable",
     "prepare_new",
     "prepared_message",
 ]
 
-SIGHTINGS_BEFORE_PREPARED = 2
-"""Runs of a statement by this process before it is prepared: a one-off is not."""
 MOST_STATEMENTS = 300
 """Statements prepared by a process at most (each connection holds those it ran)."""
 
@@ -65,6 +72,8 @@ _NUMBERS = itertools.count(1)
 _CANNOT_PREPARE = ("42", "0A")
 """SQLSTATE classes of a ``PREPARE`` refused for the statement itself (a parameter whose type
 PostgreSQL cannot tell, a statement it cannot prepare); any other error is the connection's."""
+_PREPARED_GONE = frozenset({"0A000", "26000", "42P05"})
+"""A prepared statement whose result's type changed, one missing, one already there."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,9 +94,42 @@ class _Session:
     """A message holding a ``PREPARE`` or a ``DEALLOCATE`` failed: which ran is not known."""
 
 
-_FORMS: dict[str, _Form | None] = {}
-"""By SQL: its prepared form, or None when PostgreSQL could not prepare it."""
-_SIGHTINGS: dict[str, int] = {}
+_Key = tuple[str, tuple[Any, ...]]
+"""A statement prepared: its SQL and the values of its constant parameters (two statements of
+the same SQL may carry different values: a claim of an idle thread, one of a waiting one)."""
+
+_CONSTANTS: dict[str, tuple[str, ...]] = {}
+"""The statements declared :func:`preparable`, with the names of their constant parameters."""
+_FORMS: dict[_Key, _Form | None] = {}
+"""Each statement's prepared form, or None when PostgreSQL could not prepare it."""
+_SIGHTINGS: set[_Key] = set()
+"""Preparable statements run once."""
+
+
+def preparable(sql: str, constants: Iterable[str] = ()) -> None:
+    """Declare ``sql`` (as psycopg takes it, ``%(name)s`` or ``%s``) a statement of the hot path,
+    to be prepared the second time the process runs it. ``constants``: the named parameters
+    whose values a statement carries itself, written into the prepared statement as literals
+    (each set of their values its own prepared statement)."""
+    names = tuple(constants)
+    known = _CONSTANTS.setdefault(sql, names) if len(_CONSTANTS) < 10 * MOST_STATEMENTS else None
+    if known != names:  # the same SQL with other constants: its parameters are not known
+        _CONSTANTS[sql] = ("",)  # a name no statement has: never prepared
+
+
+def _key(sql: str, parameters: Any) -> _Key | None:
+    """``sql`` run with ``parameters`` as a prepared statement, or None: not one to prepare."""
+    names = _CONSTANTS.get(sql)
+    if names is None or parameters is None:
+        return None
+    if not names:
+        return sql, ()
+    try:
+        values = tuple(parameters[name] for name in names)
+        hash(values)
+    except (KeyError, TypeError):
+        return None
+    return sql, values
 
 
 def _session(driver: psycopg.AsyncConnection[Any]) -> _Session:
@@ -98,7 +140,12 @@ def _session(driver: psycopg.AsyncConnection[Any]) -> _Session:
     return session
 
 
-def _form(sql: str, name: str) -> _Form:
+def _form(key: _Key, name: str) -> _Form:
+    sql, values = key
+    literals = {
+        constant: Literal(value).as_string(None)
+        for constant, value in zip(_CONSTANTS[sql], values, strict=True)
+    }
     numbers: dict[str, int] = {}
     placeholders: list[str] = []
 
@@ -106,6 +153,8 @@ def _form(sql: str, name: str) -> _Form:
         text = match.group(0)
         if text == "%%":
             return "%"
+        if match.group(1) in literals:
+            return literals[match.group(1)]
         key = match.group(1) or str(len(numbers))  # each %s a parameter of its own
         if key not in numbers:
             numbers[key] = len(numbers) + 1
@@ -117,55 +166,61 @@ def _form(sql: str, name: str) -> _Form:
     return _Form(name, f"PREPARE {name} AS {numbered}", f"EXECUTE {name}{arguments}")
 
 
-def _to_learn(sql: str) -> bool:
-    """Count a sighting of ``sql``; whether it is now to be prepared for the first time."""
-    if sql in _FORMS or len(_FORMS) >= MOST_STATEMENTS or not _PREPARABLE.match(sql):
+def _to_learn(key: _Key | None) -> bool:
+    """Count a run of the statement; whether it is now to be prepared for the first time."""
+    if key is None or key in _FORMS or not _PREPARABLE.match(key[0]):
         return False
-    seen = _SIGHTINGS.get(sql, 0) + 1
-    if seen < SIGHTINGS_BEFORE_PREPARED:
+    if key not in _SIGHTINGS:
         if len(_SIGHTINGS) < 10 * MOST_STATEMENTS:
-            _SIGHTINGS[sql] = seen
+            _SIGHTINGS.add(key)
         return False
-    _SIGHTINGS.pop(sql, None)
-    return True
+    return len(_FORMS) < MOST_STATEMENTS
 
 
 async def prepare_new(
     driver: psycopg.AsyncConnection[Any], statements: Iterable[tuple[str, Any]]
 ) -> None:
-    """Before a message: prepare, each in a round trip of its own, the statements seen often
+    """Before a message: prepare, each in a round trip of its own, the statements run often
     enough that this process has not yet prepared anywhere (see the module's docstring). In a
     transaction, within a savepoint, so that one PostgreSQL cannot prepare fails nothing."""
     status = driver.info.transaction_status
     if status not in _LEARNING_STATES:
         return
-    learning = [sql for sql, parameters in statements if parameters is not None and _to_learn(sql)]
+    keys = (_key(sql, parameters) for sql, parameters in statements)
+    learning = [key for key in keys if key is not None and _to_learn(key)]
     in_transaction = status == psycopg.pq.TransactionStatus.INTRANS
-    for sql in learning:
-        if sql in _FORMS:  # learned meanwhile, on another connection
+    for key in dict.fromkeys(learning):
+        if key in _FORMS:  # learned meanwhile, on another connection
             continue
-        form = _form(sql, f"consentry_{next(_NUMBERS)}")
+        try:
+            form = _form(key, f"consentry_{next(_NUMBERS)}")
+        except (psycopg.Error, TypeError, ValueError):  # a value with no literal
+            _FORMS[key] = None
+            continue
         try:
             if in_transaction:
-                await driver.execute(f"SAVEPOINT {_SAVEPOINT}; {form.prepare}")
+                await driver.execute(
+                    f"SAVEPOINT {_SAVEPOINT}; {form.prepare}; RELEASE SAVEPOINT {_SAVEPOINT}"
+                )
             else:
                 await driver.execute(form.prepare)
         except psycopg.Error as exc:
             if not (exc.sqlstate or "").startswith(_CANNOT_PREPARE):
                 raise
             if in_transaction:
-                await driver.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
-            _FORMS[sql] = None
+                await driver.execute(
+                    f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}; RELEASE SAVEPOINT {_SAVEPOINT}"
+                )
+            _FORMS[key] = None
             continue
-        if in_transaction:
-            await driver.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
-        _FORMS[sql] = form
+        _FORMS[key] = form
         _session(driver).names.add(form.name)
 
 
-def is_prepared(sql: str) -> bool:
-    """Whether this process runs ``sql`` as a prepared statement."""
-    return _FORMS.get(sql) is not None
+def is_prepared(sql: str, parameters: Any) -> bool:
+    """Whether this process runs ``sql`` with ``parameters`` as a prepared statement."""
+    key = _key(sql, parameters)
+    return key is not None and _FORMS.get(key) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,9 +233,10 @@ class PreparedMessage:
     prepares: bool
     """It prepares (or deallocates): if it fails, the connection's names are uncertain."""
 
-    def failed(self, driver: psycopg.AsyncConnection[Any]) -> None:
-        """The message failed or was not sent."""
-        if self.prepares:
+    def failed(self, driver: psycopg.AsyncConnection[Any], error: BaseException) -> None:
+        """The message failed with ``error``, or was not sent."""
+        cause = getattr(error, "orig", None) or error  # SQLAlchemy's error names psycopg's
+        if self.prepares or getattr(cause, "sqlstate", None) in _PREPARED_GONE:
             _session(driver).uncertain = True
 
 
@@ -199,7 +255,8 @@ def prepared_message(
     named: list[str] = []
     parts: list[str] = []
     for sql, parameters in statements:
-        form = _FORMS.get(sql) if parameters is not None else None
+        key = _key(sql, parameters)
+        form = None if key is None else _FORMS.get(key)
         if form is None:
             parts.append(sql if parameters is None else mogrify(sql, parameters))
             continue
