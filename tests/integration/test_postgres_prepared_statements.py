@@ -8,6 +8,7 @@ prepare again, never to ``EXECUTE`` a statement it lacks. On a throwaway Postgre
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -133,6 +134,37 @@ async def test_what_a_statement_carries_itself_is_prepared_as_a_literal(
     assert messages[-1].endswith("('a')")  # the one value a run gives
 
 
+async def test_a_generic_plan_of_a_carried_value_still_uses_the_partial_index(
+    pg: Database, messages: list[str]
+) -> None:
+    async with pg.write() as conn:
+        await conn.exec_driver_sql(
+            "CREATE INDEX items_pending ON items (name) WHERE status = 'pending'"
+        )
+        await conn.execute(_items.insert(), {"name": "a", "status": "pending"})
+    for _ in range(2):
+        async with pg.read() as conn:
+            await conn.execute(_PENDING_FROM, {"p_from": "a"})
+    (name,) = re.findall(r"PREPARE (consentry_\d+) AS SELECT", "\n".join(messages))
+    async with pg.read() as conn:  # the pool's one connection, which prepared it
+        await conn.exec_driver_sql("SET plan_cache_mode = force_generic_plan")
+        await conn.exec_driver_sql("SET enable_seqscan = off")
+        plan = "\n".join((await conn.exec_driver_sql(f"EXPLAIN EXECUTE {name}('a')")).scalars())
+    assert "items_pending" in plan
+
+
+def test_one_sql_declared_with_other_constant_parameters_is_never_prepared(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_prepared, "_CONSTANTS", {})
+    sql = "SELECT name FROM items WHERE status = %(s)s AND kind = %(k)s"
+    _prepared.preparable(sql, ("s",))
+    _prepared.preparable(sql, ("s",))  # the same again: still preparable
+    assert _prepared._key(sql, {"s": "x", "k": "y"}) is not None
+    _prepared.preparable(sql, ("k",))
+    assert _prepared._key(sql, {"s": "x", "k": "y"}) is None
+
+
 async def test_statements_of_one_sql_that_carry_other_values_are_prepared_apart(
     pg: Database,
 ) -> None:
@@ -182,12 +214,12 @@ async def test_a_connection_that_lacks_a_learned_statement_prepares_it_in_the_me
 
 
 async def test_a_statement_postgresql_cannot_prepare_runs_as_it_is_in_or_out_of_a_transaction(
-    pg: Database, messages: list[str]
+    pg: Database, messages: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # PREPARE cannot tell $1's type; psycopg's own binding sends an int's
     untyped = "SELECT %(value)s IS NULL AS missing"
-    _prepared.preparable(untyped)
-    _prepared.preparable(untyped + "_2")
+    for sql in (untyped, untyped + "_2"):  # as a module declares them (for this test only)
+        monkeypatch.setitem(_prepared._CONSTANTS, sql, ())
     for _ in range(2):
         async with pg.read() as conn:
             assert (await conn.exec_driver_sql(untyped, {"value": 1})).scalar() is False

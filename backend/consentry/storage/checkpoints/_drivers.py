@@ -25,7 +25,6 @@ from consentry.storage.db.direct import (
     as_sqlalchemy_error,
     is_prepared,
     one_message,
-    preparable,
     prepare_new,
     returned_rows,
 )
@@ -118,7 +117,6 @@ async def _execute(
     """The operation's statement (at ``answer``) with what goes before and after it: one
     message, or on its own a statement of psycopg's (server-side binding) unless prepared."""
     sql, parameters = statements[answer]
-    preparable(sql)  # the checkpointer's statements are few, and made once
     try:
         await prepare_new(connection, statements)
         if len(statements) > 1 or is_prepared(sql, parameters):

@@ -16,6 +16,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from consentry.storage.db.direct import preparable
+
 __all__ = ["CheckpointSql", "sql_for"]
 
 _COLUMNS = (
@@ -73,7 +75,12 @@ class CheckpointSql:
         """PostgreSQL: the fence and ``count`` pending writes in one statement (one round trip,
         committed in the same message: ``run_on(commit=True)``); its one row counts the fence's
         rows (0: the lease moved on, nothing was written). None on SQLite."""
-        return _put_writes_fenced(count, replace) if self.dialect == "postgresql" else None
+        if self.dialect != "postgresql":
+            return None
+        text = _put_writes_fenced(count, replace)
+        if count <= _MOST_WRITES_PREPARED:
+            preparable(text)
+        return text
 
     def metadata_predicates(self, wanted: dict[str, Any]) -> tuple[list[str], list[Any]]:
         """``WHERE`` terms selecting checkpoints whose metadata has these keys and values."""
@@ -223,6 +230,10 @@ def _nulls(columns: str) -> str:
     return ", ".join("NULL" for _ in columns.split(", "))
 
 
+_MOST_WRITES_PREPARED = 4
+"""A step's pending writes in one prepared statement at most (an interrupt's: one or two)."""
+
+
 @functools.lru_cache(maxsize=64)
 def _put_writes_fenced(count: int, replace: bool) -> str:
     row = "(%s, %s, %s, %s, %s, %s::integer, %s, %s, %s::bytea)"
@@ -264,8 +275,20 @@ def _with_params(sql: CheckpointSql) -> CheckpointSql:
     return CheckpointSql(**converted)
 
 
+def _declared_preparable(sql: CheckpointSql) -> CheckpointSql:
+    """``sql`` with its fixed statements declared preparable on PostgreSQL (``storage.db.direct``:
+    prepared once a connection); those that vary with a count are declared where they are made,
+    for the small counts only."""
+    for name in CheckpointSql.__dataclass_fields__:
+        value = getattr(sql, name)
+        for text in value if isinstance(value, tuple) else (value,):
+            if isinstance(text, str) and name != "dialect":
+                preparable(text)
+    return sql
+
+
 _SQLITE = _statements("sqlite")
-_POSTGRES = _with_params(_statements("postgresql"))
+_POSTGRES = _declared_preparable(_with_params(_statements("postgresql")))
 
 
 def sql_for(dialect: str) -> CheckpointSql:

@@ -46,7 +46,10 @@ import itertools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import date, datetime
+from decimal import Decimal
 from typing import Any
+from uuid import UUID
 
 import psycopg
 from psycopg.sql import Literal
@@ -69,9 +72,11 @@ _SESSION = "_consentry_prepared"
 _SAVEPOINT = "consentry_prepare"
 _LEARNING_STATES = (psycopg.pq.TransactionStatus.IDLE, psycopg.pq.TransactionStatus.INTRANS)
 _NUMBERS = itertools.count(1)
-_CANNOT_PREPARE = ("42", "0A")
-"""SQLSTATE classes of a ``PREPARE`` refused for the statement itself (a parameter whose type
-PostgreSQL cannot tell, a statement it cannot prepare); any other error is the connection's."""
+_REFUSED = ("42", "0A")
+"""SQLSTATE classes of a ``PREPARE`` refused (any other error is the connection's)."""
+_CANNOT_PREPARE = frozenset({"42P18", "42P08", "42601", "42804", "0A000"})
+"""A ``PREPARE`` refused for the statement itself: a parameter whose type PostgreSQL cannot tell
+or that it cannot tell apart, a statement it cannot read or prepare."""
 _PREPARED_GONE = frozenset({"0A000", "26000", "42P05"})
 """A prepared statement whose result's type changed, one missing, one already there."""
 
@@ -100,6 +105,10 @@ the same SQL may carry different values: a claim of an idle thread, one of a wai
 
 _CONSTANTS: dict[str, tuple[str, ...]] = {}
 """The statements declared :func:`preparable`, with the names of their constant parameters."""
+_NEVER = ("",)
+"""The constants of a statement never prepared (a name no statement has)."""
+_PLAIN = (str, int, float, bool, type(None), Decimal, datetime, date, UUID)
+"""The types of the constant values a key holds (compared as they render)."""
 _FORMS: dict[_Key, _Form | None] = {}
 """Each statement's prepared form, or None when PostgreSQL could not prepare it."""
 _SIGHTINGS: set[_Key] = set()
@@ -112,9 +121,12 @@ def preparable(sql: str, constants: Iterable[str] = ()) -> None:
     whose values a statement carries itself, written into the prepared statement as literals
     (each set of their values its own prepared statement)."""
     names = tuple(constants)
-    known = _CONSTANTS.setdefault(sql, names) if len(_CONSTANTS) < 10 * MOST_STATEMENTS else None
-    if known != names:  # the same SQL with other constants: its parameters are not known
-        _CONSTANTS[sql] = ("",)  # a name no statement has: never prepared
+    known = _CONSTANTS.get(sql)
+    if known is None:
+        if len(_CONSTANTS) < 10 * MOST_STATEMENTS:
+            _CONSTANTS[sql] = names
+    elif known != names:  # the same SQL with other constants: its parameters are not known
+        _CONSTANTS[sql] = _NEVER
 
 
 def _key(sql: str, parameters: Any) -> _Key | None:
@@ -126,10 +138,11 @@ def _key(sql: str, parameters: Any) -> _Key | None:
         return sql, ()
     try:
         values = tuple(parameters[name] for name in names)
-        hash(values)
-    except (KeyError, TypeError):
+    except KeyError:
         return None
-    return sql, values
+    if not all(type(value) in _PLAIN for value in values):
+        return None  # a JSON value, say: equal values that are not the same key
+    return sql, tuple((type(value), value) for value in values)
 
 
 def _session(driver: psycopg.AsyncConnection[Any]) -> _Session:
@@ -144,7 +157,7 @@ def _form(key: _Key, name: str) -> _Form:
     sql, values = key
     literals = {
         constant: Literal(value).as_string(None)
-        for constant, value in zip(_CONSTANTS[sql], values, strict=True)
+        for constant, (_, value) in zip(_CONSTANTS[sql], values, strict=True)
     }
     numbers: dict[str, int] = {}
     placeholders: list[str] = []
@@ -205,13 +218,15 @@ async def prepare_new(
             else:
                 await driver.execute(form.prepare)
         except psycopg.Error as exc:
-            if not (exc.sqlstate or "").startswith(_CANNOT_PREPARE):
+            sqlstate = exc.sqlstate or ""
+            if not sqlstate.startswith(_REFUSED):
                 raise
             if in_transaction:
                 await driver.execute(
                     f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}; RELEASE SAVEPOINT {_SAVEPOINT}"
                 )
-            _FORMS[key] = None
+            if sqlstate in _CANNOT_PREPARE:
+                _FORMS[key] = None  # never; another refusal (a table not there yet): later
             continue
         _FORMS[key] = form
         _session(driver).names.add(form.name)
