@@ -27,6 +27,7 @@ from consentry.storage.db.direct import (
     one_message,
     prepare_new,
     returned_rows,
+    send_message,
 )
 from consentry.storage.db.sqlite_connection import SqliteConnection
 
@@ -134,13 +135,7 @@ async def _send(
     *,
     answer: int,
 ) -> None:
-    message = one_message(connection, statements)
-    cursor.answer = message.offset + answer
-    try:
-        await cursor.execute(message.text)
-    except BaseException as exc:
-        message.failed(connection, exc)
-        raise
+    await send_message(cursor, one_message(connection, statements), answer=answer)
 
 
 def _on_sqlalchemy_sqlite(connection: Connection, operation: Operation) -> Any:

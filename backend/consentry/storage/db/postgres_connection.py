@@ -51,6 +51,7 @@ from consentry.storage.db.direct import (
     preparable,
     prepare_new,
     returned_rows,
+    send_message,
 )
 
 __all__ = ["PostgresConnection", "refused_one_row_change"]
@@ -205,10 +206,8 @@ class PostgresConnection:
             async with self.driver.cursor() as cursor:
                 assert isinstance(cursor, AnsweringCursor)
                 try:
-                    if message is not None:
-                        # the statement, after what was prepared and deferred
-                        cursor.answer = message.offset + len(deferred)
-                        await cursor.execute(message.text)
+                    if message is not None:  # the statement, after what was deferred
+                        await send_message(cursor, message, answer=len(deferred))
                     else:
                         await cursor.execute(sql, arguments)
                     rows = await cursor.fetchall() if returned_rows(cursor) else None
@@ -246,7 +245,8 @@ class PostgresConnection:
             message = one_message(self.driver, statements)  # before anything is taken
             self._deferred = []
             async with self.driver.cursor() as cursor:
-                await cursor.execute(message.text)
+                assert isinstance(cursor, AnsweringCursor)
+                await send_message(cursor, message)
         except BaseException as exc:
             self._failed = True
             if message is not None:

@@ -49,6 +49,7 @@ from consentry.storage.db.direct._messages import (
     preparable,
     prepare_new,
     returned_rows,
+    send_message,
 )
 from consentry.storage.db.direct._run import run_direct
 
@@ -66,4 +67,5 @@ __all__ = [
     "prepare_new",
     "returned_rows",
     "run_direct",
+    "send_message",
 ]

@@ -28,6 +28,7 @@ __all__ = [
     "preparable",
     "prepare_new",
     "returned_rows",
+    "send_message",
 ]
 
 Statements = Sequence[tuple[str, Any]]
@@ -65,6 +66,22 @@ def one_message(driver: psycopg.AsyncConnection[Any], statements: Statements) ->
     one round trip (a pipeline did the same with a message, a flush and a wait per statement,
     which cost more than the round trips it saved). Call :func:`prepare_new` before it."""
     return prepared_message(driver, statements, client_cursor(driver).mogrify)
+
+
+async def send_message(
+    cursor: AnsweringCursor, message: PreparedMessage, *, answer: int | None = None
+) -> None:
+    """Run ``message`` on ``cursor``, which then stands on the result of the statement at
+    ``answer`` (counted among the message's statements, after what prepares them; None: the
+    last). When it fails or is cancelled, its connection prepares again if it must
+    (:meth:`PreparedMessage.failed`)."""
+    if answer is not None:
+        cursor.answer = message.offset + answer
+    try:
+        await cursor.execute(message.text)
+    except BaseException as exc:
+        message.failed(cursor.connection, exc)
+        raise
 
 
 def as_sqlalchemy_error(exc: psycopg.Error, sql: str) -> sa_exc.StatementError:

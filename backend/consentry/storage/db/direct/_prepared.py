@@ -1,14 +1,14 @@
 """Statements prepared once a connection, and run as ``EXECUTE`` in one message.
 
-A transaction's statements go in one message of the simple query protocol, their values bound
-on the client (``_messages``). PostgreSQL then parses, analyses and plans every one of them at
-every run, and that was most of the time it spent on a conversation: 6.5 ms of its statements'
-durations against the naive server's 1.3 on the same conversations (``log_min_duration_statement``,
+A transaction's statements go in one message of the simple query protocol, their values bound on the
+client (``_messages``). PostgreSQL then parses, analyses and plans every one of them at every run,
+and that was most of the time it spent on a conversation: 6.5 ms of its statements' durations
+against the naive server's 1.3 on the same conversations (``log_min_duration_statement``,
 ``consent_flow`` at C=1), the naive server's statements being prepared (psycopg's, through
-LangGraph's ``AsyncPostgresSaver``). Here a statement of the hot path is prepared on each
-connection once (``PREPARE consentry_3 AS … $1 …``) and then sent as ``EXECUTE consentry_3('…',
-42)``: still one message a transaction, its values still bound on the client, and PostgreSQL
-plans it once a connection. In a loop of a two-statement transaction (an event and a
+LangGraph's ``AsyncPostgresSaver``). Here a statement of the hot path is prepared on each connection
+once (``PREPARE consentry_3 AS UPDATE runs SET seq = $2 WHERE id = $1``) and then sent as ``EXECUTE
+consentry_3('r-1', 42)``: still one message a transaction, its values still bound on the client, and
+PostgreSQL plans it once a connection. In a loop of a two-statement transaction (an event and a
 checkpoint), that took a transaction from 370 to 220 µs and the client's CPU from 125 to 116 µs;
 psycopg's pipeline with prepared statements took it to 230 µs for 185 µs of the client's CPU;
 planning each run again (``plan_cache_mode = force_custom_plan``) gave back most of the gain.
@@ -66,7 +66,7 @@ __all__ = [
 MOST_STATEMENTS = 300
 """Statements prepared by a process at most (each connection holds those it ran)."""
 
-_PLACEHOLDER = re.compile(r"%\((\w+)\)s|%s|%%")
+_PARAMETER = re.compile(r"%\((\w+)\)s|%s|%%")
 _PREPARABLE = re.compile(r"\s*(?:SELECT|INSERT|UPDATE|DELETE|WITH|VALUES)\b", re.IGNORECASE)
 _SESSION = "_consentry_prepared"
 _SAVEPOINT = "consentry_prepare"
@@ -85,9 +85,11 @@ _PREPARED_GONE = frozenset({"0A000", "26000", "42P05"})
 class _Form:
     name: str
     prepare: str
-    """``PREPARE name AS …``, its placeholders numbered (``$1``)."""
+    """``PREPARE consentry_3 AS SELECT name FROM items WHERE id = $1``: the statement, its
+    parameters numbered."""
     execute: str
-    """``EXECUTE name(…)`` with the statement's placeholders, as psycopg binds them."""
+    """``EXECUTE consentry_3(%(p_id)s)``: the statement's parameters in their numbers' order, as
+    psycopg binds them."""
 
 
 @dataclass(slots=True)
@@ -160,7 +162,7 @@ def _form(key: _Key, name: str) -> _Form:
         for constant, (_, value) in zip(_CONSTANTS[sql], values, strict=True)
     }
     numbers: dict[str, int] = {}
-    placeholders: list[str] = []
+    in_order: list[str] = []
 
     def number(match: re.Match[str]) -> str:
         text = match.group(0)
@@ -171,11 +173,11 @@ def _form(key: _Key, name: str) -> _Form:
         key = match.group(1) or str(len(numbers))  # each %s a parameter of its own
         if key not in numbers:
             numbers[key] = len(numbers) + 1
-            placeholders.append(text)
+            in_order.append(text)
         return f"${numbers[key]}"
 
-    numbered = _PLACEHOLDER.sub(number, sql)
-    arguments = f"({', '.join(placeholders)})" if placeholders else ""
+    numbered = _PARAMETER.sub(number, sql)
+    arguments = f"({', '.join(in_order)})" if in_order else ""
     return _Form(name, f"PREPARE {name} AS {numbered}", f"EXECUTE {name}{arguments}")
 
 
