@@ -18,6 +18,7 @@ import psycopg
 import pytest
 from sqlalchemy import Engine, event
 
+from consentry.storage.db import sqlite_connection
 from consentry.storage.db.database import Database
 from consentry.storage.db.direct import _prepared
 
@@ -113,10 +114,17 @@ def postgres_round_trips(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
 @contextmanager
 def every_statement_sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The text of every statement sent from here on, on either database: through SQLAlchemy's
-    execution (any engine: SQLite's statements not marked ``direct``) and by psycopg (every
-    PostgreSQL message, whole)."""
+    execution (any engine: SQLite's statements not marked ``direct``), on sqlite3 directly
+    (those marked ``direct``) and by psycopg (every PostgreSQL message, whole)."""
     seen: list[str] = []
     execute = psycopg.AsyncCursor.execute
+    run_direct = sqlite_connection.run_direct
+
+    def ran_direct(connection: Any, statement: Any, parameters: Any) -> Any:
+        result = run_direct(connection, statement, parameters)
+        if result is not None:
+            seen.append(str(statement.compile(dialect=connection.dialect)))
+        return result
 
     def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
         seen.append(statement)
@@ -129,6 +137,7 @@ def every_statement_sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]
 
     with monkeypatch.context() as patched:
         patched.setattr(psycopg.AsyncCursor, "execute", executed)
+        patched.setattr(sqlite_connection, "run_direct", ran_direct)
         event.listen(Engine, "before_cursor_execute", record)
         try:
             yield seen

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from consentry.principal import Principal
 from consentry.storage.db.database import DbConnection
+from consentry.storage.db.direct import direct
 from consentry_graphs.sentences import STOPWORDS
 
 __all__ = ["SearchHitRecord", "fts_query", "search_notes", "tsquery"]
@@ -50,23 +51,27 @@ def tsquery(text: str) -> str | None:
 
 
 # SQLite: FTS5 with BM25, the title weighing 4 times the content (lower rank is better).
-_SEARCH_SQLITE = sa.text(
-    "SELECT n.id, n.title, snippet(notes_fts, 1, '**', '**', '…', 24) AS snippet, "
-    "-bm25(notes_fts, 4.0, 1.0) AS score "
-    "FROM notes_fts JOIN notes AS n ON n.rowid = notes_fts.rowid "
-    "WHERE notes_fts MATCH :match AND n.project_id = :project_id "
-    "AND n.tenant = :tenant AND n.user_id = :user_id "
-    "ORDER BY score DESC LIMIT :limit"
+_SEARCH_SQLITE = direct(
+    sa.text(
+        "SELECT n.id, n.title, snippet(notes_fts, 1, '**', '**', '…', 24) AS snippet, "
+        "-bm25(notes_fts, 4.0, 1.0) AS score "
+        "FROM notes_fts JOIN notes AS n ON n.rowid = notes_fts.rowid "
+        "WHERE notes_fts MATCH :match AND n.project_id = :project_id "
+        "AND n.tenant = :tenant AND n.user_id = :user_id "
+        "ORDER BY score DESC LIMIT :limit"
+    )
 )
 # PostgreSQL: the generated tsvector, title (A) weighing 4 times the content (B).
-_SEARCH_POSTGRES = sa.text(
-    "SELECT n.id, n.title, ts_headline('english', n.content, q, "
-    "'StartSel=**, StopSel=**, MaxWords=24, MinWords=8') AS snippet, "
-    "ts_rank('{0.1, 0.2, 0.25, 1.0}', n.search, q) AS score "
-    "FROM notes AS n, to_tsquery('english', :match) AS q "
-    "WHERE n.search @@ q AND n.project_id = :project_id "
-    "AND n.tenant = :tenant AND n.user_id = :user_id "
-    "ORDER BY score DESC LIMIT :limit"
+_SEARCH_POSTGRES = direct(
+    sa.text(
+        "SELECT n.id, n.title, ts_headline('english', n.content, q, "
+        "'StartSel=**, StopSel=**, MaxWords=24, MinWords=8') AS snippet, "
+        "ts_rank('{0.1, 0.2, 0.25, 1.0}', n.search, q) AS score "
+        "FROM notes AS n, to_tsquery('english', :match) AS q "
+        "WHERE n.search @@ q AND n.project_id = :project_id "
+        "AND n.tenant = :tenant AND n.user_id = :user_id "
+        "ORDER BY score DESC LIMIT :limit"
+    )
 )
 
 

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from consentry.errors import ConflictError, NotFoundError
 from consentry.principal import Principal
 from consentry.storage.db.database import DbConnection
+from consentry.storage.db.direct import direct
 from consentry.storage.projects import get_project
 from consentry.storage.tables import note_versions, notes
 
@@ -51,6 +52,19 @@ def _owned(owner: Principal) -> sa.ColumnElement[bool]:
     return sa.and_(notes.c.tenant == owner.tenant, notes.c.user_id == owner.user)
 
 
+# A graph reads its note at every turn and writes one at every approved change: these statements
+# are built and compiled once (``storage.db.direct``), and run with their values.
+_FIND_NOTE = direct(
+    notes.select().where(
+        notes.c.id == sa.bindparam("p_id"),
+        notes.c.tenant == sa.bindparam("p_tenant"),
+        notes.c.user_id == sa.bindparam("p_user"),
+    )
+)
+_INSERT_NOTE = direct(notes.insert())
+_INSERT_VERSION = direct(note_versions.insert())
+
+
 def _note(row: sa.Row[Any]) -> NoteRecord:
     return NoteRecord(
         note_id=row.id,
@@ -66,15 +80,16 @@ def _note(row: sa.Row[Any]) -> NoteRecord:
 async def _insert_version(conn: DbConnection, note: NoteRecord, *, approval_id: str | None) -> None:
     """The version row of a note write: the assistant's when an approval authorized it."""
     await conn.execute(
-        note_versions.insert().values(
-            note_id=note.note_id,
-            version=note.version,
-            title=note.title,
-            content=note.content,
-            author="assistant" if approval_id else "user",
-            approval_id=approval_id,
-            created_at=note.updated_at,
-        )
+        _INSERT_VERSION,
+        {
+            "note_id": note.note_id,
+            "version": note.version,
+            "title": note.title,
+            "content": note.content,
+            "author": "assistant" if approval_id else "user",
+            "approval_id": approval_id,
+            "created_at": note.updated_at,
+        },
     )
 
 
@@ -99,17 +114,18 @@ async def create_note(
         updated_at=now,
     )
     await conn.execute(
-        notes.insert().values(
-            id=note.note_id,
-            project_id=project_id,
-            tenant=owner.tenant,
-            user_id=owner.user,
-            title=title,
-            content=content,
-            version=1,
-            created_at=now,
-            updated_at=now,
-        )
+        _INSERT_NOTE,
+        {
+            "id": note.note_id,
+            "project_id": project_id,
+            "tenant": owner.tenant,
+            "user_id": owner.user,
+            "title": title,
+            "content": content,
+            "version": 1,
+            "created_at": now,
+            "updated_at": now,
+        },
     )
     await _insert_version(conn, note, approval_id=approval_id)
     return note
@@ -140,7 +156,8 @@ async def recent_notes(
 
 
 async def find_note(conn: DbConnection, owner: Principal, note_id: str) -> NoteRecord | None:
-    row = (await conn.execute(notes.select().where(notes.c.id == note_id, _owned(owner)))).first()
+    owned = {"p_id": note_id, "p_tenant": owner.tenant, "p_user": owner.user}
+    row = (await conn.execute(_FIND_NOTE, owned)).first()
     return _note(row) if row is not None else None
 
 

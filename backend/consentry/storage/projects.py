@@ -17,6 +17,7 @@ from consentry.errors import NotFoundError
 from consentry.principal import Principal
 from consentry.storage.db.database import DbConnection
 from consentry.storage.db.dialect import insert
+from consentry.storage.db.direct import direct
 from consentry.storage.tables import projects
 
 __all__ = [
@@ -77,15 +78,21 @@ async def list_projects(conn: DbConnection, owner: Principal) -> list[ProjectRec
     return [_project(row) for row in rows]
 
 
-_OWNED_PROJECT = projects.select().where(
-    projects.c.id == sa.bindparam("p_id"),
-    projects.c.tenant == sa.bindparam("p_tenant"),
-    projects.c.user_id == sa.bindparam("p_user"),
+# Read by every note a graph writes and every message that names no project: built and compiled
+# once (``storage.db.direct``).
+_OWNED_PROJECT = direct(
+    projects.select().where(
+        projects.c.id == sa.bindparam("p_id"),
+        projects.c.tenant == sa.bindparam("p_tenant"),
+        projects.c.user_id == sa.bindparam("p_user"),
+    )
 )
-_DEFAULT_PROJECT = sa.select(projects.c.id).where(
-    projects.c.tenant == sa.bindparam("p_tenant"),
-    projects.c.user_id == sa.bindparam("p_user"),
-    projects.c.is_default,
+_DEFAULT_PROJECT = direct(
+    sa.select(projects.c.id).where(
+        projects.c.tenant == sa.bindparam("p_tenant"),
+        projects.c.user_id == sa.bindparam("p_user"),
+        projects.c.is_default,
+    )
 )
 
 

@@ -100,7 +100,13 @@ def event_stream(
 
 
 def _frame(event: OutgoingEvent) -> bytes:
-    return ServerSentEvent(data=event.data, event=event.type, id=str(event.seq)).encode()
+    """``id``, ``event`` and ``data`` lines, as sse-starlette's ``ServerSentEvent`` writes them
+    (a tenth of its cost: the one frame a token costs). Data with a line break (never an event's
+    JSON) is written as several ``data`` lines, by sse-starlette."""
+    data = event.data
+    if "\n" in data or "\r" in data:
+        return ServerSentEvent(data=data, event=event.type, id=str(event.seq)).encode()
+    return f"id: {event.seq}\r\nevent: {event.type}\r\ndata: {data}\r\n\r\n".encode()
 
 
 async def frames_of(events: AsyncIterator[OutgoingEvent]) -> AsyncGenerator[bytes, None]:

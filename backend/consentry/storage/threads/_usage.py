@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from consentry.storage.db.database import DbConnection, execute_unread
 from consentry.storage.db.dialect import INSERTS
+from consentry.storage.db.direct import direct
 from consentry.storage.tables import tenant_usage, threads
 
 
@@ -39,4 +40,4 @@ def _add_tenant_usage(dialect_insert: Any) -> Any:
     )
 
 
-_ADD_TENANT_USAGE = {name: _add_tenant_usage(build) for name, build in INSERTS.items()}
+_ADD_TENANT_USAGE = {name: direct(_add_tenant_usage(build)) for name, build in INSERTS.items()}

@@ -241,7 +241,7 @@ class GraphStreamer:
             if mapper.wants_told(mode, chunk):
                 mapper.told(await self.told_before(run))
             for event_type, fields in mapper.map(mode, chunk):
-                events.record(events.make(event_type, **fields))
+                events.emit(event_type, fields)
             if events.graph_modes:  # a listener asked for LangGraph's own outputs
                 outputs.record(events.graph_modes, mode, chunk)
             # Durable events are stored before they are sent (at most one transaction per chunk,

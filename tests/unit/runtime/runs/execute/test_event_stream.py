@@ -268,3 +268,38 @@ async def test_a_joiner_mid_run_gets_the_kept_outputs_sent_before_their_event_is
     ]
     assert await _received(main) == expected
     assert await _received(joiner) == expected[1:]  # every token once, then the rest
+
+
+_AWKWARD_TEXTS = (
+    " word",
+    'a "quoted" \\ back\\slash',
+    "line\nbreak\r\nand\ttab\x00nul\x1f",
+    "é 😀 \u2028 \u2029 \x7f \x85",
+    "",
+)
+
+
+def test_a_token_is_recorded_as_its_model_would_serialize_it() -> None:
+    """``record_token`` writes its JSON without the model: the same text, whatever the delta (a
+    microsecond or none, escapes, line separators, astral characters), numbered like a token."""
+    for ts in (datetime(2026, 12, 7, 9, 22, 40, 764462, UTC), datetime(2026, 12, 7, tzinfo=UTC)):
+        events = RunEventStream(
+            thread_id="t-1", run_id="r-1", last_seq=4, reserved_until=100, clock=lambda ts=ts: ts
+        )
+        for delta in _AWKWARD_TEXTS:
+            events.emit(TokenEvent, {"message_id": "msg-é", "delta": delta})
+            expected = TokenEvent(
+                thread_id="t-1", run_id="r-1", seq=4, ts=ts, message_id="msg-é", delta=delta
+            )
+            (sent,) = events._unsent
+            assert sent == OutgoingEvent(4, "token", expected.model_dump_json())
+            events._unsent.clear()
+        assert not events.has_unstored  # never stored
+
+
+def test_an_event_other_than_a_token_is_made_by_its_model() -> None:
+    events = _events()
+    events.emit(StepEvent, {"node": "a", "label": "A"})
+    (stored,) = events.take_durable()
+    assert StepEvent.model_validate_json(stored.data).label == "A"
+    assert stored.seq == 1
