@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
+from datetime import UTC, date, datetime
+from decimal import Decimal
 from typing import Any
+from uuid import UUID
 
 import psycopg
+import psycopg.adapt
 import pytest
 import pytest_asyncio
 import sqlalchemy as sa
+from psycopg.types.json import Json
 from sqlalchemy.exc import IntegrityError, NotSupportedError
 
-from consentry.storage.db.database import Database, execute_unread
+from consentry.storage.db.database import Database, execute_unread, libpq_url
 from consentry.storage.db.direct import _prepared, direct
 from tests.postgres import PostgresCluster, opened_with_tables
 
@@ -303,3 +308,48 @@ async def test_a_statement_whose_result_a_migration_changed_is_prepared_again(
 
     assert found == ["a"]
     assert messages[0].startswith("DEALLOCATE ALL;\nPREPARE")
+
+
+_AWKWARD = {
+    "text": "it's a \\ back\\slash, é 😀 \u2028 and\na line",
+    "empty": "",
+    "none": None,
+    "yes": True,
+    "number": -42,
+    "big": 2**62,
+    "fraction": 0.1,
+    "decimal": Decimal("-1.50"),
+    "bytes": b"\x00\x87'\\",
+    "when": datetime(2026, 12, 7, 9, 22, 40, 764462, tzinfo=UTC),
+    "day": date(2026, 12, 7),
+    "uuid": UUID("8eb83eda-266e-45e0-a3c9-01d2757178e7"),
+    "json": Json({"a": "it's", "b": [1, None]}),
+}
+
+
+async def test_an_execute_s_values_are_quoted_as_mogrify_quotes_them(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prepared statement's ``EXECUTE`` binds its values with psycopg's own quoting
+    (``Transformer.as_literal``), byte for byte what ``mogrify`` writes, named or positional; a
+    missing value or a wrong count fails before anything is sent, as ``mogrify`` fails."""
+    names = list(_AWKWARD)
+    named_sql = "SELECT " + ", ".join(f"%({n})s" for n in names)
+    positional_sql = "SELECT " + ", ".join(["%s"] * len(names))
+    for sql in (named_sql, positional_sql):
+        monkeypatch.setitem(_prepared._CONSTANTS, sql, ())  # declared: no constants of its own
+    named = _prepared._form((named_sql, ()), "consentry_x")
+    positional = _prepared._form((positional_sql, ()), "consentry_y")
+    async with await psycopg.AsyncConnection.connect(libpq_url(url)) as driver:
+        client = psycopg.AsyncClientCursor(driver)
+        literal = psycopg.adapt.Transformer.from_context(driver).as_literal
+        expected = client.mogrify(
+            "EXECUTE consentry_x(" + ", ".join(f"%({n})s" for n in names) + ")", _AWKWARD
+        )
+        assert named.bound(_AWKWARD, literal) == expected
+        values = list(_AWKWARD.values())
+        assert positional.bound(values, literal) == expected.replace("_x(", "_y(")
+        with pytest.raises(psycopg.ProgrammingError):
+            named.bound({"text": "only one"}, literal)
+        with pytest.raises(psycopg.ProgrammingError):
+            positional.bound(values[:-1], literal)

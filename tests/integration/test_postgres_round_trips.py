@@ -123,8 +123,7 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], _Counts]
     monkeypatch.setattr(psycopg.AsyncConnection, "commit", ended("COMMIT", commit))
     monkeypatch.setattr(psycopg.AsyncConnection, "rollback", ended("ROLLBACK", rollback))
     for name in ("read", "write", "lease_write"):
-        original = getattr(Database, name).__wrapped__
-        monkeypatch.setattr(Database, name, checked_out(asynccontextmanager(original)))
+        monkeypatch.setattr(Database, name, checked_out(getattr(Database, name)))
     # A pooled connection idle for a while is pinged before use: not a conversation's cost.
     monkeypatch.setattr(idle_checks, "IDLE_CHECK_SECONDS", 3600.0)
 

@@ -215,3 +215,38 @@ async def test_a_connection_given_back_goes_to_the_transaction_that_waited_longe
         assert served == ["first", "second"]
     finally:
         await db.close()
+
+
+async def test_an_end_that_sends_nothing_runs_in_the_caller_s_task(
+    pg: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read, an untouched write and a transaction committed with its last statement end in
+    the caller's task (nothing to wait for, so nothing a cancellation could cut); a transaction
+    with statements still to send commits in a task of its own (it runs to completion)."""
+    ended_in: list[bool] = []
+    end = type(pg._pool)._end  # type: ignore[union-attr]
+
+    async def recorded_end(pool: Any, conn: PostgresConnection, *, commit: bool) -> None:
+        ended_in.append(asyncio.current_task() is caller)
+        await end(pool, conn, commit=commit)
+
+    monkeypatch.setattr(type(pg._pool), "_end", recorded_end)
+    caller = asyncio.current_task()
+    await _names(pg)  # a read
+    async with pg.write():
+        pass  # nothing sent
+    async with pg.write() as conn:
+        await conn.exec_driver_sql("SELECT 1")  # its BEGIN sent with it: the end commits
+    async with pg.write() as conn:
+        await execute_unread(conn, _INSERT, {"name": "sent at the end"})
+    assert isinstance(conn, PostgresConnection)
+    async with pg.write() as committed:
+        await committed.commit_with_one_row_change(
+            _items.update()
+            .where(_items.c.name == "sent at the end")
+            .values(name="renamed")
+            .returning(_items.c.name),
+            {},
+        )
+    assert ended_in == [True, True, False, False, True]
+    assert await _names(pg) == ["renamed"]

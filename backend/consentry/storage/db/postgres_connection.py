@@ -116,6 +116,14 @@ class PostgresConnection:
         deferred, self._deferred = self._deferred, []
         return deferred
 
+    @property
+    def ends_unsent(self) -> bool:
+        """Whether the transaction's end sends nothing: it was committed with its last
+        statement, or nothing was sent and nothing but its ``BEGIN`` waits."""
+        if self._committed:
+            return True
+        return not self._in_transaction() and all(s is _BEGIN for s in self._deferred)
+
     def mark_committed(self) -> None:
         """The transaction was committed by a message sent on :attr:`driver`: nothing may run in
         it any more, and its end sends nothing."""

@@ -87,7 +87,13 @@ class PostgresPool:
         except BaseException:
             await _to_completion(self._end(conn, commit=False))
             raise
-        await _to_completion(self._end(conn, commit=True))
+        if conn.ends_unsent:
+            # Nothing to send (a read, a transaction committed with its last statement): its
+            # end never waits, so no cancellation can come in the middle of it, and it runs here
+            # rather than in a task of its own (two more turns of the event loop).
+            await self._end(conn, commit=True)
+        else:
+            await _to_completion(self._end(conn, commit=True))
 
     async def close(self) -> None:
         """Close the idle connections (those in a transaction are closed when it ends) and

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -127,17 +127,19 @@ class Database:
         for worker in self._sqlite_workers[1:]:
             self._sqlite_readers.put_nowait(worker)
 
-    @asynccontextmanager
-    async def read(self, *, offload: bool = False) -> AsyncIterator[DbConnection]:
+    def read(self, *, offload: bool = False) -> AbstractAsyncContextManager[DbConnection]:
         """A read transaction. ``offload``: on SQLite its statements run on the connection's
         thread, not the loop's (for a read long enough to hold up every stream: see
         ``sqlite_connection``); PostgreSQL's are always awaited."""
         if self._pool is not None:
             # No BEGIN: under READ COMMITTED each statement sees what it would in a transaction
-            # (``postgres_connection``). A read never writes (SQLite's readers enforce it).
-            async with self._pool.transaction(read=True) as conn:
-                yield conn
-            return
+            # (``postgres_connection``). A read never writes (SQLite's readers enforce it). The
+            # pool's own block, not one around it: a transaction's every layer costs.
+            return self._pool.transaction(read=True)
+        return self._sqlite_read(offload)
+
+    @asynccontextmanager
+    async def _sqlite_read(self, offload: bool) -> AsyncIterator[DbConnection]:
         worker = await self._sqlite_readers.get()
         try:
             async with _sqlite_transaction(worker, offload) as conn:
@@ -145,14 +147,15 @@ class Database:
         finally:
             self._sqlite_readers.put_nowait(worker)
 
-    @asynccontextmanager
-    async def write(self, *, offload: bool = False) -> AsyncIterator[DbConnection]:
+    def write(self, *, offload: bool = False) -> AbstractAsyncContextManager[DbConnection]:
         """A write transaction (on SQLite one at a time in the process). ``offload``: as for
         :meth:`read`, for the migrations and the retention sweeps."""
         if self._pool is not None:
-            async with self._pool.transaction() as conn:
-                yield conn
-            return
+            return self._pool.transaction()
+        return self._sqlite_write(offload)
+
+    @asynccontextmanager
+    async def _sqlite_write(self, offload: bool) -> AsyncIterator[DbConnection]:
         assert self._sqlite_writer is not None
         task = asyncio.current_task()
         if task is not None and task is self._sqlite_writing:

@@ -4,10 +4,11 @@ answers with the caller's statement's result, and psycopg's errors as SQLAlchemy
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
+from psycopg.adapt import Transformer
 from sqlalchemy import exc as sa_exc
 
 from consentry.storage.db.direct._prepared import (
@@ -59,13 +60,28 @@ def client_cursor(driver: psycopg.AsyncConnection[Any]) -> psycopg.AsyncClientCu
     return client
 
 
+_LITERAL = "_consentry_literal"
+
+
+def _literal(driver: psycopg.AsyncConnection[Any]) -> Callable[[Any], bytes]:
+    """psycopg's quoting of one value for ``driver`` (``Transformer.as_literal``: what
+    ``mogrify`` writes for it), kept on the connection like its cursor: a prepared statement's
+    ``EXECUTE`` binds its values with it, without ``mogrify`` reading the statement again (2.9
+    against 0.3 µs for one value, 13 against 7 µs for ten)."""
+    literal: Callable[[Any], bytes] | None = getattr(driver, _LITERAL, None)
+    if literal is None:
+        literal = Transformer.from_context(driver).as_literal
+        setattr(driver, _LITERAL, literal)
+    return literal
+
+
 def one_message(driver: psycopg.AsyncConnection[Any], statements: Statements) -> PreparedMessage:
     """The statements as one query: their parameters bound by psycopg on the client
     (``ClientCursor.mogrify``, psycopg's own quoting), those prepared as ``EXECUTE``
     (``_prepared``), so that the simple query protocol sends them in one message, answered in
     one round trip (a pipeline did the same with a message, a flush and a wait per statement,
     which cost more than the round trips it saved). Call :func:`prepare_new` before it."""
-    return prepared_message(driver, statements, client_cursor(driver).mogrify)
+    return prepared_message(driver, statements, client_cursor(driver).mogrify, _literal(driver))
 
 
 async def send_message(

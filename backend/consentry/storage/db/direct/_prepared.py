@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
@@ -88,8 +88,26 @@ class _Form:
     """``PREPARE consentry_3 AS SELECT name FROM items WHERE id = $1``: the statement, its
     parameters numbered."""
     execute: str
-    """``EXECUTE consentry_3(%(p_id)s)``: the statement's parameters in their numbers' order, as
-    psycopg binds them."""
+    """``EXECUTE consentry_3``: what its arguments follow."""
+    arguments: tuple[str | int, ...]
+    """The statement's parameters in their numbers' order: a name (``%(p_id)s``), or a
+    position (``%s``)."""
+
+    def bound(self, parameters: Any, literal: Callable[[Any], bytes]) -> str:
+        """``EXECUTE consentry_3('t-1')``: each value as ``literal`` quotes it (psycopg's own
+        quoting, as ``mogrify`` would, without reading the statement again)."""
+        if not self.arguments:
+            return self.execute
+        if not isinstance(parameters, Mapping) and len(parameters) != len(self.arguments):
+            raise psycopg.ProgrammingError(
+                f"the query has {len(self.arguments)} placeholders but {len(parameters)} "
+                "parameters were passed"
+            )
+        try:
+            values = [literal(parameters[key]) for key in self.arguments]
+        except KeyError as missing:
+            raise psycopg.ProgrammingError(f"query parameter missing: {missing}") from None
+        return f"{self.execute}({b', '.join(values).decode()})"
 
 
 @dataclass(slots=True)
@@ -161,8 +179,8 @@ def _form(key: _Key, name: str) -> _Form:
         constant: Literal(value).as_string(None)
         for constant, (_, value) in zip(_CONSTANTS[sql], values, strict=True)
     }
-    numbers: dict[str, int] = {}
-    in_order: list[str] = []
+    numbers: dict[str | int, int] = {}
+    positions = itertools.count()
 
     def number(match: re.Match[str]) -> str:
         text = match.group(0)
@@ -170,15 +188,13 @@ def _form(key: _Key, name: str) -> _Form:
             return "%"
         if match.group(1) in literals:
             return literals[match.group(1)]
-        key = match.group(1) or str(len(numbers))  # each %s a parameter of its own
+        key: str | int = match.group(1) or next(positions)  # each %s a parameter of its own
         if key not in numbers:
             numbers[key] = len(numbers) + 1
-            in_order.append(text)
         return f"${numbers[key]}"
 
     numbered = _PARAMETER.sub(number, sql)
-    arguments = f"({', '.join(in_order)})" if in_order else ""
-    return _Form(name, f"PREPARE {name} AS {numbered}", f"EXECUTE {name}{arguments}")
+    return _Form(name, f"PREPARE {name} AS {numbered}", f"EXECUTE {name}", tuple(numbers))
 
 
 def _to_learn(key: _Key | None) -> bool:
@@ -261,11 +277,13 @@ def prepared_message(
     driver: psycopg.AsyncConnection[Any],
     statements: Sequence[tuple[str, Any]],
     mogrify: Callable[[str, Any], str],
+    literal: Callable[[Any], bytes],
 ) -> PreparedMessage:
     """``statements`` as one query: those this process has prepared as ``EXECUTE``, their
-    ``PREPARE`` first when the connection has not run it, the others bound by ``mogrify``
-    (psycopg's ``ClientCursor.mogrify``). The ``PREPARE``\\ s go at the front, so that the
-    statements' results keep their order after :attr:`PreparedMessage.offset` of theirs."""
+    ``PREPARE`` first when the connection has not run it, their values quoted by ``literal``
+    (psycopg's ``Transformer.as_literal``), the others bound by ``mogrify`` (psycopg's
+    ``ClientCursor.mogrify``). The ``PREPARE``\\ s go at the front, so that the statements'
+    results keep their order after :attr:`PreparedMessage.offset` of theirs."""
     session = _session(driver)
     known = set() if session.uncertain else session.names
     front: list[str] = ["DEALLOCATE ALL"] if session.uncertain else []
@@ -280,7 +298,7 @@ def prepared_message(
         if form.name not in known and form.name not in named:
             front.append(form.prepare)
             named.append(form.name)
-        parts.append(mogrify(form.execute, parameters))
+        parts.append(form.bound(parameters, literal))
     # Every value bound (a value that cannot be raises before): what the connection holds
     # once the message has run.
     if session.uncertain:
