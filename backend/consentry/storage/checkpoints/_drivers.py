@@ -28,6 +28,7 @@ from consentry.storage.db.direct import (
     prepare_new,
     returned_rows,
     send_message,
+    statement_cursor,
 )
 from consentry.storage.db.sqlite_connection import SqliteConnection
 
@@ -86,23 +87,22 @@ async def run_async(
         query = next(operation)
     except StopIteration as done:
         if before:  # taken from the transaction: sent, not lost
-            async with AnsweringCursor(connection) as cursor:
-                await _send(connection, cursor, before, answer=len(before) - 1)
+            await _send(connection, statement_cursor(connection), before, answer=len(before) - 1)
         return done.value
     try:
         while True:
-            async with AnsweringCursor(connection, row_factory=tuple_row) as cursor:
-                if query.many is not None:  # executemany sends its own messages
-                    if before:
-                        await _send(connection, cursor, before, answer=len(before) - 1)
-                    await cursor.executemany(query.sql, query.many)
-                else:
-                    after = [("COMMIT", None)] if commit and query.last else []
-                    statements = [*before, (query.sql, query.params), *after]
-                    await _execute(connection, cursor, statements, answer=len(before))
-                before, commit = (), False
-                rows = await cursor.fetchall() if returned_rows(cursor) else []
-                result = Result(rows=rows, rowcount=cursor.rowcount)
+            cursor = statement_cursor(connection)
+            if query.many is not None:  # executemany sends its own messages
+                if before:
+                    await _send(connection, cursor, before, answer=len(before) - 1)
+                await cursor.executemany(query.sql, query.many)
+            else:
+                after = [("COMMIT", None)] if commit and query.last else []
+                statements = [*before, (query.sql, query.params), *after]
+                await _execute(connection, cursor, statements, answer=len(before))
+            before, commit = (), False
+            rows = await cursor.fetchall() if returned_rows(cursor) else []
+            result = Result(rows=rows, rowcount=cursor.rowcount)
             query = operation.send(result)
     except StopIteration as done:
         return done.value

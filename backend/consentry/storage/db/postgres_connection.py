@@ -42,7 +42,6 @@ from sqlalchemy.engine.interfaces import _CoreAnyExecuteParams, _CoreSingleExecu
 from sqlalchemy.sql.base import Executable
 
 from consentry.storage.db.direct import (
-    AnsweringCursor,
     BufferedResult,
     as_sqlalchemy_error,
     compiled_for_driver,
@@ -52,6 +51,7 @@ from consentry.storage.db.direct import (
     prepare_new,
     returned_rows,
     send_message,
+    statement_cursor,
 )
 
 __all__ = ["PostgresConnection", "refused_one_row_change"]
@@ -211,25 +211,22 @@ class PostgresConnection:
             message = one_message(self.driver, sent)
         self._deferred = []
         try:
-            async with self.driver.cursor() as cursor:
-                assert isinstance(cursor, AnsweringCursor)
-                try:
-                    if message is not None:  # the statement, after what was deferred
-                        await send_message(cursor, message, answer=len(deferred))
-                    else:
-                        await cursor.execute(sql, arguments)
-                    rows = await cursor.fetchall() if returned_rows(cursor) else None
-                except psycopg.Error as exc:
-                    raise as_sqlalchemy_error(exc, sql) from exc
-                if commit:
-                    self._committed = True
-                if result is None:  # SQL of the caller's: its columns as the driver names them
-                    columns = [column[0] for column in cursor.description or ()]
-                    return BufferedResult(columns, rows or [], cursor.rowcount)
-                built: BufferedResult = result(
-                    rows, cursor.rowcount, lambda: cursor.description or ()
-                )
-                return built
+            cursor = statement_cursor(self.driver)
+            try:
+                if message is not None:  # the statement, after what was deferred
+                    await send_message(cursor, message, answer=len(deferred))
+                else:
+                    await cursor.execute(sql, arguments)
+                rows = await cursor.fetchall() if returned_rows(cursor) else None
+            except psycopg.Error as exc:
+                raise as_sqlalchemy_error(exc, sql) from exc
+            if commit:
+                self._committed = True
+            if result is None:  # SQL of the caller's: its columns as the driver names them
+                columns = [column[0] for column in cursor.description or ()]
+                return BufferedResult(columns, rows or [], cursor.rowcount)
+            built: BufferedResult = result(rows, cursor.rowcount, lambda: cursor.description or ())
+            return built
         except BaseException as exc:
             self._failed = True  # what went with it may be lost: the transaction cannot commit
             if message is not None:
@@ -252,9 +249,7 @@ class PostgresConnection:
             await prepare_new(self.driver, statements)
             message = one_message(self.driver, statements)  # before anything is taken
             self._deferred = []
-            async with self.driver.cursor() as cursor:
-                assert isinstance(cursor, AnsweringCursor)
-                await send_message(cursor, message)
+            await send_message(statement_cursor(self.driver), message)
         except BaseException as exc:
             self._failed = True
             if message is not None:

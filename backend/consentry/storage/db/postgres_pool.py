@@ -26,8 +26,8 @@ import asyncio
 import math
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Awaitable
+from contextlib import suppress
 from typing import Any, TypeVar
 
 import psycopg
@@ -77,23 +77,9 @@ class PostgresPool:
         """Connections open, and of those idle."""
         return self._opened, len(self._idle)
 
-    @asynccontextmanager
-    async def transaction(self, *, read: bool = False) -> AsyncIterator[PostgresConnection]:
+    def transaction(self, *, read: bool = False) -> _Transaction:
         """A transaction, committed when the block ends, rolled back if it raises."""
-        driver = await self._take()
-        conn = PostgresConnection(driver, self.dialect, read=read)
-        try:
-            yield conn
-        except BaseException:
-            await _to_completion(self._end(conn, commit=False))
-            raise
-        if conn.ends_unsent:
-            # Nothing to send (a read, a transaction committed with its last statement): its
-            # end never waits, so no cancellation can come in the middle of it, and it runs here
-            # rather than in a task of its own (two more turns of the event loop).
-            await self._end(conn, commit=True)
-        else:
-            await _to_completion(self._end(conn, commit=True))
+        return _Transaction(self, read)
 
     async def close(self) -> None:
         """Close the idle connections (those in a transaction are closed when it ends) and
@@ -217,6 +203,38 @@ class PostgresPool:
         self._hand_over(None)  # a connection may be opened in its place
         with suppress(psycopg.Error, OSError):
             await driver.close()
+
+
+class _Transaction:
+    """:meth:`PostgresPool.transaction`'s block (a class, not a generator: a transaction's every
+    layer costs)."""
+
+    __slots__ = ("_conn", "_pool", "_read")
+
+    def __init__(self, pool: PostgresPool, read: bool) -> None:
+        self._pool = pool
+        self._read = read
+        self._conn: PostgresConnection | None = None
+
+    async def __aenter__(self) -> PostgresConnection:
+        driver = await self._pool._take()
+        self._conn = PostgresConnection(driver, self._pool.dialect, read=self._read)
+        return self._conn
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, _tb: Any
+    ) -> None:
+        conn, pool = self._conn, self._pool
+        assert conn is not None
+        if kind is not None:
+            await _to_completion(pool._end(conn, commit=False))
+        elif conn.ends_unsent:
+            # Nothing to send (a read, a transaction committed with its last statement): its
+            # end never waits, so no cancellation can come in the middle of it, and it runs here
+            # rather than in a task of its own (two more turns of the event loop).
+            await pool._end(conn, commit=True)
+        else:
+            await _to_completion(pool._end(conn, commit=True))
 
 
 async def _quietly(ending: Awaitable[None]) -> None:

@@ -28,8 +28,8 @@ Which module holds what:
   rows as SQLAlchemy's result gives them).
 - ``_run``: :func:`run_direct` (SQLite).
 - ``_messages``: the psycopg side of one message: values bound on the client
-  (:func:`client_cursor`, :func:`one_message`), :class:`AnsweringCursor`, :func:`returned_rows`,
-  :func:`as_sqlalchemy_error`.
+  (:func:`client_cursor`, :func:`one_message`), :class:`AnsweringCursor` (one a connection:
+  :func:`statement_cursor`), :func:`returned_rows`, :func:`as_sqlalchemy_error`.
 - ``_prepared``: statements prepared once a connection (:func:`prepare_new`,
   :class:`PreparedMessage`).
 """
@@ -50,6 +50,7 @@ from consentry.storage.db.direct._messages import (
     prepare_new,
     returned_rows,
     send_message,
+    statement_cursor,
 )
 from consentry.storage.db.direct._run import run_direct
 
@@ -68,4 +69,5 @@ __all__ = [
     "returned_rows",
     "run_direct",
     "send_message",
+    "statement_cursor",
 ]

@@ -30,6 +30,7 @@ __all__ = [
     "prepare_new",
     "returned_rows",
     "send_message",
+    "statement_cursor",
 ]
 
 Statements = Sequence[tuple[str, Any]]
@@ -91,8 +92,7 @@ async def send_message(
     ``answer`` (counted among the message's statements, after what prepares them; None: the
     last). When it fails or is cancelled, its connection prepares again if it must
     (:meth:`PreparedMessage.failed`)."""
-    if answer is not None:
-        cursor.answer = message.offset + answer
+    cursor.answer = -1 if answer is None else message.offset + answer
     try:
         await cursor.execute(message.text)
     except BaseException as exc:
@@ -122,3 +122,18 @@ class AnsweringCursor(psycopg.AsyncCursor[Any]):
             self._select_current_result(self.answer % len(results))
         else:
             super()._set_results(results)
+
+
+_STATEMENT_CURSOR = "_consentry_statement_cursor"
+
+
+def statement_cursor(driver: psycopg.AsyncConnection[Any]) -> AnsweringCursor:
+    """The cursor that runs the connection's messages, one a connection, kept on it like its
+    client cursor: a new cursor a statement cost its adapters' and transformer's making (5–8 µs).
+    One transaction uses a connection at a time, and a result is read before the next message
+    (``send_message`` sets its answer every time)."""
+    cursor: AnsweringCursor | None = getattr(driver, _STATEMENT_CURSOR, None)
+    if cursor is None:
+        cursor = AnsweringCursor(driver)
+        setattr(driver, _STATEMENT_CURSOR, cursor)
+    return cursor
