@@ -342,14 +342,51 @@ async def test_an_execute_s_values_are_quoted_as_mogrify_quotes_them(
     positional = _prepared._form((positional_sql, ()), "consentry_y")
     async with await psycopg.AsyncConnection.connect(libpq_url(url)) as driver:
         client = psycopg.AsyncClientCursor(driver)
-        literal = psycopg.adapt.Transformer.from_context(driver).as_literal
+        quoting = _prepared.Quoting(
+            psycopg.adapt.Transformer.from_context(driver).as_literal, driver.info.encoding
+        )
         expected = client.mogrify(
             "EXECUTE consentry_x(" + ", ".join(f"%({n})s" for n in names) + ")", _AWKWARD
         )
-        assert named.bound(_AWKWARD, literal) == expected
+        assert named.bound(_AWKWARD, quoting) == expected
         values = list(_AWKWARD.values())
-        assert positional.bound(values, literal) == expected.replace("_x(", "_y(")
+        assert positional.bound(values, quoting) == expected.replace("_x(", "_y(")
         with pytest.raises(psycopg.ProgrammingError):
-            named.bound({"text": "only one"}, literal)
+            named.bound({"text": "only one"}, quoting)
         with pytest.raises(psycopg.ProgrammingError):
-            positional.bound(values[:-1], literal)
+            positional.bound(values[:-1], quoting)
+
+
+async def test_an_execute_s_values_are_written_in_the_connection_s_encoding(
+    postgres: PostgresCluster, messages: list[str]
+) -> None:
+    """On a database whose client encoding is not UTF-8 (LATIN1), a prepared statement's values
+    are stored as given: quoted and read back in that encoding, as ``mogrify`` does."""
+    name = "latin1_items"
+    with psycopg.connect(postgres.admin_url, autocommit=True) as admin:
+        admin.execute(
+            f"CREATE DATABASE {name} ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' "
+            "TEMPLATE template0"
+        )
+    async with opened_with_tables(postgres.url(name), _metadata) as db:
+        for text in ("café", "Ã©", "naïve", "über"):  # the third run and after: EXECUTE
+            async with db.write() as conn:
+                await execute_unread(conn, _INSERT, {"name": text, "status": "pending"})
+        async with db.read() as conn:
+            stored = list((await conn.execute(sa.select(_items.c.name))).scalars())
+        assert sorted(stored) == sorted(["café", "Ã©", "naïve", "über"])
+        assert any("EXECUTE consentry_" in message for message in messages)
+
+
+async def test_a_statement_run_alone_answers_with_its_own_last_result(pg: Database) -> None:
+    """The connection's one cursor stands on the result a message asked for; a statement run
+    alone after it (several statements without values, as psycopg sends them) answers with its
+    own last result, not the one the message before it asked for."""
+    for _ in range(3):  # prepared, then an EXECUTE that stands on its first result
+        async with pg.write() as conn:
+            await execute_unread(conn, _INSERT, {"name": f"n{_}", "status": "pending"})
+            await conn.execute(_PENDING_FROM, {"p_from": "a"})
+    async with pg.read() as conn:
+        await conn.execute(_PENDING_FROM, {"p_from": "a"})
+        result = await conn.exec_driver_sql("SELECT 1; SELECT 2")
+        assert result.scalar() == 2

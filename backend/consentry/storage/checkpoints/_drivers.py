@@ -23,6 +23,7 @@ from consentry.storage.db.database import DbConnection
 from consentry.storage.db.direct import (
     AnsweringCursor,
     as_sqlalchemy_error,
+    execute_alone,
     is_prepared,
     one_message,
     prepare_new,
@@ -123,7 +124,7 @@ async def _execute(
         if len(statements) > 1 or is_prepared(sql, parameters):
             await _send(connection, cursor, statements, answer=answer)
         else:
-            await cursor.execute(sql, parameters)
+            await execute_alone(cursor, sql, parameters)
     except psycopg.Error as exc:
         raise as_sqlalchemy_error(exc, sql) from exc
 

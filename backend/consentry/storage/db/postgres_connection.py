@@ -45,6 +45,7 @@ from consentry.storage.db.direct import (
     BufferedResult,
     as_sqlalchemy_error,
     compiled_for_driver,
+    execute_alone,
     is_prepared,
     one_message,
     preparable,
@@ -216,7 +217,7 @@ class PostgresConnection:
                 if message is not None:  # the statement, after what was deferred
                     await send_message(cursor, message, answer=len(deferred))
                 else:
-                    await cursor.execute(sql, arguments)
+                    await execute_alone(cursor, sql, arguments)
                 rows = await cursor.fetchall() if returned_rows(cursor) else None
             except psycopg.Error as exc:
                 raise as_sqlalchemy_error(exc, sql) from exc

@@ -57,6 +57,7 @@ from psycopg.sql import Literal
 __all__ = [
     "MOST_STATEMENTS",
     "PreparedMessage",
+    "Quoting",
     "is_prepared",
     "preparable",
     "prepare_new",
@@ -82,6 +83,15 @@ _PREPARED_GONE = frozenset({"0A000", "26000", "42P05"})
 
 
 @dataclass(frozen=True, slots=True)
+class Quoting:
+    """psycopg's quoting of a value for one connection: ``literal`` (``Transformer.as_literal``)
+    writes it in the connection's ``encoding`` (its client encoding's Python codec)."""
+
+    literal: Callable[[Any], bytes]
+    encoding: str
+
+
+@dataclass(frozen=True, slots=True)
 class _Form:
     name: str
     prepare: str
@@ -93,9 +103,9 @@ class _Form:
     """The statement's parameters in their numbers' order: a name (``%(p_id)s``), or a
     position (``%s``)."""
 
-    def bound(self, parameters: Any, literal: Callable[[Any], bytes]) -> str:
-        """``EXECUTE consentry_3('t-1')``: each value as ``literal`` quotes it (psycopg's own
-        quoting, as ``mogrify`` would, without reading the statement again)."""
+    def bound(self, parameters: Any, quoting: Quoting) -> str:
+        """``EXECUTE consentry_3('t-1')``: each value as psycopg quotes it for the connection
+        (``quoting``: what ``mogrify`` writes, without reading the statement again)."""
         if not self.arguments:
             return self.execute
         if not isinstance(parameters, Mapping) and len(parameters) != len(self.arguments):
@@ -104,10 +114,11 @@ class _Form:
                 "parameters were passed"
             )
         try:
+            literal = quoting.literal
             values = [literal(parameters[key]) for key in self.arguments]
         except KeyError as missing:
             raise psycopg.ProgrammingError(f"query parameter missing: {missing}") from None
-        return f"{self.execute}({b', '.join(values).decode()})"
+        return f"{self.execute}({b', '.join(values).decode(quoting.encoding)})"
 
 
 @dataclass(slots=True)
@@ -277,10 +288,10 @@ def prepared_message(
     driver: psycopg.AsyncConnection[Any],
     statements: Sequence[tuple[str, Any]],
     mogrify: Callable[[str, Any], str],
-    literal: Callable[[Any], bytes],
+    quoting: Quoting,
 ) -> PreparedMessage:
     """``statements`` as one query: those this process has prepared as ``EXECUTE``, their
-    ``PREPARE`` first when the connection has not run it, their values quoted by ``literal``
+    ``PREPARE`` first when the connection has not run it, their values quoted by ``quoting``
     (psycopg's ``Transformer.as_literal``), the others bound by ``mogrify`` (psycopg's
     ``ClientCursor.mogrify``). The ``PREPARE``\\ s go at the front, so that the statements'
     results keep their order after :attr:`PreparedMessage.offset` of theirs."""
@@ -298,7 +309,7 @@ def prepared_message(
         if form.name not in known and form.name not in named:
             front.append(form.prepare)
             named.append(form.name)
-        parts.append(form.bound(parameters, literal))
+        parts.append(form.bound(parameters, quoting))
     # Every value bound (a value that cannot be raises before): what the connection holds
     # once the message has run.
     if session.uncertain:
