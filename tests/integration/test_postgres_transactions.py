@@ -250,3 +250,33 @@ async def test_an_end_that_sends_nothing_runs_in_the_caller_s_task(
         )
     assert ended_in == [True, True, False, False, True]
     assert await _names(pg) == ["renamed"]
+
+
+async def test_a_failed_transaction_that_sent_nothing_still_cannot_commit(pg: Database) -> None:
+    """Ended in the caller's task (nothing to send), a transaction one of whose statements
+    failed still refuses to commit, and its connection still goes back to the pool."""
+
+    async def failed_write() -> None:
+        async with pg.write() as conn:
+            assert isinstance(conn, PostgresConnection)
+            conn.mark_failed()  # a statement of the checkpointer's failed before it was sent
+            assert conn.ends_unsent
+
+    with pytest.raises(RuntimeError, match="cannot commit"):
+        await failed_write()
+    assert _checked_out(pg) == 0
+    assert await _names(pg) == []  # the pool serves on
+
+
+async def test_a_transaction_that_ends_after_the_pool_closed_closes_its_connection(
+    pg: Database,
+) -> None:
+    """A read whose block ends once the server has closed the pool (its end runs in the
+    caller's task) closes its connection rather than keeping it."""
+    assert pg._pool is not None
+    async with pg.read() as conn:
+        assert isinstance(conn, PostgresConnection)
+        await conn.exec_driver_sql("SELECT 1")
+        await pg._pool.close()
+    assert conn.driver.closed
+    assert pg._pool.sizes == (0, 0)
