@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 import psycopg
@@ -59,10 +59,13 @@ __all__ = [
     "PreparedMessage",
     "Quoting",
     "is_prepared",
+    "kept_on",
     "preparable",
     "prepare_new",
     "prepared_message",
 ]
+
+T = TypeVar("T")
 
 MOST_STATEMENTS = 300
 """Statements prepared by a process at most (each connection holds those it ran)."""
@@ -110,8 +113,7 @@ class _Form:
             return self.execute
         if not isinstance(parameters, Mapping) and len(parameters) != len(self.arguments):
             raise psycopg.ProgrammingError(
-                f"the query has {len(self.arguments)} placeholders but {len(parameters)} "
-                "parameters were passed"
+                f"the statement takes {len(self.arguments)} values, not {len(parameters)}"
             )
         try:
             literal = quoting.literal
@@ -176,12 +178,19 @@ def _key(sql: str, parameters: Any) -> _Key | None:
     return sql, tuple((type(value), value) for value in values)
 
 
+def kept_on(driver: psycopg.AsyncConnection[Any], attribute: str, make: Callable[[], T]) -> T:
+    """What ``make`` makes, once a connection, kept on the connection itself (a cache keyed by
+    the connection would keep it alive: what is kept may refer to it): its prepared names, its
+    cursors, its quoting."""
+    kept: T | None = getattr(driver, attribute, None)
+    if kept is None:
+        kept = make()
+        setattr(driver, attribute, kept)
+    return kept
+
+
 def _session(driver: psycopg.AsyncConnection[Any]) -> _Session:
-    session: _Session | None = getattr(driver, _SESSION, None)
-    if session is None:
-        session = _Session()
-        setattr(driver, _SESSION, session)
-    return session
+    return kept_on(driver, _SESSION, _Session)
 
 
 def _form(key: _Key, name: str) -> _Form:
