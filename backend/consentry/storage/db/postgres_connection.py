@@ -33,6 +33,7 @@ connection the database dropped is discarded by the pool when it is given back.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -104,9 +105,9 @@ class PostgresConnection:
         :func:`refused_one_row_change`), which fails the message it goes in, and the transaction
         commits nothing. Sent with the ``COMMIT``, it saves the round trip of its row count."""
         compiled = compiled_for_driver(statement, parameters, self.dialect)
-        checked = _one_row_or_fail(f"{compiled.sql} RETURNING 1 AS one", ("one",))
-        if compiled.constants is not None:
-            preparable(checked, compiled.constants)
+        checked = _one_row_or_fail(
+            f"{compiled.sql} RETURNING 1 AS one", ("one",), compiled.constants
+        )
         self.defer_sql(checked, compiled.arguments(parameters))
 
     def take_deferred(self) -> list[tuple[str, Any]]:
@@ -178,9 +179,7 @@ class PostgresConnection:
         compiled = compiled_for_driver(statement, parameters, self.dialect)
         if not compiled.keys:
             raise ValueError("the statement must return the changed row's columns")
-        checked = _one_row_or_fail(compiled.sql, compiled.keys)
-        if compiled.constants is not None:
-            preparable(checked, compiled.constants)
+        checked = _one_row_or_fail(compiled.sql, compiled.keys, compiled.constants)
         return await self._send(
             checked, compiled.arguments(parameters), compiled.result, commit=True
         )
@@ -300,8 +299,16 @@ def refused_one_row_change(error: BaseException) -> bool:
     return getattr(cause, "sqlstate", None) == _DIVISION_BY_ZERO
 
 
-def _one_row_or_fail(sql: str, keys: Sequence[str]) -> str:
+@functools.lru_cache(maxsize=256)
+def _one_row_or_fail(sql: str, keys: tuple[str, ...], constants: tuple[str, ...] | None) -> str:
     """``sql`` (a statement with ``RETURNING keys``) as one that returns its one row, or fails
-    with ``division_by_zero`` when it changed none (and so fails its message)."""
+    with ``division_by_zero`` when it changed none (and so fails its message). Made once a
+    statement (a claim, a release: every run's), and declared preparable when ``sql`` was
+    compiled once (``constants``: its own values' parameters)."""
     columns = ", ".join(f'(SELECT "{key}" FROM changed) AS "{key}"' for key in keys)
-    return f"WITH changed AS ({sql}) SELECT {columns} WHERE 1 / (SELECT count(*) FROM changed) = 1"
+    checked = (
+        f"WITH changed AS ({sql}) SELECT {columns} WHERE 1 / (SELECT count(*) FROM changed) = 1"
+    )
+    if constants is not None:
+        preparable(checked, constants)
+    return checked
