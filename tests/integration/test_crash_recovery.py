@@ -135,6 +135,7 @@ async def test_a_consent_the_graph_asked_before_the_process_died_is_pending_afte
         assert await _thread_id(client) == thread_id
 
     async with _after_the_crash(open_client, clock) as client:
+        await client.services.executor.wait_for_runs()  # type: ignore[attr-defined]
         thread = (await client.get(f"/v1/threads/{thread_id}")).json()
         assert (thread["status"], thread["last_reason"]) == ("awaiting_consent", "interrupted")
         [consent] = [ConsentEvent.model_validate(c) for c in thread["pending_consents"]]
@@ -142,14 +143,19 @@ async def test_a_consent_the_graph_asked_before_the_process_died_is_pending_afte
         inbox = (await client.get("/v1/approvals", params={"status": "pending"})).json()
         assert [a["approval_id"] for a in inbox["approvals"]] == [consent.approval_id]
 
-        # The run reads as it happened: it started, stepped, asked, and ended interrupted (the
-        # step that asked stored nothing before the closing write); numbered with no gap.
+        # The run reads as it happened: it started and stepped, then its process died. The step
+        # that asked stored nothing (its interrupt goes in the closing transaction, with the
+        # consent), so the recovery runs that step again, which asks; numbered with no gap.
         history = await _stream(client, thread_id, after=discussed)
         assert history[: len(told)] == told
-        assert kinds(history[len(told) :]) == ["consent", "final"]
-        assert history[-2] == consent
-        assert _reason(history[-1]) == "interrupted"
-        assert {e.run_id for e in history} == {run_id}
+        dead, recovery = history[: len(told) + 2], history[len(told) + 2 :]
+        assert kinds(dead[len(told) :]) == ["error", "final"]
+        assert _error_code(dead[-2]) == "server_restarted"
+        assert {e.run_id for e in dead} == {run_id}
+        assert kinds(recovery) == ["run_started", "step", "consent", "final"]
+        assert _trigger(recovery[0]) == "recovery"
+        assert recovery[-2] == consent
+        assert _reason(recovery[-1]) == "interrupted"
         assert_numbered(history, first=discussed + 1)
         audit = (await client.get(f"/v1/threads/{thread_id}/audit")).json()["records"]
         assert [r["action"] for r in audit if r["approval_id"] == consent.approval_id] == [
@@ -243,13 +249,19 @@ async def test_a_keyed_message_retried_after_the_crash_replays_its_run(
         run_id = first.headers["X-Run-Id"]
 
     async with _after_the_crash(open_client, clock) as client:
+        await client.services.executor.wait_for_runs()  # type: ignore[attr-defined]
         again = await client.post("/v1/chat", json=_ask(note, thread_id), headers=headers)
 
         assert again.status_code == 200
         assert again.headers["Idempotent-Replayed"] == "true"
         assert again.headers["X-Run-Id"] == run_id
         replayed = parse_events(again.text)
-        assert kinds(replayed) == ["run_started", "step", "step", "message", "consent", "final"]
+        assert kinds(replayed) == [
+            *["run_started", "step", "step", "message", "error", "final"],  # the dead run
+            *["run_started", "step", "consent", "final"],  # its recovery asks
+        ]
+        assert replayed[0].run_id == run_id
+        assert _trigger(replayed[6]) == "recovery"
         assert await _thread_id(client) == thread_id  # the request did not run twice
         pending = (await client.get(f"/v1/threads/{thread_id}")).json()["pending_consents"]
         assert [c["approval_id"] for c in pending] == [replayed[-2].approval_id]  # type: ignore[union-attr]

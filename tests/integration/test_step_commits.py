@@ -372,3 +372,174 @@ async def _rows_of_channel(client: httpx.AsyncClient, thread_id: str, channel: s
     )
     async with client.services.db.read() as conn:  # type: ignore[attr-defined]
         return int(await conn.scalar(query, {"t": thread_id, "c": channel}))
+
+
+@dataclass(eq=False)
+class _CountingCommitter(_Committer):
+    """A test's committer that counts the step transactions it opens."""
+
+    transactions: int = 0
+
+    async def commit_step(self, write: Callable[[DbConnection], Awaitable[None]]) -> None:
+        self.transactions += 1
+        await super().commit_step(write)
+
+
+async def _held_thread(client: httpx.AsyncClient, db_url: str, *, token: int) -> Any:
+    """A thread with a checkpoint, held by its last run with ``token``: the saver, the newest
+    checkpoint, and a run's config on it (``under(token)``, a committer of its own each)."""
+    events = await chat(client, {"message": QUESTION})
+    thread_id, run_id = events[0].thread_id, events[0].run_id
+    db = client.services.db  # type: ignore[attr-defined]
+    async with db.write() as conn:
+        await conn.execute(
+            sa.text("UPDATE threads SET active_run_id = :r, fencing_token = :k WHERE id = :t"),
+            {"r": run_id, "k": token, "t": thread_id},
+        )
+    saver = ConsentrySaver(db, database_url=db_url)
+    newest = await saver.aget_tuple({"configurable": {"thread_id": thread_id}})
+    assert newest is not None
+
+    def under(fencing_token: int) -> tuple[Any, _CountingCommitter]:
+        run = _CountingCommitter(
+            CheckpointFence(thread_id, run_id, fencing_token), db, latest_only=False
+        )
+        return {"configurable": {**newest.config["configurable"], RUN_KEY: run}}, run
+
+    return saver, newest, under
+
+
+def _next_checkpoint() -> Any:
+    return empty_checkpoint()  # its id after every one before it (ids sort by time)
+
+
+def _then(config: Any, saved: Any) -> Any:
+    """The run's config at the checkpoint it just saved (as LangGraph passes it on)."""
+    return {"configurable": {**config["configurable"], **saved["configurable"]}}
+
+
+async def _ids(saver: ConsentrySaver, thread_id: str) -> list[str]:
+    config: Any = {"configurable": {"thread_id": thread_id}}
+    return [c.config["configurable"]["checkpoint_id"] async for c in saver.alist(config)]
+
+
+async def test_a_runs_input_checkpoint_goes_in_the_transaction_of_its_next_checkpoint(
+    client: httpx.AsyncClient, db_url: str
+) -> None:
+    """The input checkpoint of a run's thread is not a transaction of its own: it waits for the
+    run's next write (nothing but LangGraph's ``__start__`` task runs between them) and goes
+    first in its transaction, fenced by the same lease. A subgraph's is written at once."""
+    saver, newest, under = await _held_thread(client, db_url, token=3)
+    thread_id = newest.config["configurable"]["thread_id"]
+    before = await _ids(saver, thread_id)
+    config, run = under(3)
+    given = _next_checkpoint()
+    at_input = await saver.aput(config, given, {"source": "input", "step": -1}, {})
+    assert await _ids(saver, thread_id) == before  # held
+    assert run.transactions == 0
+
+    then = _next_checkpoint()
+    await saver.aput(_then(config, at_input), then, {"source": "loop", "step": 0}, {})
+    assert await _ids(saver, thread_id) == [then["id"], given["id"], *before]
+    assert run.transactions == 1
+
+    sub_config, sub_run = under(3)
+    sub_config["configurable"]["checkpoint_ns"] = "child:1"
+    sub = _next_checkpoint()
+    await saver.aput(sub_config, sub, {"source": "input", "step": -1}, {})
+    assert sub_run.transactions == 1
+
+
+async def test_a_held_input_checkpoint_under_a_lease_that_moved_on_is_stored_with_nothing(
+    client: httpx.AsyncClient, db_url: str
+) -> None:
+    """On PostgreSQL the held input goes unread, ahead of the next checkpoint's statement, which
+    reads the fence: a lease that moved on refuses both, and neither is stored."""
+    saver, newest, under = await _held_thread(client, db_url, token=3)
+    thread_id = newest.config["configurable"]["thread_id"]
+    before = await _ids(saver, thread_id)
+    config, _ = under(2)  # a stale run's
+    at_input = await saver.aput(config, _next_checkpoint(), {"source": "input", "step": -1}, {})
+    with pytest.raises(LeaseLostError):
+        await saver.aput(_then(config, at_input), _next_checkpoint(), {"source": "loop"}, {})
+    assert await _ids(saver, thread_id) == before
+
+
+async def test_what_a_run_holds_goes_before_an_error_or_in_its_next_transaction(
+    client: httpx.AsyncClient, db_url: str
+) -> None:
+    """An interrupt is held with the input checkpoint, and both go in the transaction the run
+    gives them (its end, with the consent: ``write_held_in``), held until that one commits (a
+    failed end's own end writes them again); an error is written at once,
+    the held input first, in its transaction; a run that stops with nothing more to write
+    stores what it holds with its end (``acommit_held``); one that stores nothing more
+    (cancelled, its lease lost) drops it."""
+    saver, newest, under = await _held_thread(client, db_url, token=3)
+    thread_id = newest.config["configurable"]["thread_id"]
+    db = client.services.db  # type: ignore[attr-defined]
+    before = await _ids(saver, thread_id)
+
+    config, run = under(3)
+    asked = _next_checkpoint()
+    at_input = _then(config, await saver.aput(config, asked, {"source": "input"}, {}))
+    await saver.aput_writes(at_input, [("__interrupt__", "asked")], "task-1")
+    assert await _ids(saver, thread_id) == before  # both held
+    with pytest.raises(ProcessDiedError):
+        await _write_held_and_die(saver, db, run)
+    assert await _ids(saver, thread_id) == before
+    async with db.write() as conn:  # still held, until the run says it was stored
+        await saver.write_held_in(conn, run, checked_later=False)
+    saver.forget_held(run)
+    assert await _ids(saver, thread_id) == [asked["id"], *before]
+    stored = await saver.aget_tuple(at_input)
+    assert stored is not None
+    assert stored.pending_writes == [("task-1", "__interrupt__", "asked")]
+    assert run.transactions == 0
+
+    config, run = under(3)
+    failed = _next_checkpoint()
+    at_input = _then(config, await saver.aput(config, failed, {"source": "input"}, {}))
+    await saver.aput_writes(at_input, [("__error__", "boom")], "task-2")
+    assert await _ids(saver, thread_id) == [failed["id"], asked["id"], *before]
+
+    config, run = under(3)
+    ended = _next_checkpoint()
+    await saver.aput(config, ended, {"source": "input", "step": -1}, {})
+    await saver.acommit_held(run)
+    assert await _ids(saver, thread_id) == [ended["id"], failed["id"], asked["id"], *before]
+    assert run.transactions == 1
+
+    config, run = under(3)
+    await saver.aput(config, _next_checkpoint(), {"source": "input"}, {})
+    saver.forget_held(run)
+    await saver.acommit_held(run)
+    assert await _ids(saver, thread_id) == [ended["id"], failed["id"], asked["id"], *before]
+    assert run.transactions == 0
+
+
+async def _write_held_and_die(saver: ConsentrySaver, db: Any, run: Any) -> None:
+    async with db.write() as conn:
+        await saver.write_held_in(conn, run, checked_later=False)
+        raise ProcessDiedError  # the transaction never commits
+
+
+async def test_what_a_run_holds_is_not_stored_under_a_lease_that_moved_on(
+    client: httpx.AsyncClient, db_url: str
+) -> None:
+    """Held writes sent unread, for a later statement of the run's end to check the lease
+    (``checked_later``), are fenced themselves: under a lease that moved on they write nothing
+    even in a transaction that commits (on SQLite they are checked there and then)."""
+    saver, newest, under = await _held_thread(client, db_url, token=3)
+    thread_id = newest.config["configurable"]["thread_id"]
+    db = client.services.db  # type: ignore[attr-defined]
+    before = await _ids(saver, thread_id)
+    config, run = under(2)  # a stale run's
+    at_input = _then(config, await saver.aput(config, _next_checkpoint(), {"source": "input"}, {}))
+    await saver.aput_writes(at_input, [("__interrupt__", "asked"), ("answer", 1)], "task-1")
+    try:
+        async with db.write() as conn:
+            await saver.write_held_in(conn, run, checked_later=True)
+    except LeaseLostError:
+        assert db.dialect == "sqlite"
+    assert await _ids(saver, thread_id) == before
+    assert await _rows_of_channel(client, thread_id, "__interrupt__") == 0

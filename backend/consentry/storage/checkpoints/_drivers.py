@@ -33,7 +33,7 @@ from consentry.storage.db.direct import (
 )
 from consentry.storage.db.sqlite_connection import SqliteConnection
 
-__all__ = ["run_async", "run_on", "run_on_psycopg", "run_on_sqlite3"]
+__all__ = ["run_async", "run_on", "run_on_psycopg", "run_on_sqlite3", "send_with_next"]
 
 
 def run_on_sqlite3(connection: sqlite3.Connection, operation: Operation) -> Any:
@@ -172,3 +172,19 @@ async def run_on(
     finally:
         if commit and driver.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
             conn.mark_committed()
+
+
+async def send_with_next(conn: DbConnection, operation: Operation) -> None:
+    """Send ``operation``, a fenced write of one statement (a run's checkpoint), with the
+    transaction's next statement, which must be fenced by the same lease and read (``run_on``
+    with ``commit=True``): on PostgreSQL its row count is not read, so a lease that moved on is
+    reported by that next statement, which then writes nothing either, and the transaction
+    commits nothing of the run's. On SQLite it goes with the transaction's next call, checked."""
+    if isinstance(conn, SqliteConnection):
+        await run_on(conn, operation, unread=True)
+        return
+    query = next(operation)
+    operation.close()
+    if query.many is not None or not query.last:
+        raise ValueError("only an operation of one statement goes with the next one")
+    conn.defer_sql(query.sql, query.params)

@@ -46,6 +46,7 @@ __all__ = [
     "put_checkpoint",
     "put_held_writes",
     "put_writes",
+    "special_write",
     "tuple_of",
 ]
 
@@ -185,25 +186,37 @@ def put_held_writes(
     """Write a run's held pending writes, in the order given: those of special channels (a
     resume value) as :func:`put_writes` writes them with ``replace``, the others without."""
     yield from _fenced(sql, fence)
-    special = [row for row in rows if row[_CHANNEL] in WRITES_IDX_MAP]
-    ordinary = [row for row in rows if row[_CHANNEL] not in WRITES_IDX_MAP]
+    special = [row for row in rows if special_write(row)]
+    ordinary = [row for row in rows if not special_write(row)]
     if ordinary:
         yield Query(sql.put_write_ignore, many=ordinary)
     if special:
         yield Query(sql.put_write_replace, many=special)
 
 
+def special_write(row: tuple[Any, ...]) -> bool:
+    """Whether a write row is of one of LangGraph's special channels (written again with the
+    newest value, where the others keep the first)."""
+    return row[_CHANNEL] in WRITES_IDX_MAP
+
+
 def _first_of_each_key(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """Write rows of one checkpoint, the first of each task's index (``DO NOTHING``)."""
-    kept: dict[tuple[Any, Any], tuple[Any, ...]] = {}
+    """Write rows, the first of each key (``DO NOTHING``)."""
+    kept: dict[tuple[Any, ...], tuple[Any, ...]] = {}
     for row in rows:
-        kept.setdefault((row[_TASK], row[_IDX]), row)
+        kept.setdefault(_write_key(row), row)
     return list(kept.values())
 
 
 def _last_of_each_key(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """Write rows of one checkpoint, the last of each task's index (``DO UPDATE``)."""
-    return list({(row[_TASK], row[_IDX]): row for row in rows}.values())
+    """Write rows, the last of each key (``DO UPDATE``)."""
+    return list({_write_key(row): row for row in rows}.values())
+
+
+def _write_key(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A write row's primary key: its thread, namespace and checkpoint, its task's id and its
+    index (the rows of one call share the first three; a run's held writes may not)."""
+    return (*row[:3], row[_TASK], row[_IDX])
 
 
 _TASK, _IDX = 3, 5

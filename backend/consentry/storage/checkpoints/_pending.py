@@ -17,7 +17,14 @@ from consentry.storage.checkpoints import _operations as ops
 from consentry.storage.checkpoints._operations import CheckpointFence, Operation
 from consentry.storage.checkpoints._sql import CheckpointSql
 
-__all__ = ["WriteRow", "WriteRows", "copied_write_rows", "holds", "put_task_writes", "write_rows"]
+__all__ = [
+    "WriteRow",
+    "WriteRows",
+    "copied_write_rows",
+    "holds",
+    "put_task_writes",
+    "write_rows",
+]
 
 WriteRow = tuple[Any, ...]
 """A pending write as stored: thread, namespace, checkpoint, task, path, index, channel, value."""
@@ -28,9 +35,14 @@ _RESUME = "__resume__"
 assert _RESUME in WRITES_IDX_MAP, "LangGraph renamed its resume channel"
 
 
+_INTERRUPT = "__interrupt__"
+"""LangGraph's channel of a task's interrupts."""
+assert _INTERRUPT in WRITES_IDX_MAP, "LangGraph renamed its interrupt channel"
+
+
 def holds(channel: str) -> bool:
     """Whether a run's write of ``channel`` is held (``ConsentrySaver.aput_writes``)."""
-    return channel not in WRITES_IDX_MAP or channel == _RESUME
+    return channel not in WRITES_IDX_MAP or channel in (_RESUME, _INTERRUPT)
 
 
 def put_task_writes(

@@ -27,6 +27,7 @@ a run's claim kept for the run's first read (``_head_read``).
 
 from __future__ import annotations
 
+import functools
 import random
 import threading
 import weakref
@@ -46,11 +47,21 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from consentry.storage.checkpoints import _operations as ops
-from consentry.storage.checkpoints._drivers import run_on
+from consentry.storage.checkpoints._drivers import run_on, send_with_next
 from consentry.storage.checkpoints._head_read import READ_KEY, HeadRead
 from consentry.storage.checkpoints._in_transaction import InTransaction
-from consentry.storage.checkpoints._operations import CheckpointFence, Droppable, Operation
-from consentry.storage.checkpoints._pending import WriteRows, holds, put_task_writes, write_rows
+from consentry.storage.checkpoints._operations import (
+    CheckpointFence,
+    Droppable,
+    Operation,
+    SerializedCheckpoint,
+)
+from consentry.storage.checkpoints._pending import (
+    WriteRows,
+    holds,
+    put_task_writes,
+    write_rows,
+)
 from consentry.storage.checkpoints._serialized import (
     RUN_MARK,
     copied_in,
@@ -70,6 +81,7 @@ from consentry.storage.checkpoints._turns import (
     turn_start,
 )
 from consentry.storage.db.database import Database, DbConnection
+from consentry.storage.leases import LeaseLostError
 
 __all__ = [
     "FORK_MARK",
@@ -127,6 +139,11 @@ class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
         )
         """A run's pending writes of ordinary channels, by namespace, not written yet: see
         :meth:`aput_writes`."""
+        self._held_inputs: weakref.WeakKeyDictionary[StepCommitter, Callable[[], Operation]] = (
+            weakref.WeakKeyDictionary()
+        )
+        """A run's input checkpoint, not written yet (the operation that writes it, made anew
+        each time it is sent): it goes with the run's next write (:meth:`aput`)."""
 
     # -- async: the server's ------------------------------------------------------------------
 
@@ -203,44 +220,110 @@ class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
             return saved_config(saved)
         run.new_thread = False  # from now on, its checkpoints are read
         # The step's tasks' writes: replaced by this checkpoint, kept only with every checkpoint.
-        held = self._held.get(run, {}).pop(saved.checkpoint_ns, [])
+        own = saved.thread_id == run.fence.thread_id  # not another thread its graph writes
+        held = self._held.get(run, {}).pop(saved.checkpoint_ns, []) if own else []
         if run.latest_only:
             held = []
+        put = functools.partial(
+            ops.put_checkpoint,
+            self._sql,
+            saved,
+            fence=run.fence,
+            latest_only=drops,
+            droppable=droppable,
+        )
+        earlier = self._held_inputs.pop(run, None)
+        if earlier is None and not held and own and _is_run_input(saved, metadata):
+            # The run's input checkpoint waits for the run's next write, and goes in its
+            # transaction: from it the graph only starts (LangGraph's ``__start__`` task maps the
+            # input to its channels) and checkpoints again, so the step that follows is one
+            # transaction, not two. Until then nothing of the run's is stored that refers to it;
+            # a run that stops before writes it with its end (``acommit_held``), and one that
+            # dies before is given its input again (``runs.inputs``), as one that died before
+            # its input was written.
+            self._held_inputs[run] = put
+            return saved_config(saved)
 
         async def write(conn: DbConnection) -> None:
+            if earlier is not None:  # fenced by the same lease as the checkpoint after it
+                await send_with_next(conn, earlier())
             # Unread: on SQLite the step's whole transaction is then one hop (its commit's). The
             # last write of the step's transaction (its events went before it): on PostgreSQL
             # the transaction commits in the same message, unless held writes follow.
-            put = ops.put_checkpoint(
-                self._sql, saved, fence=run.fence, latest_only=drops, droppable=droppable
-            )
-            await run_on(conn, put, unread=True, commit=not held)
+            await run_on(conn, put(), unread=True, commit=not held)
             if held:
                 writes = ops.put_held_writes(self._sql, held, fence=None)
                 await run_on(conn, writes, unread=True)
 
-        await run.commit_step(write)
+        try:
+            await run.commit_step(write)
+        except BaseException as exc:
+            if earlier is not None and not isinstance(exc, LeaseLostError):
+                # The step did not happen (or may not have): the input is still the run's to
+                # write, with what stores the run's failure (written again, it is the same row).
+                self._held_inputs.setdefault(run, earlier)
+            raise
         return saved_config(saved)
 
     async def acommit_held(self, run: StepCommitter) -> None:
-        """Write the run's held pending writes (its graph stopped in a step: an interrupt, an
-        error, a stop), in one transaction with the events the run recorded since its last
-        write (``StepCommitter.commit_step``): a finished task of the unfinished step is not run
-        again, and what it told is stored with what backs it."""
-        held = self._held.pop(run, {})
-        rows = [row for rows in held.values() for row in rows]
-        if not rows:
+        """Write what the run holds (its graph stopped in a step: an interrupt, an error, a
+        stop; its input checkpoint, when nothing followed it), in one transaction with the
+        events the run recorded since its last write (``StepCommitter.commit_step``): a finished
+        task of the unfinished step is not run again, and what it told is stored with what backs
+        it."""
+        operations = self._held_operations(run)
+        if not operations:
             return
 
         async def write(conn: DbConnection) -> None:
-            writes = ops.put_held_writes(self._sql, rows, fence=run.fence)
-            await run_on(conn, writes, unread=True)
+            for operation in operations[:-1]:  # fenced by the same lease as the last
+                await send_with_next(conn, operation)
+            await run_on(conn, operations[-1], unread=True, commit=True)
 
         await run.commit_step(write)
+        self.forget_held(run)  # stored (when that failed, still held for the run's end)
+
+    async def write_held_in(
+        self, conn: DbConnection, run: StepCommitter, *, checked_later: bool
+    ) -> None:
+        """Write what the run holds (see :meth:`acommit_held`) in the caller's transaction: the
+        run's own after its graph stopped (its end, a consent policy's decision, its suspension),
+        so that an interrupt goes with the consent that asks it. ``checked_later``: a later
+        statement of the transaction checks the run's lease and fails the transaction when it
+        moved on (the run's release at its end); on PostgreSQL these then go unread, in the
+        transaction's next message. Otherwise each is checked itself. What is written stays
+        held until the caller, its transaction committed, forgets it (:meth:`forget_held`): a
+        transaction that failed leaves it for the next one (a failed end's own end), where
+        writing it again writes the same rows."""
+        for operation in self._held_operations(run):
+            if checked_later:
+                await send_with_next(conn, operation)
+            else:
+                await run_on(conn, operation, unread=True)
+
+    def _held_operations(self, run: StepCommitter) -> list[Operation]:
+        """The operations that write what the run holds (still held): its input checkpoint,
+        then its pending writes of ordinary channels (the first of each key kept) and of special
+        ones (the last kept), each one fenced statement on PostgreSQL."""
+        operations: list[Operation] = []
+        earlier = self._held_inputs.get(run)
+        if earlier is not None:
+            operations.append(earlier())
+        rows = [row for rows in self._held.get(run, {}).values() for row in rows]
+        ordinary = [row for row in rows if not ops.special_write(row)]
+        special = [row for row in rows if ops.special_write(row)]
+        for kind, rewritten in ((ordinary, False), (special, True)):
+            if kind:
+                operations.append(
+                    ops.put_writes(self._sql, kind, replace=rewritten, fence=run.fence)
+                )
+        return operations
 
     def forget_held(self, run: StepCommitter) -> None:
-        """The run stops without storing (its lease is gone, or its task was cancelled)."""
+        """Forget what the run holds: stored (the transaction :meth:`write_held_in` wrote it in
+        committed), or never to be (the run's lease is gone)."""
         self._held.pop(run, None)
+        self._held_inputs.pop(run, None)
 
     async def aput_writes(
         self,
@@ -249,17 +332,23 @@ class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """A run's writes of ordinary channels (a task's results) and its resume values are
-        held, not written: the step's checkpoint, which replaces them, commits them with it (or,
-        with retention ``latest``, drops them); a step that does not finish gets them written by
-        :meth:`acommit_held`. A resume value is the run's own input, recorded with the run
-        (``runs.inputs``) and the decision (``approvals``) before the graph starts: a run that
-        dies before its step's checkpoint is continued with it. An interrupt or an error is
-        written at once, fenced: what the graph asks must be there before anyone answers it."""
+        """A run's writes of ordinary channels (a task's results), its resume values and its
+        interrupts are held, not written: the step's checkpoint, which replaces them, commits
+        them with it (or, with retention ``latest``, drops them); a step that does not finish
+        gets them written by :meth:`acommit_held` (it failed, it was stopped) or in the run's
+        next transaction (:meth:`write_held_in`: its end, which stores the consents the
+        interrupts ask, or a consent policy's decision). A resume value is the run's own input,
+        recorded with the run (``runs.inputs``) and the decision (``approvals``) before the
+        graph starts: a run that dies before its step's checkpoint is continued with it. An
+        interrupt cannot be answered before the run's end stores it: nothing asks it before
+        (a decision needs the consent, another run the thread the run holds), and a run that
+        dies first runs its step again and asks it again, with the same id. An error, and any
+        write to a thread not the run's, is written at once, fenced by the run's lease."""
         run: StepCommitter | None = config["configurable"].get(RUN_KEY)
         if run is not None:
             run.new_thread = False
-        if run is not None and all(holds(channel) for channel, _ in writes):
+        own = run is not None and str(config["configurable"]["thread_id"]) == run.fence.thread_id
+        if run is not None and own and all(holds(channel) for channel, _ in writes):
             rows = write_rows(self.serde, config, writes, task_id, task_path)
             namespace = str(config["configurable"].get("checkpoint_ns", ""))
             self._held.setdefault(run, {}).setdefault(namespace, []).extend(rows)
@@ -268,7 +357,14 @@ class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
         put = put_task_writes(
             self._sql, self.serde, config, writes, task_id, task_path, fence=fence
         )
-        await self._write(put)
+        earlier = self._held_inputs.get(run) if run is not None else None
+        if run is None or earlier is None:
+            await self._write(put)
+            return
+        async with self._db.write() as conn:  # the run's input checkpoint first, same fence
+            await send_with_next(conn, earlier())
+            await run_on(conn, put, commit=True)
+        self._held_inputs.pop(run, None)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._write(ops.delete_thread(self._sql, str(thread_id)))
@@ -383,3 +479,8 @@ class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
             checkpoint_ns=configurable.get("checkpoint_ns", ""),
             checkpoint_id=get_checkpoint_id(config),
         )
+
+
+def _is_run_input(saved: SerializedCheckpoint, metadata: CheckpointMetadata) -> bool:
+    """Whether ``saved`` is an input checkpoint of a graph (not a subgraph's)."""
+    return metadata.get("source") == "input" and not saved.checkpoint_ns

@@ -167,25 +167,32 @@ class GraphStreamer:
             )
         graph = self.graph(run.spec.name)
         saver = graph.checkpointer
+        if isinstance(saver, ConsentrySaver):
+            # What the run's graph held when it stopped at an earlier input (an interrupt a
+            # consent policy answered went with the policy's decision, ``RunConsents``).
+            await saver.acommit_held(run.progress)
         try:
             run.streaming = True
             try:
                 await self._stream(run, mapper, graph, graph_input, config)
             finally:
                 run.streaming = False
-        except (asyncio.CancelledError, LeaseLostError):
+        except (asyncio.CancelledError, LeaseLostError) as stopped:
             if isinstance(saver, ConsentrySaver):
-                if run.cut:  # a cancel cut the step: as a failure in it, what finished is kept
-                    await self._commit_unfinished(saver, run)
-                else:
+                if isinstance(stopped, LeaseLostError):
                     saver.forget_held(run.progress)  # the run stores nothing more
+                elif run.cut:  # a cancel cut the step: as a failure in it, what finished is kept
+                    await self._commit_unfinished(saver, run)
+                # Otherwise (a shutdown, the run's time limit) what the graph held goes with
+                # the run's suspension or its end (``RunStore.store_events``).
             raise
         except BaseException:
             if isinstance(saver, ConsentrySaver):
                 await self._commit_unfinished(saver, run)
             raise
-        if isinstance(saver, ConsentrySaver):
-            await saver.acommit_held(run.progress)
+        # What the graph held when it stopped (an interrupt, the finished tasks of its step) goes
+        # with the run's next transaction: its end, with the consents it asks, or a consent
+        # policy's decision (``RunStore.store_events``).
 
     async def _commit_unfinished(self, saver: ConsentrySaver, run: RunContext) -> None:
         """The graph failed or was stopped in a step: keep what its finished tasks wrote (with

@@ -27,7 +27,7 @@ from consentry.storage import events as events_repo
 from consentry.storage import leases as leases_repo
 from consentry.storage import runs as runs_repo
 from consentry.storage import webhooks as webhooks_repo
-from consentry.storage.checkpoints import saver_of
+from consentry.storage.checkpoints import ConsentrySaver, saver_of
 from consentry.storage.db.database import Database, DbConnection
 from consentry.storage.leases import LeaseLostError
 from consentry.storage.tool_calls import ToolCallAsked, ToolResultGiven, record_tool_events
@@ -80,11 +80,27 @@ class RunStore:
     async def store_events(
         self, conn: DbConnection, run: RunContext, *, fence_checked: bool = False
     ) -> None:
-        """Store the run's recorded durable events, fenced by its lease (``fence_checked``: the
-        transaction checks the lease itself before it commits, see ``insert_events``)."""
+        """Store the run's recorded durable events, and what its graph held when it stopped (an
+        interrupt, the finished tasks of its step: ``ConsentrySaver.write_held_in``), fenced by
+        its lease (``fence_checked``: the transaction checks the lease itself before it commits,
+        see ``insert_events``)."""
         await self.insert_events(
             conn, run.events.take_durable(), run=run, fence_checked=fence_checked
         )
+        saver = self._saver(run)
+        if saver is not None:  # held until the transaction commits: ``held_stored``
+            await saver.write_held_in(conn, run.progress, checked_later=fence_checked)
+
+    def held_stored(self, run: RunContext) -> None:
+        """The transaction that stored the run's events and what its graph held committed, or
+        the run stores nothing more (its lease is gone)."""
+        saver = self._saver(run)
+        if saver is not None:
+            saver.forget_held(run.progress)
+
+    def _saver(self, run: RunContext) -> ConsentrySaver | None:
+        saver = self._compiled(run.spec.name).checkpointer
+        return saver if isinstance(saver, ConsentrySaver) else None
 
     async def insert_events(
         self,
@@ -205,6 +221,11 @@ class RunStore:
         be read (the post goes without)."""
         if run.options.webhook is None:
             return None
+        saver = self._saver(run)
+        if saver is not None:
+            # What the graph held when it stopped (a finished branch beside an interrupt)
+            # counts in the state's values: stored first.
+            await saver.acommit_held(run.progress)
         graph = self._compiled(run.spec.name)
         return await read_values_as_json(graph, run.events.thread_id, run_id=run.events.run_id)
 
@@ -255,6 +276,7 @@ class RunStore:
             run.observer.stopped()
             events.discard_unsent()
             events.close(suspended=True)
+            self.held_stored(run)  # never to be
             return
         except Exception:
             log.exception(
@@ -285,6 +307,7 @@ class RunStore:
         for consent in outcome.consents:
             self._metrics.consent_requested(run.spec.name, consent.kind)
             self._alarm.consent_requested(consent.expires_at)
+        self.held_stored(run)  # with its end, or never (the end could not be stored either)
         events.flush()
         events.close()
         self._ended(events.thread_id, events.run_id)  # the thread is free: a cancel finds nothing
@@ -317,4 +340,5 @@ class RunStore:
                 )
                 events.discard_unsent()
             events.flush()
+        self.held_stored(run)  # with the suspension, or never (the next process runs it again)
         events.close(suspended=True)

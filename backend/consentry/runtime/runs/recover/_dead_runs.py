@@ -1,12 +1,13 @@
 """Runs whose process died: finding them, and closing each one as far as it got.
 
 A process can die (SIGKILL, power loss, a frozen replica whose lease expired) anywhere in a run:
-before its graph wrote a checkpoint, between a checkpoint and the events that tell of it, or
-between the checkpoint that holds an interrupt and the run's closing transaction that records its
-consent. The process that takes the run over (the next one to start on SQLite; any replica once
-the lease expired on PostgreSQL) reads what the graph's checkpoint says (:func:`read_recovery`)
-and closes the run from it, in one transaction fenced by the dead run's token
-(:func:`close_dead_run`):
+before its graph wrote a checkpoint, between a checkpoint and the events that tell of it, or between
+the graph's stop at an interrupt and the run's closing transaction, which stores the interrupt with
+its consent (an interrupt stored without one: by a run suspended at shutdown, a consent policy's
+decision beside it, a run that failed at it, or an earlier version of Consentry, is recovered as
+below). The process that takes the run over (the next one to start on SQLite; any replica once the
+lease expired on PostgreSQL) reads what the graph's checkpoint says (:func:`read_recovery`) and
+closes the run from it, in one transaction fenced by the dead run's token (:func:`close_dead_run`):
 
 - the run's ``run_started`` is stored if nothing of the run was;
 - the user messages the run gave its graph, and the replies its checkpoint holds, are added to
