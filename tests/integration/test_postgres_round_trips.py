@@ -20,6 +20,8 @@ import httpx
 import psycopg
 import pytest
 
+from consentry.runtime.runs.start._launcher import Launcher
+from consentry.storage.approvals import decide_approval
 from consentry.storage.db import idle_checks
 from consentry.storage.db.database import Database
 from consentry_tools.bench.load import CONSENT_FLOW_GRAPH
@@ -42,10 +44,10 @@ BACKGROUND = frozenset(
 )
 """The tasks whose round trips are not a conversation's."""
 
-ROUND_TRIPS = {"message": 6, "decision": 11}
+ROUND_TRIPS = {"message": 6, "decision": 10}
 """A conversation's round trips on PostgreSQL, by request (at ``b88c483``: 10 and 16; at
-``9266aef``, before a run's input checkpoint went with its first step's and its interrupt with
-its closing transaction: 8 and 11)."""
+``9266aef``, before a run's input checkpoint went with its first step's, its interrupt with its
+closing transaction and a decision's compare-and-set with its claim: 8 and 11)."""
 WRITES = {"message": 5, "decision": 5}
 """Its write transactions that sent anything (a ``BEGIN``)."""
 CHECKOUTS = {"message": 5, "decision": 9}
@@ -168,3 +170,52 @@ async def test_a_conversation_on_postgres_makes_no_more_round_trips_than_its_bud
         assert {r: v[:3] for r, v in by_request.items()} == {
             r: (ROUND_TRIPS[r], WRITES[r], CHECKOUTS[r]) for r in ROUND_TRIPS
         }, by_request
+
+
+async def test_a_decision_whose_compare_and_set_loses_in_the_claims_message_is_told_who_won(
+    open_client: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On PostgreSQL a decision's compare-and-set goes in its claim's message, unread: when
+    another decision won the consent between the request's reads and that message (here, just
+    before it), the message fails and nothing of it is stored, and the request is answered as a
+    lost race is (409 ``already_decided``, naming the winner), not as a refused claim."""
+    real_claim = Launcher.claim
+
+    async def another_tab_decides_first(self: Launcher, *args: Any, **kwargs: Any) -> Any:
+        consent = asked[-2]
+        async with self.db.write() as conn:
+            won = await decide_approval(
+                conn,
+                consent.approval_id,  # type: ignore[union-attr]
+                status="rejected",
+                decided_by="local",
+                decision={"decision": "reject", "comment": "the other tab"},
+                now=self.clock(),
+            )
+        assert won
+        return await real_claim(self, *args, **kwargs)
+
+    async with open_client(graphs=CONSENT_FLOW) as client:
+        asked = await chat(client, {"message": "Rename it", "graph": "consent_flow"})
+        consent = asked[-2]
+        assert consent.type == "consent"
+        monkeypatch.setattr(Launcher, "claim", another_tab_decides_first)
+        lost = await client.post(
+            "/v1/chat",
+            json={
+                "thread_id": consent.thread_id,
+                "resume": {"approval_id": consent.approval_id, "decision": "approve"},  # type: ignore[union-attr]
+            },
+        )
+        monkeypatch.setattr(Launcher, "claim", real_claim)
+        thread = (await client.get(f"/v1/threads/{consent.thread_id}")).json()
+        audit = (await client.get(f"/v1/threads/{consent.thread_id}/audit")).json()["records"]
+
+    assert lost.status_code == 409, lost.text
+    error = lost.json()["error"]
+    assert error["code"] == "already_decided"
+    assert error["details"]["decided"]["decision"] == "reject"
+    actions = [r["action"] for r in audit]
+    assert actions.count("run_started") == 1  # the message's: the losing request claimed nothing
+    assert actions.count("consent_decided") == 0  # its record went with it
+    assert thread["status"] != "running"

@@ -21,12 +21,14 @@ import pytest
 import sqlalchemy as sa
 from langgraph_sdk.errors import UnprocessableEntityError
 
+from consentry.runtime.runs.execute._run_store import RunStore
 from consentry.runtime.webhooks import WebhookHosts
 from consentry.storage.tables import webhook_deliveries
 from tests.conftest import ManualClock
 from tests.integration import gate_graph, unjsonable_state_graph
 from tests.langgraph_client import parts, sdk_client
 from tests.paths import DOCS
+from tests.sse import parse_events
 from tests.webhook_receiver import REDIRECT_PATH, Receiver, serve_receiver
 
 SERVED = (
@@ -446,3 +448,40 @@ async def test_a_listed_host_is_taken_and_a_run_without_a_webhook_queues_nothing
 
     assert refused.value.response.json()["error"]["code"] == "webhook_not_allowed"
     assert len(receiver.posts) == 1
+
+
+async def test_a_webhook_runs_end_that_cannot_be_stored_sends_no_consent_before_its_failure(
+    open_live: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run with a webhook stores what its graph held (its interrupt) before reading the state
+    its post carries, and before its end's events are made: when the end's transaction then
+    fails, the run ends ``failed`` with nothing of that end told (no ``consent``, one
+    ``final``), as a run without a webhook does."""
+    real_store_end = RunStore.store_end
+    failed: list[str] = []
+
+    async def fails_once(self: RunStore, run: Any, outcome: Any, **kwargs: Any) -> None:
+        if not failed:
+            failed.append(outcome.reason)
+            raise RuntimeError("the database refused the run's end")
+        await real_store_end(self, run, outcome, **kwargs)
+
+    monkeypatch.setattr(RunStore, "store_end", fails_once)
+    async with (
+        serve_receiver() as receiver,
+        open_live(graphs=SERVED) as (client, services),
+        sdk_client(client) as sdk,
+    ):
+        created = await sdk.runs.create(None, "city", input=PLAN, webhook=receiver.url)
+        thread_id = created["thread_id"]
+        await _all_settled(services, 1)
+        run = await sdk.runs.get(thread_id, created["run_id"])
+        told = await client.get(f"/v1/threads/{thread_id}/stream", params={"last_event_id": 0})
+
+    assert failed == ["interrupted"]
+    assert run["status"] == "error"
+    events = parse_events(told.text)
+    assert [e.type for e in events if e.type in ("consent", "error", "final")] == [
+        "error",
+        "final",
+    ]

@@ -469,8 +469,8 @@ async def test_what_a_run_holds_goes_before_an_error_or_in_its_next_transaction(
     client: httpx.AsyncClient, db_url: str
 ) -> None:
     """An interrupt is held with the input checkpoint, and both go in the transaction the run
-    gives them (its end, with the consent: ``write_held_in``), held until that one commits (a
-    failed end's own end writes them again); an error is written at once,
+    gives them (its end, with the consent: ``write_held_in``), taken by it like its events (a
+    transaction that fails loses both); an error is written at once,
     the held input first, in its transaction; a run that stops with nothing more to write
     stores what it holds with its end (``acommit_held``); one that stores nothing more
     (cancelled, its lease lost) drops it."""
@@ -480,16 +480,22 @@ async def test_what_a_run_holds_goes_before_an_error_or_in_its_next_transaction(
     before = await _ids(saver, thread_id)
 
     config, run = under(3)
+    lost = _next_checkpoint()
+    at_input = _then(config, await saver.aput(config, lost, {"source": "input"}, {}))
+    await saver.aput_writes(at_input, [("__interrupt__", "lost")], "task-1")
+    with pytest.raises(ProcessDiedError):
+        await _write_held_and_die(saver, db, run)
+    async with db.write() as conn:  # taken by the transaction that failed: lost with it
+        await saver.write_held_in(conn, run, checked_later=False)
+    assert await _ids(saver, thread_id) == before
+
+    config, run = under(3)
     asked = _next_checkpoint()
     at_input = _then(config, await saver.aput(config, asked, {"source": "input"}, {}))
     await saver.aput_writes(at_input, [("__interrupt__", "asked")], "task-1")
     assert await _ids(saver, thread_id) == before  # both held
-    with pytest.raises(ProcessDiedError):
-        await _write_held_and_die(saver, db, run)
-    assert await _ids(saver, thread_id) == before
-    async with db.write() as conn:  # still held, until the run says it was stored
+    async with db.write() as conn:
         await saver.write_held_in(conn, run, checked_later=False)
-    saver.forget_held(run)
     assert await _ids(saver, thread_id) == [asked["id"], *before]
     stored = await saver.aget_tuple(at_input)
     assert stored is not None

@@ -17,6 +17,7 @@ loser gets 409 ``already_decided`` with the winner.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from pydantic import ValidationError
@@ -29,7 +30,8 @@ from consentry.schemas.chat import ResumeDecision
 from consentry.storage import approvals as approvals_repo
 from consentry.storage.approvals import ApprovalRecord
 from consentry.storage.audit import record_audit
-from consentry.storage.db.database import DbConnection
+from consentry.storage.db.database import Database, DbConnection
+from consentry.storage.db.postgres_connection import refused_one_row_change
 from consentry_graphs.consent import ConsentDecision
 from consentry_graphs.registry import GraphSpec
 
@@ -43,6 +45,7 @@ __all__ = [
     "expire_consent",
     "expired",
     "is_expired",
+    "lost_to_another",
     "record_decision",
     "reopen_consent",
     "supersede_consent",
@@ -181,9 +184,12 @@ async def record_decision(
     decision: ConsentDecision,
     run_id: str,
     now: datetime,
+    with_next: bool = False,
 ) -> None:
     """Compare-and-set the approval to the decision, with its audit record. A person's decision
-    (``decided_by`` is ``owner``) keeps ``owner``'s display name beside it."""
+    (``decided_by`` is ``owner``) keeps ``owner``'s display name beside it. ``with_next``: the
+    compare-and-set goes with the transaction's next statement on PostgreSQL, and a decision
+    that lost fails the transaction there (:func:`lost_to_another`)."""
     status = STATUS_OF[decision.decision]
     won = await approvals_repo.decide_approval(
         conn,
@@ -193,12 +199,11 @@ async def record_decision(
         decided_by_name=owner.name if decision.decided_by == owner.display else None,
         decision=decision.model_dump(mode="json"),
         now=now,
+        with_next=with_next,
     )
     if not won:
         current = await approvals_repo.find_approval(conn, owner, row.id)
-        if current is not None and current.status == "expired":
-            raise expired(current)
-        raise already_decided(current if current is not None else row)
+        raise _lost(current if current is not None else row)
     await record_audit(
         conn,
         owner,
@@ -217,6 +222,35 @@ async def record_decision(
             "proposal_hash": row.proposal_hash,
         },
     )
+
+
+def _lost(current: ApprovalRecord) -> ConflictError | GoneError:
+    return expired(current) if current.status == "expired" else already_decided(current)
+
+
+async def lost_to_another(
+    db: Database,
+    owner: Principal,
+    rows: Sequence[ApprovalRecord],
+    error: BaseException,
+    *,
+    now: datetime,
+) -> ConflictError | GoneError | None:
+    """After a transaction of decisions recorded ``with_next`` failed with ``error`` (on
+    PostgreSQL a compare-and-set that changed no row fails the message it went in, which may be
+    the claim's: then read as a refused claim): the error to answer when one of them lost (its
+    approval, read again, is no longer pending, or its deadline passed), None when none did
+    (``error`` is the transaction's own)."""
+    if not (refused_one_row_change(error) or isinstance(error, ConflictError)):
+        return None
+    async with db.read() as conn:
+        for row in rows:
+            current = await approvals_repo.find_approval(conn, owner, row.id)
+            if current is not None and current.status != "pending":
+                return _lost(current)
+            if current is not None and is_expired(current, now):
+                return expired(current)
+    return None
 
 
 async def expire_consent(

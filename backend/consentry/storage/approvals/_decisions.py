@@ -15,6 +15,7 @@ from consentry.schemas.events import ConsentEvent
 from consentry.storage.approvals._records import DECIDED_BY_NAME, live_at
 from consentry.storage.db.database import DbConnection, execute, execute_unread
 from consentry.storage.db.direct import direct
+from consentry.storage.db.postgres_connection import PostgresConnection
 from consentry.storage.tables import UTCDateTime, approvals
 
 _INSERT = direct(approvals.insert())
@@ -74,22 +75,27 @@ async def decide_approval(
     decided_by_name: str | None = None,
     decision: dict[str, Any],
     now: datetime,
+    with_next: bool = False,
 ) -> bool:
     """``pending → status`` unless expired; False when somebody else decided first.
-    ``decided_by_name`` is stored beside the decision (see ``storage.approvals``' docstring)."""
-    result = await execute(
-        conn,
-        _DECIDE,
-        {
-            "p_id": approval_id,
-            "p_now": now,
-            "p_status": status,
-            "p_by": decided_by,
-            "p_decision": {**decision, DECIDED_BY_NAME: decided_by_name},
-            "p_edited": decision.get("edited"),
-            "p_comment": decision.get("comment"),
-        },
-    )
+    ``decided_by_name`` is stored beside the decision (see ``storage.approvals``' docstring).
+    ``with_next``: on PostgreSQL the change goes with the transaction's next statement, and when
+    it changes no row it fails that statement's message and the transaction
+    (:func:`~consentry.storage.db.postgres_connection.refused_one_row_change` says so): True
+    here, the caller reads the approval again after that failure."""
+    parameters = {
+        "p_id": approval_id,
+        "p_now": now,
+        "p_status": status,
+        "p_by": decided_by,
+        "p_decision": {**decision, DECIDED_BY_NAME: decided_by_name},
+        "p_edited": decision.get("edited"),
+        "p_comment": decision.get("comment"),
+    }
+    if with_next and isinstance(conn, PostgresConnection):
+        conn.defer_one_row_change(_DECIDE, parameters)
+        return True
+    result = await execute(conn, _DECIDE, parameters)
     return result.rowcount == 1
 
 

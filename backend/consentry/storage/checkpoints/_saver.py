@@ -81,7 +81,6 @@ from consentry.storage.checkpoints._turns import (
     turn_start,
 )
 from consentry.storage.db.database import Database, DbConnection
-from consentry.storage.leases import LeaseLostError
 
 __all__ = [
     "FORK_MARK",
@@ -255,14 +254,7 @@ class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
                 writes = ops.put_held_writes(self._sql, held, fence=None)
                 await run_on(conn, writes, unread=True)
 
-        try:
-            await run.commit_step(write)
-        except BaseException as exc:
-            if earlier is not None and not isinstance(exc, LeaseLostError):
-                # The step did not happen (or may not have): the input is still the run's to
-                # write, with what stores the run's failure (written again, it is the same row).
-                self._held_inputs.setdefault(run, earlier)
-            raise
+        await run.commit_step(write)
         return saved_config(saved)
 
     async def acommit_held(self, run: StepCommitter) -> None:
@@ -281,7 +273,6 @@ class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
             await run_on(conn, operations[-1], unread=True, commit=True)
 
         await run.commit_step(write)
-        self.forget_held(run)  # stored (when that failed, still held for the run's end)
 
     async def write_held_in(
         self, conn: DbConnection, run: StepCommitter, *, checked_later: bool
@@ -291,10 +282,9 @@ class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
         so that an interrupt goes with the consent that asks it. ``checked_later``: a later
         statement of the transaction checks the run's lease and fails the transaction when it
         moved on (the run's release at its end); on PostgreSQL these then go unread, in the
-        transaction's next message. Otherwise each is checked itself. What is written stays
-        held until the caller, its transaction committed, forgets it (:meth:`forget_held`): a
-        transaction that failed leaves it for the next one (a failed end's own end), where
-        writing it again writes the same rows."""
+        transaction's next message. Otherwise each is checked itself. What is written is no
+        longer held: it shares the fate of the events the transaction takes with it (a
+        transaction that fails loses both, and the step that made them runs again)."""
         for operation in self._held_operations(run):
             if checked_later:
                 await send_with_next(conn, operation)
@@ -302,14 +292,14 @@ class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
                 await run_on(conn, operation, unread=True)
 
     def _held_operations(self, run: StepCommitter) -> list[Operation]:
-        """The operations that write what the run holds (still held): its input checkpoint,
-        then its pending writes of ordinary channels (the first of each key kept) and of special
-        ones (the last kept), each one fenced statement on PostgreSQL."""
+        """What the run holds, taken, as the operations that write it: its input checkpoint, then
+        its pending writes of ordinary channels (the first of each key kept) and of special ones
+        (the last kept), each one fenced statement on PostgreSQL."""
         operations: list[Operation] = []
-        earlier = self._held_inputs.get(run)
+        earlier = self._held_inputs.pop(run, None)
         if earlier is not None:
             operations.append(earlier())
-        rows = [row for rows in self._held.get(run, {}).values() for row in rows]
+        rows = [row for rows in self._held.pop(run, {}).values() for row in rows]
         ordinary = [row for row in rows if not ops.special_write(row)]
         special = [row for row in rows if ops.special_write(row)]
         for kind, rewritten in ((ordinary, False), (special, True)):
@@ -320,8 +310,7 @@ class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
         return operations
 
     def forget_held(self, run: StepCommitter) -> None:
-        """Forget what the run holds: stored (the transaction :meth:`write_held_in` wrote it in
-        committed), or never to be (the run's lease is gone)."""
+        """The run stores nothing more (its lease is gone)."""
         self._held.pop(run, None)
         self._held_inputs.pop(run, None)
 
@@ -357,14 +346,13 @@ class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
         put = put_task_writes(
             self._sql, self.serde, config, writes, task_id, task_path, fence=fence
         )
-        earlier = self._held_inputs.get(run) if run is not None else None
-        if run is None or earlier is None:
+        earlier = self._held_inputs.pop(run, None) if run is not None else None
+        if earlier is None:
             await self._write(put)
             return
         async with self._db.write() as conn:  # the run's input checkpoint first, same fence
             await send_with_next(conn, earlier())
             await run_on(conn, put, commit=True)
-        self._held_inputs.pop(run, None)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._write(ops.delete_thread(self._sql, str(thread_id)))

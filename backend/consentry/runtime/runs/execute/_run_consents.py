@@ -124,7 +124,6 @@ class RunConsents:
                     now=now,
                 )
             await self._store.store_events(conn, run)
-        self._store.held_stored(run)  # the interrupts the graph resumes from are stored
         events.flush()
         for consent in decided:
             self._metrics.consent_requested(run.spec.name, consent.kind)

@@ -88,15 +88,8 @@ class RunStore:
             conn, run.events.take_durable(), run=run, fence_checked=fence_checked
         )
         saver = self._saver(run)
-        if saver is not None:  # held until the transaction commits: ``held_stored``
+        if saver is not None:  # taken like the events: stored with them, or lost with them
             await saver.write_held_in(conn, run.progress, checked_later=fence_checked)
-
-    def held_stored(self, run: RunContext) -> None:
-        """The transaction that stored the run's events and what its graph held committed, or
-        the run stores nothing more (its lease is gone)."""
-        saver = self._saver(run)
-        if saver is not None:
-            saver.forget_held(run.progress)
 
     def _saver(self, run: RunContext) -> ConsentrySaver | None:
         saver = self._compiled(run.spec.name).checkpointer
@@ -216,9 +209,10 @@ class RunStore:
 
     async def _values_posted(self, run: RunContext) -> dict[str, Any] | None:
         """The thread's state values as the run leaves them, for a run whose end is posted to a
-        webhook (read before its closing transaction: its graph's checkpoints are stored by
-        then; as JSON-safe data); None for a run without one, or when they cannot
-        be read (the post goes without)."""
+        webhook (read before its closing transaction, once what its graph held is stored, in a
+        transaction of its own: a finished branch beside an interrupt counts in them; as
+        JSON-safe data); None for a run without one, or when they cannot be read (the post goes
+        without)."""
         if run.options.webhook is None:
             return None
         saver = self._saver(run)
@@ -251,12 +245,15 @@ class RunStore:
         the thread wait for the start-up recovery of the next process."""
         events = run.events
         await run.progress.settle()
-        final = events.make(FinalEvent, reason=outcome.reason, usage=run.meter.usage)
-        for event in (*outcome.consents, final):
-            events.record(event)
-        values = await self._values_posted(run)
+        values = None
         try:
             try:
+                # Before the end's events are recorded: what that stores (a webhook's state
+                # values count what the graph held) is sent at once.
+                values = await self._values_posted(run)
+                final = events.make(FinalEvent, reason=outcome.reason, usage=run.meter.usage)
+                for event in (*outcome.consents, final):
+                    events.record(event)
                 await self.store_end(run, outcome, values=values)
             except Exception as failure:
                 # The lease is checked last in that transaction: a run taken over may first
@@ -276,7 +273,6 @@ class RunStore:
             run.observer.stopped()
             events.discard_unsent()
             events.close(suspended=True)
-            self.held_stored(run)  # never to be
             return
         except Exception:
             log.exception(
@@ -307,7 +303,6 @@ class RunStore:
         for consent in outcome.consents:
             self._metrics.consent_requested(run.spec.name, consent.kind)
             self._alarm.consent_requested(consent.expires_at)
-        self.held_stored(run)  # with its end, or never (the end could not be stored either)
         events.flush()
         events.close()
         self._ended(events.thread_id, events.run_id)  # the thread is free: a cancel finds nothing
@@ -340,5 +335,4 @@ class RunStore:
                 )
                 events.discard_unsent()
             events.flush()
-        self.held_stored(run)  # with the suspension, or never (the next process runs it again)
         events.close(suspended=True)

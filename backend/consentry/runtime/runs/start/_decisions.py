@@ -28,6 +28,7 @@ from consentry.runtime.consents import (
     graph_resumes,
     interrupt_of,
     is_expired,
+    lost_to_another,
     record_decision,
     recorded_decisions,
     superseded,
@@ -132,10 +133,19 @@ async def start_decisions(
     run_id = run_id_for(key)
     values = graph_resumes(zip(checked, decisions, strict=True))
     command: Command[Any] = Command(resume={**recorded, **values})
-    async with launcher.db.write() as conn:
-        for row, decision in zip(checked, decisions, strict=True):
-            await record_decision(conn, owner, row=row, decision=decision, run_id=run_id, now=now)
-        claim = await launcher.claim(conn, owner, target, run_id, "resume", now, [command], key)
+    try:
+        async with launcher.db.write() as conn:
+            for row, decision in zip(checked, decisions, strict=True):
+                # The compare-and-set goes in the claim's message: one that lost fails it.
+                await record_decision(
+                    conn, owner, row=row, decision=decision, run_id=run_id, now=now, with_next=True
+                )
+            claim = await launcher.claim(conn, owner, target, run_id, "resume", now, [command], key)
+    except Exception as error:
+        lost = await lost_to_another(launcher.db, owner, checked, error, now=now)
+        if lost is not None:
+            raise lost from error
+        raise
     launcher.count_decisions(list(zip(checked, decisions, strict=True)), now)
     return await launcher.launch(
         owner,
