@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+import sqlalchemy as sa
 
 from consentry.runtime.runs.start._launcher import Launcher
 from consentry.storage.approvals import decide_approval
@@ -47,7 +48,7 @@ BACKGROUND = frozenset(
 ROUND_TRIPS = {"message": 6, "decision": 10}
 """A conversation's round trips on PostgreSQL, by request (at ``b88c483``: 10 and 16; at
 ``9266aef``, before a run's input checkpoint went with its first step's, its interrupt with its
-closing transaction and a decision's compare-and-set with its claim: 8 and 11)."""
+closing transaction and a decision's compare-and-set with its claim's transaction: 8 and 11)."""
 WRITES = {"message": 5, "decision": 5}
 """Its write transactions that sent anything (a ``BEGIN``)."""
 CHECKOUTS = {"message": 5, "decision": 9}
@@ -172,13 +173,17 @@ async def test_a_conversation_on_postgres_makes_no_more_round_trips_than_its_bud
         }, by_request
 
 
-async def test_a_decision_whose_compare_and_set_loses_in_the_claims_message_is_told_who_won(
-    open_client: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("cap", [None, 0], ids=["with the tenant's count", "with the claim"])
+async def test_a_decision_whose_compare_and_set_loses_in_its_claims_transaction_is_told_who_won(
+    open_client: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, cap: int | None
 ) -> None:
-    """On PostgreSQL a decision's compare-and-set goes in its claim's message, unread: when
+    """On PostgreSQL a decision's compare-and-set goes unread in the next message of its claim's
+    transaction (the tenant's count of active runs, or with no cap the claim itself): when
     another decision won the consent between the request's reads and that message (here, just
     before it), the message fails and nothing of it is stored, and the request is answered as a
-    lost race is (409 ``already_decided``, naming the winner), not as a refused claim."""
+    lost race is (409 ``already_decided``, naming the winner), not as a refused claim or a 500.
+    Were the compare-and-set sent on its own again, the other decision would wait for its row
+    lock and the request would not end: bounded."""
     real_claim = Launcher.claim
 
     async def another_tab_decides_first(self: Launcher, *args: Any, **kwargs: Any) -> Any:
@@ -195,18 +200,18 @@ async def test_a_decision_whose_compare_and_set_loses_in_the_claims_message_is_t
         assert won
         return await real_claim(self, *args, **kwargs)
 
-    async with open_client(graphs=CONSENT_FLOW) as client:
+    settings = {} if cap is None else {"max_active_runs_per_tenant": cap}
+    async with open_client(graphs=CONSENT_FLOW, **settings) as client:
         asked = await chat(client, {"message": "Rename it", "graph": "consent_flow"})
         consent = asked[-2]
         assert consent.type == "consent"
         monkeypatch.setattr(Launcher, "claim", another_tab_decides_first)
-        lost = await client.post(
-            "/v1/chat",
-            json={
-                "thread_id": consent.thread_id,
-                "resume": {"approval_id": consent.approval_id, "decision": "approve"},  # type: ignore[union-attr]
-            },
-        )
+        body = {
+            "thread_id": consent.thread_id,
+            "resume": {"approval_id": consent.approval_id, "decision": "approve"},  # type: ignore[union-attr]
+        }
+        async with asyncio.timeout(30):
+            lost = await client.post("/v1/chat", json=body)
         monkeypatch.setattr(Launcher, "claim", real_claim)
         thread = (await client.get(f"/v1/threads/{consent.thread_id}")).json()
         audit = (await client.get(f"/v1/threads/{consent.thread_id}/audit")).json()["records"]
@@ -219,3 +224,33 @@ async def test_a_decision_whose_compare_and_set_loses_in_the_claims_message_is_t
     assert actions.count("run_started") == 1  # the message's: the losing request claimed nothing
     assert actions.count("consent_decided") == 0  # its record went with it
     assert thread["status"] != "running"
+
+
+async def test_a_decision_whose_thread_is_deleted_before_its_claims_transaction_is_told_so(
+    open_client: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The consent's thread deleted between the request's reads and its compare-and-set (which
+    then changes no row, its approval gone with the thread): 404 ``approval_not_found``, not a
+    500."""
+    real_claim = Launcher.claim
+
+    async def the_thread_is_deleted_first(self: Launcher, *args: Any, **kwargs: Any) -> Any:
+        async with self.db.write() as conn:
+            await conn.execute(
+                sa.text("DELETE FROM threads WHERE id = :t"), {"t": asked[0].thread_id}
+            )
+        return await real_claim(self, *args, **kwargs)
+
+    async with open_client(graphs=CONSENT_FLOW) as client:
+        asked = await chat(client, {"message": "Rename it", "graph": "consent_flow"})
+        consent = asked[-2]
+        monkeypatch.setattr(Launcher, "claim", the_thread_is_deleted_first)
+        body = {
+            "thread_id": consent.thread_id,
+            "resume": {"approval_id": consent.approval_id, "decision": "approve"},  # type: ignore[union-attr]
+        }
+        async with asyncio.timeout(30):
+            gone = await client.post("/v1/chat", json=body)
+
+    assert gone.status_code == 404, gone.text
+    assert gone.json()["error"]["code"] == "approval_not_found"

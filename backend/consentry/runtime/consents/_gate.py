@@ -17,6 +17,7 @@ loser gets 409 ``already_decided`` with the winner.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -51,6 +52,8 @@ __all__ = [
     "supersede_consent",
     "superseded",
 ]
+
+log = logging.getLogger(__name__)
 
 STATUS_OF: dict[str, ApprovalStatus] = {
     "approve": "approved",
@@ -225,7 +228,11 @@ async def record_decision(
 
 
 def _lost(current: ApprovalRecord) -> ConflictError | GoneError:
-    return expired(current) if current.status == "expired" else already_decided(current)
+    if current.status == "expired":
+        return expired(current)
+    if current.status == "superseded":
+        return superseded(current)  # a fork or a state update moved the thread on
+    return already_decided(current)
 
 
 async def lost_to_another(
@@ -235,21 +242,30 @@ async def lost_to_another(
     error: BaseException,
     *,
     now: datetime,
-) -> ConflictError | GoneError | None:
-    """After a transaction of decisions recorded ``with_next`` failed with ``error`` (on
-    PostgreSQL a compare-and-set that changed no row fails the message it went in, which may be
-    the claim's: then read as a refused claim): the error to answer when one of them lost (its
-    approval, read again, is no longer pending, or its deadline passed), None when none did
-    (``error`` is the transaction's own)."""
-    if not (refused_one_row_change(error) or isinstance(error, ConflictError)):
+) -> ConflictError | GoneError | NotFoundError | None:
+    """After a transaction of decisions recorded ``with_next`` failed with ``error``: on
+    PostgreSQL a compare-and-set that changed no row fails the message it went in (a tenant's
+    count, a key's completion, the claim's, which reads it as a refused claim: 409
+    ``run_in_progress``). The error to answer when one of them lost: its approval, read again,
+    is no longer pending (409 ``already_decided`` naming the winner, ``consent_superseded``),
+    past its deadline (410), or gone with its thread (404); None when none did, or when it
+    cannot be read again (``error`` is then the answer)."""
+    refused = refused_one_row_change(error)
+    if not (refused or (isinstance(error, ConflictError) and error.code == "run_in_progress")):
         return None
-    async with db.read() as conn:
-        for row in rows:
-            current = await approvals_repo.find_approval(conn, owner, row.id)
-            if current is not None and current.status != "pending":
-                return _lost(current)
-            if current is not None and is_expired(current, now):
-                return expired(current)
+    try:
+        async with db.read() as conn:
+            found = [await approvals_repo.find_approval(conn, owner, row.id) for row in rows]
+    except Exception:
+        log.warning("could not read a decision's approvals again after it failed", exc_info=True)
+        return None
+    for row, current in zip(rows, found, strict=True):
+        if current is None and refused:
+            return NotFoundError.of("approval", row.id)
+        if current is not None and current.status != "pending":
+            return _lost(current)
+        if current is not None and is_expired(current, now):
+            return expired(current)
     return None
 
 
