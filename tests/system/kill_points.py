@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-__all__ = ["KillPoints", "interrupt_checkpointed"]
+__all__ = ["KillPoints", "interrupt_stored"]
 
 WAIT_SECONDS = 30.0
 
@@ -47,7 +47,7 @@ class KillPoints:
             await asyncio.sleep(0.05)
 
 
-def _interrupt_checkpointed(database: Path | str, thread_id: str) -> bool:
+def interrupt_stored(database: Path | str, thread_id: str) -> bool:
     """Whether the thread's checkpoint holds an interrupt (a pending write of the checkpointer's,
     ``storage.checkpoints``): in a SQLite file, or a PostgreSQL database by URL."""
     if isinstance(database, Path):
@@ -65,11 +65,3 @@ def _interrupt_checkpointed(database: Path | str, thread_id: str) -> bool:
                 (thread_id,),
             ).fetchone()
     return bool(found and found[0])
-
-
-async def interrupt_checkpointed(database: Path | str, thread_id: str) -> None:
-    """Wait until the server (another process: poll) stored an interrupt in the thread's
-    checkpoint."""
-    async with asyncio.timeout(WAIT_SECONDS):
-        while not await asyncio.to_thread(_interrupt_checkpointed, database, thread_id):  # noqa: ASYNC110
-            await asyncio.sleep(0.05)

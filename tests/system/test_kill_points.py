@@ -32,7 +32,7 @@ from consentry.schemas.events import (
     StepEvent,
 )
 from tests.sse import assert_numbered, chat, kinds, next_event, parse_events
-from tests.system.kill_points import KillPoints, interrupt_checkpointed
+from tests.system.kill_points import KillPoints, interrupt_stored
 from tests.system.kill_points_graph import (
     AFTER_THE_WRITE,
     BEFORE_THE_WRITE,
@@ -389,13 +389,14 @@ async def test_a_kill_in_the_effect_after_the_write_does_not_write_twice_on_rest
         )
 
 
-async def test_a_kill_after_the_graph_asked_and_before_the_run_recorded_it_keeps_the_consent(
+async def test_a_kill_after_the_graph_asked_and_before_the_run_recorded_it_asks_again(
     tmp_path: Path, points: KillPoints
 ) -> None:
-    """The consent node's interrupt is in the checkpoint while ``look_aside`` runs beside it;
-    the server dies before the run's closing transaction records the consent. The next server
-    records it (the run ends ``interrupted``), the client's keyed retry replays that run, and the
-    decision applies the edit once."""
+    """The consent node asked while ``look_aside`` runs beside it; the server dies before the
+    run's closing transaction, which stores the interrupt with the consent that asks it: nothing
+    of the ask is stored (no interrupt without its consent). The next server closes the dead run
+    (``server_restarted``) and its recovery runs the step again, which asks again; the client's
+    keyed retry replays both runs, and the decision applies the edit once."""
     database = tmp_path / "consentry.db"
     key = {"Idempotency-Key": "ask-beside"}
     async with Server(database, points) as first:
@@ -407,23 +408,31 @@ async def test_a_kill_after_the_graph_asked_and_before_the_run_recorded_it_keeps
             run_id, thread_id = response.headers["X-Run-Id"], response.headers["X-Thread-Id"]
             await points.reached(BESIDE_THE_CONSENT)
             seen = await _read_events(response.aiter_lines(), 4)  # run_started and three steps
-            await interrupt_checkpointed(database, thread_id)
             await first.kill()
     assert kinds(seen) == ["run_started", "step", "step", "step"]
+    assert not interrupt_stored(database, thread_id)
     points.go_on()
 
     async with Server(database, points) as second:
+        joined = await _join_after(second.http, thread_id, seen)
+        assert kinds(joined) == [
+            *DEAD_RUN_CLOSED,
+            "run_started",
+            "step",
+            "step",
+            "consent",
+            "final",
+        ]
+        assert _only(joined, ErrorEvent).code == "server_restarted"
+        assert {e.run_id for e in joined[:2]} == {run_id}
+        recovery = joined[2:]
+        assert _only(recovery, RunStartedEvent).trigger == "recovery"
+        assert sorted(_nodes(recovery)) == ["look_aside", "request_note_edit_consent"]
+        assert _reason(recovery[-1]) == "interrupted"
+        consent = _only(recovery, ConsentEvent)
         thread = (await second.http.get(f"/v1/threads/{thread_id}")).json()
         assert (thread["status"], thread["last_reason"]) == ("awaiting_consent", "interrupted")
-        [consent] = [ConsentEvent.model_validate(c) for c in thread["pending_consents"]]
-        inbox = (await second.http.get("/v1/approvals", params={"status": "pending"})).json()
-        assert [a["approval_id"] for a in inbox["approvals"]] == [consent.approval_id]
-
-        joined = await _join_after(second.http, thread_id, seen)
-        assert kinds(joined) == ["consent", "final"]
-        assert joined[0] == consent
-        assert _reason(joined[1]) == "interrupted"
-        assert {e.run_id for e in joined} == {run_id}
+        assert [c["approval_id"] for c in thread["pending_consents"]] == [consent.approval_id]
         await _assert_nothing_lost(second.http, thread_id, seen, joined)
 
         again = await second.http.post("/v1/chat", json=body, headers=key)
@@ -435,9 +444,4 @@ async def test_a_kill_after_the_graph_asked_and_before_the_run_recorded_it_keeps
 
         resumed = await chat(second.http, _approve(consent))
         assert kinds(resumed)[-3:] == ["note", "message", "final"]
-        assert sorted(_nodes(resumed)) == [
-            "apply_note_edit",
-            "look_aside",
-            "request_note_edit_consent",
-        ]
-        await _assert_applied_once(second.http, consent, triggers=["message", "resume"])
+        await _assert_applied_once(second.http, consent, triggers=["message", "recovery", "resume"])

@@ -43,7 +43,7 @@ from tests.sse import (
     next_event,
     parse_events,
 )
-from tests.system.kill_points import KillPoints, interrupt_checkpointed
+from tests.system.kill_points import KillPoints, interrupt_stored
 from tests.system.kill_points_graph import BESIDE_THE_CONSENT, KILL_POINTS_DIR
 from tests.system.replicas import Replica, start_replicas
 
@@ -388,12 +388,14 @@ async def test_a_run_of_a_killed_replica_is_taken_over_by_a_live_one_within_two_
         ]
 
 
-async def test_a_consent_asked_on_a_replica_killed_before_recording_it_is_kept_by_another(
+async def test_a_consent_asked_on_a_replica_killed_before_recording_it_is_asked_again_by_another(
     postgres: PostgresCluster, tmp_path: Path
 ) -> None:
-    """The replica that owns the run dies after its graph's interrupt reached the checkpoint and
-    before its run recorded the consent: the replica that takes the run over records it, the
-    client's keyed retry there replays the run, and the decision applies the edit once."""
+    """The replica that owns the run dies after its graph asked and before its run's closing
+    transaction, which stores the interrupt with the consent that asks it: nothing of the ask is
+    stored. The replica that takes the run over closes it (``server_restarted``) and its recovery
+    runs the step again, which asks again; the client's keyed retry there replays both runs, and
+    the decision applies the edit once."""
     points = KillPoints.in_folder(tmp_path)
     database = postgres.new_database()
     env = {**SHORT_LEASE, "CONSENTRY_GRAPHS": ASIDE_GRAPH, KILL_POINTS_DIR: str(points.folder)}
@@ -411,19 +413,23 @@ async def test_a_consent_asked_on_a_replica_killed_before_recording_it_is_kept_b
             run_id, thread_id = origin.headers["X-Run-Id"], origin.headers["X-Thread-Id"]
             await points.reached(BESIDE_THE_CONSENT)
             seen = await _read_events(origin.aiter_lines(), 4)  # run_started and three steps
-            await interrupt_checkpointed(database, thread_id)
             killed_at = datetime.now(UTC)
             await doomed.kill()
+        assert not interrupt_stored(database, thread_id)
         points.go_on()
 
         joined = _durable(await _join(survivor.http, thread_id, after=0))
 
-        assert kinds(joined) == ["run_started", "step", "step", "step", "consent", "final"]
-        assert joined[:4] == seen
-        assert {e.run_id for e in joined} == {run_id}
-        consent = _only(joined, ConsentEvent)
-        assert _reason(joined[-1]) == "interrupted"
-        assert joined[-1].ts - killed_at < timedelta(seconds=2 * LEASE_SECONDS)
+        dead, recovery = joined[:6], joined[6:]
+        assert kinds(dead) == ["run_started", "step", "step", "step", "error", "final"]
+        assert dead[:4] == seen
+        assert {e.run_id for e in dead} == {run_id}
+        assert _only(dead, ErrorEvent).code == "server_restarted"
+        assert kinds(recovery) == ["run_started", "step", "step", "consent", "final"]
+        assert _only(recovery, RunStartedEvent).trigger == "recovery"
+        consent = _only(recovery, ConsentEvent)
+        assert _reason(recovery[-1]) == "interrupted"
+        assert recovery[-1].ts - killed_at < timedelta(seconds=2 * LEASE_SECONDS)
         assert_numbered(joined, first=1)
         status, reason, pending = await _thread_state(survivor.http, thread_id)
         assert (status, reason) == ("awaiting_consent", "interrupted")
