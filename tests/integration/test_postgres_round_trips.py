@@ -174,6 +174,15 @@ async def test_a_conversation_on_postgres_makes_no_more_round_trips_than_its_bud
 
 
 @pytest.mark.parametrize("cap", [None, 0], ids=["with the tenant's count", "with the claim"])
+def _approval_of(consent: Any) -> dict[str, Any]:
+    """The decision that approves ``consent``, as ``/v1/chat`` takes it."""
+    return {
+        "thread_id": consent.thread_id,
+        "resume": {"approval_id": consent.approval_id, "decision": "approve"},
+    }
+
+
+@pytest.mark.parametrize("cap", [None, 0], ids=["with the tenant's count", "with the claim"])
 async def test_a_decision_whose_compare_and_set_loses_in_its_claims_transaction_is_told_who_won(
     open_client: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, cap: int | None
 ) -> None:
@@ -206,12 +215,8 @@ async def test_a_decision_whose_compare_and_set_loses_in_its_claims_transaction_
         consent = asked[-2]
         assert consent.type == "consent"
         monkeypatch.setattr(Launcher, "claim", another_tab_decides_first)
-        body = {
-            "thread_id": consent.thread_id,
-            "resume": {"approval_id": consent.approval_id, "decision": "approve"},  # type: ignore[union-attr]
-        }
         async with asyncio.timeout(30):
-            lost = await client.post("/v1/chat", json=body)
+            lost = await client.post("/v1/chat", json=_approval_of(consent))
         monkeypatch.setattr(Launcher, "claim", real_claim)
         thread = (await client.get(f"/v1/threads/{consent.thread_id}")).json()
         audit = (await client.get(f"/v1/threads/{consent.thread_id}/audit")).json()["records"]
@@ -245,12 +250,8 @@ async def test_a_decision_whose_thread_is_deleted_before_its_claims_transaction_
         asked = await chat(client, {"message": "Rename it", "graph": "consent_flow"})
         consent = asked[-2]
         monkeypatch.setattr(Launcher, "claim", the_thread_is_deleted_first)
-        body = {
-            "thread_id": consent.thread_id,
-            "resume": {"approval_id": consent.approval_id, "decision": "approve"},  # type: ignore[union-attr]
-        }
         async with asyncio.timeout(30):
-            gone = await client.post("/v1/chat", json=body)
+            gone = await client.post("/v1/chat", json=_approval_of(consent))
 
     assert gone.status_code == 404, gone.text
     assert gone.json()["error"]["code"] == "approval_not_found"

@@ -30,6 +30,7 @@ from consentry.storage.checkpoints import (
     TurnStart,
 )
 from consentry.storage.checkpoints import _operations as checkpoint_operations
+from consentry.storage.checkpoints import _pending as pending_writes
 from consentry.storage.db.database import DbConnection
 from consentry.storage.leases import LeaseLostError
 from consentry_tools.bench.load import CONSENT_FLOW_GRAPH
@@ -331,13 +332,13 @@ async def test_a_thread_created_with_its_run_is_not_read_before_the_run_writes_i
 def written_at_once(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The channels of the pending writes the checkpointer writes on their own (not held)."""
     channels: list[str] = []
-    real = checkpoint_operations.put_writes
+    real = pending_writes.put_writes
 
     def put_writes(sql: Any, rows: list[tuple[Any, ...]], **kwargs: Any) -> Any:
         channels.extend(str(row[6]) for row in rows)
         return real(sql, rows, **kwargs)
 
-    monkeypatch.setattr(checkpoint_operations, "put_writes", put_writes)
+    monkeypatch.setattr(pending_writes, "put_writes", put_writes)  # a task's, at once
     return channels
 
 
@@ -345,10 +346,10 @@ def written_at_once(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 async def test_a_decisions_resume_value_goes_with_the_next_checkpoint_not_a_write_of_its_own(
     open_client: Callable[..., Any], retention: str, written_at_once: list[str]
 ) -> None:
-    """The interrupt is written at once (what the graph asks is there before anyone answers);
-    the resume value is held like a task's results: with ``latest`` the step's checkpoint
-    replaces it, with ``all`` it is written with that checkpoint (LangGraph's history keeps
-    it)."""
+    """Nothing is written at once: the interrupt goes with the run's end (with the consent that
+    asks it), and the resume value is held like a task's results: with ``latest`` the step's
+    checkpoint replaces it, with ``all`` it is written with that checkpoint (LangGraph's history
+    keeps it)."""
     async with open_client(graphs=CONSENT_FLOW, checkpoint_retention=retention) as client:
         asked = await chat(client, {"message": "Rename it", "graph": "consent_flow"})
         consent = next(e for e in asked if e.type == "consent")
@@ -362,7 +363,7 @@ async def test_a_decisions_resume_value_goes_with_the_next_checkpoint_not_a_writ
         resumes = await _rows_of_channel(client, consent.thread_id, "__resume__")
 
     assert done[-1].reason == "completed"  # type: ignore[union-attr]
-    assert written_at_once == ["__interrupt__"]
+    assert written_at_once == []
     assert resumes == (0 if retention == "latest" else 1)
 
 

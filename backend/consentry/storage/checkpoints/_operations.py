@@ -17,7 +17,6 @@ from typing import Any, NamedTuple, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
     CheckpointMetadata,
     CheckpointTuple,
     PendingWrite,
@@ -38,15 +37,14 @@ __all__ = [
     "copy_thread",
     "delete_runs",
     "delete_thread",
+    "fenced",
     "get_rows",
     "get_tuple",
     "head_id",
+    "lease_lost",
     "list_tuples",
     "prune",
     "put_checkpoint",
-    "put_held_writes",
-    "put_writes",
-    "special_write",
     "tuple_of",
 ]
 
@@ -102,15 +100,15 @@ class SerializedCheckpoint:
     metadata: str
 
 
-def _fenced(sql: CheckpointSql, fence: CheckpointFence | None) -> Operation:
+def fenced(sql: CheckpointSql, fence: CheckpointFence | None) -> Operation:
     if fence is None:
         return
     found = yield Query(sql.fence, (fence.thread_id, fence.run_id, fence.fencing_token))
     if not found.rows:
-        raise _lease_lost(fence)
+        raise lease_lost(fence)
 
 
-def _lease_lost(fence: CheckpointFence) -> LeaseLostError:
+def lease_lost(fence: CheckpointFence) -> LeaseLostError:
     return LeaseLostError(
         f"run {fence.run_id} no longer holds thread {fence.thread_id}'s lease: "
         "its checkpoint is not written"
@@ -146,9 +144,9 @@ def put_checkpoint(
             last=True,
         )
         if not written.rows[0][0]:
-            raise _lease_lost(fence)
+            raise lease_lost(fence)
         return
-    yield from _fenced(sql, fence)
+    yield from fenced(sql, fence)
     yield Query(sql.put, row)
     if latest_only:
         for statement in sql.drop_older:
@@ -156,75 +154,8 @@ def put_checkpoint(
             yield Query(statement, older)
 
 
-def put_writes(
-    sql: CheckpointSql,
-    rows: list[tuple[Any, ...]],
-    *,
-    replace: bool,
-    fence: CheckpointFence | None,
-) -> Operation:
-    """Write a task's pending writes (``replace``: every one is a special channel, which
-    LangGraph writes again with the newest value; others are kept as first written)."""
-    if fence is not None and rows:
-        # One statement writes each key once, as the statements one by one would leave it.
-        distinct = _last_of_each_key(rows) if replace else _first_of_each_key(rows)
-        fenced = sql.put_writes_fenced(len(distinct), replace=replace)
-        if fenced is not None:
-            values = (*fence, *(value for row in distinct for value in row))
-            counted = yield Query(fenced, values, last=True)
-            if not counted.rows[0][0]:
-                raise _lease_lost(fence)
-            return
-    yield from _fenced(sql, fence)
-    if rows:
-        yield Query(sql.put_write_replace if replace else sql.put_write_ignore, many=rows)
-
-
-def put_held_writes(
-    sql: CheckpointSql, rows: list[tuple[Any, ...]], *, fence: CheckpointFence | None
-) -> Operation:
-    """Write a run's held pending writes, in the order given: those of special channels (a
-    resume value) as :func:`put_writes` writes them with ``replace``, the others without."""
-    yield from _fenced(sql, fence)
-    special = [row for row in rows if special_write(row)]
-    ordinary = [row for row in rows if not special_write(row)]
-    if ordinary:
-        yield Query(sql.put_write_ignore, many=ordinary)
-    if special:
-        yield Query(sql.put_write_replace, many=special)
-
-
-def special_write(row: tuple[Any, ...]) -> bool:
-    """Whether a write row is of one of LangGraph's special channels (written again with the
-    newest value, where the others keep the first)."""
-    return row[_CHANNEL] in WRITES_IDX_MAP
-
-
-def _first_of_each_key(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """Write rows, the first of each key (``DO NOTHING``)."""
-    kept: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-    for row in rows:
-        kept.setdefault(_write_key(row), row)
-    return list(kept.values())
-
-
-def _last_of_each_key(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """Write rows, the last of each key (``DO UPDATE``)."""
-    return list({_write_key(row): row for row in rows}.values())
-
-
-def _write_key(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A write row's primary key: its thread, namespace and checkpoint, its task's id and its
-    index (the rows of one call share the first three; a run's held writes may not)."""
-    return (*row[:3], row[_TASK], row[_IDX])
-
-
-_TASK, _IDX = 3, 5
-"""Where a write row (``ConsentrySaver._write_rows``) has its task id and its index."""
 _CHECKPOINT_WIDTH = 7
 """The columns of a checkpoint's row (``_checkpoint_tuple``)."""
-_CHANNEL = 6
-"""Where a write row (``ConsentrySaver._write_rows``) has its channel."""
 
 
 def _checkpoint_tuple(

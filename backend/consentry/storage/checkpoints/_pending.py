@@ -13,9 +13,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import WRITES_IDX_MAP, PendingWrite
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from consentry.storage.checkpoints import _operations as ops
 from consentry.storage.checkpoints._operations import CheckpointFence, Operation
 from consentry.storage.checkpoints._sql import CheckpointSql
+from consentry.storage.checkpoints._writes import put_writes
 
 __all__ = [
     "WriteRow",
@@ -55,7 +55,7 @@ def put_task_writes(
     *,
     fence: CheckpointFence | None,
 ) -> Operation:
-    return ops.put_writes(
+    return put_writes(
         sql,
         write_rows(serde, config, writes, task_id, task_path),
         replace=all(channel in WRITES_IDX_MAP for channel, _ in writes),

@@ -29,11 +29,9 @@ from __future__ import annotations
 
 import functools
 import random
-import threading
-import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -49,15 +47,14 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from consentry.storage.checkpoints import _operations as ops
 from consentry.storage.checkpoints._drivers import run_on, send_with_next
 from consentry.storage.checkpoints._head_read import READ_KEY, HeadRead
+from consentry.storage.checkpoints._held import RunHolds, is_run_input, write_in
 from consentry.storage.checkpoints._in_transaction import InTransaction
 from consentry.storage.checkpoints._operations import (
     CheckpointFence,
     Droppable,
     Operation,
-    SerializedCheckpoint,
 )
 from consentry.storage.checkpoints._pending import (
-    WriteRows,
     holds,
     put_task_writes,
     write_rows,
@@ -69,17 +66,14 @@ from consentry.storage.checkpoints._serialized import (
     serialized,
 )
 from consentry.storage.checkpoints._sql import sql_for
-from consentry.storage.checkpoints._sync_connection import (
-    SyncConnection,
-    connect_sync,
-    run_in_transaction,
-)
+from consentry.storage.checkpoints._sync_methods import SyncMethods
 from consentry.storage.checkpoints._turns import (
     FORK_MARK,
     TurnStart,
     is_head_read,
     turn_start,
 )
+from consentry.storage.checkpoints._writes import held_writes
 from consentry.storage.db.database import Database, DbConnection
 
 __all__ = [
@@ -123,26 +117,16 @@ class StepCommitter(Protocol):
         transaction's next hop) by the next statement or the commit, and nothing is stored."""
 
 
-class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
+class ConsentrySaver(InTransaction, SyncMethods, BaseCheckpointSaver[str]):
     def __init__(
         self, db: Database, *, database_url: str, serde: SerializerProtocol | None = None
     ) -> None:
         super().__init__(serde=serde)
         self._db = db
         self._sql = sql_for(db.dialect)
-        self._database_url = database_url
-        self._sync_lock = threading.Lock()
-        self._sync_conn: SyncConnection | None = None
-        self._held: weakref.WeakKeyDictionary[StepCommitter, dict[str, WriteRows]] = (
-            weakref.WeakKeyDictionary()
-        )
-        """A run's pending writes of ordinary channels, by namespace, not written yet: see
-        :meth:`aput_writes`."""
-        self._held_inputs: weakref.WeakKeyDictionary[StepCommitter, Callable[[], Operation]] = (
-            weakref.WeakKeyDictionary()
-        )
-        """A run's input checkpoint, not written yet (the operation that writes it, made anew
-        each time it is sent): it goes with the run's next write (:meth:`aput`)."""
+        self._init_sync(db.dialect, database_url)
+        self._held = RunHolds()
+        """What each run holds back instead of writing it at once (:meth:`aput_writes`)."""
 
     # -- async: the server's ------------------------------------------------------------------
 
@@ -220,7 +204,7 @@ class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
         run.new_thread = False  # from now on, its checkpoints are read
         # The step's tasks' writes: replaced by this checkpoint, kept only with every checkpoint.
         own = saved.thread_id == run.fence.thread_id  # not another thread its graph writes
-        held = self._held.get(run, {}).pop(saved.checkpoint_ns, []) if own else []
+        held = self._held.take_step(run, saved.checkpoint_ns) if own else []
         if run.latest_only:
             held = []
         put = functools.partial(
@@ -231,8 +215,8 @@ class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
             latest_only=drops,
             droppable=droppable,
         )
-        earlier = self._held_inputs.pop(run, None)
-        if earlier is None and not held and own and _is_run_input(saved, metadata):
+        earlier = self._held.take_input(run)
+        if earlier is None and not held and own and is_run_input(saved, metadata):
             # The run's input checkpoint waits for the run's next write, and goes in its
             # transaction: from it the graph only starts (LangGraph's ``__start__`` task maps the
             # input to its channels) and checkpoints again, so the step that follows is one
@@ -240,7 +224,7 @@ class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
             # a run that stops before writes it with its end (``acommit_held``), and one that
             # dies before is given its input again (``runs.inputs``), as one that died before
             # its input was written.
-            self._held_inputs[run] = put
+            self._held.hold_input(run, put)
             return saved_config(saved)
 
         async def write(conn: DbConnection) -> None:
@@ -250,8 +234,7 @@ class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
             # last write of the step's transaction (its events went before it): on PostgreSQL
             # the transaction commits in the same message, unless held writes follow.
             await run_on(conn, put(), unread=True, commit=not held)
-            if held:
-                writes = ops.put_held_writes(self._sql, held, fence=None)
+            for writes in held_writes(self._sql, held, fence=None):
                 await run_on(conn, writes, unread=True)
 
         await run.commit_step(write)
@@ -263,16 +246,11 @@ class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
         events the run recorded since its last write (``StepCommitter.commit_step``): a finished
         task of the unfinished step is not run again, and what it told is stored with what backs
         it."""
-        operations = self._held_operations(run)
-        if not operations:
-            return
-
-        async def write(conn: DbConnection) -> None:
-            for operation in operations[:-1]:  # fenced by the same lease as the last
-                await send_with_next(conn, operation)
-            await run_on(conn, operations[-1], unread=True, commit=True)
-
-        await run.commit_step(write)
+        operations = self._held.take(run, self._sql, run.fence)
+        if operations:  # the last checked, with the commit; the others unread before it
+            await run.commit_step(
+                lambda conn: write_in(conn, operations, checked_later=False, commit=True)
+            )
 
     async def write_held_in(
         self, conn: DbConnection, run: StepCommitter, *, checked_later: bool
@@ -285,34 +263,12 @@ class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
         transaction's next message. Otherwise each is checked itself. What is written is no
         longer held: it shares the fate of the events the transaction takes with it (a
         transaction that fails loses both, and the step that made them runs again)."""
-        for operation in self._held_operations(run):
-            if checked_later:
-                await send_with_next(conn, operation)
-            else:
-                await run_on(conn, operation, unread=True)
-
-    def _held_operations(self, run: StepCommitter) -> list[Operation]:
-        """What the run holds, taken, as the operations that write it: its input checkpoint, then
-        its pending writes of ordinary channels (the first of each key kept) and of special ones
-        (the last kept), each one fenced statement on PostgreSQL."""
-        operations: list[Operation] = []
-        earlier = self._held_inputs.pop(run, None)
-        if earlier is not None:
-            operations.append(earlier())
-        rows = [row for rows in self._held.pop(run, {}).values() for row in rows]
-        ordinary = [row for row in rows if not ops.special_write(row)]
-        special = [row for row in rows if ops.special_write(row)]
-        for kind, rewritten in ((ordinary, False), (special, True)):
-            if kind:
-                operations.append(
-                    ops.put_writes(self._sql, kind, replace=rewritten, fence=run.fence)
-                )
-        return operations
+        operations = self._held.take(run, self._sql, run.fence)
+        await write_in(conn, operations, checked_later=checked_later)
 
     def forget_held(self, run: StepCommitter) -> None:
         """The run stores nothing more (its lease is gone)."""
-        self._held.pop(run, None)
-        self._held_inputs.pop(run, None)
+        self._held.forget(run)
 
     async def aput_writes(
         self,
@@ -340,13 +296,13 @@ class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
         if run is not None and own and all(holds(channel) for channel, _ in writes):
             rows = write_rows(self.serde, config, writes, task_id, task_path)
             namespace = str(config["configurable"].get("checkpoint_ns", ""))
-            self._held.setdefault(run, {}).setdefault(namespace, []).extend(rows)
+            self._held.hold_rows(run, namespace, rows)
             return
         fence = run.fence if run is not None else None
         put = put_task_writes(
             self._sql, self.serde, config, writes, task_id, task_path, fence=fence
         )
-        earlier = self._held_inputs.pop(run, None) if run is not None else None
+        earlier = self._held.take_input(run) if run is not None else None
         if earlier is None:
             await self._write(put)
             return
@@ -369,72 +325,6 @@ class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
     async def _write(self, operation: Operation) -> Any:
         async with self._db.write() as conn:  # the operation is the whole transaction
             return await run_on(conn, operation, commit=True)
-
-    # -- sync: a connection of their own --------------------------------------------------------
-
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return cast(CheckpointTuple | None, self._run_sync(self._get_tuple(config)))
-
-    def list(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> Iterator[CheckpointTuple]:
-        operation = ops.list_tuples(
-            self._sql, self.serde, config, filter=filter, before=before, limit=limit
-        )
-        found: list[CheckpointTuple] = self._run_sync(operation)
-        yield from found
-
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        saved = serialized(self.serde, config, checkpoint, metadata)
-        self._run_sync(ops.put_checkpoint(self._sql, saved, fence=None, latest_only=False))
-        return saved_config(saved)
-
-    def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        put = put_task_writes(self._sql, self.serde, config, writes, task_id, task_path, fence=None)
-        self._run_sync(put)
-
-    def delete_thread(self, thread_id: str) -> None:
-        self._run_sync(ops.delete_thread(self._sql, str(thread_id)))
-
-    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        self._run_sync(ops.delete_runs(self._sql, list(run_ids)))
-
-    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        self._run_sync(ops.copy_thread(self._sql, str(source_thread_id), str(target_thread_id)))
-
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        self._run_sync(ops.prune(self._sql, [str(t) for t in thread_ids], strategy=strategy))
-
-    def _run_sync(self, operation: Operation) -> Any:
-        with self._sync_lock:
-            conn = self._sync_conn
-            if conn is None:
-                conn = self._sync_conn = connect_sync(self._db.dialect, self._database_url)
-            return run_in_transaction(conn, operation)
-
-    def close_sync(self) -> None:
-        """Close the synchronous methods' connection, if they opened one."""
-        with self._sync_lock:
-            if self._sync_conn is not None:
-                self._sync_conn.close()
-                self._sync_conn = None
 
     def copy_in(self, found: CheckpointTuple) -> Operation:
         """Write a checkpoint another saver read, as it was: its id, parent, metadata and pending
@@ -467,8 +357,3 @@ class ConsentrySaver(InTransaction, BaseCheckpointSaver[str]):
             checkpoint_ns=configurable.get("checkpoint_ns", ""),
             checkpoint_id=get_checkpoint_id(config),
         )
-
-
-def _is_run_input(saved: SerializedCheckpoint, metadata: CheckpointMetadata) -> bool:
-    """Whether ``saved`` is an input checkpoint of a graph (not a subgraph's)."""
-    return metadata.get("source") == "input" and not saved.checkpoint_ns

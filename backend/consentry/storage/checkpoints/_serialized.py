@@ -19,6 +19,7 @@ from consentry.storage.checkpoints import _operations as ops
 from consentry.storage.checkpoints._operations import Operation
 from consentry.storage.checkpoints._pending import copied_write_rows
 from consentry.storage.checkpoints._sql import CheckpointSql
+from consentry.storage.checkpoints._writes import put_writes
 
 __all__ = ["RUN_MARK", "copied_in", "saved_config", "serialized"]
 
@@ -74,4 +75,4 @@ def copied_in(sql: CheckpointSql, serde: SerializerProtocol, found: CheckpointTu
     key = (saved.thread_id, saved.checkpoint_ns, saved.checkpoint_id)
     rows = copied_write_rows(serde, key, found.pending_writes or [])
     yield from ops.put_checkpoint(sql, saved, fence=None, latest_only=False)
-    yield from ops.put_writes(sql, rows, replace=False, fence=None)
+    yield from put_writes(sql, rows, replace=False, fence=None)
