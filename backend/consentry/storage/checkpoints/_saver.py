@@ -17,12 +17,13 @@ turn's start and drops the anchor with its first write, so the new branch hangs 
 checkpoint it forked and the other branches keep their turns.
 
 The synchronous methods (for code that runs a graph with ``invoke``) use a connection of their
-own, opened on first use. Nothing here is fenced or batched without a run's committer.
+own, opened on first use (``_sync_methods``). Nothing here is fenced or batched without a run's
+committer.
 
-The class keeps LangGraph's methods; what they write is made by its siblings: a checkpoint's row
-(``_serialized``), a task's pending writes and which of a run's are held (``_pending``), and the
-synchronous methods' connection (``_sync_connection``), and the newest checkpoint a read before
-a run's claim kept for the run's first read (``_head_read``).
+The class keeps LangGraph's async methods; what they write is made by its siblings: a
+checkpoint's row (``_serialized``), a task's pending writes and which of a run's are held
+(``_pending``, ``_writes``), what a run holds back until its next write (``_held``), and the
+newest checkpoint a read before a run's claim kept for the run's first read (``_head_read``).
 """
 
 from __future__ import annotations
