@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -32,7 +33,9 @@ from consentry.storage.checkpoints import (
 from consentry.storage.checkpoints import _operations as checkpoint_operations
 from consentry.storage.checkpoints import _pending as pending_writes
 from consentry.storage.db.database import DbConnection
+from consentry.storage.db.postgres_connection import refused_one_row_change
 from consentry.storage.leases import LeaseLostError
+from consentry.storage.transcript import TranscriptEntry, add_to_transcript, read_transcript
 from consentry_tools.bench.load import CONSENT_FLOW_GRAPH
 from tests.sse import chat, kinds, parse_events
 
@@ -205,10 +208,33 @@ async def test_a_finished_steps_task_writes_go_with_its_checkpoint_or_not_at_all
         assert writes >= checkpoints - 1  # every step's tasks wrote something
 
 
+@dataclass(eq=False)
+class _WritesAMessageWithTheStep(_Committer):
+    """A run's committer whose step transaction also adds a user's message to the transcript
+    before the checkpoint, unfenced, as ``ProgressBatcher.commit_step`` writes the messages a
+    run was given with the step's events."""
+
+    async def commit_step(self, write: Callable[[DbConnection], Awaitable[None]]) -> None:
+        async with self.db.write() as conn:
+            entry = TranscriptEntry("msg-stale", "user", "typed before the replica froze")
+            await add_to_transcript(conn, self.fence.thread_id, [entry], now=datetime.now(UTC))
+            await write(conn)
+
+
+@pytest.mark.parametrize(
+    "stale_committer",
+    [_Committer, _WritesAMessageWithTheStep],
+    ids=["checkpoint-alone", "with-a-users-message"],
+)
 async def test_a_checkpoint_written_under_a_lease_that_moved_on_is_refused_and_nothing_stored(
-    client: httpx.AsyncClient, db_url: str
+    client: httpx.AsyncClient, db_url: str, stale_committer: type[_Committer]
 ) -> None:
-    """The fence, on both databases (on SQLite the write goes with the transaction's commit)."""
+    """The fence, on both databases (on SQLite the write goes with the transaction's commit). A
+    replica that froze past its lease wakes and writes its step: the fence refuses the
+    checkpoint, and nothing else of its transaction is stored either. On PostgreSQL the
+    checkpoint's statement goes with the ``COMMIT`` in one message: a refusal read as a row
+    count after it let the transaction's other writes (a user's message in the transcript, found
+    by ``consentry chaos --freeze-rate``) commit under the lease of another run."""
     events = await chat(client, {"message": QUESTION})
     thread_id, run_id = events[0].thread_id, events[0].run_id
     db = client.services.db  # type: ignore[attr-defined]
@@ -216,8 +242,10 @@ async def test_a_checkpoint_written_under_a_lease_that_moved_on_is_refused_and_n
     config: Any = {"configurable": {"thread_id": thread_id}}
     before = await saver.aget_tuple(config)
     assert before is not None
+    async with db.read() as conn:
+        transcript = await read_transcript(conn, thread_id)
 
-    ended_run = _Committer(CheckpointFence(thread_id, run_id, 1), db)  # no active run any more
+    ended_run = stale_committer(CheckpointFence(thread_id, run_id, 1), db)  # no active run now
     stale = {**before.config["configurable"], RUN_KEY: ended_run}
     with pytest.raises(LeaseLostError):
         await saver.aput({"configurable": stale}, empty_checkpoint(), {"step": 99}, {})
@@ -226,6 +254,8 @@ async def test_a_checkpoint_written_under_a_lease_that_moved_on_is_refused_and_n
     assert after is not None
     assert after.config == before.config
     assert after.checkpoint == before.checkpoint
+    async with db.read() as conn:
+        assert await read_transcript(conn, thread_id) == transcript
 
 
 async def test_a_runs_first_read_of_its_threads_newest_checkpoint_is_answered_with_a_kept_read(
@@ -534,8 +564,10 @@ async def test_what_a_run_holds_is_not_stored_under_a_lease_that_moved_on(
     client: httpx.AsyncClient, db_url: str
 ) -> None:
     """Held writes sent unread, for a later statement of the run's end to check the lease
-    (``checked_later``), are fenced themselves: under a lease that moved on they write nothing
-    even in a transaction that commits (on SQLite they are checked there and then)."""
+    (``checked_later``), are fenced themselves: under a lease that moved on they write nothing,
+    and on PostgreSQL their refused fence fails the transaction's commit (as a refused release
+    does), so nothing else it holds is stored either; on SQLite they are checked there and
+    then."""
     saver, newest, under = await _held_thread(client, db_url, token=3)
     thread_id = newest.config["configurable"]["thread_id"]
     db = client.services.db  # type: ignore[attr-defined]
@@ -543,10 +575,12 @@ async def test_what_a_run_holds_is_not_stored_under_a_lease_that_moved_on(
     config, run = under(2)  # a stale run's
     at_input = _then(config, await saver.aput(config, _next_checkpoint(), {"source": "input"}, {}))
     await saver.aput_writes(at_input, [("__interrupt__", "asked"), ("answer", 1)], "task-1")
-    try:
+    with pytest.raises((LeaseLostError, sa.exc.DataError)) as refused:
         async with db.write() as conn:
             await saver.write_held_in(conn, run, checked_later=True)
-    except LeaseLostError:
-        assert db.dialect == "sqlite"
+    if db.dialect == "sqlite":
+        assert refused.type is LeaseLostError
+    else:
+        assert refused_one_row_change(refused.value)
     assert await _ids(saver, thread_id) == before
     assert await _rows_of_channel(client, thread_id, "__interrupt__") == 0

@@ -1,12 +1,13 @@
 """``consentry chaos`` (``tools/consentry_tools/chaos``): short kill-trial runs against real server
-processes, on SQLite and on two PostgreSQL replicas (killing the one that owns a run), hold every
-invariant; and every fault planted in the database after a trial is caught by the invariant it
-targets.
+processes, on SQLite and on two PostgreSQL replicas (killing the one that owns a run), and
+freeze trials on two PostgreSQL replicas (the one that owns a run stopped past its lease, then
+woken), hold every invariant; and every fault planted in the database after a trial is caught by
+the invariant it targets.
 
 The runs are bounded (twelve trials on SQLite, twelve on PostgreSQL, reusing the running servers
-between kills, each about a minute on two cores); the long runs of a release are in
-docs/release-checks.md. Each run is the real command, in a process of its own, with its JSON
-report read back.
+between kills, each about a minute on two cores; six freezes of about six seconds each); the long
+runs of a release are in docs/release-checks.md. Each run is the real command, in a process of
+its own, with its JSON report read back.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from tests.postgres import PostgresCluster
 RUN_TIMEOUT_SECONDS = 300.0
 SQLITE_TRIALS = 12
 POSTGRES_TRIALS = 12
+FREEZE_TRIALS = 6
+SEED_5 = ("--seed", "5")
 SHORT_TRIALS = ("--clients", "4", "--conversations", "1", "--double-kill-rate", "0.5")
 """A trial's cost is mostly its restart (about 2 s): more clients, one conversation each; half
 the kills doubled, so that a short run has some (one in a thousand runs of ten has none)."""
@@ -83,6 +86,27 @@ def test_kill_trials_on_two_postgres_replicas_survive_killing_the_run_owner(
 
     _assert_kills_landed_mid_run(run, POSTGRES_TRIALS)
     assert run.result["violations"] == dict.fromkeys(INVARIANTS, 0), run.table
+    assert run.exit_code == 0, run.table
+
+
+def test_freeze_trials_on_two_postgres_replicas_store_nothing_the_woken_replica_writes(
+    tmp_path: Path, postgres: PostgresCluster
+) -> None:
+    """A replica stopped (SIGSTOP) past its lease while it runs a thread, whose run another
+    replica takes over, wakes believing it still runs it: every write it then tries is refused
+    by the fence, so the thread keeps one history and the clients lose nothing. Seed 5 met the
+    checkpoint's refusal read after the ``COMMIT`` (a user's message stored twice, an event sent
+    that was never stored) in three of its first four trials."""
+    database = ["--database", "postgres", "--database-url", postgres.new_database()]
+    trials = ["--trials", str(FREEZE_TRIALS), "--clients", "4", "--conversations", "1"]
+    run = _chaos(tmp_path, *database, "--replicas", "2", *trials, "--freeze-rate", "1", *SEED_5)
+
+    result = run.result
+    assert result["freezes"] == FREEZE_TRIALS, run.table
+    assert result["kills"] == 0, run.table
+    assert result["runs_taken_over_while_frozen"] >= FREEZE_TRIALS // 2, run.table
+    assert result["acknowledged_decisions"] > 0, run.table
+    assert result["violations"] == dict.fromkeys(INVARIANTS, 0), run.table
     assert run.exit_code == 0, run.table
 
 

@@ -1,25 +1,27 @@
-"""``consentry chaos``: kill trials against real server processes, and the invariants that must
-hold through them (issue 17; docs/release-checks.md has the long runs).
+"""``consentry chaos``: kill and freeze trials against real server processes, and the invariants
+that must hold through them (issues 17 and 38; docs/release-checks.md has the long runs).
 
     consentry chaos --trials 20 --database sqlite
     consentry chaos --trials 300 --database postgres --database-url postgresql://… --replicas 2
+    consentry chaos --trials 300 --database postgres --database-url … --freeze-rate 0.5
     consentry chaos --trials 1 --database sqlite --kill-rate 0 --plant all
 
 Each trial runs concurrent clients through message → consent → decision with
-``Idempotency-Key``s (``workload``), SIGKILLs a server at a seeded random moment, sometimes
-again while it restarts (``servers``), lets the clients finish through retries and rejoins, and
-checks the invariants (``invariants``) through the API and in the database. A run prints a table
-of trials, conversations, kills and violations per invariant (``report``) and exits 1 on any
-violation. ``--plant`` damages the database after the last trial in ways each invariant must
-catch (``faults``); a fault it misses makes the run exit 3.
+``Idempotency-Key``s (``workload``), strikes a server at a seeded random moment (``servers``):
+SIGKILLs it, sometimes again while it restarts, or freezes it past its lease and wakes it; lets
+the clients finish through retries and rejoins, and checks the invariants (``invariants``)
+through the API and in the database. A run prints a table of trials, conversations, kills,
+freezes and violations per invariant (``report``) and exits 1 on any violation. ``--plant``
+damages the database after the last trial in ways each invariant must catch (``faults``); a
+fault it misses makes the run exit 3.
 
 The modules, by concern: ``trials`` (a run, trial after trial), ``workload`` and ``wire`` (the
-clients and their HTTP), ``servers`` (the processes and the kills), ``databases`` (where the
-data goes), ``observations`` (what the clients saw), ``snapshot``, ``records`` and
+clients and their HTTP), ``servers`` (the processes, the kills and the freezes), ``databases``
+(where the data goes), ``observations`` (what the clients saw), ``snapshot``, ``records`` and
 ``checkpoints`` (what the API, the tables and the graph's checkpoints say afterwards),
-``invariants`` with ``consent_checks``, ``request_checks`` and ``log_checks`` (the checks),
-``faults`` with ``plant_site``, ``record_faults`` and ``log_faults`` (the planted faults),
-``report`` (the table and the JSON).
+``invariants`` with ``consent_checks``, ``request_checks``, ``log_checks`` and
+``history_checks`` (the checks), ``faults`` with ``plant_site``, ``record_faults`` and
+``log_faults`` (the planted faults), ``report`` (the table and the JSON).
 
 This module only registers the command: everything it runs is imported when it runs, so other
 commands start as fast as before.
@@ -41,9 +43,11 @@ __all__ = ["ChaosOptions", "add_chaos_command"]
 def add_chaos_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     chaos = commands.add_parser(
         "chaos",
-        help="kill trials: SIGKILLs under concurrent consent conversations, then the invariants",
-        description="Kill trials: concurrent clients, SIGKILLs at random moments, then every "
-        "invariant checked through the API and in the database. Exit 0: no violation; "
+        help="kill and freeze trials: servers struck under concurrent consent conversations, "
+        "then the invariants",
+        description="Kill and freeze trials: concurrent clients, servers SIGKILLed (or frozen "
+        "past their lease) at random moments, then every invariant checked through the API and "
+        "in the database. Exit 0: no violation; "
         "1: violations; 2: bad options or setup; 3: a planted fault was not caught.",
     )
     chaos.add_argument("--trials", type=int, default=20, help="trials to run (default 20)")
@@ -61,7 +65,19 @@ def add_chaos_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     chaos.add_argument(
         "--replicas", type=int, help="server processes (sqlite: 1; postgres: default 2)"
     )
-    chaos.add_argument("--kill-rate", type=float, default=1.0, help="share of trials with a kill")
+    chaos.add_argument(
+        "--kill-rate",
+        type=float,
+        default=1.0,
+        help="share of trials with a strike (a kill, or a freeze: --freeze-rate)",
+    )
+    chaos.add_argument(
+        "--freeze-rate",
+        type=float,
+        default=0.0,
+        help="share of strikes that freeze a server (SIGSTOP past its lease, then SIGCONT) "
+        "instead of killing it",
+    )
     chaos.add_argument(
         "--double-kill-rate",
         type=float,
@@ -109,6 +125,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.database == "sqlite" and replicas != 1:
         print("consentry chaos: SQLite serves one process (--replicas 1)", file=sys.stderr)
         return 2
+    rates = (args.kill_rate, args.freeze_rate, args.double_kill_rate, args.race_rate)
+    if not all(0.0 <= rate <= 1.0 for rate in rates):
+        print("consentry chaos: every --…-rate is a share between 0 and 1", file=sys.stderr)
+        return 2
     if args.trials < 1 or args.clients < 1 or args.conversations < 1:
         print(
             "consentry chaos: --trials, --clients and --conversations must be ≥ 1", file=sys.stderr
@@ -123,6 +143,7 @@ def _run(args: argparse.Namespace) -> int:
         conversations=args.conversations,
         replicas=replicas,
         kill_rate=args.kill_rate,
+        freeze_rate=args.freeze_rate,
         double_kill_rate=args.double_kill_rate,
         race_rate=args.race_rate,
         lease_seconds=args.lease_seconds,

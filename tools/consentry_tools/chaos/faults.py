@@ -26,6 +26,7 @@ from consentry_tools.chaos.record_faults import (
     effect_without_decision,
     idempotency_key_deleted,
     orphan_thread,
+    second_history,
     thread_left_running,
     transcript_message_deleted,
 )
@@ -113,6 +114,12 @@ FAULTS: dict[str, Fault] = {
             "records_agree",
             "a run that applied its effect and completed recorded failed",
             applied_run_marked_failed,
+        ),
+        Fault(
+            "second_history",
+            "one_history",
+            "a thread's newest checkpoint continued twice (a stale replica's step)",
+            second_history,
         ),
         Fault(
             "thread_left_running",

@@ -11,6 +11,7 @@
 | seq contiguous | ``log_checks.check_contiguous`` |
 | idempotent retries replayed | ``request_checks.check_idempotency`` |
 | event log, runs and audit agree | ``log_checks.check_records`` |
+| one history per thread | ``history_checks.check_one_history`` (and the replay's framing) |
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from consentry_tools.chaos.consent_checks import check_consents, check_decisions, check_stuck
+from consentry_tools.chaos.history_checks import check_one_history
 from consentry_tools.chaos.log_checks import check_contiguous, check_records, check_replay
 from consentry_tools.chaos.observations import ClientLog
 from consentry_tools.chaos.request_checks import check_idempotency, check_messages
@@ -39,6 +41,7 @@ def check_trial(trial: int, clients: Sequence[ClientLog], snapshot: Snapshot) ->
         *check_contiguous(snapshot),
         *check_idempotency(clients, snapshot),
         *check_records(snapshot),
+        *check_one_history(snapshot),
         *(problem for client in clients for problem in client.problems),
     ]
     order = list(INVARIANTS)

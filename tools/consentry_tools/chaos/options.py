@@ -27,7 +27,10 @@ class ChaosOptions:
     replicas: int = 1
     """Server processes on the database (PostgreSQL only for more than one)."""
     kill_rate: float = 1.0
-    """Share of trials with a SIGKILL."""
+    """Share of trials with a strike: a SIGKILL, or a freeze (``freeze_rate``)."""
+    freeze_rate: float = 0.0
+    """Share of strikes that freeze a server (SIGSTOP past its lease, then SIGCONT) instead of
+    killing it."""
     double_kill_rate: float = 0.15
     """Share of kills followed by a second SIGKILL while the server restarts."""
     race_rate: float = 0.25

@@ -1,5 +1,6 @@
-"""Faults in the records of consents, decisions, transcripts, keys and threads: what a lost or
-doubled write would leave (``faults`` names each and the invariant that must catch it)."""
+"""Faults in the records of consents, decisions, transcripts, keys, threads and checkpoints: what
+a lost, doubled or stale write would leave (``faults`` names each and the invariant that must
+catch it)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from datetime import timedelta
 from uuid import uuid4
 
 import sqlalchemy as sa
+from langgraph.checkpoint.base.id import uuid6
 
 from consentry.stored import approvals, idempotency_keys, note_versions, threads, transcript
 from consentry_tools.chaos.plant_site import NoTargetError, PlantSite, now
@@ -18,6 +20,7 @@ __all__ = [
     "effect_without_decision",
     "idempotency_key_deleted",
     "orphan_thread",
+    "second_history",
     "thread_left_running",
     "transcript_message_deleted",
 ]
@@ -168,3 +171,29 @@ async def orphan_thread(site: PlantSite) -> str:
             )
         )
     return orphan
+
+
+_COPY_CHECKPOINT = sa.text(
+    "INSERT INTO graph_checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
+    "parent_checkpoint_id, run_id, type, checkpoint, metadata) "
+    "SELECT thread_id, checkpoint_ns, :copy, parent_checkpoint_id, run_id, type, checkpoint, "
+    "metadata FROM graph_checkpoints "
+    "WHERE thread_id = :thread AND checkpoint_ns = '' AND checkpoint_id = :newest"
+)
+
+
+async def second_history(site: PlantSite) -> str:
+    """What a stale replica's step would leave had the fence let it through: the thread's newest
+    checkpoint continued a second time, from the same parent, at the same step, under a newer
+    id."""
+    for thread_id, stored in site.threads():
+        followed = [c for c in stored.checkpoints if c.parent_id is not None]
+        if not followed:
+            continue
+        async with site.db.write() as conn:
+            await conn.execute(
+                _COPY_CHECKPOINT,
+                {"thread": thread_id, "newest": followed[-1].checkpoint_id, "copy": str(uuid6())},
+            )
+        return thread_id
+    raise NoTargetError("no thread with a checkpoint that follows another")

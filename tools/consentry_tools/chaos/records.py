@@ -29,6 +29,7 @@ from consentry.stored import (
 __all__ = [
     "ApprovalRecord",
     "AuditRecord",
+    "CheckpointRecord",
     "EffectRecord",
     "EventRecord",
     "KeyRecord",
@@ -45,6 +46,16 @@ __all__ = [
     "running_threads",
     "thread_ids",
 ]
+
+graph_checkpoints = sa.table(
+    "graph_checkpoints",
+    sa.column("thread_id"),
+    sa.column("checkpoint_ns"),
+    sa.column("checkpoint_id"),
+    sa.column("parent_checkpoint_id"),
+    sa.column("metadata"),
+)
+"""The checkpointer's table (``storage.checkpoints`` writes it with SQL of its own)."""
 
 _CHUNK = 400
 """Ids per ``IN (…)`` (SQLite allows 32,766 parameters; PostgreSQL 65,535)."""
@@ -76,6 +87,19 @@ class EventRecord:
     run_id: str
     type: str
     data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CheckpointRecord:
+    """One of the thread's root graph checkpoints (namespace ``""``), as the checkpointer keeps
+    them (``CONSENTRY_CHECKPOINT_RETENTION``): each names the one it follows."""
+
+    checkpoint_id: str
+    parent_id: str | None
+    step: int | None
+    """LangGraph's step number (``metadata.step``)."""
+    fork_of: str | None
+    """A time-travel fork's anchor: the checkpoint it copies (``consentry_fork_of``)."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +166,8 @@ class StoredThread:
     approvals: list[ApprovalRecord] = field(default_factory=list)
     audit: list[AuditRecord] = field(default_factory=list)
     """In order."""
+    checkpoints: list[CheckpointRecord] = field(default_factory=list)
+    """By id (ids sort by time)."""
 
 
 def _chunks(ids: Sequence[str]) -> Iterable[list[str]]:
@@ -256,6 +282,28 @@ async def _read_children(
     for thread_id, *rest in audit_rows:
         if thread_id in stored:
             stored[thread_id].audit.append(AuditRecord(*rest))
+    checkpoint_rows = await conn.execute(
+        sa.select(
+            graph_checkpoints.c.thread_id,
+            graph_checkpoints.c.checkpoint_id,
+            graph_checkpoints.c.parent_checkpoint_id,
+            graph_checkpoints.c.metadata,
+        )
+        .where(graph_checkpoints.c.thread_id.in_(chunk), graph_checkpoints.c.checkpoint_ns == "")
+        .order_by(graph_checkpoints.c.thread_id, graph_checkpoints.c.checkpoint_id)
+    )
+    for thread_id, checkpoint_id, parent_id, metadata in checkpoint_rows:
+        # jsonb on PostgreSQL (a dict), text on SQLite
+        meta = json.loads(metadata) if isinstance(metadata, str | bytes) else dict(metadata or {})
+        step = meta.get("step")
+        stored[thread_id].checkpoints.append(
+            CheckpointRecord(
+                checkpoint_id,
+                parent_id,
+                step if isinstance(step, int) else None,
+                meta.get("consentry_fork_of"),
+            )
+        )
 
 
 async def read_versions(db: Database, note_ids: Sequence[str]) -> dict[str, list[VersionRecord]]:

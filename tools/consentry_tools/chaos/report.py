@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from consentry_tools.chaos.options import ChaosOptions
-from consentry_tools.chaos.servers import KillRecord
+from consentry_tools.chaos.servers import FreezeRecord, KillRecord
 from consentry_tools.chaos.violations import INVARIANTS, InvariantName, Violation
 
 __all__ = ["ChaosReport", "PlantResult", "TrialResult"]
@@ -24,6 +24,7 @@ class TrialResult:
     retried_requests: int
     replayed_answers: int
     kill: KillRecord | None
+    freeze: FreezeRecord | None
     violations: list[Violation]
     seconds: float
 
@@ -66,6 +67,7 @@ class ChaosReport:
 
     def counts(self) -> dict[str, int]:
         kills = [t.kill for t in self.trials if t.kill is not None]
+        freezes = [t.freeze for t in self.trials if t.freeze is not None]
         return {
             "trials": len(self.trials),
             "conversations": sum(t.conversations for t in self.trials),
@@ -78,6 +80,9 @@ class ChaosReport:
             "runs_cut": sum(k.runs_cut for k in kills),
             "kills_with_requests_open": sum(1 for k in kills if k.open_requests),
             "double_kills": sum(1 for k in kills if k.double),
+            "freezes": len(freezes),
+            "runs_frozen": sum(f.runs_frozen for f in freezes),
+            "runs_taken_over_while_frozen": sum(f.runs_taken_over for f in freezes),
         }
 
     def per_invariant(self) -> dict[InvariantName, int]:
@@ -100,6 +105,8 @@ class ChaosReport:
             f"{'kills (SIGKILL)':<28}{c['kills']:>8}   ({c['kills_with_runs_active']} with runs "
             f"active: {c['runs_cut']} runs cut; {c['kills_with_requests_open']} with requests "
             f"open; {c['double_kills']} double kills)",
+            f"{'freezes (SIGSTOP)':<28}{c['freezes']:>8}   ({c['runs_frozen']} runs held, "
+            f"{c['runs_taken_over_while_frozen']} taken over while frozen)",
             "",
             f"{'invariant':<36}{'violations':>10}   threads",
         ]
@@ -153,6 +160,9 @@ class ChaosReport:
             ],
             "kills_detail": [
                 {"trial": t.trial, **asdict(t.kill)} for t in self.trials if t.kill is not None
+            ],
+            "freezes_detail": [
+                {"trial": t.trial, **asdict(t.freeze)} for t in self.trials if t.freeze is not None
             ],
         }
         return json.dumps(document, indent=2)

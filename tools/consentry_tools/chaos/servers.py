@@ -1,4 +1,4 @@
-"""The server processes a chaos run starts, and how it kills them.
+"""The server processes a chaos run starts, and how it kills and freezes them.
 
 Each server is a real ``python -m consentry.cli serve`` on a fixed loopback port (a restart comes
 back on the same port, so clients find it again), with the settings of a fresh install: the
@@ -8,9 +8,12 @@ PostgreSQL ``CONSENTRY_LEASE_SECONDS`` is short, so the runs of a killed replica
 seconds. The servers import Consentry from the same place as this process (``PYTHONPATH``). Each
 writes its log to ``<work>/server-<n>.log``.
 
-:class:`Killer` SIGKILLs a server at a seeded random moment of a trial (after a random number of
-events reached the clients, plus a random pause), restarts it, and sometimes kills it again
-while it restarts (a double kill). Of several replicas it kills one that owns a run (named by
+:class:`ServerFaults` strikes a server at a seeded random moment of a trial (after a random
+number of events reached the clients, plus a random pause). A kill SIGKILLs it, restarts it, and
+sometimes kills it again while it restarts (a double kill). A freeze SIGSTOPs it past its lease
+(a paused VM, a swap or GC stall), long enough for another replica to take its runs over, then
+SIGCONTs it: the woken process still believes it holds them, and every write it tries must be
+refused by the run's fence. Of several replicas it strikes one that owns a run (named by
 ``threads.lease_owner``), waiting a moment for a run to start when none is running.
 """
 
@@ -34,11 +37,23 @@ import consentry
 import consentry_graphs as graphs
 from consentry_tools.chaos.workload import Progress
 
-__all__ = ["KillRecord", "Killer", "ServerProcess", "ServerStartError", "start_servers"]
+__all__ = [
+    "FreezeRecord",
+    "KillRecord",
+    "ServerFaults",
+    "ServerProcess",
+    "ServerStartError",
+    "start_servers",
+]
 
 START_TIMEOUT_SECONDS = 90.0
 KILL_JITTER_SECONDS = 0.04
 """The random pause after the chosen event: about the time a step takes on the offline model."""
+FREEZE_LEASES = (1.5, 2.5)
+"""A freeze lasts this many leases (uniformly between): past the lease, and past the moment the
+other replicas' takeover loop (which wakes at the earliest expiry) finds it expired."""
+SQLITE_FREEZE_SECONDS = (0.5, 2.0)
+"""On SQLite (one process, nobody to take over): a stall the clients wait through."""
 OWNER_WAIT_SECONDS = 1.0
 OWNER_POLL_SECONDS = 0.01
 _OFF = "0"
@@ -110,6 +125,16 @@ class ServerProcess:
         if self.process is not None:
             await asyncio.to_thread(self.process.wait)
 
+    def freeze(self) -> None:
+        """SIGSTOP: the process, its event loop and its timers stop; its sockets stay open."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """SIGCONT: it goes on where it stopped, unaware of the time that passed."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)
+
     def _log_tail(self, lines: int = 30) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
@@ -164,8 +189,23 @@ class KillRecord:
     double: bool
 
 
-class Killer:
-    """Kills one server of ``servers`` in a trial, then brings it back."""
+@dataclass(frozen=True)
+class FreezeRecord:
+    server: str
+    after_ticks: int
+    open_requests: int
+    """Client requests open when the SIGSTOP was sent."""
+    seconds: float
+    """How long the process stayed stopped."""
+    runs_frozen: int
+    """Threads whose run the frozen process held a lease on when it stopped."""
+    runs_taken_over: int
+    """Of those, the ones another replica took over (or finished) while it was stopped: the
+    woken process's writes to them are what the fence must refuse."""
+
+
+class ServerFaults:
+    """Kills or freezes one server of ``servers`` in a trial, then brings it back."""
 
     def __init__(
         self,
@@ -174,7 +214,9 @@ class Killer:
         rng: random.Random,
         double_kill_rate: float,
         leased_pids: Callable[[], Awaitable[dict[str, int]]],
+        lease_seconds: float | None,
     ) -> None:
+        """``lease_seconds``: the servers' lease (None on SQLite, which has no takeover)."""
         self._servers = list(servers)
         self._rng = rng
         self._owner_rng = random.Random(rng.random())
@@ -182,6 +224,7 @@ class Killer:
         draws (hence its kills and double kills) stays the same for a seed."""
         self._double_kill_rate = double_kill_rate
         self._leased_pids = leased_pids
+        self._lease_seconds = lease_seconds
 
     async def kill_after(self, progress: Progress, ticks: int) -> KillRecord:
         """Once the clients' runs got ``ticks`` events far (or at once, if they are done), and a
@@ -203,6 +246,28 @@ class Killer:
         victim.spawn()
         await victim.healthy()
         return KillRecord(victim.name, ticks, open_requests, runs_cut, double)
+
+    async def freeze_after(self, progress: Progress, ticks: int) -> FreezeRecord:
+        """Once the clients' runs got ``ticks`` events far, and a random pause, SIGSTOP the
+        server that owns a run past its lease (``FREEZE_LEASES``), then SIGCONT it."""
+        pause = self._rng.uniform(0, KILL_JITTER_SECONDS)
+        if self._lease_seconds is None:
+            seconds = self._rng.uniform(*SQLITE_FREEZE_SECONDS)
+        else:
+            seconds = self._lease_seconds * self._rng.uniform(*FREEZE_LEASES)
+        await progress.reached(ticks)
+        await asyncio.sleep(pause)
+        victim = await self._owner_of_a_run(progress)
+        open_requests = progress.open_requests
+        victim.freeze()
+        try:
+            held = {t for t, pid in (await self._leased_pids()).items() if pid == victim.pid}
+            await asyncio.sleep(seconds)
+            now = await self._leased_pids()
+        finally:
+            victim.thaw()
+        taken = sum(1 for thread_id in held if now.get(thread_id) != victim.pid)
+        return FreezeRecord(victim.name, ticks, open_requests, seconds, len(held), taken)
 
     async def _owner_of_a_run(self, progress: Progress) -> ServerProcess:
         """The replica holding the lease of a running thread: the first seen within

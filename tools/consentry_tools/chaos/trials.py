@@ -1,10 +1,11 @@
 """A chaos run: start the servers once, then trial after trial on the same database.
 
 A trial: each client opens a note of its own; the clients run their conversations at once; at a
-seeded random moment the killer SIGKILLs a server (on PostgreSQL the replica that holds a run's
-lease), restarts it, sometimes kills it again while it restarts, and the clients go on through
-it (retries, rejoins). Once every client is done and no thread of the trial has a run left
-(bounded wait), the trial's threads are read through the API and in the database, and checked.
+seeded random moment a server (on PostgreSQL the replica that holds a run's lease) is struck:
+SIGKILLed and restarted (sometimes killed again while it restarts), or (``--freeze-rate``)
+SIGSTOPped past its lease and woken, and the clients go on through it (retries, rejoins). Once
+every client is done and no thread of the trial has a run left (bounded wait), the trial's
+threads are read through the API and in the database, and checked.
 The servers keep running into the next trial: one restart per kill is the only start-up cost.
 """
 
@@ -32,7 +33,13 @@ from consentry_tools.chaos.observations import ClientLog
 from consentry_tools.chaos.options import ChaosOptions
 from consentry_tools.chaos.records import leased_pids, running_threads, thread_ids
 from consentry_tools.chaos.report import ChaosReport, PlantResult, TrialResult
-from consentry_tools.chaos.servers import Killer, KillRecord, ServerProcess, start_servers
+from consentry_tools.chaos.servers import (
+    FreezeRecord,
+    KillRecord,
+    ServerFaults,
+    ServerProcess,
+    start_servers,
+)
 from consentry_tools.chaos.snapshot import Snapshot, take_snapshot
 from consentry_tools.chaos.violations import Violation
 from consentry_tools.chaos.workload import Client, ClientPlan, Progress
@@ -68,13 +75,14 @@ class _Run:
         self.expected_ticks = float(
             options.clients * options.conversations * TICKS_PER_CONVERSATION
         )
-        lease = options.lease_seconds if options.database == "postgres" else 0.0
-        self.settle_seconds = SETTLE_SECONDS + 3 * lease
-        self.killer = Killer(
+        lease = options.lease_seconds if options.database == "postgres" else None
+        self.settle_seconds = SETTLE_SECONDS + 3 * (lease or 0.0)
+        self.faults = ServerFaults(
             servers,
             rng=self.rng,
             double_kill_rate=options.double_kill_rate,
             leased_pids=lambda: leased_pids(db),
+            lease_seconds=lease,
         )
 
     async def trial(self, number: int) -> tuple[TrialResult, list[ClientLog], Snapshot]:
@@ -99,17 +107,23 @@ class _Run:
             )
             for index in range(o.clients)
         ]
-        kill: asyncio.Task[KillRecord] | None = None
+        strike: asyncio.Task[KillRecord | FreezeRecord] | None = None
         try:
             await asyncio.gather(*(c.open_note() for c in clients))
             if self.rng.random() < o.kill_rate:
                 ticks = self.rng.randint(1, max(1, int(self.expected_ticks * KILL_WINDOW)))
-                kill = asyncio.create_task(self.killer.kill_after(progress, ticks))
+                # Drawn only when freezes are asked for: a seed's kills stay what they were.
+                freeze = o.freeze_rate > 0 and self.rng.random() < o.freeze_rate
+                strike = asyncio.create_task(
+                    self.faults.freeze_after(progress, ticks)
+                    if freeze
+                    else self.faults.kill_after(progress, ticks)
+                )
             await asyncio.gather(*(c.run() for c in clients))
             self.expected_ticks = 0.7 * self.expected_ticks + 0.3 * progress.ticks
         finally:
-            progress.finish()  # a kill not due yet happens now: the server is back either way
-            killed = await kill if kill is not None else None
+            progress.finish()  # a strike not due yet happens now: the server is back either way
+            struck = await strike if strike is not None else None
             await asyncio.gather(*(c.aclose() for c in clients))
         logs = [c.log for c in clients]
         await self._settle()
@@ -128,7 +142,8 @@ class _Run:
                 ),
                 retried_requests=sum(1 for r in requests if r.retried),
                 replayed_answers=sum(1 for r in requests for a in r.attempts if a.replayed),
-                kill=killed,
+                kill=struck if isinstance(struck, KillRecord) else None,
+                freeze=struck if isinstance(struck, FreezeRecord) else None,
                 violations=check_trial(number, logs, snapshot),
                 seconds=time.monotonic() - started,
             ),
@@ -233,11 +248,16 @@ async def run_chaos(options: ChaosOptions) -> ChaosReport:
 
 
 def _progress(result: TrialResult, trials: int) -> None:
-    kill = result.kill
+    kill, freeze = result.kill, result.freeze
     what = "no kill"
     if kill is not None:
         what = (
             f"kill of {kill.server} ({kill.runs_cut} runs cut{', double' if kill.double else ''})"
+        )
+    elif freeze is not None:
+        what = (
+            f"freeze of {freeze.server} for {freeze.seconds:.1f} s ({freeze.runs_frozen} runs "
+            f"held, {freeze.runs_taken_over} taken over)"
         )
     sys.stderr.write(
         f"trial {result.trial}/{trials}: {result.conversations} conversations, {what}, "

@@ -16,6 +16,7 @@ InvariantName = Literal[
     "seq_contiguous",
     "idempotency",
     "records_agree",
+    "one_history",
 ]
 
 INVARIANTS: dict[InvariantName, str] = {
@@ -27,6 +28,7 @@ INVARIANTS: dict[InvariantName, str] = {
     "seq_contiguous": "seq contiguous",
     "idempotency": "idempotent retries replayed",
     "records_agree": "event log, runs and audit agree",
+    "one_history": "one history per thread",
 }
 """Each invariant's label in the report, in the order of the report."""
 

@@ -9,6 +9,7 @@ their own.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sqlite3
 from collections.abc import Sequence
@@ -16,6 +17,7 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import tuple_row
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection
 
 from consentry.storage.checkpoints._operations import Operation, Query, Result
@@ -93,14 +95,20 @@ async def run_async(
     try:
         while True:
             cursor = statement_cursor(connection)
-            if query.many is not None:  # executemany sends its own messages
-                if before:
-                    await _send(connection, cursor, before, answer=len(before) - 1)
-                await cursor.executemany(query.sql, query.many)
-            else:
-                after = [("COMMIT", None)] if commit and query.last else []
-                statements = [*before, (query.sql, query.params), *after]
-                await _execute(connection, cursor, statements, answer=len(before))
+            try:
+                if query.many is not None:  # executemany sends its own messages
+                    if before:
+                        await _send(connection, cursor, before, answer=len(before) - 1)
+                    await cursor.executemany(query.sql, query.many)
+                else:
+                    after = [("COMMIT", None)] if commit and query.last else []
+                    statements = [*before, (query.sql, query.params), *after]
+                    await _execute(connection, cursor, statements, answer=len(before))
+            except sa_exc.DBAPIError as exc:
+                # The operation may name what failed it (a fence that refused: its lease lost).
+                with contextlib.suppress(StopIteration):
+                    operation.throw(exc)
+                raise  # what it did not name: the transaction failed all the same
             before, commit = (), False
             rows = await cursor.fetchall() if returned_rows(cursor) else []
             result = Result(rows=rows, rowcount=cursor.rowcount)
@@ -177,9 +185,10 @@ async def run_on(
 async def send_with_next(conn: DbConnection, operation: Operation) -> None:
     """Send ``operation``, a fenced write of one statement (a run's checkpoint), with the
     transaction's next statement, which must be fenced by the same lease and read (``run_on``
-    with ``commit=True``): on PostgreSQL its row count is not read, so a lease that moved on is
-    reported by that next statement, which then writes nothing either, and the transaction
-    commits nothing of the run's. On SQLite it goes with the transaction's next call, checked."""
+    with ``commit=True``): on PostgreSQL its row count is not read; a lease that moved on fails
+    it, and with it the message of that next statement (reported as that statement's lost
+    lease), so the transaction commits nothing. On SQLite it goes with the transaction's next
+    call, checked."""
     if isinstance(conn, SqliteConnection):
         await run_on(conn, operation, unread=True)
         return

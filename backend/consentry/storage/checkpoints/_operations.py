@@ -23,8 +23,10 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from sqlalchemy.exc import DBAPIError
 
 from consentry.storage.checkpoints._sql import CheckpointSql
+from consentry.storage.db.postgres_connection import refused_one_row_change
 from consentry.storage.leases import LeaseLostError
 
 __all__ = [
@@ -138,13 +140,16 @@ def put_checkpoint(
     )
     if sql.put_fenced is not None and sql.put_fenced_latest is not None and fence is not None:
         older = (saved.thread_id, saved.checkpoint_ns, saved.checkpoint_id, *droppable)
-        written = yield Query(
-            sql.put_fenced_latest if latest_only else sql.put_fenced,
-            (*fence, *row, *(older * 2 if latest_only else ())),
-            last=True,
-        )
-        if not written.rows[0][0]:
-            raise lease_lost(fence)
+        try:
+            yield Query(
+                sql.put_fenced_latest if latest_only else sql.put_fenced,
+                (*fence, *row, *(older * 2 if latest_only else ())),
+                last=True,
+            )
+        except DBAPIError as exc:  # the fence refused: the statement failed its transaction
+            if refused_one_row_change(exc):
+                raise lease_lost(fence) from exc
+            raise
         return
     yield from fenced(sql, fence)
     yield Query(sql.put, row)

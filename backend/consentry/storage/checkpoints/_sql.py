@@ -46,8 +46,10 @@ class CheckpointSql:
     drop_older: tuple[str, ...]
     put_fenced: str | None
     """PostgreSQL: the fence and the checkpoint in one statement (one round trip); its one row
-    counts the checkpoints written (0: the lease moved on). None on SQLite, where the separate
-    statements run in one call, in the process."""
+    counts the checkpoints written, and when the lease moved on it fails with
+    ``division_by_zero`` (``refused_one_row_change``), failing its transaction. None on SQLite,
+    where the separate statements run in one call, in the process, and a refused fence raises
+    before the commit."""
     put_fenced_latest: str | None
     """``put_fenced`` that also drops the namespace's older checkpoints and their writes."""
     put_write_replace: str
@@ -255,7 +257,12 @@ def _put_fenced(drop: str) -> str:
         "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
         "parent_checkpoint_id = excluded.parent_checkpoint_id, run_id = excluded.run_id, "
         "type = excluded.type, checkpoint = excluded.checkpoint, "
-        f"metadata = excluded.metadata RETURNING 1){drop} SELECT count(*) FROM put"
+        f"metadata = excluded.metadata RETURNING 1){drop} "
+        # A fence that refused fails the statement (division_by_zero, as a refused claim does),
+        # hence its message and the transaction, even when the COMMIT goes in that message: a
+        # row count read after the COMMIT would let the transaction's other writes (its user
+        # messages in the transcript, say) commit under a lease that moved on.
+        "SELECT (SELECT count(*) FROM put) / (SELECT count(*) FROM fence)"
     )
 
 
