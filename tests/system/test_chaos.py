@@ -1,13 +1,15 @@
 """``consentry chaos`` (``tools/consentry_tools/chaos``): short kill-trial runs against real server
 processes, on SQLite and on two PostgreSQL replicas (killing the one that owns a run), and
 freeze trials on two PostgreSQL replicas (the one that owns a run stopped past its lease, then
-woken), hold every invariant; and every fault planted in the database after a trial is caught by
+woken), and database trials (every connection to PostgreSQL cut, or the database away for a
+while) hold every invariant; and every fault planted in the database after a trial is caught by
 the invariant it targets.
 
 The runs are bounded (twelve trials on SQLite, twelve on PostgreSQL, reusing the running servers
-between kills, each about a minute on two cores; six freezes of about six seconds each); the long
-runs of a release are in docs/release-checks.md. Each run is the real command, in a process of
-its own, with its JSON report read back.
+between kills, each about a minute on two cores; six freezes of about six seconds each; eight
+database cuts and outages, under a minute); the long runs of a release are in
+docs/release-checks.md. Each run is the real command, in a process of its own, with its JSON
+report read back.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ RUN_TIMEOUT_SECONDS = 300.0
 SQLITE_TRIALS = 12
 POSTGRES_TRIALS = 12
 FREEZE_TRIALS = 6
+OUTAGE_TRIALS = 8
 SEED_5 = ("--seed", "5")
 SHORT_TRIALS = ("--clients", "4", "--conversations", "1", "--double-kill-rate", "0.5")
 """A trial's cost is mostly its restart (about 2 s): more clients, one conversation each; half
@@ -105,6 +108,31 @@ def test_freeze_trials_on_two_postgres_replicas_store_nothing_the_woken_replica_
     assert result["freezes"] == FREEZE_TRIALS, run.table
     assert result["kills"] == 0, run.table
     assert result["runs_taken_over_while_frozen"] >= FREEZE_TRIALS // 2, run.table
+    assert result["acknowledged_decisions"] > 0, run.table
+    assert result["violations"] == dict.fromkeys(INVARIANTS, 0), run.table
+    assert run.exit_code == 0, run.table
+
+
+def test_database_cut_and_outage_trials_on_two_postgres_replicas_lose_nothing(
+    tmp_path: Path, postgres: PostgresCluster
+) -> None:
+    """Every connection of both replicas to PostgreSQL cut at once (through the run's proxy), or
+    cut and refused for up to two and a half leases: requests meanwhile get 503
+    ``database_unavailable``, runs in flight stop storing nothing more and are continued from
+    their last checkpoint by a takeover once the database is back, and nothing a client was
+    told is lost, sent unstored or applied twice. Seed 5 met a run's end sent to its clients
+    though neither its end nor its failure could be stored (its seqs then reused by its
+    recovery) in its first trial."""
+    database = ["--database", "postgres", "--database-url", postgres.new_database()]
+    trials = ["--trials", str(OUTAGE_TRIALS), "--clients", "4", "--conversations", "1"]
+    strikes = ["--cut-rate", "0.5", "--outage-rate", "0.5"]
+    run = _chaos(tmp_path, *database, "--replicas", "2", *trials, *strikes, *SEED_5)
+
+    result = run.result
+    assert result["database_cuts"] >= 1, run.table
+    assert result["database_outages"] >= 1, run.table
+    assert result["database_cuts"] + result["database_outages"] == OUTAGE_TRIALS, run.table
+    assert result["outages_with_requests_open"] >= OUTAGE_TRIALS // 3, run.table
     assert result["acknowledged_decisions"] > 0, run.table
     assert result["violations"] == dict.fromkeys(INVARIANTS, 0), run.table
     assert run.exit_code == 0, run.table

@@ -79,6 +79,19 @@ def add_chaos_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "instead of killing it",
     )
     chaos.add_argument(
+        "--cut-rate",
+        type=float,
+        default=0.0,
+        help="postgres: share of strikes that cut every server's connections to the database "
+        "at once (through a proxy the run starts)",
+    )
+    chaos.add_argument(
+        "--outage-rate",
+        type=float,
+        default=0.0,
+        help="postgres: share of strikes that cut them and keep the database away for a while",
+    )
+    chaos.add_argument(
         "--double-kill-rate",
         type=float,
         default=0.15,
@@ -125,9 +138,21 @@ def _run(args: argparse.Namespace) -> int:
     if args.database == "sqlite" and replicas != 1:
         print("consentry chaos: SQLite serves one process (--replicas 1)", file=sys.stderr)
         return 2
-    rates = (args.kill_rate, args.freeze_rate, args.double_kill_rate, args.race_rate)
+    strikes = (args.freeze_rate, args.cut_rate, args.outage_rate)
+    rates = (args.kill_rate, args.double_kill_rate, args.race_rate, *strikes, sum(strikes))
     if not all(0.0 <= rate <= 1.0 for rate in rates):
-        print("consentry chaos: every --…-rate is a share between 0 and 1", file=sys.stderr)
+        print(
+            "consentry chaos: every --…-rate is a share between 0 and 1, and --freeze-rate, "
+            "--cut-rate and --outage-rate share the strikes (at most 1 together)",
+            file=sys.stderr,
+        )
+        return 2
+    if args.database == "sqlite" and (args.cut_rate or args.outage_rate):
+        print(
+            "consentry chaos: --cut-rate and --outage-rate take a PostgreSQL database away "
+            "(SQLite is a file of the server's own)",
+            file=sys.stderr,
+        )
         return 2
     if args.trials < 1 or args.clients < 1 or args.conversations < 1:
         print(
@@ -144,6 +169,8 @@ def _run(args: argparse.Namespace) -> int:
         replicas=replicas,
         kill_rate=args.kill_rate,
         freeze_rate=args.freeze_rate,
+        cut_rate=args.cut_rate,
+        outage_rate=args.outage_rate,
         double_kill_rate=args.double_kill_rate,
         race_rate=args.race_rate,
         lease_seconds=args.lease_seconds,

@@ -27,10 +27,17 @@ class ChaosOptions:
     replicas: int = 1
     """Server processes on the database (PostgreSQL only for more than one)."""
     kill_rate: float = 1.0
-    """Share of trials with a strike: a SIGKILL, or a freeze (``freeze_rate``)."""
+    """Share of trials with a strike: a SIGKILL, or (``freeze_rate``, ``cut_rate``,
+    ``outage_rate``) a freeze, the database's connections cut, or the database away."""
     freeze_rate: float = 0.0
     """Share of strikes that freeze a server (SIGSTOP past its lease, then SIGCONT) instead of
     killing it."""
+    cut_rate: float = 0.0
+    """PostgreSQL: share of strikes that cut every connection of the servers to the database at
+    once (through the run's proxy, ``db_proxy``) instead of killing a server."""
+    outage_rate: float = 0.0
+    """PostgreSQL: share of strikes that cut them and refuse new ones for a while (the database
+    away)."""
     double_kill_rate: float = 0.15
     """Share of kills followed by a second SIGKILL while the server restarts."""
     race_rate: float = 0.25
@@ -48,3 +55,8 @@ class ChaosOptions:
     """Where the SQLite file and the server logs go (default: a new temporary folder)."""
     details: int = 10
     """How many violations to print in full."""
+
+    @property
+    def through_proxy(self) -> bool:
+        """Whether the servers reach the database through the run's proxy (``db_proxy``)."""
+        return self.cut_rate > 0 or self.outage_rate > 0

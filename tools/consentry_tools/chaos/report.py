@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from consentry_tools.chaos.db_proxy import OutageRecord
 from consentry_tools.chaos.options import ChaosOptions
 from consentry_tools.chaos.servers import FreezeRecord, KillRecord
 from consentry_tools.chaos.violations import INVARIANTS, InvariantName, Violation
@@ -25,6 +26,7 @@ class TrialResult:
     replayed_answers: int
     kill: KillRecord | None
     freeze: FreezeRecord | None
+    outage: OutageRecord | None
     violations: list[Violation]
     seconds: float
 
@@ -68,6 +70,7 @@ class ChaosReport:
     def counts(self) -> dict[str, int]:
         kills = [t.kill for t in self.trials if t.kill is not None]
         freezes = [t.freeze for t in self.trials if t.freeze is not None]
+        outages = [t.outage for t in self.trials if t.outage is not None]
         return {
             "trials": len(self.trials),
             "conversations": sum(t.conversations for t in self.trials),
@@ -83,6 +86,10 @@ class ChaosReport:
             "freezes": len(freezes),
             "runs_frozen": sum(f.runs_frozen for f in freezes),
             "runs_taken_over_while_frozen": sum(f.runs_taken_over for f in freezes),
+            "database_cuts": sum(1 for d in outages if not d.seconds),
+            "database_outages": sum(1 for d in outages if d.seconds),
+            "connections_cut": sum(d.connections_cut for d in outages),
+            "outages_with_requests_open": sum(1 for d in outages if d.open_requests),
         }
 
     def per_invariant(self) -> dict[InvariantName, int]:
@@ -107,6 +114,9 @@ class ChaosReport:
             f"open; {c['double_kills']} double kills)",
             f"{'freezes (SIGSTOP)':<28}{c['freezes']:>8}   ({c['runs_frozen']} runs held, "
             f"{c['runs_taken_over_while_frozen']} taken over while frozen)",
+            f"{'database cuts / outages':<28}{c['database_cuts']:>4} /{c['database_outages']:>2}   "
+            f"({c['connections_cut']} connections cut; {c['outages_with_requests_open']} with "
+            "requests open)",
             "",
             f"{'invariant':<36}{'violations':>10}   threads",
         ]
@@ -160,6 +170,9 @@ class ChaosReport:
             ],
             "kills_detail": [
                 {"trial": t.trial, **asdict(t.kill)} for t in self.trials if t.kill is not None
+            ],
+            "outages_detail": [
+                {"trial": t.trial, **asdict(t.outage)} for t in self.trials if t.outage is not None
             ],
             "freezes_detail": [
                 {"trial": t.trial, **asdict(t.freeze)} for t in self.trials if t.freeze is not None

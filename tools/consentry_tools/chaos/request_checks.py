@@ -94,6 +94,11 @@ def _message_once(
         )
 
 
+_TRY_AGAIN = frozenset({"request_in_progress", "database_unavailable"})
+"""Answers that tell a client to send the same request again later (409 while its first attempt
+still runs, 503 while the database is away), not what became of it."""
+
+
 def check_idempotency(clients: Sequence[ClientLog], snapshot: Snapshot) -> Iterator[Violation]:
     """6. A retry of a request whose first attempt was acknowledged is replayed
     (``Idempotent-Replayed: true``, same thread and run), never run again; the key is stored with
@@ -135,8 +140,8 @@ def _replayed(request: KeyedRequest, snapshot: Snapshot) -> Iterator[Violation]:
         return
     later = request.attempts[request.attempts.index(first) + 1 :]
     for attempt in later:
-        if attempt.status is None or attempt.code == "request_in_progress":
-            continue
+        if attempt.status is None or attempt.code in _TRY_AGAIN:
+            continue  # not an answer: the client tries again, and that answer is checked
         if attempt.status not in (200, 202):
             yield Violation(
                 "idempotency",

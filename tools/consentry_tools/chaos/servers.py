@@ -35,6 +35,7 @@ import httpx
 
 import consentry
 import consentry_graphs as graphs
+from consentry_tools.chaos.db_proxy import DatabaseProxy, OutageRecord
 from consentry_tools.chaos.workload import Progress
 
 __all__ = [
@@ -53,6 +54,9 @@ FREEZE_LEASES = (1.5, 2.5)
 """A freeze lasts this many leases (uniformly between): past the lease, and past the moment the
 other replicas' takeover loop (which wakes at the earliest expiry) finds it expired."""
 SQLITE_FREEZE_SECONDS = (0.5, 2.0)
+OUTAGE_LEASES = (0.5, 2.5)
+"""The database stays away this many leases: sometimes shorter than the two thirds after which a
+replica stops the runs it cannot renew, sometimes past the lease (their takeover)."""
 """On SQLite (one process, nobody to take over): a stall the clients wait through."""
 OWNER_WAIT_SECONDS = 1.0
 OWNER_POLL_SECONDS = 0.01
@@ -268,6 +272,22 @@ class ServerFaults:
             victim.thaw()
         taken = sum(1 for thread_id in held if now.get(thread_id) != victim.pid)
         return FreezeRecord(victim.name, ticks, open_requests, seconds, len(held), taken)
+
+    async def database_away_after(
+        self, progress: Progress, ticks: int, proxy: DatabaseProxy, *, outage: bool
+    ) -> OutageRecord:
+        """Once the clients' runs got ``ticks`` events far, and a random pause, cut every
+        connection of the servers to the database (through ``proxy``); with ``outage``, refuse
+        new ones for ``OUTAGE_LEASES`` leases too."""
+        pause = self._rng.uniform(0, KILL_JITTER_SECONDS)
+        seconds = (self._lease_seconds or 1.0) * self._rng.uniform(*OUTAGE_LEASES) if outage else 0
+        await progress.reached(ticks)
+        await asyncio.sleep(pause)
+        open_requests = progress.open_requests
+        proxy.refuse_for(seconds)
+        cut = proxy.cut()
+        await asyncio.sleep(seconds)
+        return OutageRecord("database", ticks, open_requests, seconds, cut)
 
     async def _owner_of_a_run(self, progress: Progress) -> ServerProcess:
         """The replica holding the lease of a running thread: the first seen within

@@ -27,6 +27,7 @@ from sqlalchemy.engine import make_url
 from consentry.stored import Database
 from consentry_tools.chaos.checkpoints import Positions, open_positions
 from consentry_tools.chaos.databases import ChaosDatabase, prepare_database
+from consentry_tools.chaos.db_proxy import DatabaseProxy, OutageRecord, start_proxy
 from consentry_tools.chaos.faults import FAULTS, NoTargetError, PlantSite
 from consentry_tools.chaos.invariants import check_trial
 from consentry_tools.chaos.observations import ClientLog
@@ -46,6 +47,8 @@ from consentry_tools.chaos.workload import Client, ClientPlan, Progress
 
 __all__ = ["run_chaos"]
 
+Strike = KillRecord | FreezeRecord | OutageRecord
+
 SETTLE_SECONDS = 60.0
 """How long a thread may keep a run after its client is done (plus three leases on PostgreSQL)."""
 KILL_WINDOW = 0.9
@@ -64,6 +67,7 @@ class _Run:
         db: Database,
         positions: Positions,
         known: set[str],
+        proxy: DatabaseProxy | None,
     ) -> None:
         self.options = options
         self.servers = servers
@@ -71,6 +75,8 @@ class _Run:
         self.positions = positions
         self.known = known
         """The threads of earlier trials (and of whatever the database held before)."""
+        self.proxy = proxy
+        """Between the servers and PostgreSQL, when a strike may take the database away."""
         self.rng = random.Random(options.seed)
         self.expected_ticks = float(
             options.clients * options.conversations * TICKS_PER_CONVERSATION
@@ -107,18 +113,12 @@ class _Run:
             )
             for index in range(o.clients)
         ]
-        strike: asyncio.Task[KillRecord | FreezeRecord] | None = None
+        strike: asyncio.Task[Strike] | None = None
         try:
             await asyncio.gather(*(c.open_note() for c in clients))
             if self.rng.random() < o.kill_rate:
                 ticks = self.rng.randint(1, max(1, int(self.expected_ticks * KILL_WINDOW)))
-                # Drawn only when freezes are asked for: a seed's kills stay what they were.
-                freeze = o.freeze_rate > 0 and self.rng.random() < o.freeze_rate
-                strike = asyncio.create_task(
-                    self.faults.freeze_after(progress, ticks)
-                    if freeze
-                    else self.faults.kill_after(progress, ticks)
-                )
+                strike = asyncio.create_task(self._strike(progress, ticks))
             await asyncio.gather(*(c.run() for c in clients))
             self.expected_ticks = 0.7 * self.expected_ticks + 0.3 * progress.ticks
         finally:
@@ -144,12 +144,26 @@ class _Run:
                 replayed_answers=sum(1 for r in requests for a in r.attempts if a.replayed),
                 kill=struck if isinstance(struck, KillRecord) else None,
                 freeze=struck if isinstance(struck, FreezeRecord) else None,
+                outage=struck if isinstance(struck, OutageRecord) else None,
                 violations=check_trial(number, logs, snapshot),
                 seconds=time.monotonic() - started,
             ),
             logs,
             snapshot,
         )
+
+    async def _strike(self, progress: Progress, ticks: int) -> Strike:
+        """This trial's strike: a kill, or (by their rates) a freeze, a cut or an outage."""
+        o = self.options
+        others = o.freeze_rate + o.cut_rate + o.outage_rate
+        # Drawn only when other strikes are asked for: a seed's kills stay what they were.
+        draw = self.rng.random() if others > 0 else 1.0
+        if draw < o.freeze_rate:
+            return await self.faults.freeze_after(progress, ticks)
+        if draw < o.freeze_rate + o.cut_rate + o.outage_rate and self.proxy is not None:
+            outage = draw >= o.freeze_rate + o.cut_rate
+            return await self.faults.database_away_after(progress, ticks, self.proxy, outage=outage)
+        return await self.faults.kill_after(progress, ticks)
 
     async def _settle(self) -> None:
         """Until no thread of the trial has a run (bounded; one still running is reported)."""
@@ -217,15 +231,24 @@ async def run_chaos(options: ChaosOptions) -> ChaosReport:
     )
     started = time.monotonic()
     lease = options.lease_seconds if options.database == "postgres" else None
+    proxy = await start_proxy(database.url) if options.through_proxy else None
     servers = await start_servers(
-        database.url, count=options.replicas, work=work, lease_seconds=lease
+        proxy.url_for(database.url) if proxy is not None else database.url,
+        count=options.replicas,
+        work=work,
+        lease_seconds=lease,
     )
     db = Database(database.url, pool_size=2)
     try:
         await db.open()
         async with open_positions(database.url) as positions:
             run = _Run(
-                options, servers=servers, db=db, positions=positions, known=await thread_ids(db)
+                options,
+                servers=servers,
+                db=db,
+                positions=positions,
+                known=await thread_ids(db),
+                proxy=proxy,
             )
             logs: list[ClientLog] = []
             snapshot: Snapshot | None = None
@@ -241,6 +264,8 @@ async def run_chaos(options: ChaosOptions) -> ChaosReport:
                 report.plant_violations = [v for v in planted if v.key() not in known]
     finally:
         await asyncio.gather(*(server.kill() for server in servers))
+        if proxy is not None:
+            await proxy.aclose()
         await db.close()
         report.seconds = time.monotonic() - started
     await _clean_up(report, database, work)
@@ -258,6 +283,11 @@ def _progress(result: TrialResult, trials: int) -> None:
         what = (
             f"freeze of {freeze.server} for {freeze.seconds:.1f} s ({freeze.runs_frozen} runs "
             f"held, {freeze.runs_taken_over} taken over)"
+        )
+    elif result.outage is not None:
+        outage = result.outage
+        what = f"database connections cut ({outage.connections_cut})" + (
+            f", away for {outage.seconds:.1f} s" if outage.seconds else ""
         )
     sys.stderr.write(
         f"trial {result.trial}/{trials}: {result.conversations} conversations, {what}, "

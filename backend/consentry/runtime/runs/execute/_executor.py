@@ -70,7 +70,7 @@ from consentry.schemas.events import (
     Trigger,
 )
 from consentry.storage.checkpoints import CheckpointFence, ConsentrySaver, HeadRead
-from consentry.storage.db.database import Database, DbConnection
+from consentry.storage.db.database import Database, DbConnection, is_database_unavailable
 from consentry.storage.leases import Claim, LeaseLostError
 from consentry.storage.runs import ROLL_BACK
 from consentry_graphs.registry import CompiledGraph, GraphSpec
@@ -338,6 +338,19 @@ class RunExecutor:
         except TimeoutError:
             outcome = Outcome(reason="timeout")
         except Exception as exc:
+            if self._db.is_postgres and is_database_unavailable(exc):
+                # The database went away mid-run (restarted, failed over, a connection cut):
+                # the run stops as if its process had, and a replica's takeover continues it
+                # from its last checkpoint once the database is back (on SQLite, the file of
+                # this one process, the run fails instead).
+                log.warning(
+                    "the database went away during a run; it stops, to be continued from its "
+                    "last checkpoint",
+                    extra={"thread_id": events.thread_id, "run_id": events.run_id},
+                )
+                run.stop = "database_lost"
+                await self._store.suspend(run)
+                return
             failure = describe_failure(exc)
             log.exception(
                 "run failed",

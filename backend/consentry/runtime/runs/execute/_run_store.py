@@ -28,7 +28,7 @@ from consentry.storage import leases as leases_repo
 from consentry.storage import runs as runs_repo
 from consentry.storage import webhooks as webhooks_repo
 from consentry.storage.checkpoints import ConsentrySaver, saver_of
-from consentry.storage.db.database import Database, DbConnection
+from consentry.storage.db.database import Database, DbConnection, is_database_unavailable
 from consentry.storage.leases import LeaseLostError
 from consentry.storage.tool_calls import ToolCallAsked, ToolResultGiven, record_tool_events
 from consentry.storage.transcript import TranscriptEntry, add_to_transcript
@@ -241,8 +241,9 @@ class RunStore:
         """Store everything the run produced in one transaction, then send consent + final.
 
         If that transaction fails, a second, smaller one still ends the run as ``failed`` and
-        frees the thread (the events made so far are logged as lost); only if that fails too does
-        the thread wait for the start-up recovery of the next process."""
+        frees the thread (the events made so far are logged as lost); only if that fails too
+        (the database is away) is nothing of the end sent: the thread keeps the run, whose lease
+        expires, and a replica's takeover (on SQLite the next start) closes and continues it."""
         events = run.events
         await run.progress.settle()
         values = None
@@ -274,7 +275,18 @@ class RunStore:
             events.discard_unsent()
             events.close(suspended=True)
             return
-        except Exception:
+        except Exception as failure:
+            if self._db.is_postgres and is_database_unavailable(failure):
+                # The database went away as the run ended: nothing of the end is sent, and the
+                # run stops as if its process had; a replica's takeover closes it as far as its
+                # graph got once the database is back (a consent it asked, recorded then).
+                log.warning(
+                    "the database went away as a run ended; it is closed by a takeover",
+                    extra={"thread_id": events.thread_id, "run_id": events.run_id},
+                )
+                run.stop = "database_lost"
+                await self.suspend(run)
+                return
             log.exception(
                 "could not store the end of a run",
                 extra={"thread_id": events.thread_id, "run_id": events.run_id},
@@ -296,9 +308,17 @@ class RunStore:
                 await self.store_end(run, outcome, values=values)
             except Exception:
                 log.exception(
-                    "could not record the failure of a run either; the next start recovers it",
+                    "could not record the failure of a run either; it is recovered as a run "
+                    "whose process stopped",
                     extra={"thread_id": events.thread_id, "run_id": events.run_id},
                 )
+                # Nothing of the end was stored, so none of it is sent: the streams end
+                # without a final and rejoin where the stored log goes on (the run's recovery
+                # numbers its own end from there).
+                run.observer.stopped()
+                events.discard_unsent()
+                events.close(suspended=True)
+                return
         run.observer.ended(outcome.reason)
         for consent in outcome.consents:
             self._metrics.consent_requested(run.spec.name, consent.kind)
@@ -310,29 +330,39 @@ class RunStore:
     async def suspend(self, run: RunContext) -> None:
         """Stop without ending: store the events made so far and give up the lease, so the next
         process continues the run from its last checkpoint. With the lease lost, store nothing
-        (the process that took the run over owns it now). Listeners get no ``final``: the stream
-        ends, and the client rejoins with ``Last-Event-ID``."""
+        (the process that took the run over owns it now); with the database lost mid-write, only
+        give up the lease. Listeners get no ``final``: the stream ends, and the client rejoins
+        with ``Last-Event-ID``."""
         events = run.events
         run.observer.stopped()
         await run.progress.settle()
         if run.stop == "lease_lost":
             events.discard_unsent()
-        else:
-            try:
-                async with self._db.write() as conn:
+            events.close(suspended=True)
+            return
+        # With the database lost, a write whose answer never came may have committed: storing
+        # what the run holds again could store it twice. Only the lease is given up then, so that
+        # a takeover starts at once from what the database holds (else it waits for its expiry).
+        database_lost = run.stop == "database_lost"
+        if database_lost:
+            events.discard_unsent()
+        try:
+            async with self._db.write() as conn:
+                if not database_lost:
                     await self.store_events(conn, run)
-                    await leases_repo.suspend_lease(
-                        conn,
-                        events.thread_id,
-                        run_id=events.run_id,
-                        fencing_token=run.fencing_token,
-                        now=self._clock(),
-                    )
-            except Exception:
+                await leases_repo.suspend_lease(
+                    conn,
+                    events.thread_id,
+                    run_id=events.run_id,
+                    fencing_token=run.fencing_token,
+                    now=self._clock(),
+                )
+        except Exception:
+            if not database_lost:  # (else expected: the database may still be away)
                 log.exception(
                     "could not store a suspended run; the lease expires and it is taken over",
                     extra={"thread_id": events.thread_id, "run_id": events.run_id},
                 )
-                events.discard_unsent()
-            events.flush()
+            events.discard_unsent()
+        events.flush()
         events.close(suspended=True)

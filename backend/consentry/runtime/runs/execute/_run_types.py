@@ -105,9 +105,11 @@ class StopRequestedError(Exception):
     """The run was asked to stop (``RunContext.stop``); it stops at the next step boundary."""
 
 
-StopReason = Literal["cancel", "suspend", "lease_lost"]
+StopReason = Literal["cancel", "suspend", "lease_lost", "database_lost"]
 """Why a run stops early: a client cancelled it (it ends ``cancelled``), the server shuts down
-(it is suspended, for the next process to continue), or another process took it over."""
+(it is suspended, for the next process to continue), another process took it over, or the
+database went away mid-write (PostgreSQL: what it holds of the run is unknown, so the run
+stores nothing more and a takeover continues it from what was stored)."""
 
 
 @dataclass

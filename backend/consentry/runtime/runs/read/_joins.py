@@ -21,12 +21,17 @@ from consentry.principal import Principal
 from consentry.runtime.clock import Clock
 from consentry.runtime.outgoing import OutgoingEvent, kept_outputs
 from consentry.runtime.replicas import EventNotifications, follow_log
-from consentry.runtime.runs.execute import RunEventStream, RunExecutor, graph_output_mode
+from consentry.runtime.runs.execute import (
+    RunEventStream,
+    RunExecutor,
+    RunSuspendedError,
+    graph_output_mode,
+)
 from consentry.schemas.events import ResyncEvent
 from consentry.storage import events as events_repo
 from consentry.storage import runs as runs_repo
 from consentry.storage import threads as threads_repo
-from consentry.storage.db.database import Database
+from consentry.storage.db.database import DATABASE_ERRORS, Database, is_database_unavailable
 from consentry.storage.events import StoredEvent
 
 __all__ = ["StreamJoins"]
@@ -120,19 +125,26 @@ class StreamJoins:
         after_seq: int,
         graph_modes: frozenset[str],
     ) -> AsyncIterator[OutgoingEvent]:
-        """The stored events, then the ones another process stores, until that run's ``final``."""
+        """The stored events, then the ones another process stores, until that run's ``final``.
+        The database going away meanwhile ends the stream as a suspended run's does: with a
+        reconnect hint, for the client to come back with ``Last-Event-ID``."""
         if resync is not None:
             yield resync
-        async for event in follow_log(
-            self._db,
-            self._notifications,
-            thread_id=thread_id,
-            run_id=run_id,
-            after_seq=after_seq,
-            first=stored,
-            graph_modes=graph_modes,
-        ):
-            yield event
+        try:
+            async for event in follow_log(
+                self._db,
+                self._notifications,
+                thread_id=thread_id,
+                run_id=run_id,
+                after_seq=after_seq,
+                first=stored,
+                graph_modes=graph_modes,
+            ):
+                yield event
+        except DATABASE_ERRORS as exc:
+            if not is_database_unavailable(exc):
+                raise
+            raise RunSuspendedError(run_id) from exc
 
     @staticmethod
     async def _replay_then_live(
@@ -188,8 +200,13 @@ class StreamJoins:
         async for event in events:
             yield event
             if event.type == "final" and json.loads(event.data)["run_id"] == run_id:
-                async with self._db.read() as conn:
-                    successor = await runs_repo.recovery_of(conn, run_id)
+                try:
+                    async with self._db.read() as conn:
+                        successor = await runs_repo.recovery_of(conn, run_id)
+                except DATABASE_ERRORS as exc:  # the client comes back for the rest
+                    if not is_database_unavailable(exc):
+                        raise
+                    raise RunSuspendedError(run_id) from exc
                 if successor is None:
                     return
                 run_id = successor
