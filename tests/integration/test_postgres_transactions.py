@@ -10,13 +10,20 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+import psycopg
 import pytest
 import pytest_asyncio
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from consentry.storage.db import idle_checks
-from consentry.storage.db.database import Database, execute_unread, is_database_unavailable
+from consentry.storage.db.database import (
+    Database,
+    execute_unread,
+    is_connection_lost,
+    is_database_unavailable,
+    libpq_url,
+)
 from consentry.storage.db.direct import direct
 from consentry.storage.db.postgres_connection import PostgresConnection
 from consentry.storage.db.postgres_pool import PoolClosedError
@@ -280,3 +287,43 @@ async def test_a_transaction_that_ends_after_the_pool_closed_closes_its_connecti
         await pg._pool.close()
     assert conn.driver.closed
     assert pg._pool.sizes == (0, 0)
+
+
+async def _failed_statement(url: str, *, terminated: bool) -> BaseException:
+    """What a statement raises on a connection of its own whose server process another
+    connection ended (``terminated``: as a restart or a failover does), or that ran past its
+    ``statement_timeout``."""
+    db = Database(url, pool_size=1)
+    await db.open()
+    try:
+        async with db.read() as conn:
+            if terminated:
+                pid = await conn.scalar(sa.text("SELECT pg_backend_pid()"))
+                async with await psycopg.AsyncConnection.connect(
+                    libpq_url(url), autocommit=True
+                ) as admin:
+                    await admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            else:
+                await conn.exec_driver_sql("SET statement_timeout = 1")
+            await conn.exec_driver_sql("SELECT pg_sleep(1)")
+    except sa.exc.DBAPIError as exc:
+        return exc
+    finally:
+        await db.close()
+    raise AssertionError("the statement did not fail")
+
+
+async def test_a_connection_cut_mid_transaction_is_told_from_a_statement_that_timed_out(
+    postgres: PostgresCluster,
+) -> None:
+    """``is_connection_lost``: the connection broke, so what the database holds of the
+    transaction is unknown; not a statement that timed out, which ``is_database_unavailable``
+    also answers with a 503 (the database is there, only slow)."""
+    url = postgres.new_database()
+    timed_out = await _failed_statement(url, terminated=False)
+    cut = await _failed_statement(url, terminated=True)
+
+    assert is_database_unavailable(timed_out)
+    assert not is_connection_lost(timed_out)
+    assert is_database_unavailable(cut)
+    assert is_connection_lost(cut)

@@ -301,23 +301,33 @@ async def test_pending_writes_are_fenced_and_each_key_keeps_the_value_the_graph_
     client: httpx.AsyncClient, db_url: str
 ) -> None:
     """An interrupt or an error is written at once, fenced, on both databases (on PostgreSQL the
-    fence, the writes and the commit are one message): refused under a lease that moved on;
-    under the thread's lease, a special channel written twice in one call keeps its last value,
-    as one statement a write would leave it."""
+    fence, the writes and the commit are one message): refused under a lease that moved on, with
+    nothing else of its transaction (a user's message for the transcript) stored; under the
+    thread's lease, a special channel written twice in one call keeps its last value, as one
+    statement a write would leave it."""
     events = await chat(client, {"message": QUESTION})
     thread_id, run_id = events[0].thread_id, events[0].run_id
     db = client.services.db  # type: ignore[attr-defined]
     saver = ConsentrySaver(db, database_url=db_url)
     saved = await saver.aget_tuple({"configurable": {"thread_id": thread_id}})
     assert saved is not None
+    async with db.read() as conn:
+        transcript = await read_transcript(conn, thread_id)
 
-    def under(token: int) -> Any:
-        run = _Committer(CheckpointFence(thread_id, run_id, token), db)
+    def under(token: int, committer: type[_Committer] = _Committer) -> Any:
+        run = committer(CheckpointFence(thread_id, run_id, token), db)
         return {"configurable": {**saved.config["configurable"], RUN_KEY: run}}
 
     with pytest.raises(LeaseLostError):
         await saver.aput_writes(under(1), [("__error__", "stale")], "task-1")
     assert await _rows_of_channel(client, thread_id, "__error__") == 0
+    stale = under(1, _WritesAMessageWithTheStep)  # a step's held writes, and a user's message
+    await saver.aput_writes(stale, [("answer", "stale")], "task-1")
+    with pytest.raises(LeaseLostError):
+        await saver.acommit_held(stale["configurable"][RUN_KEY])
+    assert await _rows_of_channel(client, thread_id, "answer") == 0
+    async with db.read() as conn:
+        assert await read_transcript(conn, thread_id) == transcript
 
     async with db.write() as conn:  # the run holds the thread again, with token 7
         await conn.execute(

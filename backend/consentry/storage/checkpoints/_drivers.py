@@ -161,9 +161,10 @@ async def run_on(
     then goes with the transaction's next call (``SqliteConnection.defer_call``), not one of its
     own, and returns None. ``commit``: the operation is the transaction's last work, every
     write of which is fenced; on PostgreSQL, when the operation is one statement, the
-    transaction commits in the same message (one round trip for the whole transaction) and a
-    fence that refused is reported after it (it wrote nothing). Elsewhere the transaction
-    commits as usual, when its block ends."""
+    transaction commits in the same message (one round trip for the whole transaction), unless
+    a fence refused: its statement then fails the message, and the transaction commits nothing
+    (``_operations.fenced_statement``). Elsewhere the transaction commits as usual, when its
+    block ends."""
     if isinstance(conn, SqliteConnection):
         if unread:
             conn.defer_call(functools.partial(_on_sqlalchemy_sqlite, operation=operation))

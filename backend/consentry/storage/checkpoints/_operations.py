@@ -110,6 +110,19 @@ def fenced(sql: CheckpointSql, fence: CheckpointFence | None) -> Operation:
         raise lease_lost(fence)
 
 
+def fenced_statement(query: Query, fence: CheckpointFence) -> Operation:
+    """Run ``query``, a statement that checks ``fence`` itself (PostgreSQL: ``put_fenced``,
+    ``put_writes_fenced``) and fails with ``division_by_zero`` when the lease moved on, so that
+    its transaction commits nothing even when its ``COMMIT`` went in the same message; that
+    failure is raised as the lost lease it is."""
+    try:
+        return (yield query)
+    except DBAPIError as exc:
+        if refused_one_row_change(exc):
+            raise lease_lost(fence) from exc
+        raise
+
+
 def lease_lost(fence: CheckpointFence) -> LeaseLostError:
     return LeaseLostError(
         f"run {fence.run_id} no longer holds thread {fence.thread_id}'s lease: "
@@ -140,16 +153,14 @@ def put_checkpoint(
     )
     if sql.put_fenced is not None and sql.put_fenced_latest is not None and fence is not None:
         older = (saved.thread_id, saved.checkpoint_ns, saved.checkpoint_id, *droppable)
-        try:
-            yield Query(
+        yield from fenced_statement(
+            Query(
                 sql.put_fenced_latest if latest_only else sql.put_fenced,
                 (*fence, *row, *(older * 2 if latest_only else ())),
                 last=True,
-            )
-        except DBAPIError as exc:  # the fence refused: the statement failed its transaction
-            if refused_one_row_change(exc):
-                raise lease_lost(fence) from exc
-            raise
+            ),
+            fence,
+        )
         return
     yield from fenced(sql, fence)
     yield Query(sql.put, row)

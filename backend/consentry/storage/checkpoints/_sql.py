@@ -45,9 +45,9 @@ class CheckpointSql:
     put: str
     drop_older: tuple[str, ...]
     put_fenced: str | None
-    """PostgreSQL: the fence and the checkpoint in one statement (one round trip); its one row
-    counts the checkpoints written, and when the lease moved on it fails with
-    ``division_by_zero`` (``refused_one_row_change``), failing its transaction. None on SQLite,
+    """PostgreSQL: the fence and the checkpoint in one statement (one round trip); when the lease
+    moved on it fails with ``division_by_zero`` (``refused_one_row_change``), failing its
+    transaction. None on SQLite,
     where the separate statements run in one call, in the process, and a refused fence raises
     before the commit."""
     put_fenced_latest: str | None
@@ -75,8 +75,8 @@ class CheckpointSql:
 
     def put_writes_fenced(self, count: int, *, replace: bool) -> str | None:
         """PostgreSQL: the fence and ``count`` pending writes in one statement (one round trip,
-        committed in the same message: ``run_on(commit=True)``); its one row counts the fence's
-        rows (0: the lease moved on, nothing was written). None on SQLite."""
+        committed in the same message: ``run_on(commit=True)``); when the lease moved on it fails
+        with ``division_by_zero``, failing its transaction (``put_fenced``). None on SQLite."""
         if self.dialect != "postgresql":
             return None
         text = _put_writes_fenced(count, replace)
@@ -244,7 +244,7 @@ def _put_writes_fenced(count: int, replace: bool) -> str:
         f"put AS ({_INSERT_WRITES} SELECT v.* FROM fence, (VALUES {', '.join([row] * count)}) "
         "AS v (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, "
         f"value) {_REPLACE_WRITE if replace else _IGNORE_WRITE}) "
-        "SELECT count(*) FROM fence"
+        "SELECT 1 / (SELECT count(*) FROM fence)"  # a refused fence fails it (``put_fenced``)
     )
 
 

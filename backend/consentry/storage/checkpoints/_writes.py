@@ -12,7 +12,7 @@ from consentry.storage.checkpoints._operations import (
     Operation,
     Query,
     fenced,
-    lease_lost,
+    fenced_statement,
 )
 from consentry.storage.checkpoints._sql import CheckpointSql
 
@@ -34,9 +34,7 @@ def put_writes(
         statement = sql.put_writes_fenced(len(distinct), replace=replace)
         if statement is not None:
             values = (*fence, *(value for row in distinct for value in row))
-            counted = yield Query(statement, values, last=True)
-            if not counted.rows[0][0]:
-                raise lease_lost(fence)
+            yield from fenced_statement(Query(statement, values, last=True), fence)
             return
     yield from fenced(sql, fence)
     if rows:

@@ -70,7 +70,7 @@ from consentry.schemas.events import (
     Trigger,
 )
 from consentry.storage.checkpoints import CheckpointFence, ConsentrySaver, HeadRead
-from consentry.storage.db.database import Database, DbConnection, is_database_unavailable
+from consentry.storage.db.database import Database, DbConnection, is_connection_lost
 from consentry.storage.leases import Claim, LeaseLostError
 from consentry.storage.runs import ROLL_BACK
 from consentry_graphs.registry import CompiledGraph, GraphSpec
@@ -338,7 +338,7 @@ class RunExecutor:
         except TimeoutError:
             outcome = Outcome(reason="timeout")
         except Exception as exc:
-            if self._db.is_postgres and is_database_unavailable(exc):
+            if self._db.is_postgres and is_connection_lost(exc):
                 # The database went away mid-run (restarted, failed over, a connection cut):
                 # the run stops as if its process had, and a replica's takeover continues it
                 # from its last checkpoint once the database is back (on SQLite, the file of
@@ -349,7 +349,7 @@ class RunExecutor:
                     extra={"thread_id": events.thread_id, "run_id": events.run_id},
                 )
                 run.stop = "database_lost"
-                await self._store.suspend(run)
+                await asyncio.shield(self._store.suspend(run))
                 return
             failure = describe_failure(exc)
             log.exception(

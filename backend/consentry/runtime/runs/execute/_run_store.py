@@ -28,7 +28,7 @@ from consentry.storage import leases as leases_repo
 from consentry.storage import runs as runs_repo
 from consentry.storage import webhooks as webhooks_repo
 from consentry.storage.checkpoints import ConsentrySaver, saver_of
-from consentry.storage.db.database import Database, DbConnection, is_database_unavailable
+from consentry.storage.db.database import Database, DbConnection, is_connection_lost
 from consentry.storage.leases import LeaseLostError
 from consentry.storage.tool_calls import ToolCallAsked, ToolResultGiven, record_tool_events
 from consentry.storage.transcript import TranscriptEntry, add_to_transcript
@@ -276,7 +276,7 @@ class RunStore:
             events.close(suspended=True)
             return
         except Exception as failure:
-            if self._db.is_postgres and is_database_unavailable(failure):
+            if self._db.is_postgres and is_connection_lost(failure):
                 # The database went away as the run ended: nothing of the end is sent, and the
                 # run stops as if its process had; a replica's takeover closes it as far as its
                 # graph got once the database is back (a consent it asked, recorded then).

@@ -26,13 +26,14 @@ Which module holds what:
 - ``_migrations``: alembic's configuration, :func:`head_revision`, the upgrade,
   :data:`MIGRATION_LOCK` and :class:`SchemaNotCurrentError`.
 - ``_errors``: what the drivers raise (:data:`DATABASE_ERRORS`), told apart:
-  :func:`is_duplicate_key`, :func:`is_database_unavailable`.
+  :func:`is_duplicate_key`, :func:`is_database_unavailable`, :func:`is_connection_lost`.
 - ``_urls``: a PostgreSQL URL in SQLAlchemy's form and in libpq's (:func:`libpq_url`).
 """
 
 from consentry.storage.db.database._database import BUSY_TIMEOUT_SECONDS, Database, DbConnection
 from consentry.storage.db.database._errors import (
     DATABASE_ERRORS,
+    is_connection_lost,
     is_database_unavailable,
     is_duplicate_key,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "execute",
     "execute_unread",
     "head_revision",
+    "is_connection_lost",
     "is_database_unavailable",
     "is_duplicate_key",
     "libpq_url",

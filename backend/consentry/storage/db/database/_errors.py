@@ -7,7 +7,12 @@ from sqlalchemy import exc as sa_exc
 
 from consentry.storage.db.postgres_pool import PoolExhaustedError
 
-__all__ = ["DATABASE_ERRORS", "is_database_unavailable", "is_duplicate_key"]
+__all__ = [
+    "DATABASE_ERRORS",
+    "is_connection_lost",
+    "is_database_unavailable",
+    "is_duplicate_key",
+]
 
 DATABASE_ERRORS: tuple[type[Exception], ...] = (
     sa_exc.DBAPIError,
@@ -48,5 +53,31 @@ def is_database_unavailable(exc: BaseException) -> bool:
             | ConnectionError,
         ):
             return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+_SERVER_GONE = frozenset({"57P01", "57P02", "57P03"})
+"""admin_shutdown, crash_shutdown, cannot_connect_now: the server stopped, or is starting."""
+
+
+def is_connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) says the connection to PostgreSQL broke or could not
+    be made (the server restarted or failed over, the network cut it): what the database holds
+    of a transaction in flight is then unknown. Not a statement that failed or timed out, nor a
+    pool with no connection free (the database is there, only busy)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, sa_exc.DBAPIError):
+            if current.connection_invalidated:
+                return True
+            current = current.orig if isinstance(current.orig, BaseException) else current.__cause__
+            continue
+        if isinstance(current, psycopg.OperationalError | psycopg.InterfaceError):
+            state = current.sqlstate  # None: the client's own (a broken or refused connection)
+            if state is None or state.startswith("08") or state in _SERVER_GONE:
+                return True
         current = current.__cause__ or current.__context__
     return False
