@@ -34,6 +34,7 @@ from consentry_tools.chaos.observations import ClientLog
 from consentry_tools.chaos.options import ChaosOptions
 from consentry_tools.chaos.records import leased_pids, running_threads, thread_ids
 from consentry_tools.chaos.report import ChaosReport, PlantResult, TrialResult
+from consentry_tools.chaos.server_checks import LogCursor
 from consentry_tools.chaos.servers import (
     FreezeRecord,
     KillRecord,
@@ -114,6 +115,7 @@ class _Run:
             for index in range(o.clients)
         ]
         strike: asyncio.Task[Strike] | None = None
+        server_log = LogCursor(server.log_path for server in self.servers)
         try:
             await asyncio.gather(*(c.open_note() for c in clients))
             if self.rng.random() < o.kill_rate:
@@ -145,7 +147,7 @@ class _Run:
                 kill=struck if isinstance(struck, KillRecord) else None,
                 freeze=struck if isinstance(struck, FreezeRecord) else None,
                 outage=struck if isinstance(struck, OutageRecord) else None,
-                violations=check_trial(number, logs, snapshot),
+                violations=check_trial(number, logs, snapshot, server_log=server_log.new_lines()),
                 seconds=time.monotonic() - started,
             ),
             logs,

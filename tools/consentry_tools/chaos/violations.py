@@ -17,6 +17,7 @@ InvariantName = Literal[
     "idempotency",
     "records_agree",
     "one_history",
+    "no_server_error",
 ]
 
 INVARIANTS: dict[InvariantName, str] = {
@@ -29,6 +30,7 @@ INVARIANTS: dict[InvariantName, str] = {
     "idempotency": "idempotent retries replayed",
     "records_agree": "event log, runs and audit agree",
     "one_history": "one history per thread",
+    "no_server_error": "no 500, no unhandled error",
 }
 """Each invariant's label in the report, in the order of the report."""
 
