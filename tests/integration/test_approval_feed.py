@@ -50,7 +50,9 @@ async def test_each_change_to_the_callers_approvals_is_pushed_as_it_commits(
         )
         assert await feed.changes(1) == [("requested", second, "pending")]
         clock.advance(seconds=TTL + 1)
-        assert await services.expiry.sweep() == 1
+        # This sweep, or the sweeper's own pass that the consent rang (a race a loaded machine
+        # lost once: this sweep then found nothing left to expire), expires it once.
+        assert await services.expiry.sweep() in (0, 1)
         assert await feed.changes(1) == [("expired", second, "expired")]
 
 

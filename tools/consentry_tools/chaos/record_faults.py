@@ -8,7 +8,6 @@ from datetime import timedelta
 from uuid import uuid4
 
 import sqlalchemy as sa
-from langgraph.checkpoint.base.id import uuid6
 
 from consentry.stored import approvals, idempotency_keys, note_versions, threads, transcript
 from consentry_tools.chaos.plant_site import NoTargetError, PlantSite, now
@@ -184,16 +183,19 @@ _COPY_CHECKPOINT = sa.text(
 
 async def second_history(site: PlantSite) -> str:
     """What a stale replica's step would leave had the fence let it through: the thread's newest
-    checkpoint continued a second time, from the same parent, at the same step, under a newer
-    id."""
+    checkpoint's parent continued a second time, at the same step. The copy's id sorts right
+    before the newest's (no id of LangGraph's ends with ``-``), so the thread's head, and what
+    the other invariants read of it (the interrupts it waits on, which are its pending writes),
+    stay as they were: a fault planted on the same thread before this one stays visible."""
     for thread_id, stored in site.threads():
         followed = [c for c in stored.checkpoints if c.parent_id is not None]
         if not followed:
             continue
+        newest = followed[-1].checkpoint_id
         async with site.db.write() as conn:
             await conn.execute(
                 _COPY_CHECKPOINT,
-                {"thread": thread_id, "newest": followed[-1].checkpoint_id, "copy": str(uuid6())},
+                {"thread": thread_id, "newest": newest, "copy": f"{newest[:-1]}-"},
             )
         return thread_id
     raise NoTargetError("no thread with a checkpoint that follows another")
