@@ -62,6 +62,7 @@ from consentry.runtime.runs.execute._stream_mapping import (
     RESUMED_LABELS,
     ChunkMapper,
 )
+from consentry.runtime.runs.execute._takeover_stops import stop_for_takeover
 from consentry.runtime.store import scoped_to
 from consentry.schemas.chat import ConsentPolicy
 from consentry.schemas.events import (
@@ -319,12 +320,7 @@ class RunExecutor:
                 task.uncancel()
             outcome = Outcome(reason="cancelled")
         except LeaseLostError:
-            log.warning(
-                "a run lost its lease (another process took it over); it stops, storing nothing",
-                extra={"thread_id": events.thread_id, "run_id": events.run_id},
-            )
-            run.stop = "lease_lost"
-            await self._store.suspend(run)
+            await stop_for_takeover(self._store, run, "lease_lost")
             return
         except StopRequestedError:
             if run.stop != "cancel":
@@ -338,18 +334,8 @@ class RunExecutor:
         except TimeoutError:
             outcome = Outcome(reason="timeout")
         except Exception as exc:
-            if self._db.is_postgres and is_connection_lost(exc):
-                # The database went away mid-run (restarted, failed over, a connection cut):
-                # the run stops as if its process had, and a replica's takeover continues it
-                # from its last checkpoint once the database is back (on SQLite, the file of
-                # this one process, the run fails instead).
-                log.warning(
-                    "the database went away during a run; it stops, to be continued from its "
-                    "last checkpoint",
-                    extra={"thread_id": events.thread_id, "run_id": events.run_id},
-                )
-                run.stop = "database_lost"
-                await asyncio.shield(self._store.suspend(run))
+            if self._db.is_postgres and is_connection_lost(exc):  # (SQLite: the run fails)
+                await stop_for_takeover(self._store, run, "database_lost")
                 return
             failure = describe_failure(exc)
             log.exception(

@@ -12,8 +12,9 @@ only."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 from consentry.errors import BadRequestError
 from consentry.observability.metrics import Metrics
@@ -125,12 +126,11 @@ class StreamJoins:
         after_seq: int,
         graph_modes: frozenset[str],
     ) -> AsyncIterator[OutgoingEvent]:
-        """The stored events, then the ones another process stores, until that run's ``final``.
-        The database going away meanwhile ends the stream as a suspended run's does: with a
-        reconnect hint, for the client to come back with ``Last-Event-ID``."""
+        """The stored events, then the ones another process stores, until that run's ``final``
+        (the database going away meanwhile ends the stream with a reconnect hint)."""
         if resync is not None:
             yield resync
-        try:
+        with _reconnect_when_database_away(run_id):
             async for event in follow_log(
                 self._db,
                 self._notifications,
@@ -141,10 +141,6 @@ class StreamJoins:
                 graph_modes=graph_modes,
             ):
                 yield event
-        except DATABASE_ERRORS as exc:
-            if not is_database_unavailable(exc):
-                raise
-            raise RunSuspendedError(run_id) from exc
 
     @staticmethod
     async def _replay_then_live(
@@ -200,16 +196,25 @@ class StreamJoins:
         async for event in events:
             yield event
             if event.type == "final" and json.loads(event.data)["run_id"] == run_id:
-                try:
+                with _reconnect_when_database_away(run_id):  # the client comes back for more
                     async with self._db.read() as conn:
                         successor = await runs_repo.recovery_of(conn, run_id)
-                except DATABASE_ERRORS as exc:  # the client comes back for the rest
-                    if not is_database_unavailable(exc):
-                        raise
-                    raise RunSuspendedError(run_id) from exc
                 if successor is None:
                     return
                 run_id = successor
+
+
+@contextlib.contextmanager
+def _reconnect_when_database_away(run_id: str) -> Iterator[None]:
+    """A read of the stream's that finds the database away ends the stream as a suspended
+    run's does: with a reconnect hint (``RunSuspendedError``), for the client to come back with
+    ``Last-Event-ID``."""
+    try:
+        yield
+    except DATABASE_ERRORS as exc:
+        if not is_database_unavailable(exc):
+            raise
+        raise RunSuspendedError(run_id) from exc
 
 
 def _unnumbered(event: OutgoingEvent) -> bool:
