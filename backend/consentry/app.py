@@ -52,7 +52,11 @@ from consentry.schemas.errors import ErrorBody, ErrorDetail
 from consentry.schemas.events import EVENT_ADAPTER
 from consentry.services import open_services
 from consentry.settings import Settings
-from consentry.storage.db.database import DATABASE_ERRORS, is_database_unavailable
+from consentry.storage.db.database import (
+    DATABASE_ERRORS,
+    is_database_unavailable,
+    is_storage_full,
+)
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
@@ -131,16 +135,26 @@ def _allowed_methods(request: Request) -> str:
 
 
 async def _on_database_error(request: Request, exc: Exception) -> JSONResponse:
-    """A database that cannot be reached is a 503 the client may retry, not a bug."""
+    """A database that cannot be reached is a 503 the client may retry, not a bug; one whose
+    disk is full, a 507 (``storage_full``) the client may retry as well."""
     metrics = request.app.state.services.metrics
     if not is_database_unavailable(exc):
         metrics.database_error("query")
         return await _on_unexpected_error(request, exc)
-    metrics.database_error("unavailable")
-    log.warning("database unavailable on %s %s: %r", request.method, request.url.path, exc)
-    response = _error(
-        503, "database_unavailable", "The database cannot be reached; try again shortly."
-    )
+    if is_storage_full(exc):
+        # Nothing of the request was stored (its transaction rolled back): the same request
+        # succeeds once the database's disk has room again.
+        metrics.database_error("storage_full")
+        log.warning("database storage full on %s %s: %r", request.method, request.url.path, exc)
+        response = _error(
+            507, "storage_full", "The server's storage is full; nothing was stored. Retry later."
+        )
+    else:
+        metrics.database_error("unavailable")
+        log.warning("database unavailable on %s %s: %r", request.method, request.url.path, exc)
+        response = _error(
+            503, "database_unavailable", "The database cannot be reached; try again shortly."
+        )
     response.headers["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
     return response
 

@@ -30,6 +30,7 @@ from consentry.runtime.notes import NotesService, SampleNote, read_sample_notes
 from consentry.runtime.readiness import BackgroundTask, Readiness
 from consentry.runtime.replicas import EventNotifications
 from consentry.runtime.runs import (
+    LeftRunCloser,
     RunExecutor,
     RunLimits,
     RunRecords,
@@ -230,6 +231,11 @@ async def _open(
             if works:
                 worker.start()
                 takeover.start()
+            # SQLite: the runs whose end this process could not store, closed once it can (on
+            # PostgreSQL their lease expires, and the takeover closes them).
+            closer = None if db.is_postgres else LeftRunCloser(left=executor.left_open, runs=runs)
+            if closer is not None:
+                closer.start()
             # Every process sends what is due, whatever its role: one replica per attempt.
             webhooks.start()
             background: dict[str, BackgroundTask] = {
@@ -240,6 +246,8 @@ async def _open(
                 background["notifications"] = notifications
             if works:
                 background |= {"run_worker": worker, "run_takeover": takeover}
+            if closer is not None:
+                background["left_run_closer"] = closer
             readiness = Readiness(db, background=background)
             open_streams = OpenStreams()
             metrics.watch(
@@ -296,6 +304,8 @@ async def _open(
                 await webhooks.stop()
                 await worker.stop()
                 await takeover.stop()
+                if closer is not None:
+                    await closer.stop()
                 await notifications.stop()
                 await expiry.stop()
                 await executor.shutdown()

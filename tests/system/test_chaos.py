@@ -15,6 +15,7 @@ report read back.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -25,13 +26,15 @@ import pytest
 
 from consentry_tools.chaos.faults import FAULTS
 from consentry_tools.chaos.violations import INVARIANTS
-from tests.postgres import PostgresCluster
+from tests.postgres import PostgresCluster, postgres_cluster
 
 RUN_TIMEOUT_SECONDS = 300.0
 SQLITE_TRIALS = 12
 POSTGRES_TRIALS = 12
 FREEZE_TRIALS = 6
 OUTAGE_TRIALS = 8
+FILE_TRIALS = 8
+RESTART_TRIALS = 6
 SEED_5 = ("--seed", "5")
 SHORT_TRIALS = ("--clients", "4", "--conversations", "1", "--double-kill-rate", "0.5")
 """A trial's cost is mostly its restart (about 2 s): more clients, one conversation each; half
@@ -133,6 +136,49 @@ def test_database_cut_and_outage_trials_on_two_postgres_replicas_lose_nothing(
     assert result["database_outages"] >= 1, run.table
     assert result["database_cuts"] + result["database_outages"] == OUTAGE_TRIALS, run.table
     assert result["outages_with_requests_open"] >= OUTAGE_TRIALS // 3, run.table
+    assert result["acknowledged_decisions"] > 0, run.table
+    assert result["violations"] == dict.fromkeys(INVARIANTS, 0), run.table
+    assert run.exit_code == 0, run.table
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a full disk is a tmpfs the run mounts: root only")
+def test_full_disk_and_locked_file_trials_on_sqlite_lose_nothing(tmp_path: Path) -> None:
+    """The SQLite file's disk full for up to two and a half seconds (its tmpfs shrunk to what it
+    holds), or its write lock held by another process as long: requests meanwhile get 507
+    ``storage_full`` (or wait for the lock), nothing half-written is left, and a run whose end
+    could not be stored is closed and continued by the server itself once there is room. Seed 3
+    met such runs left running until the next start (three threads stuck, a message lost) in
+    its first two trials."""
+    trials = ["--trials", str(FILE_TRIALS), "--clients", "4", "--conversations", "1"]
+    strikes = ["--disk-full-rate", "0.5", "--lock-rate", "0.5"]
+    run = _chaos(tmp_path, "--database", "sqlite", *trials, *strikes, "--seed", "3")
+
+    result = run.result
+    assert result["disk_fulls"] >= 1, run.table
+    assert result["file_locks"] >= 1, run.table
+    assert result["disk_fulls"] + result["file_locks"] == FILE_TRIALS, run.table
+    assert result["file_strikes_with_requests_open"] >= FILE_TRIALS // 3, run.table
+    assert result["storage_full_answers"] >= 1, run.table  # the disk was full for real
+    assert result["acknowledged_decisions"] > 0, run.table
+    assert result["violations"] == dict.fromkeys(INVARIANTS, 0), run.table
+    assert run.exit_code == 0, run.table
+
+
+@pytest.mark.postgres
+def test_restart_trials_of_postgres_under_two_replicas_lose_nothing(tmp_path: Path) -> None:
+    """``pg_ctl restart -m immediate`` mid-run, on a cluster of the test's own (every database
+    of it goes down) whose commits are synchronous: every connection of both replicas, their
+    ``LISTEN`` ones too, dropped at once, new ones refused while it recovers; runs in flight are
+    continued from their last committed step, and nothing a client was told is lost."""
+    with postgres_cluster(synchronous_commit=True) as cluster:
+        database = ["--database", "postgres", "--database-url", cluster.new_database()]
+        restarts = ["--restart-rate", "1", "--postgres-data", cluster.data_dir]
+        trials = ["--trials", str(RESTART_TRIALS), "--clients", "4", "--conversations", "1"]
+        run = _chaos(tmp_path, *database, "--replicas", "2", *restarts, *trials, *SEED_5)
+
+    result = run.result
+    assert result["database_restarts"] == RESTART_TRIALS, run.table
+    assert result["restarts_with_requests_open"] >= RESTART_TRIALS // 3, run.table
     assert result["acknowledged_decisions"] > 0, run.table
     assert result["violations"] == dict.fromkeys(INVARIANTS, 0), run.table
     assert run.exit_code == 0, run.table

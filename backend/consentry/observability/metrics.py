@@ -164,7 +164,8 @@ class Metrics:
         )
         self.database_errors = counter(
             "consentry_database_errors",
-            "Database errors: `unavailable` (answered 503), `query` (answered 500), "
+            "Database errors: `unavailable` (answered 503), `storage_full` (answered 507), "
+            "`query` (answered 500), "
             "`run_end` (a run's end could not be stored).",
             ("kind",),
         )
@@ -224,7 +225,9 @@ class Metrics:
     def webhook_attempted(self, outcome: WebhookOutcome) -> None:
         self.webhook_attempts.labels(outcome).inc()
 
-    def database_error(self, kind: Literal["unavailable", "query", "run_end"]) -> None:
+    def database_error(
+        self, kind: Literal["unavailable", "storage_full", "query", "run_end"]
+    ) -> None:
         self.database_errors.labels(kind).inc()
 
 

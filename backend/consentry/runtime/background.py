@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 __all__ = ["BackgroundLoop"]
 
@@ -26,6 +27,18 @@ class BackgroundLoop:
     def running(self) -> bool:
         """Its task was started and has not ended."""
         return self._task is not None and not self._task.done()
+
+    def _start(self, run: Callable[[], Coroutine[Any, Any, None]], *, name: str) -> None:
+        """Start ``run`` as the loop's task, unless it was started."""
+        if self._task is None:
+            self._task = asyncio.create_task(run(), name=name)
+
+    async def _cancel(self) -> None:
+        """Cancel the loop's task wherever it is, and wait for it to end."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
 
     async def _passes(
         self,

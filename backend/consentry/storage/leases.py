@@ -37,6 +37,7 @@ __all__ = [
     "ThreadVersion",
     "UnfinishedRun",
     "claim_thread",
+    "commit_only_while_leased",
     "earliest_lease_expiry",
     "extend_reservation",
     "holds_lease",
@@ -330,9 +331,31 @@ async def release_thread(
         raise LeaseLostError(run_id)
 
 
+_STILL_LEASED = direct(
+    threads.update().where(*_HOLDS_LEASE).values(fencing_token=threads.c.fencing_token)
+)
+"""Changes nothing but locks the thread's row until the commit, and only while the run holds the
+lease: a takeover's claim then waits for that commit, or came first and refuses it."""
+
+
+def commit_only_while_leased(
+    conn: DbConnection, thread_id: str, *, run_id: str, fencing_token: int
+) -> None:
+    """Let the caller's transaction commit only if the run still holds the thread's lease when
+    it does (an effect on Consentry's own tables, written by a run's graph in a transaction of
+    its own): on PostgreSQL a check that goes with the ``COMMIT``, in its message, and fails it
+    when the lease moved on (:func:`release_refused`; nothing is stored). On SQLite, one process
+    on the file, no other can take the lease: nothing to check."""
+    if isinstance(conn, PostgresConnection):
+        conn.defer_one_row_change(
+            _STILL_LEASED, {"p_id": thread_id, "p_run": run_id, "p_token": fencing_token}
+        )
+
+
 def release_refused(error: BaseException) -> bool:
-    """Whether ``error`` is a ``release_thread(last=True)`` refused at its commit (PostgreSQL):
-    the run no longer held the lease, and nothing of its transaction was stored."""
+    """Whether ``error`` is a ``release_thread(last=True)`` (or a
+    :func:`commit_only_while_leased`) refused at its commit (PostgreSQL): the run no longer held
+    the lease, and nothing of its transaction was stored."""
     return refused_one_row_change(error)
 
 

@@ -41,9 +41,10 @@ class ChaosDatabase:
             await conn.execute(f'DROP DATABASE IF EXISTS "{self.created}" WITH (FORCE)')
 
 
-async def prepare_database(options: ChaosOptions, work: Path) -> ChaosDatabase:
+async def prepare_database(options: ChaosOptions, folder: Path) -> ChaosDatabase:
+    """``folder``: where a new SQLite file goes, unless the options name one."""
     if options.database == "sqlite":
-        url = options.database_url or f"sqlite:///{work / 'consentry.db'}"
+        url = options.database_url or f"sqlite:///{folder / 'consentry.db'}"
         if not url.startswith("sqlite:///"):
             raise DatabaseSetupError(f"--database sqlite needs a sqlite:/// URL, not {url!r}")
         if await asyncio.to_thread(Path(url.removeprefix("sqlite:///")).exists):

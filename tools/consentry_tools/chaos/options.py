@@ -27,8 +27,8 @@ class ChaosOptions:
     replicas: int = 1
     """Server processes on the database (PostgreSQL only for more than one)."""
     kill_rate: float = 1.0
-    """Share of trials with a strike: a SIGKILL, or (``freeze_rate``, ``cut_rate``,
-    ``outage_rate``) a freeze, the database's connections cut, or the database away."""
+    """Share of trials with a strike: a SIGKILL, or (by the rates below) a freeze, the database's
+    connections cut, the database away, its disk full or its file locked."""
     freeze_rate: float = 0.0
     """Share of strikes that freeze a server (SIGSTOP past its lease, then SIGCONT) instead of
     killing it."""
@@ -38,6 +38,17 @@ class ChaosOptions:
     outage_rate: float = 0.0
     """PostgreSQL: share of strikes that cut them and refuse new ones for a while (the database
     away)."""
+    disk_full_rate: float = 0.0
+    """SQLite: share of strikes that fill the disk of the server's file for a while (a tmpfs the
+    run mounts, ``sqlite_faults``) instead of killing the server."""
+    lock_rate: float = 0.0
+    """SQLite: share of strikes that hold the file's write lock from another process for a
+    while."""
+    restart_rate: float = 0.0
+    """PostgreSQL: share of strikes that restart the database server (``pg_ctl restart -m
+    immediate`` on ``postgres_data``, ``pg_restarts``) instead of killing a replica."""
+    postgres_data: Path | None = None
+    """The data directory of the cluster of ``database_url``, for ``restart_rate``."""
     double_kill_rate: float = 0.15
     """Share of kills followed by a second SIGKILL while the server restarts."""
     race_rate: float = 0.25
@@ -60,3 +71,15 @@ class ChaosOptions:
     def through_proxy(self) -> bool:
         """Whether the servers reach the database through the run's proxy (``db_proxy``)."""
         return self.cut_rate > 0 or self.outage_rate > 0
+
+    @property
+    def other_strikes(self) -> tuple[float, ...]:
+        """The rates of the strikes that are not kills, in the order a trial draws them."""
+        return (
+            self.freeze_rate,
+            self.cut_rate,
+            self.outage_rate,
+            self.disk_full_rate,
+            self.lock_rate,
+            self.restart_rate,
+        )

@@ -10,7 +10,9 @@ from typing import Any
 
 from consentry_tools.chaos.db_proxy import OutageRecord
 from consentry_tools.chaos.options import ChaosOptions
+from consentry_tools.chaos.pg_restarts import RestartRecord
 from consentry_tools.chaos.servers import FreezeRecord, KillRecord
+from consentry_tools.chaos.sqlite_faults import FileRecord
 from consentry_tools.chaos.violations import INVARIANTS, InvariantName, Violation
 
 __all__ = ["ChaosReport", "PlantResult", "TrialResult"]
@@ -24,9 +26,15 @@ class TrialResult:
     acknowledged_decisions: int
     retried_requests: int
     replayed_answers: int
+    storage_full_answers: int
+    """Attempts answered 507 ``storage_full`` (the database's disk full)."""
     kill: KillRecord | None
     freeze: FreezeRecord | None
     outage: OutageRecord | None
+    file: FileRecord | None
+    """SQLite's disk full, or its file locked."""
+    restart: RestartRecord | None
+    """PostgreSQL restarted."""
     violations: list[Violation]
     seconds: float
 
@@ -71,6 +79,8 @@ class ChaosReport:
         kills = [t.kill for t in self.trials if t.kill is not None]
         freezes = [t.freeze for t in self.trials if t.freeze is not None]
         outages = [t.outage for t in self.trials if t.outage is not None]
+        files = [t.file for t in self.trials if t.file is not None]
+        restarts = [t.restart for t in self.trials if t.restart is not None]
         return {
             "trials": len(self.trials),
             "conversations": sum(t.conversations for t in self.trials),
@@ -90,6 +100,12 @@ class ChaosReport:
             "database_outages": sum(1 for d in outages if d.seconds),
             "connections_cut": sum(d.connections_cut for d in outages),
             "outages_with_requests_open": sum(1 for d in outages if d.open_requests),
+            "disk_fulls": sum(1 for f in files if f.kind == "disk_full"),
+            "file_locks": sum(1 for f in files if f.kind == "lock"),
+            "file_strikes_with_requests_open": sum(1 for f in files if f.open_requests),
+            "storage_full_answers": sum(t.storage_full_answers for t in self.trials),
+            "database_restarts": len(restarts),
+            "restarts_with_requests_open": sum(1 for r in restarts if r.open_requests),
         }
 
     def per_invariant(self) -> dict[InvariantName, int]:
@@ -117,6 +133,11 @@ class ChaosReport:
             f"{'database cuts / outages':<28}{c['database_cuts']:>4} /{c['database_outages']:>2}   "
             f"({c['connections_cut']} connections cut; {c['outages_with_requests_open']} with "
             "requests open)",
+            f"{'disk full / file locked':<28}{c['disk_fulls']:>4} /{c['file_locks']:>2}   "
+            f"({c['file_strikes_with_requests_open']} with requests open; "
+            f"{c['storage_full_answers']} answers 507 storage_full)",
+            f"{'PostgreSQL restarts':<28}{c['database_restarts']:>8}   "
+            f"({c['restarts_with_requests_open']} with requests open)",
             "",
             f"{'invariant':<36}{'violations':>10}   threads",
         ]
@@ -173,6 +194,14 @@ class ChaosReport:
             ],
             "outages_detail": [
                 {"trial": t.trial, **asdict(t.outage)} for t in self.trials if t.outage is not None
+            ],
+            "restarts_detail": [
+                {"trial": t.trial, **asdict(t.restart)}
+                for t in self.trials
+                if t.restart is not None
+            ],
+            "files_detail": [
+                {"trial": t.trial, **asdict(t.file)} for t in self.trials if t.file is not None
             ],
             "freezes_detail": [
                 {"trial": t.trial, **asdict(t.freeze)} for t in self.trials if t.freeze is not None

@@ -94,9 +94,10 @@ def _message_once(
         )
 
 
-_TRY_AGAIN = frozenset({"request_in_progress", "database_unavailable"})
+_TRY_AGAIN = frozenset({"request_in_progress", "database_unavailable", "storage_full"})
 """Answers that tell a client to send the same request again later (409 while its first attempt
-still runs, 503 while the database is away), not what became of it."""
+still runs, 503 while the database is away, 507 while its disk is full), not what became of
+it."""
 
 
 def check_idempotency(clients: Sequence[ClientLog], snapshot: Snapshot) -> Iterator[Violation]:

@@ -1,7 +1,8 @@
 """Invariant 10: no server error. A fault may make a request wait, or answer it 503 with
-``Retry-After``; it must never make the server answer 500, or fail a request with an error it
-did not handle (an exception that reached the ASGI server: the client sees its connection
-dropped, the log an ``unhandled error`` or uvicorn's ``Exception in ASGI application``).
+``Retry-After`` (507 ``storage_full`` while the database's disk is full); it must never make
+the server answer 500, or fail a request with an error it did not handle (an exception that
+reached the ASGI server: the client sees its connection dropped, the log an ``unhandled error``
+or uvicorn's ``Exception in ASGI application``).
 
 The clients' answers are in their logs (``observations``). The servers' logs
 (``server-<n>.log``, JSON lines) are read from where the trial found them (:class:`LogCursor`),
@@ -23,7 +24,8 @@ UNHANDLED = ("unhandled error on ", "Exception in ASGI application")
 """How a server's log says a request failed with an error nobody handled (``consentry.app``'s
 own handler of last resort; uvicorn's, for an error raised after the response started)."""
 SERVER_ERROR = 500
-UNAVAILABLE = 503
+TRY_AGAIN = frozenset({503, 507})
+"""Unavailable, insufficient storage: answers that say to send the request again later."""
 
 
 class LogCursor:
@@ -68,7 +70,7 @@ def check_server_errors(
         for request in client.requests:
             for attempt in request.attempts:
                 status = attempt.status
-                if status is not None and status >= SERVER_ERROR and status != UNAVAILABLE:
+                if status is not None and status >= SERVER_ERROR and status not in TRY_AGAIN:
                     yield Violation(
                         "no_server_error",
                         attempt.thread_id or request.thread_id,

@@ -19,6 +19,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from dataclasses import replace
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from consentry_tools.chaos.faults import FAULTS, NoTargetError, PlantSite
 from consentry_tools.chaos.invariants import check_trial
 from consentry_tools.chaos.observations import ClientLog
 from consentry_tools.chaos.options import ChaosOptions
+from consentry_tools.chaos.pg_restarts import PostgresRestarter, RestartRecord
 from consentry_tools.chaos.records import leased_pids, running_threads, thread_ids
 from consentry_tools.chaos.report import ChaosReport, PlantResult, TrialResult
 from consentry_tools.chaos.server_checks import LogCursor
@@ -43,12 +45,13 @@ from consentry_tools.chaos.servers import (
     start_servers,
 )
 from consentry_tools.chaos.snapshot import Snapshot, take_snapshot
+from consentry_tools.chaos.sqlite_faults import FileRecord, SqliteDisk, strike_file
 from consentry_tools.chaos.violations import Violation
 from consentry_tools.chaos.workload import Client, ClientPlan, Progress
 
 __all__ = ["run_chaos"]
 
-Strike = KillRecord | FreezeRecord | OutageRecord
+Strike = KillRecord | FreezeRecord | OutageRecord | FileRecord | RestartRecord
 
 SETTLE_SECONDS = 60.0
 """How long a thread may keep a run after its client is done (plus three leases on PostgreSQL)."""
@@ -69,6 +72,9 @@ class _Run:
         positions: Positions,
         known: set[str],
         proxy: DatabaseProxy | None,
+        disk: SqliteDisk | None,
+        restarter: PostgresRestarter | None,
+        database_url: str,
     ) -> None:
         self.options = options
         self.servers = servers
@@ -78,6 +84,11 @@ class _Run:
         """The threads of earlier trials (and of whatever the database held before)."""
         self.proxy = proxy
         """Between the servers and PostgreSQL, when a strike may take the database away."""
+        self.disk = disk
+        """The tmpfs of the SQLite file, when a strike may fill it up."""
+        self.restarter = restarter
+        """Of the PostgreSQL cluster, when a strike may restart it."""
+        self.database_url = database_url
         self.rng = random.Random(options.seed)
         self.expected_ticks = float(
             options.clients * options.conversations * TICKS_PER_CONVERSATION
@@ -144,9 +155,14 @@ class _Run:
                 ),
                 retried_requests=sum(1 for r in requests if r.retried),
                 replayed_answers=sum(1 for r in requests for a in r.attempts if a.replayed),
+                storage_full_answers=sum(
+                    1 for r in requests for a in r.attempts if a.code == "storage_full"
+                ),
                 kill=struck if isinstance(struck, KillRecord) else None,
                 freeze=struck if isinstance(struck, FreezeRecord) else None,
                 outage=struck if isinstance(struck, OutageRecord) else None,
+                file=struck if isinstance(struck, FileRecord) else None,
+                restart=struck if isinstance(struck, RestartRecord) else None,
                 violations=check_trial(number, logs, snapshot, server_log=server_log.new_lines()),
                 seconds=time.monotonic() - started,
             ),
@@ -155,16 +171,31 @@ class _Run:
         )
 
     async def _strike(self, progress: Progress, ticks: int) -> Strike:
-        """This trial's strike: a kill, or (by their rates) a freeze, a cut or an outage."""
+        """This trial's strike: a kill, or (by their rates) a freeze, a cut, an outage, a full
+        disk, a locked file or a restart of PostgreSQL."""
         o = self.options
-        others = o.freeze_rate + o.cut_rate + o.outage_rate
         # Drawn only when other strikes are asked for: a seed's kills stay what they were.
-        draw = self.rng.random() if others > 0 else 1.0
-        if draw < o.freeze_rate:
+        draw = self.rng.random() if sum(o.other_strikes) > 0 else 1.0
+        freeze, cut, outage, disk_full, lock, restart = o.other_strikes
+        if draw < freeze:
             return await self.faults.freeze_after(progress, ticks)
-        if draw < o.freeze_rate + o.cut_rate + o.outage_rate and self.proxy is not None:
-            outage = draw >= o.freeze_rate + o.cut_rate
-            return await self.faults.database_away_after(progress, ticks, self.proxy, outage=outage)
+        draw -= freeze
+        if draw < cut + outage and self.proxy is not None:
+            away = draw >= cut
+            return await self.faults.database_away_after(progress, ticks, self.proxy, outage=away)
+        draw -= cut + outage
+        if draw < disk_full + lock:
+            return await strike_file(
+                "disk_full" if draw < disk_full else "lock",
+                progress=progress,
+                ticks=ticks,
+                rng=self.rng,
+                disk=self.disk,
+                database=Path(self.database_url.removeprefix("sqlite:///")),
+            )
+        draw -= disk_full + lock
+        if draw < restart and self.restarter is not None:
+            return await self.restarter.restart_after(progress, ticks, self.rng)
         return await self.faults.kill_after(progress, ticks)
 
     async def _settle(self) -> None:
@@ -225,14 +256,45 @@ class _Run:
 async def run_chaos(options: ChaosOptions) -> ChaosReport:
     work = options.work_dir or Path(tempfile.mkdtemp(prefix="consentry-chaos-"))
     work.mkdir(parents=True, exist_ok=True)
-    database = await prepare_database(options, work)
-    report = ChaosReport(options, _printable(database.url))
-    sys.stderr.write(
-        f"consentry chaos: seed {options.seed}, {options.trials} trials on {report.database}, "
-        f"server logs in {work}\n"
-    )
-    started = time.monotonic()
+    async with AsyncExitStack() as stack:
+        disk = None
+        if options.disk_full_rate > 0:  # the SQLite file on a tmpfs a strike fills up
+            disk = await stack.enter_async_context(SqliteDisk.mounted(work / "disk"))
+        database = await prepare_database(options, disk.path if disk is not None else work)
+        report = ChaosReport(options, _printable(database.url))
+        sys.stderr.write(
+            f"consentry chaos: seed {options.seed}, {options.trials} trials on "
+            f"{report.database}, server logs in {work}\n"
+        )
+        started = time.monotonic()
+        ended = False
+        try:
+            await _trials(options, report, database, work=work, disk=disk)
+            ended = True
+        finally:
+            report.seconds = time.monotonic() - started
+            if disk is not None and (not ended or _keeps(report)):
+                # Its tmpfs is unmounted next: the file is kept as evidence first.
+                await asyncio.to_thread(disk.copy_to, work / "database")
+                report.database = str(work / "database")
+    await _clean_up(report, database, work)
+    return report
+
+
+async def _trials(
+    options: ChaosOptions,
+    report: ChaosReport,
+    database: ChaosDatabase,
+    *,
+    work: Path,
+    disk: SqliteDisk | None,
+) -> None:
+    """Start the servers (and the proxy), run the trials and plant the faults; stop them."""
     lease = options.lease_seconds if options.database == "postgres" else None
+    restarter = None
+    if options.restart_rate > 0 and options.postgres_data is not None:
+        restarter = PostgresRestarter(options.postgres_data)
+        await restarter.check(database.url)
     proxy = await start_proxy(database.url) if options.through_proxy else None
     servers = await start_servers(
         proxy.url_for(database.url) if proxy is not None else database.url,
@@ -251,6 +313,9 @@ async def run_chaos(options: ChaosOptions) -> ChaosReport:
                 positions=positions,
                 known=await thread_ids(db),
                 proxy=proxy,
+                disk=disk,
+                restarter=restarter,
+                database_url=database.url,
             )
             logs: list[ClientLog] = []
             snapshot: Snapshot | None = None
@@ -269,9 +334,6 @@ async def run_chaos(options: ChaosOptions) -> ChaosReport:
         if proxy is not None:
             await proxy.aclose()
         await db.close()
-        report.seconds = time.monotonic() - started
-    await _clean_up(report, database, work)
-    return report
 
 
 def _progress(result: TrialResult, trials: int) -> None:
@@ -286,6 +348,11 @@ def _progress(result: TrialResult, trials: int) -> None:
             f"freeze of {freeze.server} for {freeze.seconds:.1f} s ({freeze.runs_frozen} runs "
             f"held, {freeze.runs_taken_over} taken over)"
         )
+    elif result.file is not None:
+        what = {"disk_full": "disk full", "lock": "file locked"}[result.file.kind]
+        what += f" for {result.file.seconds:.1f} s"
+    elif result.restart is not None:
+        what = f"PostgreSQL restarted ({result.restart.seconds:.1f} s)"
     elif result.outage is not None:
         outage = result.outage
         what = f"database connections cut ({outage.connections_cut})" + (
@@ -297,9 +364,13 @@ def _progress(result: TrialResult, trials: int) -> None:
     )
 
 
+def _keeps(report: ChaosReport) -> bool:
+    return bool(report.violations) or report.options.keep
+
+
 async def _clean_up(report: ChaosReport, database: ChaosDatabase, work: Path) -> None:
     """Keep the evidence of a run that found something (or when asked); drop the rest."""
-    if report.violations or report.options.keep:
+    if _keeps(report):
         sys.stderr.write(f"kept: {work} (server logs) and the database {report.database}\n")
         return
     await database.drop()

@@ -32,7 +32,9 @@ Decision = Literal["approve", "edit", "reject"]
 DECISIONS: tuple[Decision, ...] = ("approve", "edit", "reject")
 RETRY_FIRST_SECONDS = 0.05
 RETRY_MAX_SECONDS = 0.5
-BUSY_CODES = frozenset({"request_in_progress", "database_unavailable", "rate_limited"})
+BUSY_CODES = frozenset(
+    {"request_in_progress", "database_unavailable", "storage_full", "rate_limited"}
+)
 RUN_UNDER_WAY = frozenset({"run_started", "step", "message", "note", "model_retry"})
 """Events after which the run still has work to do (``consent`` and ``final`` come after its
 closing transaction; ``token`` events are too many to weigh the same)."""
@@ -223,7 +225,7 @@ class Client:
             self.log.told_of(attempt.thread_id)
             if attempt.failure is None and attempt.status in (200, 202):
                 return
-            busy = attempt.code in BUSY_CODES or attempt.status in (429, 503)
+            busy = attempt.code in BUSY_CODES or attempt.status in (429, 503, 507)
             thread_busy = attempt.code == "run_in_progress"
             if attempt.failure is None and not busy and not thread_busy:
                 return  # refused: it did not run

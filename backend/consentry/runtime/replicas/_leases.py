@@ -5,7 +5,9 @@ fencing token (``storage.leases``). While the run lasts, one heartbeat per proce
 leases of all its runs every third of the lease, in one statement. A run whose lease was taken
 over (the process stalled past its lease and another took the run) is stopped; so is every run
 whose lease could not be renewed for two thirds of the lease (the database is unreachable), before
-anyone else may take it over. Writes a stopped run might still attempt fail on its fencing token.
+anyone else may take it over (on PostgreSQL: on SQLite, one process on the file, nobody else can,
+and a run goes on through its database's trouble). Writes a stopped run might still attempt fail
+on its fencing token.
 
 The heartbeat sleeps while the process has no run: no timer, no query.
 """
@@ -88,8 +90,9 @@ class LeaseKeeper:
                 )
         except Exception:
             log.exception("could not renew run leases")
-            deadline = started - self._lease * 2 / 3
-            self._stop({r for r in run_ids if self._confirmed.get(r, started) < deadline})
+            if self._db.is_postgres:  # (on SQLite no other process can take a run over)
+                deadline = started - self._lease * 2 / 3
+                self._stop({r for r in run_ids if self._confirmed.get(r, started) < deadline})
             return
         for run_id in held:
             if run_id in self._confirmed:

@@ -9,7 +9,8 @@ small face, each importing only the rooms listed before it:
 - ``execute``: the run's task (:class:`RunExecutor`), its graph stream, events, consents and
   stores; what a run is made of; the worker of a split deployment (:class:`RunWorker`);
 - ``start``: the thread a request is for, a message or a decision, the claim and the launch;
-- ``recover``: runs of dead processes and failed runs' retries (:class:`RunTakeover`);
+- ``recover``: runs of dead processes and failed runs' retries (:class:`RunTakeover`,
+  :class:`LeftRunCloser`);
 - ``read``: joining a thread's stream, and reading threads (:class:`ThreadReader`).
 
 Above the service, ``sdk`` holds what only the LangGraph SDK face needs: runs that wait for
@@ -34,7 +35,7 @@ from consentry.runtime.runs.execute import (
     split_output,
 )
 from consentry.runtime.runs.read import ThreadReader
-from consentry.runtime.runs.recover import RunTakeover
+from consentry.runtime.runs.recover import LeftRunCloser, RunTakeover
 from consentry.runtime.runs.sdk import (
     Queued,
     RunQueue,
@@ -51,6 +52,7 @@ __all__ = [
     "SUBGRAPHS",
     "SUBGRAPH_OUTPUT_MODES",
     "ActiveRun",
+    "LeftRunCloser",
     "Queued",
     "RunExecutor",
     "RunLimits",

@@ -230,6 +230,13 @@ class RunService:
             self._launcher, self._targets, self._alarm, lease_expired_by=lease_expired_by
         )
 
+    async def close_left_open(self, run_ids: frozenset[str]) -> int:
+        """Close and continue these runs this process left open (SQLite: ``LeftOpenRuns``), as
+        its start-up would: how many were still open."""
+        return await take_over_dead_runs(
+            self._launcher, self._targets, self._alarm, lease_expired_by=None, only=run_ids
+        )
+
 
 def _no_active_run(thread_id: str, run_id: str | None = None) -> ConflictError:
     details = {"thread_id": thread_id} | ({"run_id": run_id} if run_id else {})

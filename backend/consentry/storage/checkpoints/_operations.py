@@ -53,7 +53,8 @@ __all__ = [
 
 class CheckpointFence(NamedTuple):
     """The lease a run's checkpoint writes are checked against: they are written only while the
-    thread's active run is ``run_id`` with ``fencing_token``."""
+    thread's active run is ``run_id`` with ``fencing_token``. Its effects on Consentry's own
+    tables are committed only then too (``leases.commit_only_while_leased``)."""
 
     thread_id: str
     run_id: str

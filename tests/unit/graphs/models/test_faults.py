@@ -28,6 +28,7 @@ from langchain_openai.chat_models.base import (
     OpenAITimeoutError,
 )
 
+from consentry.errors import ConflictError, ConsentryError, InvalidRequestError, NotFoundError
 from consentry.runtime.runs.execute._failures import describe_failure
 from consentry_graphs.models import ModelFault, RetryPolicy, classify_fault
 
@@ -527,3 +528,25 @@ def test_a_run_reports_any_other_failure_as_internal_without_its_text(
 
     assert (failure.code, failure.retryable) == ("internal_error", False)
     assert SECRET not in failure.message
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "retryable"),
+    [
+        (
+            ConflictError("The note is at version 2, not 1.", code="version_conflict"),
+            "version_conflict",
+            True,
+        ),
+        (NotFoundError.of("note", "n-1"), "note_not_found", False),
+        (InvalidRequestError("Not a note edit.", code="invalid_edit"), "invalid_edit", False),
+    ],
+)
+def test_a_run_reports_one_of_consentrys_own_errors_as_itself_not_as_a_model_fault(
+    error: ConsentryError, code: str, retryable: bool
+) -> None:
+    """Its HTTP status (409 for a note's version that moved on) says nothing of a model: a run
+    that met one was reported ``model_unavailable`` (found by a chaos freeze trial)."""
+    failure = describe_failure(error)
+
+    assert (failure.code, failure.message, failure.retryable) == (code, error.message, retryable)

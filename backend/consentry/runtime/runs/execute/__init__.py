@@ -20,6 +20,7 @@ from consentry.runtime.runs.execute._event_stream import (
 from consentry.runtime.runs.execute._executor import RunExecutor
 from consentry.runtime.runs.execute._graph_outputs import split_output
 from consentry.runtime.runs.execute._inputs import dump_inputs, load_inputs
+from consentry.runtime.runs.execute._left_open import LeftOpenRuns
 from consentry.runtime.runs.execute._run_options import RunOptions
 from consentry.runtime.runs.execute._run_types import (
     NOWHERE,
@@ -46,6 +47,7 @@ __all__ = [
     "ClaimHold",
     "GraphInput",
     "GraphPosition",
+    "LeftOpenRuns",
     "RunEventStream",
     "RunExecutor",
     "RunLimits",

@@ -43,6 +43,7 @@ from consentry.runtime.runs.execute._active_runs import ActiveRuns
 from consentry.runtime.runs.execute._event_stream import RunEventStream
 from consentry.runtime.runs.execute._failures import describe_failure
 from consentry.runtime.runs.execute._graph_stream import GraphStreamer
+from consentry.runtime.runs.execute._left_open import LeftOpenRuns
 from consentry.runtime.runs.execute._run_consents import RunConsents
 from consentry.runtime.runs.execute._run_options import RunOptions
 from consentry.runtime.runs.execute._run_store import RunStore
@@ -127,12 +128,15 @@ class RunExecutor:
         self._limits = limits or RunLimits()
         self._graphs = graphs
         self._clock = clock
-        self._deadlines = ConsentDeadlines(
+        # How long a consent waits for a decision when its request names no deadline.
+        self.deadlines = ConsentDeadlines(
             kit=timedelta(seconds=consent_ttl_seconds),
             raw=timedelta(seconds=interrupt_ttl_seconds) if interrupt_ttl_seconds else None,
         )
         self._running: set[asyncio.Task[None]] = set()
+        self.left_open = LeftOpenRuns()  # (SQLite: closed by recover.LeftRunCloser)
         self._store = RunStore(
+            left_open=self.left_open,
             db=db,
             clock=clock,
             metrics=self._metrics,
@@ -147,7 +151,7 @@ class RunExecutor:
             db=db,
             clock=clock,
             metrics=self._metrics,
-            deadlines=self._deadlines,
+            deadlines=self.deadlines,
             store=self._store,
             streamer=self._streamer,
         )
@@ -166,11 +170,6 @@ class RunExecutor:
             await checkpointer.adelete_thread_in(conn, thread_id)
         elif isinstance(checkpointer, BaseCheckpointSaver):  # a saver of another kind
             await checkpointer.adelete_thread(thread_id)
-
-    @property
-    def deadlines(self) -> ConsentDeadlines:
-        """How long a consent waits for a decision when its request names no deadline."""
-        return self._deadlines
 
     @property
     def running(self) -> int:
@@ -215,8 +214,9 @@ class RunExecutor:
         )
         # Sent with the run's first stored chunk (store before send, like every durable event).
         events.record(events.make(RunStartedEvent, graph=spec.name, trigger=trigger))
+        fence = CheckpointFence(thread_id, run_id, claim.fencing_token)
         services = GraphServices(
-            notes=OwnerNotesStore(self._db, owner, self._clock, thread_id=thread_id),
+            notes=OwnerNotesStore(self._db, owner, self._clock, thread_id=thread_id, fence=fence),
             effects=OwnerEffectLedger(self._db, owner, self._clock, thread_id=thread_id),
             user=owner.display,
             conversation_window=self._limits.conversation_window,
@@ -251,7 +251,7 @@ class RunExecutor:
             events,
             partial(self._store.insert_events, run=run),
             db=self._db,
-            fence=CheckpointFence(thread_id, run_id, claim.fencing_token),
+            fence=fence,
             latest_only=spec.name in self._latest_only,
             keep_turns=self._keep_turns,
             new_thread=new_thread,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from consentry.storage.db.database import is_database_unavailable
+from consentry.errors import ConflictError, ConsentryError, TooManyRequestsError
+from consentry.storage.db.database import is_database_unavailable, is_storage_full
 from consentry_graphs.consent import ConsentNotGrantedError
 from consentry_graphs.declared_kinds import GraphDefinitionError
 from consentry_graphs.models import ModelFaultCode, classify_fault
@@ -36,15 +37,23 @@ _MODEL_FAULTS: dict[ModelFaultCode, str] = {
 
 def describe_failure(exc: BaseException) -> RunFailure:
     """Never expose ``str(exc)``: provider messages can carry prompts, keys or internals. The
-    one exception is a mistake in the graph's definition, whose message Consentry wrote for the
-    graph's developer (``GraphDefinitionError``: its kind names, nothing of the run)."""
+    exceptions are messages Consentry wrote: a mistake in the graph's definition, for the
+    graph's developer (``GraphDefinitionError``: its kind names, nothing of the run), and one of
+    its own errors (``ConsentryError``: what the API would answer)."""
     if isinstance(exc, GraphDefinitionError):
         return RunFailure(exc.code, str(exc), False)
     if isinstance(exc, ConsentNotGrantedError):
         return RunFailure("consent_not_granted", _NOT_GRANTED, False)
+    if isinstance(exc, ConsentryError):
+        # One of ours, raised by a store the graph called (a note's version moved on): its
+        # message is ours too, and its HTTP status is not a model provider's.
+        retryable = isinstance(exc, ConflictError | TooManyRequestsError)
+        return RunFailure(exc.code, exc.message, retryable)
     fault = classify_fault(exc)
     if fault is not None:
         return RunFailure(fault.code, _MODEL_FAULTS[fault.code], fault.retryable)
+    if is_storage_full(exc):
+        return RunFailure("storage_full", "The database's disk is full: nothing more stored.", True)
     if is_database_unavailable(exc):
         return RunFailure("database_unavailable", "The database could not be reached.", True)
     return RunFailure("internal_error", "The run failed unexpectedly.", False)

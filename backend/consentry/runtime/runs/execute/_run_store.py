@@ -19,6 +19,7 @@ from consentry.runtime.clock import Clock
 from consentry.runtime.consents import ExpiryAlarm, record_consent, reopen_consent
 from consentry.runtime.graph_state import read_values_as_json
 from consentry.runtime.outgoing import OutgoingEvent
+from consentry.runtime.runs.execute._left_open import LeftOpenRuns
 from consentry.runtime.runs.execute._run_rollback import undo_run_in
 from consentry.runtime.runs.execute._run_types import Outcome, RunContext
 from consentry.schemas.events import ErrorEvent, FinalEvent
@@ -67,15 +68,18 @@ class RunStore:
         alarm: ExpiryAlarm,
         ended: Callable[[str, str], None],
         compiled: Callable[[str], CompiledGraph],
+        left_open: LeftOpenRuns,
     ) -> None:
         """``ended(thread_id, run_id)``: a run ended (stored), so the thread is free of it in this
-        process. ``compiled``: a served graph (its checkpointer, for a run rolled back)."""
+        process. ``compiled``: a served graph (its checkpointer, for a run rolled back).
+        ``left_open``: told, on SQLite, of a run whose end nor failure could be stored."""
         self._db = db
         self._compiled = compiled
         self._clock = clock
         self._metrics = metrics
         self._alarm = alarm
         self._ended = ended
+        self._left_open = left_open
 
     async def store_events(
         self, conn: DbConnection, run: RunContext, *, fence_checked: bool = False
@@ -243,7 +247,8 @@ class RunStore:
         If that transaction fails, a second, smaller one still ends the run as ``failed`` and
         frees the thread (the events made so far are logged as lost); only if that fails too
         (the database is away) is nothing of the end sent: the thread keeps the run, whose lease
-        expires, and a replica's takeover (on SQLite the next start) closes and continues it."""
+        expires, and a replica's takeover (on SQLite this process, once the database takes
+        writes again: ``LeftOpenRuns``) closes and continues it."""
         events = run.events
         await run.progress.settle()
         values = None
@@ -318,6 +323,8 @@ class RunStore:
                 run.observer.stopped()
                 events.discard_unsent()
                 events.close(suspended=True)
+                if not self._db.is_postgres:  # (there, its lease expires: a takeover)
+                    self._left_open.add(events.run_id)
                 return
         run.observer.ended(outcome.reason)
         for consent in outcome.consents:

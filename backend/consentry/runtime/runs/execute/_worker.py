@@ -48,7 +48,6 @@ class RunWorker(BackgroundLoop):
         self._graphs = graphs
         self._clock = clock
         self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
 
     def run_queued(self, run_id: str) -> None:
         """A run was queued somewhere (a notification): look now."""
@@ -108,11 +107,7 @@ class RunWorker(BackgroundLoop):
             self._wake.clear()
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="run-worker")
+        self._start(self._run, name="run-worker")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        await self._cancel()

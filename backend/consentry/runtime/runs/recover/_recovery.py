@@ -46,11 +46,14 @@ async def take_over_dead_runs(
     alarm: ExpiryAlarm,
     *,
     lease_expired_by: datetime | None,
+    only: frozenset[str] | None = None,
 ) -> int:
-    """Take over every run whose process died (``_dead_runs.dead_runs``); how many this process
-    got (another one may win some)."""
+    """Take over every run whose process died (``_dead_runs.dead_runs``), or ``only`` those of
+    them; how many this process got (another one may win some)."""
     taken = 0
     for run in await dead_runs(launcher.db, lease_expired_by=lease_expired_by):
+        if only is not None and run.id not in only:
+            continue
         try:
             await _take_over(launcher, targets, alarm, run)
         except LeaseLostError:

@@ -45,7 +45,6 @@ class RunTakeover(BackgroundLoop):
         self._runs = runs
         self._clock = clock
         self._max_sleep = lease_seconds / 3
-        self._task: asyncio.Task[None] | None = None
 
     async def sweep(self) -> int:
         """Take over every run whose lease expired; how many this replica got."""
@@ -74,11 +73,7 @@ class RunTakeover(BackgroundLoop):
                 await asyncio.sleep(self._max_sleep)
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="run-takeover")
+        self._start(self._run, name="run-takeover")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        await self._cancel()

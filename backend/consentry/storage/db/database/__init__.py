@@ -26,7 +26,8 @@ Which module holds what:
 - ``_migrations``: alembic's configuration, :func:`head_revision`, the upgrade,
   :data:`MIGRATION_LOCK` and :class:`SchemaNotCurrentError`.
 - ``_errors``: what the drivers raise (:data:`DATABASE_ERRORS`), told apart:
-  :func:`is_duplicate_key`, :func:`is_database_unavailable`, :func:`is_connection_lost`.
+  :func:`is_duplicate_key`, :func:`is_database_unavailable`, :func:`is_connection_lost`,
+  :func:`is_storage_full`.
 - ``_urls``: a PostgreSQL URL in SQLAlchemy's form and in libpq's (:func:`libpq_url`).
 """
 
@@ -36,6 +37,7 @@ from consentry.storage.db.database._errors import (
     is_connection_lost,
     is_database_unavailable,
     is_duplicate_key,
+    is_storage_full,
 )
 from consentry.storage.db.database._migrations import (
     MIGRATION_LOCK,
@@ -58,6 +60,7 @@ __all__ = [
     "is_connection_lost",
     "is_database_unavailable",
     "is_duplicate_key",
+    "is_storage_full",
     "libpq_url",
     "notify_at_commit",
 ]

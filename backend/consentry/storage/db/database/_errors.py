@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import psycopg
 from sqlalchemy import exc as sa_exc
 
@@ -12,6 +14,7 @@ __all__ = [
     "is_connection_lost",
     "is_database_unavailable",
     "is_duplicate_key",
+    "is_storage_full",
 ]
 
 DATABASE_ERRORS: tuple[type[Exception], ...] = (
@@ -53,6 +56,31 @@ def is_database_unavailable(exc: BaseException) -> bool:
             | ConnectionError,
         ):
             return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+_DISK_FULL = "53100"
+"""PostgreSQL's disk_full: the server could not extend a file (its disk, or a quota, is full)."""
+
+
+def is_storage_full(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) says the database could not store a write because its
+    disk is full: SQLite's ``SQLITE_FULL`` (the file or its WAL could not grow), PostgreSQL's
+    ``disk_full``. The transaction was rolled back, what was stored before is intact, and the
+    same write succeeds once space returns (a case of :func:`is_database_unavailable`)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        # (an error sqlite3 raised has the code; one made by hand, not)
+        if getattr(current, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+            return True
+        if isinstance(current, psycopg.Error) and current.sqlstate == _DISK_FULL:
+            return True
+        if isinstance(current, sa_exc.DBAPIError) and isinstance(current.orig, BaseException):
+            current = current.orig
+            continue
         current = current.__cause__ or current.__context__
     return False
 

@@ -1,0 +1,127 @@
+"""A full disk under SQLite (issue 38): a request that would store something is answered 507
+``storage_full`` with ``Retry-After`` and stores nothing, and nothing stored before is lost; a
+run whose end cannot be stored sends nothing of its end, and the server closes and continues it
+by itself once there is room again (no restart); the same requests succeed then.
+
+The SQLite file is on a size-limited tmpfs the test mounts (root: CI runs as root) and fills up
+(``consentry_tools.chaos.sqlite_faults.SqliteDisk``, the chaos harness's own), so every write
+meets ``ENOSPC`` as on a real full disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+
+from consentry.api.http.sse_response import RECONNECT_AFTER_MS
+from consentry.runtime.runs.execute._run_store import RunStore
+from consentry.schemas.events import Event, FinalEvent
+from consentry_tools.chaos.sqlite_faults import SqliteDisk
+from tests.sse import ask_for_note_edit, kinds, parse_events
+
+CLOSED_WITHIN_SECONDS = 30.0
+
+
+@pytest_asyncio.fixture
+async def disk(tmp_path: Path) -> AsyncIterator[SqliteDisk]:
+    if os.geteuid() != 0:
+        pytest.skip("mounts a size-limited tmpfs: root only (CI runs as root)")
+    async with SqliteDisk.mounted(tmp_path / "disk") as mounted:
+        yield mounted
+
+
+@pytest.fixture
+def db_url(disk: SqliteDisk) -> str:
+    return f"sqlite:///{disk.path / 'consentry.db'}"
+
+
+async def _rejoined_until_final(client: httpx.AsyncClient, thread_id: str) -> list[Event]:
+    """The thread's stream, rejoined after each reconnect hint (as a browser's ``EventSource``
+    does) until it ends with the run's ``final``."""
+    for _ in range(int(CLOSED_WITHIN_SECONDS * 1000 / RECONNECT_AFTER_MS)):
+        events = parse_events((await client.get(f"/v1/threads/{thread_id}/stream")).text)
+        if events and events[-1].type == "final":
+            return events
+        await asyncio.sleep(RECONNECT_AFTER_MS / 1000)
+    raise AssertionError(f"the run was not closed within {CLOSED_WITHIN_SECONDS} s")
+
+
+def _refused_for_storage(response: httpx.Response) -> None:
+    assert response.status_code == 507, response.text
+    assert response.json()["error"]["code"] == "storage_full"
+    assert int(response.headers["Retry-After"]) > 0
+
+
+async def test_requests_on_a_full_disk_get_507_store_nothing_and_succeed_once_space_returns(
+    client: httpx.AsyncClient, disk: SqliteDisk
+) -> None:
+    note, asked = await ask_for_note_edit(client)
+    consent = asked[-2]
+    decision = f"/v1/approvals/{consent.approval_id}/decision"
+    key = {"Idempotency-Key": "decide-on-a-full-disk"}
+    await disk.fill()
+    assert disk.free_bytes() == 0
+
+    _refused_for_storage(await client.post(decision, json={"decision": "approve"}, headers=key))
+    _refused_for_storage(
+        await client.post("/v1/chat", json={"message": "Hello?", "note_id": note["note_id"]})
+    )
+    _refused_for_storage(
+        await client.put(
+            f"/v1/notes/{note['note_id']}",
+            json={"version": note["version"], "content": "Typed by hand."},
+        )
+    )
+    # What was stored before is all there, as it was: reads need no room.
+    approval = (await client.get(f"/v1/approvals/{consent.approval_id}")).json()
+    assert approval["status"] == "pending"
+    assert (await client.get(f"/v1/notes/{note['note_id']}")).json() == note
+    thread = (await client.get(f"/v1/threads/{consent.thread_id}")).json()
+    assert [c["approval_id"] for c in thread["pending_consents"]] == [consent.approval_id]
+
+    await disk.free()
+    decided = await client.post(decision, json={"decision": "approve"}, headers=key)
+    assert (decided.status_code, decided.json()["status"]) == (202, "approved"), decided.text
+    await client.services.executor.wait_for_runs()  # type: ignore[attr-defined]
+    edited = (await client.get(f"/v1/notes/{note['note_id']}")).json()
+    assert edited["content"] == consent.proposal["proposed_content"]
+    assert edited["version"] == note["version"] + 1
+    again = await client.post(decision, json={"decision": "approve"}, headers=key)
+    assert again.json() == decided.json()  # the same answer, and no second edit
+    assert (await client.get(f"/v1/notes/{note['note_id']}")).json() == edited
+
+
+async def test_a_run_whose_end_meets_a_full_disk_is_closed_by_the_server_once_space_returns(
+    client: httpx.AsyncClient, disk: SqliteDisk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its end and then its failure cannot be stored: nothing of its end is sent (the stream
+    ends with the reconnect hint) and the thread still shows the run; once the disk has room,
+    the server closes it as far as its graph got, with no restart."""
+    store_end = RunStore.store_end
+
+    async def end_on_a_full_disk(self: RunStore, run: Any, outcome: Any, **more: Any) -> None:
+        await disk.fill()
+        await store_end(self, run, outcome, **more)
+
+    monkeypatch.setattr(RunStore, "store_end", end_on_a_full_disk)
+    response = await client.post("/v1/chat", json={"message": "What is retrieval?"})
+    monkeypatch.setattr(RunStore, "store_end", store_end)
+    seen = [e for e in parse_events(response.text) if e.type != "token"]
+    thread_id, run_id = seen[0].thread_id, seen[0].run_id
+    assert "final" not in kinds(seen)
+    assert response.text.rstrip().endswith(f"retry: {RECONNECT_AFTER_MS}")
+    assert (await client.get(f"/v1/threads/{thread_id}")).json()["status"] == "running"
+
+    await disk.free()
+    replay = [e for e in await _rejoined_until_final(client, thread_id) if e.type != "token"]
+    assert replay[: len(seen)] == seen  # what was sent is what is stored, and goes on from there
+    final = replay[len(seen)]
+    assert isinstance(final, FinalEvent)
+    assert (final.run_id, final.reason, final.seq) == (run_id, "completed", seen[-1].seq + 1)
