@@ -46,7 +46,7 @@ from consentry.api.v1 import (
 )
 from consentry.errors import ConsentryError, UnauthorizedError
 from consentry.observability.tracing import Tracing
-from consentry.runtime.clock import Clock, utc_now
+from consentry.runtime.clock import Clock, MonotonicClock
 from consentry.schemas.approvals import ApprovalChange, ApprovalsReady
 from consentry.schemas.errors import ErrorBody, ErrorDetail
 from consentry.schemas.events import EVENT_ADAPTER
@@ -209,11 +209,14 @@ def _require_discriminators(node: Any, components: dict[str, Any]) -> None:
 def create_app(
     settings: Settings | None = None,
     *,
-    clock: Clock = utc_now,
+    clock: Clock | None = None,
     span_exporter: SpanExporter | None = None,
 ) -> FastAPI:
-    """The app. With ``span_exporter`` (tests) or ``OTEL_EXPORTER_OTLP_ENDPOINT``, traced."""
+    """The app. With ``span_exporter`` (tests) or ``OTEL_EXPORTER_OTLP_ENDPOINT``, traced.
+    ``clock``: the time it measures deadlines and leases with (a :class:`MonotonicClock` started
+    with the app, unless a test gives its own)."""
     settings = settings or Settings()
+    clock = clock or MonotonicClock()
     tracing = _tracing(settings, span_exporter)
 
     @asynccontextmanager

@@ -15,7 +15,7 @@ from consentry.exit_signals import forwarding_exit_signals
 from consentry.observability.metrics import Metrics
 from consentry.observability.tracing import Tracing
 from consentry.runtime.assistants import Assistants
-from consentry.runtime.clock import Clock, utc_now
+from consentry.runtime.clock import Clock, MonotonicClock
 from consentry.runtime.consents import ApprovalFeed, ApprovalInbox, ExpiryAlarm, ExpirySweeper
 from consentry.runtime.crons import Crons
 from consentry.runtime.guards import (
@@ -102,9 +102,11 @@ class Services:
 
 @asynccontextmanager
 async def open_services(
-    settings: Settings, *, clock: Clock = utc_now, tracing: Tracing | None = None
+    settings: Settings, *, clock: Clock | None = None, tracing: Tracing | None = None
 ) -> AsyncIterator[Services]:
-    """Open the database (migrated), the checkpointer and the compiled graphs, once."""
+    """Open the database (migrated), the checkpointer and the compiled graphs, once. ``clock``:
+    a :class:`MonotonicClock` started now, unless given."""
+    clock = clock or MonotonicClock()
     with serving_lock(settings.sqlite_path):
         async with _open(settings, clock, tracing) as services:
             yield services
