@@ -1,7 +1,8 @@
 """A full disk under SQLite (issue 38): a request that would store something is answered 507
 ``storage_full`` with ``Retry-After`` and stores nothing, and nothing stored before is lost; a
-run whose end cannot be stored sends nothing of its end, and the server closes and continues it
-by itself once there is room again (no restart); the same requests succeed then.
+run whose step or end cannot be stored stops, sending nothing it did not store, and the server
+closes and continues it by itself once there is room again (no restart); the same requests
+succeed then.
 
 The SQLite file is on a size-limited tmpfs the test mounts (root: CI runs as root) and fills up
 (``consentry_tools.chaos.sqlite_faults.SqliteDisk``, the chaos harness's own), so every write
@@ -22,7 +23,8 @@ import pytest_asyncio
 
 from consentry.api.http.sse_response import RECONNECT_AFTER_MS
 from consentry.runtime.runs.execute._run_store import RunStore
-from consentry.schemas.events import Event, FinalEvent
+from consentry.runtime.runs.execute._step_batching import ProgressBatcher
+from consentry.schemas.events import ErrorEvent, Event, FinalEvent
 from consentry_tools.chaos.sqlite_faults import SqliteDisk
 from tests.sse import ask_for_note_edit, kinds, parse_events
 
@@ -125,3 +127,46 @@ async def test_a_run_whose_end_meets_a_full_disk_is_closed_by_the_server_once_sp
     final = replay[len(seen)]
     assert isinstance(final, FinalEvent)
     assert (final.run_id, final.reason, final.seq) == (run_id, "completed", seen[-1].seq + 1)
+
+
+async def test_a_run_whose_step_meets_a_full_disk_is_continued_by_the_server_once_space_returns(
+    client: httpx.AsyncClient, disk: SqliteDisk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not failed: the step was not stored (SQLite rolled it back), so the run stops as a
+    process that died would, and once the disk has room the server closes it (``error``
+    ``server_restarted``, ``final`` ``failed``) and a recovery run continues its work from its
+    last checkpoint, with no restart and no retry asked of the client. A mixed chaos run found
+    such a run recorded ``failed`` after its graph had finished and its effect was applied."""
+    commit_step = ProgressBatcher.commit_step
+    steps = 0
+
+    async def full_at_the_second(self: ProgressBatcher, write: Any) -> None:
+        nonlocal steps
+        steps += 1
+        if steps == 2:
+            await disk.fill()
+        await commit_step(self, write)
+
+    monkeypatch.setattr(ProgressBatcher, "commit_step", full_at_the_second)
+    response = await client.post("/v1/chat", json={"message": "What is retrieval?"})
+    monkeypatch.setattr(ProgressBatcher, "commit_step", commit_step)
+    seen = [e for e in parse_events(response.text) if e.type != "token"]
+    thread_id, run_id = seen[0].thread_id, seen[0].run_id
+    assert "final" not in kinds(seen)
+    assert "error" not in kinds(seen)
+    assert response.text.rstrip().endswith(f"retry: {RECONNECT_AFTER_MS}")
+
+    await disk.free()
+    replay = [e for e in await _rejoined_until_final(client, thread_id) if e.type != "token"]
+    assert [e.seq for e in replay] == list(range(1, len(replay) + 1))
+    assert replay[: len(seen)] == seen
+    error, closed = replay[len(seen) : len(seen) + 2]
+    assert isinstance(error, ErrorEvent)
+    assert (error.code, error.run_id) == ("server_restarted", run_id)
+    assert isinstance(closed, FinalEvent)
+    assert (closed.run_id, closed.reason) == (run_id, "failed")
+    last = replay[-1]
+    assert isinstance(last, FinalEvent)
+    assert (last.reason, last.run_id != run_id) == ("completed", True)
+    thread = (await client.get(f"/v1/threads/{thread_id}")).json()
+    assert (thread["status"], thread["last_reason"]) == ("idle", "completed")

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from sqlalchemy import exc as sa_exc
 
-from consentry.storage.db.database import is_database_unavailable, is_storage_full
+from consentry.storage.db.database import is_database_unavailable, is_storage_full, is_write_refused
 
 
 def _sqlite_full(tmp_path: Path) -> sqlite3.Error:
@@ -61,3 +61,37 @@ def test_postgres_disk_full_is_storage_full() -> None:
 )
 def test_other_errors_are_not_storage_full(error: BaseException) -> None:
     assert not is_storage_full(error)
+
+
+def _sqlite_error(tmp_path: Path, make: str) -> sqlite3.Error:
+    """A real error of SQLite's: ``locked`` (another connection holds the write lock) or
+    ``wrong`` (a statement that is wrong, which SQLite also reports as an operational error)."""
+    path = tmp_path / f"{make}.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE t (x)")
+    other = sqlite3.connect(path, isolation_level=None, timeout=0)
+    try:
+        if make == "locked":
+            holder.execute("BEGIN IMMEDIATE")
+            other.execute("INSERT INTO t VALUES (1)")
+        else:
+            other.execute("INSERT INTO no_such_table VALUES (1)")
+    except sqlite3.Error as exc:
+        return exc
+    finally:
+        other.close()
+        holder.close()
+    raise AssertionError(f"SQLite raised nothing for {make!r}")
+
+
+def test_sqlite_refusing_a_write_for_now_is_told_from_a_wrong_statement(tmp_path: Path) -> None:
+    """``is_write_refused``: a run that meets it stops and is continued once SQLite takes writes
+    again; a wrong statement would fail the same way every time, so it fails the run."""
+    locked = _sqlite_error(tmp_path, "locked")
+    wrong = _sqlite_error(tmp_path, "wrong")
+    assert isinstance(wrong, sqlite3.OperationalError)
+
+    assert is_write_refused(_wrapped(locked))
+    assert is_write_refused(_wrapped(_sqlite_full(tmp_path)))
+    assert not is_write_refused(_wrapped(wrong))
+    assert not is_write_refused(_wrapped(psycopg.errors.DiskFull("no space left on device")))

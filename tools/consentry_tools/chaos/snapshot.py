@@ -3,6 +3,7 @@ a client would see) and in the database (records, and the graph's checkpoints)."
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,9 @@ __all__ = ["ApiThread", "Snapshot", "take_snapshot"]
 
 API_TIMEOUT_SECONDS = 30.0
 INBOX_PAGE = 200
+UNAVAILABLE = 503
+TRY_AGAIN_PAUSES = (0.1, 0.3, 1.0, 0.0)
+"""The pauses after a 503 before the next try (the last try's is not waited)."""
 
 
 @dataclass(frozen=True)
@@ -100,7 +104,13 @@ async def take_snapshot(
 
 
 async def _get(http: httpx.AsyncClient, path: str, **params: str) -> dict[str, Any]:
-    response = await http.get(path, params=params)
+    """``GET path``; a 503 (a pooled connection the trial's last strike cut, found broken when
+    used: the server says to try again) is tried again, as a client would, a few times."""
+    for pause in TRY_AGAIN_PAUSES:
+        response = await http.get(path, params=params)
+        if response.status_code != UNAVAILABLE:
+            break
+        await asyncio.sleep(pause)
     response.raise_for_status()
     answer: dict[str, Any] = response.json()
     return answer

@@ -211,14 +211,25 @@ class Client:
         while True:
             self._progress.open_requests += 1
             try:
-                if request.path == "/v1/chat":
-                    attempt = await self._wire.post_stream(
-                        request.path, request.body, key=request.key
-                    )
-                else:
-                    attempt = await self._wire.post_json(
-                        request.path, request.body, key=request.key
-                    )
+                # Bounded as a whole: a stream kept open by keep-alives, its run never ending,
+                # is a stuck thread to report, not a trial to hang.
+                async with asyncio.timeout(max(deadline - loop.time(), RETRY_MAX_SECONDS)):
+                    if request.path == "/v1/chat":
+                        attempt = await self._wire.post_stream(
+                            request.path, request.body, key=request.key
+                        )
+                    else:
+                        attempt = await self._wire.post_json(
+                            request.path, request.body, key=request.key
+                        )
+            except TimeoutError:
+                self._problem(
+                    "thread_stuck",
+                    request.thread_id,
+                    f"{request.describe()}: an answer still open after "
+                    f"{self._plan.settle_seconds:.0f} s (attempt {len(request.attempts) + 1})",
+                )
+                return
             finally:
                 self._progress.open_requests -= 1
             request.attempts.append(attempt)
@@ -256,7 +267,11 @@ class Client:
             after = (
                 None if thread_id in self._rejoin_from_start else self.log.seen.last_seq(thread_id)
             )
-            joined = await self._wire.join(thread_id, after=after)
+            try:
+                async with asyncio.timeout(max(deadline - loop.time(), RETRY_MAX_SECONDS)):
+                    joined = await self._wire.join(thread_id, after=after)
+            except TimeoutError:
+                break  # (a stream kept open past the bound: reported below)
             if joined.code == "invalid_last_event_id":
                 self._rejoin_from_start.add(thread_id)
                 self._problem(

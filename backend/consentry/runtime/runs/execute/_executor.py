@@ -41,7 +41,7 @@ from consentry.runtime.notes import OwnerNotesStore
 from consentry.runtime.replicas import LeaseKeeper
 from consentry.runtime.runs.execute._active_runs import ActiveRuns
 from consentry.runtime.runs.execute._event_stream import RunEventStream
-from consentry.runtime.runs.execute._failures import describe_failure
+from consentry.runtime.runs.execute._failures import database_lost, describe_failure
 from consentry.runtime.runs.execute._graph_stream import GraphStreamer
 from consentry.runtime.runs.execute._left_open import LeftOpenRuns
 from consentry.runtime.runs.execute._run_consents import RunConsents
@@ -72,7 +72,7 @@ from consentry.schemas.events import (
     Trigger,
 )
 from consentry.storage.checkpoints import CheckpointFence, ConsentrySaver, HeadRead
-from consentry.storage.db.database import Database, DbConnection, is_connection_lost
+from consentry.storage.db.database import Database, DbConnection
 from consentry.storage.leases import Claim, LeaseLostError
 from consentry.storage.runs import ROLL_BACK
 from consentry_graphs.registry import CompiledGraph, GraphSpec
@@ -334,7 +334,7 @@ class RunExecutor:
         except TimeoutError:
             outcome = Outcome(reason="timeout")
         except Exception as exc:
-            if self._db.is_postgres and is_connection_lost(exc):  # (SQLite: the run fails)
+            if database_lost(self._db, exc):
                 await stop_for_takeover(self._store, run, "database_lost")
                 return
             failure = describe_failure(exc)

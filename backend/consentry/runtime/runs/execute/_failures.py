@@ -5,12 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from consentry.errors import ConflictError, ConsentryError, TooManyRequestsError
-from consentry.storage.db.database import is_database_unavailable, is_storage_full
+from consentry.storage.db.database import (
+    Database,
+    is_connection_lost,
+    is_database_unavailable,
+    is_storage_full,
+    is_write_refused,
+)
 from consentry_graphs.consent import ConsentNotGrantedError
 from consentry_graphs.declared_kinds import GraphDefinitionError
 from consentry_graphs.models import ModelFaultCode, classify_fault
 
-__all__ = ["RunFailure", "describe_failure"]
+__all__ = ["RunFailure", "database_lost", "describe_failure"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,14 @@ _MODEL_FAULTS: dict[ModelFaultCode, str] = {
     "model_auth_failed": "The model provider refused this deployment's credentials.",
     "model_rejected": "The model provider refused the request.",
 }
+
+
+def database_lost(db: Database, exc: BaseException) -> bool:
+    """Whether ``exc``, met by a run, stops it for a takeover (``_takeover_stops``) rather than
+    failing it: on PostgreSQL its connection broke (what the database holds is unknown); on
+    SQLite the file refused a write for now (its disk full, its file locked past the busy
+    timeout), which this process's ``LeftOpenRuns`` closer retries once it takes writes."""
+    return is_connection_lost(exc) if db.is_postgres else is_write_refused(exc)
 
 
 def describe_failure(exc: BaseException) -> RunFailure:

@@ -19,6 +19,7 @@ from consentry.runtime.clock import Clock
 from consentry.runtime.consents import ExpiryAlarm, record_consent, reopen_consent
 from consentry.runtime.graph_state import read_values_as_json
 from consentry.runtime.outgoing import OutgoingEvent
+from consentry.runtime.runs.execute._failures import database_lost
 from consentry.runtime.runs.execute._left_open import LeftOpenRuns
 from consentry.runtime.runs.execute._run_rollback import undo_run_in
 from consentry.runtime.runs.execute._run_types import Outcome, RunContext
@@ -29,7 +30,7 @@ from consentry.storage import leases as leases_repo
 from consentry.storage import runs as runs_repo
 from consentry.storage import webhooks as webhooks_repo
 from consentry.storage.checkpoints import ConsentrySaver, saver_of
-from consentry.storage.db.database import Database, DbConnection, is_connection_lost
+from consentry.storage.db.database import Database, DbConnection
 from consentry.storage.leases import LeaseLostError
 from consentry.storage.tool_calls import ToolCallAsked, ToolResultGiven, record_tool_events
 from consentry.storage.transcript import TranscriptEntry, add_to_transcript
@@ -281,7 +282,7 @@ class RunStore:
             events.close(suspended=True)
             return
         except Exception as failure:
-            if self._db.is_postgres and is_connection_lost(failure):
+            if database_lost(self._db, failure):
                 # The database went away as the run ended: nothing of the end is sent, and the
                 # run stops as if its process had; a replica's takeover closes it as far as its
                 # graph got once the database is back (a consent it asked, recorded then).
@@ -350,12 +351,12 @@ class RunStore:
         # With the database lost, a write whose answer never came may have committed: storing
         # what the run holds again could store it twice. Only the lease is given up then, so that
         # a takeover starts at once from what the database holds (else it waits for its expiry).
-        database_lost = run.stop == "database_lost"
-        if database_lost:
+        lost = run.stop == "database_lost"
+        if lost:
             events.discard_unsent()
         try:
             async with self._db.write() as conn:
-                if not database_lost:
+                if not lost:
                     await self.store_events(conn, run)
                 await leases_repo.suspend_lease(
                     conn,
@@ -365,7 +366,7 @@ class RunStore:
                     now=self._clock(),
                 )
         except Exception:
-            if not database_lost:  # (else expected: the database may still be away)
+            if not lost:  # (else expected: the database may still be away)
                 log.exception(
                     "could not store a suspended run; the lease expires and it is taken over",
                     extra={"thread_id": events.thread_id, "run_id": events.run_id},
@@ -373,3 +374,5 @@ class RunStore:
             events.discard_unsent()
         events.flush()
         events.close(suspended=True)
+        if lost and not self._db.is_postgres:  # (one process: no takeover but its own)
+            self._left_open.add(events.run_id)

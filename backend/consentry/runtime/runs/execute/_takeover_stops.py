@@ -1,9 +1,12 @@
 """A run that stops for a takeover: another process owns its thread now (its lease was taken
-over), or, on PostgreSQL, its connection broke under a write whose answer never came (what the
-database holds of the run is unknown). Either way the run stores nothing more of its own
-(``RunStore.suspend``: with the database lost it only gives its lease up) and the replica that
-takes it over continues it from its last checkpoint. The suspension is shielded: a cancel that
-lands meanwhile (a lease renewal that gave up) must not leave its streams open."""
+over), or the database is lost to it (``_failures.database_lost``): on PostgreSQL its
+connection broke under a write whose answer never came (what the database holds of the run is
+unknown); on SQLite the file refused a write for now (its disk full, its file locked past the
+busy timeout). Either way the run stores nothing more of its own (``RunStore.suspend``: with the
+database lost it only gives its lease up) and the replica that takes it over (on SQLite this
+process, once the file takes writes again: ``LeftOpenRuns``) continues it from its last
+checkpoint, or closes it as its graph ended. The suspension is shielded: a cancel that lands
+meanwhile (a lease renewal that gave up) must not leave its streams open."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ Which module holds what:
   :data:`MIGRATION_LOCK` and :class:`SchemaNotCurrentError`.
 - ``_errors``: what the drivers raise (:data:`DATABASE_ERRORS`), told apart:
   :func:`is_duplicate_key`, :func:`is_database_unavailable`, :func:`is_connection_lost`,
-  :func:`is_storage_full`.
+  :func:`is_storage_full`, :func:`is_write_refused`.
 - ``_urls``: a PostgreSQL URL in SQLAlchemy's form and in libpq's (:func:`libpq_url`).
 """
 
@@ -38,6 +38,7 @@ from consentry.storage.db.database._errors import (
     is_database_unavailable,
     is_duplicate_key,
     is_storage_full,
+    is_write_refused,
 )
 from consentry.storage.db.database._migrations import (
     MIGRATION_LOCK,
@@ -61,6 +62,7 @@ __all__ = [
     "is_database_unavailable",
     "is_duplicate_key",
     "is_storage_full",
+    "is_write_refused",
     "libpq_url",
     "notify_at_commit",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 
 import psycopg
 from sqlalchemy import exc as sa_exc
@@ -15,6 +16,7 @@ __all__ = [
     "is_database_unavailable",
     "is_duplicate_key",
     "is_storage_full",
+    "is_write_refused",
 ]
 
 DATABASE_ERRORS: tuple[type[Exception], ...] = (
@@ -69,20 +71,47 @@ def is_storage_full(exc: BaseException) -> bool:
     disk is full: SQLite's ``SQLITE_FULL`` (the file or its WAL could not grow), PostgreSQL's
     ``disk_full``. The transaction was rolled back, what was stored before is intact, and the
     same write succeeds once space returns (a case of :func:`is_database_unavailable`)."""
+    return any(
+        _sqlite_code(cause) == sqlite3.SQLITE_FULL
+        or (isinstance(cause, psycopg.Error) and cause.sqlstate == _DISK_FULL)
+        for cause in _causes(exc)
+    )
+
+
+_REFUSED_FOR_NOW = frozenset({5, 6, 10, 13})
+"""SQLite's primary result codes of a write it could not store for now: ``SQLITE_BUSY``,
+``SQLITE_LOCKED`` (another process holds the file past the busy timeout), ``SQLITE_IOERR`` (its
+disk failed a read or write), ``SQLITE_FULL``."""
+
+
+def is_write_refused(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is SQLite refusing a write for now (its disk full,
+    its file locked or failing): the transaction was rolled back, and the same write may
+    succeed later. Not a statement that is wrong (SQLite reports those as operational errors
+    too), which would fail the same way again."""
+    return any(
+        (code := _sqlite_code(cause)) is not None and code & 0xFF in _REFUSED_FOR_NOW
+        for cause in _causes(exc)
+    )
+
+
+def _sqlite_code(exc: BaseException) -> int | None:
+    """The (extended) result code of an error sqlite3 raised (one made by hand has none)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code if isinstance(code, int) else None
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc``, then the driver's error it wraps and what caused each, once each."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        # (an error sqlite3 raised has the code; one made by hand, not)
-        if getattr(current, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
-            return True
-        if isinstance(current, psycopg.Error) and current.sqlstate == _DISK_FULL:
-            return True
+        yield current
         if isinstance(current, sa_exc.DBAPIError) and isinstance(current.orig, BaseException):
             current = current.orig
-            continue
-        current = current.__cause__ or current.__context__
-    return False
+        else:
+            current = current.__cause__ or current.__context__
 
 
 _SERVER_GONE = frozenset({"57P01", "57P02", "57P03"})
