@@ -7,7 +7,8 @@ is continued from what was.
 - On PostgreSQL a run whose write meets the database gone (a connection cut, a restart, a
   failover) stores nothing more (the write whose answer never came may have committed) and
   gives its lease up; a takeover continues it from its last checkpoint. On SQLite, the file of
-  this one process, it fails with the retryable ``database_unavailable``.
+  this one process, a driver error other than SQLite refusing a write for now fails it with the
+  retryable ``database_unavailable`` (a refusal stops it: ``test_full_disk.py``).
 
 The failures are injected where the run meets them (``RunStore.store_end``,
 ``ProgressBatcher.commit_step``), as the driver raises them.

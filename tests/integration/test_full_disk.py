@@ -25,7 +25,7 @@ from consentry.api.http.sse_response import RECONNECT_AFTER_MS
 from consentry.runtime.runs.execute._run_store import RunStore
 from consentry.runtime.runs.execute._step_batching import ProgressBatcher
 from consentry.schemas.events import ErrorEvent, Event, FinalEvent
-from consentry_tools.chaos.sqlite_faults import SqliteDisk
+from consentry_tools.chaos.sqlite_faults import SqliteDisk, SqliteStrikeError
 from tests.sse import ask_for_note_edit, kinds, parse_events
 
 CLOSED_WITHIN_SECONDS = 30.0
@@ -35,8 +35,11 @@ CLOSED_WITHIN_SECONDS = 30.0
 async def disk(tmp_path: Path) -> AsyncIterator[SqliteDisk]:
     if os.geteuid() != 0:
         pytest.skip("mounts a size-limited tmpfs: root only (CI runs as root)")
-    async with SqliteDisk.mounted(tmp_path / "disk") as mounted:
-        yield mounted
+    try:
+        async with SqliteDisk.mounted(tmp_path / "disk") as mounted:
+            yield mounted
+    except SqliteStrikeError as exc:  # (a container without CAP_SYS_ADMIN)
+        pytest.skip(f"this machine refuses a tmpfs mount: {exc}")
 
 
 @pytest.fixture
@@ -170,3 +173,62 @@ async def test_a_run_whose_step_meets_a_full_disk_is_continued_by_the_server_onc
     assert (last.reason, last.run_id != run_id) == ("completed", True)
     thread = (await client.get(f"/v1/threads/{thread_id}")).json()
     assert (thread["status"], thread["last_reason"]) == ("idle", "completed")
+
+
+async def test_a_continuation_that_meets_the_full_disk_again_is_closed_not_continued_again(
+    client: httpx.AsyncClient, disk: SqliteDisk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refusal that keeps coming back (a disk with room for a run's close but not for its
+    step) must not loop: a run is continued once that way, then only closed, and the client's
+    ``POST /v1/threads/{id}/retry`` takes it on from there."""
+    commit_step = ProgressBatcher.commit_step
+    steps: dict[str, int] = {}  # run id → its steps so far, in the order the runs came
+    frees: list[asyncio.Task[None]] = []
+
+    async def full_at_the_second_and_at_the_continuations_first(
+        self: ProgressBatcher, write: Any
+    ) -> None:
+        run_id = self._events.run_id
+        steps[run_id] = steps.get(run_id, 0) + 1
+        first, *later = steps
+        if run_id == first and steps[run_id] == 2:  # the test gives the room back
+            await disk.fill()
+        elif later and run_id == later[0] and steps[run_id] == 1:  # the continuation's first
+            await disk.fill()
+            frees.append(asyncio.create_task(_free_after(disk, 0.2)))
+        await commit_step(self, write)
+
+    monkeypatch.setattr(
+        ProgressBatcher, "commit_step", full_at_the_second_and_at_the_continuations_first
+    )
+    response = await client.post("/v1/chat", json={"message": "What is retrieval?"})
+    seen = [e for e in parse_events(response.text) if e.type != "token"]
+    thread_id = seen[0].thread_id
+    assert "final" not in kinds(seen)
+
+    await disk.free()
+    await _rejoined_until_final(client, thread_id)
+    await client.services.executor.wait_for_runs()  # type: ignore[attr-defined]
+    monkeypatch.setattr(ProgressBatcher, "commit_step", commit_step)
+    assert frees, "the continuation never stored a step"
+    replay = [e for e in await _rejoined_until_final(client, thread_id) if e.type != "token"]
+
+    runs = list(dict.fromkeys(e.run_id for e in replay))
+    assert len(runs) == 2, runs  # the first run and one continuation, no third
+    finals = [e for e in replay if isinstance(e, FinalEvent)]
+    assert [(f.run_id, f.reason) for f in finals] == [(runs[0], "failed"), (runs[1], "failed")]
+    errors = [e for e in replay if isinstance(e, ErrorEvent)]
+    assert [(e.run_id, e.code) for e in errors] == [
+        (runs[0], "server_restarted"),
+        (runs[1], "server_restarted"),
+    ]
+    thread = (await client.get(f"/v1/threads/{thread_id}")).json()
+    assert (thread["status"], thread["last_reason"]) == ("idle", "failed")
+    retried = await client.post(f"/v1/threads/{thread_id}/retry")
+    assert retried.status_code == 200, retried.text
+    assert parse_events(retried.text)[-1].reason == "completed"
+
+
+async def _free_after(disk: SqliteDisk, seconds: float) -> None:
+    await asyncio.sleep(seconds)
+    await disk.free()

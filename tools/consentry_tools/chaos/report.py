@@ -28,6 +28,8 @@ class TrialResult:
     replayed_answers: int
     storage_full_answers: int
     """Attempts answered 507 ``storage_full`` (the database's disk full)."""
+    refused_for_space: int
+    """Lines of the servers' logs saying a request or a run met the full disk."""
     kill: KillRecord | None
     freeze: FreezeRecord | None
     outage: OutageRecord | None
@@ -104,6 +106,7 @@ class ChaosReport:
             "file_locks": sum(1 for f in files if f.kind == "lock"),
             "file_strikes_with_requests_open": sum(1 for f in files if f.open_requests),
             "storage_full_answers": sum(t.storage_full_answers for t in self.trials),
+            "refused_for_space": sum(t.refused_for_space for t in self.trials),
             "database_restarts": len(restarts),
             "restarts_with_requests_open": sum(1 for r in restarts if r.open_requests),
         }
@@ -135,7 +138,8 @@ class ChaosReport:
             "requests open)",
             f"{'disk full / file locked':<28}{c['disk_fulls']:>4} /{c['file_locks']:>2}   "
             f"({c['file_strikes_with_requests_open']} with requests open; "
-            f"{c['storage_full_answers']} answers 507 storage_full)",
+            f"{c['storage_full_answers']} answers 507 storage_full; "
+            f"{c['refused_for_space']} writes refused in the logs)",
             f"{'PostgreSQL restarts':<28}{c['database_restarts']:>8}   "
             f"({c['restarts_with_requests_open']} with requests open)",
             "",

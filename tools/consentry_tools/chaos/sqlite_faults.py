@@ -28,7 +28,14 @@ from typing import Literal
 
 from consentry_tools.chaos.workload import Progress
 
-__all__ = ["FileRecord", "SqliteDisk", "SqliteStrikeError", "hold_write_lock", "strike_file"]
+__all__ = [
+    "DISK_FULL",
+    "FileRecord",
+    "SqliteDisk",
+    "SqliteStrikeError",
+    "hold_write_lock",
+    "strike_file",
+]
 
 DISK_BYTES = 4 << 30
 """The tmpfs's size while it has room: its pages are memory only once written."""
@@ -38,6 +45,8 @@ SHRINK_TRIES = 50
 LOCK_WAIT_SECONDS = 30.0
 """How long the run's own ``BEGIN IMMEDIATE`` may wait for the server's transaction."""
 STRIKE_JITTER_SECONDS = 0.04
+DISK_FULL = "database or disk is full"
+"""SQLite's words for ``SQLITE_FULL``, in the log line of every request or run that met it."""
 
 FileFault = Literal["disk_full", "lock"]
 

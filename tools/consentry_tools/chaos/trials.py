@@ -45,7 +45,7 @@ from consentry_tools.chaos.servers import (
     start_servers,
 )
 from consentry_tools.chaos.snapshot import Snapshot, take_snapshot
-from consentry_tools.chaos.sqlite_faults import FileRecord, SqliteDisk, strike_file
+from consentry_tools.chaos.sqlite_faults import DISK_FULL, FileRecord, SqliteDisk, strike_file
 from consentry_tools.chaos.violations import Violation
 from consentry_tools.chaos.workload import Client, ClientPlan, Progress
 
@@ -143,6 +143,7 @@ class _Run:
         snapshot = await self.snapshot(logs)
         self.known |= set(snapshot.thread_ids)
         requests = [r for log in logs for r in log.requests]
+        server_lines = server_log.new_lines()
         return (
             TrialResult(
                 trial=number,
@@ -163,7 +164,8 @@ class _Run:
                 outage=struck if isinstance(struck, OutageRecord) else None,
                 file=struck if isinstance(struck, FileRecord) else None,
                 restart=struck if isinstance(struck, RestartRecord) else None,
-                violations=check_trial(number, logs, snapshot, server_log=server_log.new_lines()),
+                refused_for_space=sum(1 for line in server_lines if DISK_FULL in line),
+                violations=check_trial(number, logs, snapshot, server_log=server_lines),
                 seconds=time.monotonic() - started,
             ),
             logs,

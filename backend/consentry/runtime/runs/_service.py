@@ -19,7 +19,7 @@ task), ``_joins``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime
 
 from consentry.errors import ConflictError, InvalidRequestError, NotFoundError
@@ -230,11 +230,11 @@ class RunService:
             self._launcher, self._targets, self._alarm, lease_expired_by=lease_expired_by
         )
 
-    async def close_left_open(self, run_ids: frozenset[str]) -> int:
-        """Close and continue these runs this process left open (SQLite: ``LeftOpenRuns``), as
-        its start-up would: how many were still open."""
+    async def close_left_open(self, runs: Mapping[str, bool]) -> int:
+        """Close these runs this process left open (SQLite: ``LeftOpenRuns``; run id → whether
+        to continue its work), as its start-up would: how many were still open."""
         return await take_over_dead_runs(
-            self._launcher, self._targets, self._alarm, lease_expired_by=None, only=run_ids
+            self._launcher, self._targets, self._alarm, lease_expired_by=None, only=runs
         )
 
 

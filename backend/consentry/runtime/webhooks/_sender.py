@@ -32,7 +32,7 @@ from pydantic import SecretStr
 from consentry.observability.metrics import Metrics, WebhookOutcome
 from consentry.runtime.assistants import assistant_uuid
 from consentry.runtime.background import BackgroundLoop
-from consentry.runtime.clock import Clock
+from consentry.runtime.clock import Clock, utc_now
 from consentry.runtime.webhooks._hosts import WebhookHosts
 from consentry.runtime.webhooks._signing import post_headers
 from consentry.schemas.sdk_runs import WebhookPayload, ended_status
@@ -189,7 +189,9 @@ class WebhookSender(BackgroundLoop):
             return "retry", refusal
         if refusal is not None:
             return "refused", refusal
-        sent_at = self._clock()
+        # The machine's wall clock, not the server's (``runtime.clock``): the receiver checks the
+        # signed timestamp against its own wall clock.
+        sent_at = utc_now()
         body = payload(delivery, sent_at=sent_at).model_dump_json().encode()
         headers = post_headers(
             delivery_id=delivery.id,

@@ -36,7 +36,7 @@ from consentry.storage.tool_calls import ToolCallAsked, ToolResultGiven, record_
 from consentry.storage.transcript import TranscriptEntry, add_to_transcript
 from consentry_graphs.registry import CompiledGraph
 
-__all__ = ["RunStore"]
+__all__ = ["RunStore", "continues_after_a_stop"]
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,13 @@ def _tool_event(event_type: str, data: str) -> ToolCallAsked | ToolResultGiven:
     )
 
 
+def continues_after_a_stop(run: RunContext) -> bool:
+    """Whether a run that stops for a takeover is to be continued by whoever closes it, on
+    SQLite: not one a client cancelled, nor one that was itself such a continuation (a refusal
+    that keeps coming back must not loop: ``LeftOpenRuns``)."""
+    return run.stop != "cancel" and run.trigger != "recovery"
+
+
 class RunStore:
     def __init__(
         self,
@@ -73,7 +80,7 @@ class RunStore:
     ) -> None:
         """``ended(thread_id, run_id)``: a run ended (stored), so the thread is free of it in this
         process. ``compiled``: a served graph (its checkpointer, for a run rolled back).
-        ``left_open``: told, on SQLite, of a run whose end nor failure could be stored."""
+        ``left_open``: told, on SQLite, of a run it leaves open (``LeftOpenRuns``)."""
         self._db = db
         self._compiled = compiled
         self._clock = clock
@@ -290,8 +297,9 @@ class RunStore:
                     "the database went away as a run ended; it is closed by a takeover",
                     extra={"thread_id": events.thread_id, "run_id": events.run_id},
                 )
+                continues = continues_after_a_stop(run)
                 run.stop = "database_lost"
-                await self.suspend(run)
+                await self.suspend(run, continue_work=continues)
                 return
             log.exception(
                 "could not store the end of a run",
@@ -325,7 +333,7 @@ class RunStore:
                 events.discard_unsent()
                 events.close(suspended=True)
                 if not self._db.is_postgres:  # (there, its lease expires: a takeover)
-                    self._left_open.add(events.run_id)
+                    self._left_open.add(events.run_id, continue_work=False)  # (it was ending)
                 return
         run.observer.ended(outcome.reason)
         for consent in outcome.consents:
@@ -335,12 +343,13 @@ class RunStore:
         events.close()
         self._ended(events.thread_id, events.run_id)  # the thread is free: a cancel finds nothing
 
-    async def suspend(self, run: RunContext) -> None:
+    async def suspend(self, run: RunContext, *, continue_work: bool = True) -> None:
         """Stop without ending: store the events made so far and give up the lease, so the next
         process continues the run from its last checkpoint. With the lease lost, store nothing
         (the process that took the run over owns it now); with the database lost mid-write, only
-        give up the lease. Listeners get no ``final``: the stream ends, and the client rejoins
-        with ``Last-Event-ID``."""
+        give up the lease (on SQLite: the run is left open for this process to close, and to
+        continue if ``continue_work``: ``LeftOpenRuns``). Listeners get no ``final``: the
+        stream ends, and the client rejoins with ``Last-Event-ID``."""
         events = run.events
         run.observer.stopped()
         await run.progress.settle()
@@ -375,4 +384,4 @@ class RunStore:
         events.flush()
         events.close(suspended=True)
         if lost and not self._db.is_postgres:  # (one process: no takeover but its own)
-            self._left_open.add(events.run_id)
+            self._left_open.add(events.run_id, continue_work=continue_work)

@@ -14,7 +14,7 @@ import asyncio
 import logging
 from typing import Literal
 
-from consentry.runtime.runs.execute._run_store import RunStore
+from consentry.runtime.runs.execute._run_store import RunStore, continues_after_a_stop
 from consentry.runtime.runs.execute._run_types import RunContext
 
 __all__ = ["stop_for_takeover"]
@@ -33,5 +33,6 @@ async def stop_for_takeover(
 ) -> None:
     events = run.events
     log.warning(_WHY[why], extra={"thread_id": events.thread_id, "run_id": events.run_id})
+    continues = continues_after_a_stop(run)
     run.stop = why
-    await asyncio.shield(store.suspend(run))
+    await asyncio.shield(store.suspend(run, continue_work=continues))

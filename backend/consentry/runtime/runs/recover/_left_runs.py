@@ -1,9 +1,10 @@
 """Closing the runs this process left open, on SQLite (``execute.LeftOpenRuns``): a run whose
-end and failure could not be stored (the disk of the database full, its file locked past the
-busy timeout) still shows running, and nothing of its end was sent. On PostgreSQL its lease
+write the file refused for now (its disk full, its lock held past the busy timeout, an I/O
+error) still shows running, and nothing it did not store was sent. On PostgreSQL its lease
 expires and a replica's takeover closes it; on SQLite, the only process on the file, this loop
 does what the next start would, as soon as the database takes writes again: close the run as
-far as its graph got and continue it from its last checkpoint (``RunService.close_left_open``).
+far as its graph got and (once at most) continue it from its last checkpoint
+(``RunService.close_left_open``).
 It waits on the runs' wake-up, so it costs nothing while no run is left open. Each run is closed
 on its own: one the database still refuses (the disk still full) is tried again after a pause
 that doubles up to ``RETRY_MAX_SECONDS``; one that fails otherwise (a bug) is logged and left
@@ -13,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from typing import Protocol
 
 from consentry.runtime.background import BackgroundLoop
 from consentry.runtime.runs.execute import LeftOpenRuns
-from consentry.storage.db.database import is_database_unavailable
+from consentry.storage.db.database import is_write_refused
 
 __all__ = ["LeftRunCloser"]
 
@@ -31,7 +33,7 @@ RETRY_MAX_SECONDS = 5.0
 class LeftRunTaker(Protocol):
     """Who closes and continues them (the run service)."""
 
-    async def close_left_open(self, run_ids: frozenset[str]) -> int: ...
+    async def close_left_open(self, runs: Mapping[str, bool]) -> int: ...
 
 
 class LeftRunCloser(BackgroundLoop):
@@ -44,19 +46,19 @@ class LeftRunCloser(BackgroundLoop):
     async def _run(self) -> None:
         pause = RETRY_FIRST_SECONDS
         while True:
-            run_ids = await self._left.wait()
+            runs = await self._left.wait()
             await asyncio.sleep(pause)
             refused = False
-            for run_id in sorted(run_ids):
-                refused = not await self._close(run_id) or refused
+            for run_id, continue_work in sorted(runs.items()):
+                refused = not await self._close(run_id, continue_work=continue_work) or refused
             pause = min(pause * 2, RETRY_MAX_SECONDS) if refused else RETRY_FIRST_SECONDS
 
-    async def _close(self, run_id: str) -> bool:
+    async def _close(self, run_id: str, *, continue_work: bool) -> bool:
         """Close ``run_id``; False when the database still refuses it (to be tried again)."""
         try:
-            closed = await self._runs.close_left_open(frozenset({run_id}))
+            closed = await self._runs.close_left_open({run_id: continue_work})
         except Exception as exc:
-            if is_database_unavailable(exc):
+            if is_write_refused(exc):
                 log.warning(
                     "could not close a run left open yet (%r); trying again",
                     exc,

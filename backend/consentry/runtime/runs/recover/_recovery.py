@@ -6,6 +6,7 @@ continues the work comes from the graph's checkpoint and the run's stored inputs
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
 from uuid import uuid4
@@ -46,16 +47,18 @@ async def take_over_dead_runs(
     alarm: ExpiryAlarm,
     *,
     lease_expired_by: datetime | None,
-    only: frozenset[str] | None = None,
+    only: Mapping[str, bool] | None = None,
 ) -> int:
     """Take over every run whose process died (``_dead_runs.dead_runs``), or ``only`` those of
-    them; how many this process got (another one may win some)."""
+    them (run id → whether to continue its work, else only close it); how many this process
+    got (another one may win some)."""
     taken = 0
     for run in await dead_runs(launcher.db, lease_expired_by=lease_expired_by):
         if only is not None and run.id not in only:
             continue
         try:
-            await _take_over(launcher, targets, alarm, run)
+            continues = only is None or only[run.id]
+            await _take_over(launcher, targets, alarm, run, continue_work=continues)
         except LeaseLostError:
             continue  # another process took it first
         taken += 1
@@ -63,12 +66,18 @@ async def take_over_dead_runs(
 
 
 async def _take_over(
-    launcher: Launcher, targets: RunTargets, alarm: ExpiryAlarm, dead: UnfinishedRun
+    launcher: Launcher,
+    targets: RunTargets,
+    alarm: ExpiryAlarm,
+    dead: UnfinishedRun,
+    *,
+    continue_work: bool = True,
 ) -> None:
     """Close a run a dead process left open as far as its graph got, and continue its work
     from the last checkpoint, in one transaction (so nobody sees the thread idle in between):
-    see ``_dead_runs``. Nothing is continued when nothing is left to run or the graph is no
-    longer served. ``LeaseLostError`` when another process took it first."""
+    see ``_dead_runs``. Nothing is continued when nothing is left to run, the graph is no
+    longer served, or not ``continue_work``. ``LeaseLostError`` when another process took it
+    first."""
     executor = launcher.executor
     owner = Principal(dead.tenant, dead.user_id)
     async with launcher.db.read() as conn:
@@ -86,6 +95,8 @@ async def _take_over(
             position=await executor.position(target.spec, target.thread_id),
             deadlines=executor.deadlines,
         )
+        if not continue_work:
+            recovery = replace(recovery, continuation=[])
     if target is not None and dead.webhook is not None and recovery.continuation:
         # The run that continues the work posts its end to the dead run's webhook.
         options = replace(target.run_options, webhook=dead.webhook, metadata=dead.metadata)

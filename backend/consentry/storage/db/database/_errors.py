@@ -78,10 +78,11 @@ def is_storage_full(exc: BaseException) -> bool:
     )
 
 
-_REFUSED_FOR_NOW = frozenset({5, 6, 10, 13})
-"""SQLite's primary result codes of a write it could not store for now: ``SQLITE_BUSY``,
-``SQLITE_LOCKED`` (another process holds the file past the busy timeout), ``SQLITE_IOERR`` (its
-disk failed a read or write), ``SQLITE_FULL``."""
+_REFUSED_FOR_NOW = frozenset({5, 10, 13})
+"""SQLite's primary result codes of a write it could not store for now: ``SQLITE_BUSY``
+(another process held the file's lock past the busy timeout), ``SQLITE_IOERR`` (its disk failed a
+read or write), ``SQLITE_FULL``. Not ``SQLITE_LOCKED``: a conflict inside one connection, which
+would happen again the same way."""
 
 
 def is_write_refused(exc: BaseException) -> bool:
