@@ -71,7 +71,10 @@ class LeftRunCloser(BackgroundLoop):
         else:
             if closed:
                 log.warning(
-                    "closed a run left open, and continued its work", extra={"run_id": run_id}
+                    "closed a run left open, and continued its work"
+                    if continue_work
+                    else "closed a run left open; POST …/retry continues it",
+                    extra={"run_id": run_id},
                 )
         self._left.closed({run_id})
         return True
