@@ -58,6 +58,21 @@ async def _rejoined_until_final(client: httpx.AsyncClient, thread_id: str) -> li
     raise AssertionError(f"the run was not closed within {CLOSED_WITHIN_SECONDS} s")
 
 
+async def _a_run_that_stops(client: httpx.AsyncClient) -> list[Event]:
+    """A chat whose run stops on the full disk: what its stream sent (tokens aside), which ends
+    with the reconnect hint, neither an ``error`` nor a ``final``."""
+    response = await client.post("/v1/chat", json={"message": "What is retrieval?"})
+    seen = _durable(parse_events(response.text))
+    assert "final" not in kinds(seen)
+    assert "error" not in kinds(seen)
+    assert response.text.rstrip().endswith(f"retry: {RECONNECT_AFTER_MS}")
+    return seen
+
+
+def _durable(events: list[Event]) -> list[Event]:
+    return [event for event in events if event.type != "token"]
+
+
 def _refused_for_storage(response: httpx.Response) -> None:
     assert response.status_code == 507, response.text
     assert response.json()["error"]["code"] == "storage_full"
@@ -116,16 +131,13 @@ async def test_a_run_whose_end_meets_a_full_disk_is_closed_by_the_server_once_sp
         await store_end(self, run, outcome, **more)
 
     monkeypatch.setattr(RunStore, "store_end", end_on_a_full_disk)
-    response = await client.post("/v1/chat", json={"message": "What is retrieval?"})
+    seen = await _a_run_that_stops(client)
     monkeypatch.setattr(RunStore, "store_end", store_end)
-    seen = [e for e in parse_events(response.text) if e.type != "token"]
     thread_id, run_id = seen[0].thread_id, seen[0].run_id
-    assert "final" not in kinds(seen)
-    assert response.text.rstrip().endswith(f"retry: {RECONNECT_AFTER_MS}")
     assert (await client.get(f"/v1/threads/{thread_id}")).json()["status"] == "running"
 
     await disk.free()
-    replay = [e for e in await _rejoined_until_final(client, thread_id) if e.type != "token"]
+    replay = _durable(await _rejoined_until_final(client, thread_id))
     assert replay[: len(seen)] == seen  # what was sent is what is stored, and goes on from there
     final = replay[len(seen)]
     assert isinstance(final, FinalEvent)
@@ -151,16 +163,12 @@ async def test_a_run_whose_step_meets_a_full_disk_is_continued_by_the_server_onc
         await commit_step(self, write)
 
     monkeypatch.setattr(ProgressBatcher, "commit_step", full_at_the_second)
-    response = await client.post("/v1/chat", json={"message": "What is retrieval?"})
+    seen = await _a_run_that_stops(client)
     monkeypatch.setattr(ProgressBatcher, "commit_step", commit_step)
-    seen = [e for e in parse_events(response.text) if e.type != "token"]
     thread_id, run_id = seen[0].thread_id, seen[0].run_id
-    assert "final" not in kinds(seen)
-    assert "error" not in kinds(seen)
-    assert response.text.rstrip().endswith(f"retry: {RECONNECT_AFTER_MS}")
 
     await disk.free()
-    replay = [e for e in await _rejoined_until_final(client, thread_id) if e.type != "token"]
+    replay = _durable(await _rejoined_until_final(client, thread_id))
     assert [e.seq for e in replay] == list(range(1, len(replay) + 1))
     assert replay[: len(seen)] == seen
     error, closed = replay[len(seen) : len(seen) + 2]
@@ -201,17 +209,14 @@ async def test_a_continuation_that_meets_the_full_disk_again_is_closed_not_conti
     monkeypatch.setattr(
         ProgressBatcher, "commit_step", full_at_the_second_and_at_the_continuations_first
     )
-    response = await client.post("/v1/chat", json={"message": "What is retrieval?"})
-    seen = [e for e in parse_events(response.text) if e.type != "token"]
-    thread_id = seen[0].thread_id
-    assert "final" not in kinds(seen)
+    thread_id = (await _a_run_that_stops(client))[0].thread_id
 
     await disk.free()
     await _rejoined_until_final(client, thread_id)
     await client.services.executor.wait_for_runs()  # type: ignore[attr-defined]
     monkeypatch.setattr(ProgressBatcher, "commit_step", commit_step)
     assert frees, "the continuation never stored a step"
-    replay = [e for e in await _rejoined_until_final(client, thread_id) if e.type != "token"]
+    replay = _durable(await _rejoined_until_final(client, thread_id))
 
     runs = list(dict.fromkeys(e.run_id for e in replay))
     assert len(runs) == 2, runs  # the first run and one continuation, no third
